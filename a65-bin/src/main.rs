@@ -1,0 +1,4 @@
+//! The `simak` command-line tool.
+#![forbid(unsafe_code)]
+
+fn main() {}

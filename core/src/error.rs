@@ -1,0 +1,174 @@
+//! Admission errors: one variant per rejected rule, carrying the offending values.
+//!
+//! Display text is short and lowercase with no trailing period (STYLE §4). The CLI adds
+//! file and tensor context.
+
+use core::fmt;
+
+use crate::dtype::DType;
+
+/// Which port of an operation a rule was checked on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Port {
+    /// The (only) input port.
+    Input,
+    /// The (only) output port.
+    Output,
+}
+
+impl fmt::Display for Port {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Port::Input => "input",
+            Port::Output => "output",
+        })
+    }
+}
+
+/// Why `check_inference` rejected a request (SPEC §2, §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum AdmissionError {
+    /// The port's dtype is not one the operation admits on that port.
+    DType {
+        /// Port checked.
+        port: Port,
+        /// The dtype found.
+        found: DType,
+    },
+    /// The rank is outside what the operation admits (CastTess and QuantTess need 1..=6).
+    Rank {
+        /// Rank found.
+        rank: usize,
+        /// Smallest admitted rank.
+        min: usize,
+        /// Largest admitted rank.
+        max: usize,
+    },
+    /// Input and output logical extents differ on an axis.
+    ShapeMismatch {
+        /// Logical axis index.
+        axis: usize,
+        /// Input extent on that axis.
+        input: u64,
+        /// Output extent on that axis.
+        output: u64,
+    },
+    /// A byte stride is not a multiple of the element size.
+    StrideNotMultiple {
+        /// Port checked.
+        port: Port,
+        /// Logical axis index.
+        axis: usize,
+        /// The stride in bytes.
+        stride: u64,
+        /// Element size in bytes.
+        elem_size: u64,
+    },
+    /// An axis of extent > 1 has stride 0.
+    ZeroStride {
+        /// Port checked.
+        port: Port,
+        /// Logical axis index.
+        axis: usize,
+        /// Extent of that axis.
+        extent: u64,
+    },
+    /// The element count or the accessed span overflows `u64`.
+    SpanOverflow {
+        /// Port checked.
+        port: Port,
+    },
+    /// The conservative nonoverlap proof failed: sorted by stride, this axis's stride is
+    /// smaller than the span of all smaller-stride axes together.
+    Overlap {
+        /// Port checked.
+        port: Port,
+        /// Logical axis whose stride is too small.
+        axis: usize,
+        /// Its stride in bytes.
+        stride: u64,
+        /// The span in bytes it had to reach.
+        required: u64,
+    },
+    /// The multiplier is NaN or infinite (its binary32 bits).
+    MultiplierNotFinite {
+        /// binary32 bits of the multiplier.
+        bits: u32,
+    },
+    /// The multiplier is zero or negative (its binary32 bits).
+    MultiplierNotPositive {
+        /// binary32 bits of the multiplier.
+        bits: u32,
+    },
+    /// The zero point is outside [-128, 127].
+    ZeroPointOutOfRange {
+        /// The zero point given.
+        zero_point: i32,
+    },
+    /// A rounding code is not one of the four of SPEC §7.
+    RoundingCode {
+        /// The raw code.
+        code: u32,
+    },
+}
+
+impl fmt::Display for AdmissionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            AdmissionError::DType { port, found } => {
+                write!(f, "{port} dtype {found} is not admitted by this operation")
+            }
+            AdmissionError::Rank { rank, min, max } => {
+                write!(f, "rank {rank} is outside {min}..={max}")
+            }
+            AdmissionError::ShapeMismatch {
+                axis,
+                input,
+                output,
+            } => write!(
+                f,
+                "input extent {input} and output extent {output} differ on axis {axis}"
+            ),
+            AdmissionError::StrideNotMultiple {
+                port,
+                axis,
+                stride,
+                elem_size,
+            } => write!(
+                f,
+                "{port} stride {stride} bytes on axis {axis} is not a multiple of the element size {elem_size}"
+            ),
+            AdmissionError::ZeroStride { port, axis, extent } => {
+                write!(f, "{port} axis {axis} has extent {extent} but stride 0")
+            }
+            AdmissionError::SpanOverflow { port } => {
+                write!(f, "{port} element count or accessed span overflows u64")
+            }
+            AdmissionError::Overlap {
+                port,
+                axis,
+                stride,
+                required,
+            } => write!(
+                f,
+                "{port} axis {axis} stride {stride} bytes is below the {required}-byte span of the faster axes (nonoverlap proof failed)"
+            ),
+            AdmissionError::MultiplierNotFinite { bits } => {
+                write!(f, "multiplier 0x{bits:08x} is not finite")
+            }
+            AdmissionError::MultiplierNotPositive { bits } => {
+                write!(f, "multiplier 0x{bits:08x} is not > 0")
+            }
+            AdmissionError::ZeroPointOutOfRange { zero_point } => {
+                write!(f, "zero point {zero_point} is outside [-128, 127]")
+            }
+            AdmissionError::RoundingCode { code } => {
+                write!(f, "rounding code {code} is not one of 0..=3")
+            }
+        }
+    }
+}
+
+impl core::error::Error for AdmissionError {}

@@ -1,0 +1,237 @@
+//! Quant: FP32 / BF16 / FP16 → INT8 with one multiplier and zero point (SPEC §3).
+//!
+//! ```
+//! use simak_core::ops::quant::{check_inference, Params, Request, Rounding};
+//! use simak_core::{DType, TensorSpec};
+//!
+//! let request = Request {
+//!     input: TensorSpec::strided([2, 3], [8, 2], DType::BF16),
+//!     output: TensorSpec::strided([2, 3], [1, 2], DType::I8),
+//!     params: Params::new(2.0).with_zero_point(-3).with_rounding(Rounding::TowardZero),
+//! };
+//! let plan = check_inference(&request).unwrap();
+//! assert_eq!(plan.input().span(), 14);
+//! assert_eq!(plan.output().span(), 6);
+//! ```
+
+use crate::dtype::DType;
+use crate::error::{AdmissionError, Port};
+use crate::tensor::{TensorSpec, View};
+
+pub use crate::arith::quant::{Kernels, Multiplier, Rounding};
+
+/// Quant parameters as the caller gives them (SPEC §3). Checked by [`check_inference`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    /// binary32 bits of the multiplier: finite, > 0, subnormals allowed. It multiplies.
+    pub multiplier_bits: u32,
+    /// Zero point, in [-128, 127]. Default 0.
+    pub zero_point: i32,
+    /// Integer rounding mode. Default [`Rounding::NearestEven`].
+    pub rounding: Rounding,
+}
+
+impl Params {
+    /// Parameters with `multiplier`, zero point 0 and nearest-even rounding.
+    pub const fn new(multiplier: f32) -> Params {
+        Params::from_bits(multiplier.to_bits())
+    }
+
+    /// Parameters with the multiplier given as binary32 bits, zero point 0, nearest-even.
+    pub const fn from_bits(multiplier_bits: u32) -> Params {
+        Params {
+            multiplier_bits,
+            zero_point: 0,
+            rounding: Rounding::NearestEven,
+        }
+    }
+
+    /// Sets the zero point.
+    pub const fn with_zero_point(mut self, zero_point: i32) -> Params {
+        self.zero_point = zero_point;
+        self
+    }
+
+    /// Sets the rounding mode.
+    pub const fn with_rounding(mut self, rounding: Rounding) -> Params {
+        self.rounding = rounding;
+        self
+    }
+}
+
+/// An unchecked Quant request over rank-`R` ports (R ≤ 6; rank 0 is a scalar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request<const R: usize> {
+    /// Input port: `F32`, `BF16` or `F16`, contiguous or strided.
+    pub input: TensorSpec<R>,
+    /// Output port: `I8`, contiguous or strided, same logical shape as the input.
+    pub output: TensorSpec<R>,
+    /// Parameters.
+    pub params: Params,
+}
+
+/// A checked Quant plan: owning, immutable, backend-neutral (SPEC §6).
+///
+/// Holds the normalized input and output views, the parameters and the multiplier decoded
+/// once. Reusable and shareable (`Copy`, `Send`, `Sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    input: View,
+    output: View,
+    multiplier: Multiplier,
+    zero_point: i32,
+    rounding: Rounding,
+}
+
+impl Plan {
+    /// The admitted input view.
+    pub const fn input(&self) -> &View {
+        &self.input
+    }
+
+    /// The admitted output view.
+    pub const fn output(&self) -> &View {
+        &self.output
+    }
+
+    /// The decoded multiplier.
+    pub const fn multiplier(&self) -> &Multiplier {
+        &self.multiplier
+    }
+
+    /// The zero point, in [-128, 127].
+    pub const fn zero_point(&self) -> i32 {
+        self.zero_point
+    }
+
+    /// The rounding mode.
+    pub const fn rounding(&self) -> Rounding {
+        self.rounding
+    }
+
+    /// The parameters this plan was checked with.
+    pub const fn params(&self) -> Params {
+        Params {
+            multiplier_bits: self.multiplier.bits(),
+            zero_point: self.zero_point,
+            rounding: self.rounding,
+        }
+    }
+
+    /// Number of elements (0 when empty, 1 for a scalar).
+    pub const fn elements(&self) -> u64 {
+        self.input.elements()
+    }
+
+    /// Whether the call is a no-op (some extent is zero).
+    pub const fn is_empty(&self) -> bool {
+        self.input.is_empty()
+    }
+
+    /// The exact scalar specialization for this plan's dtype × rounding.
+    pub fn kernels(&self) -> Kernels {
+        match Kernels::select(self.input.dtype(), self.rounding) {
+            Some(k) => k,
+            // Admission rejected I8 input, so every plan has a float input dtype.
+            None => unreachable!("admitted quant plans have a float input"),
+        }
+    }
+}
+
+/// Admits a Quant request (SPEC §2, §3).
+///
+/// No tensor data is read. On success the plan owns copies of everything it needs.
+///
+/// # Errors
+///
+/// - [`AdmissionError::DType`]: input not `F32`/`BF16`/`F16`, or output not `I8`;
+/// - [`AdmissionError::ShapeMismatch`]: the logical extents differ;
+/// - the layout errors of [`TensorSpec::admit`] for either port;
+/// - [`AdmissionError::MultiplierNotFinite`], [`AdmissionError::MultiplierNotPositive`],
+///   [`AdmissionError::ZeroPointOutOfRange`].
+pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
+    let input_dtype = request.input.dtype();
+    if !input_dtype.is_float() {
+        return Err(AdmissionError::DType {
+            port: Port::Input,
+            found: input_dtype,
+        });
+    }
+    if request.output.dtype() != DType::I8 {
+        return Err(AdmissionError::DType {
+            port: Port::Output,
+            found: request.output.dtype(),
+        });
+    }
+    for (axis, (&a, &b)) in request
+        .input
+        .extents()
+        .iter()
+        .zip(request.output.extents().iter())
+        .enumerate()
+    {
+        if a != b {
+            return Err(AdmissionError::ShapeMismatch {
+                axis,
+                input: a,
+                output: b,
+            });
+        }
+    }
+    let multiplier = Multiplier::from_bits(request.params.multiplier_bits)?;
+    let zero_point = request.params.zero_point;
+    if !(-128..=127).contains(&zero_point) {
+        return Err(AdmissionError::ZeroPointOutOfRange { zero_point });
+    }
+    let input = request.input.admit(Port::Input)?;
+    let output = request.output.admit(Port::Output)?;
+    Ok(Plan {
+        input,
+        output,
+        multiplier,
+        zero_point,
+        rounding: request.params.rounding,
+    })
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn request() -> Request<2> {
+        Request {
+            input: TensorSpec::contiguous([2, 3], DType::F32),
+            output: TensorSpec::contiguous([2, 3], DType::I8),
+            params: Params::new(1.0),
+        }
+    }
+
+    #[test]
+    fn admits_a_plain_request() {
+        let plan = check_inference(&request()).unwrap();
+        assert_eq!(plan.elements(), 6);
+        assert_eq!(plan.input().span(), 24);
+        assert_eq!(plan.output().span(), 6);
+        assert_eq!(plan.params(), Params::new(1.0));
+    }
+
+    #[test]
+    fn rejects_each_parameter_rule() {
+        let mut r = request();
+        r.params.zero_point = 128;
+        assert_eq!(
+            check_inference(&r),
+            Err(AdmissionError::ZeroPointOutOfRange { zero_point: 128 })
+        );
+        r.params = Params::new(f32::NAN);
+        assert!(matches!(
+            check_inference(&r),
+            Err(AdmissionError::MultiplierNotFinite { .. })
+        ));
+        r.params = Params::new(-1.0);
+        assert_eq!(
+            check_inference(&r),
+            Err(AdmissionError::MultiplierNotPositive { bits: 0xbf80_0000 })
+        );
+    }
+}

@@ -1,0 +1,418 @@
+//! Tensor specs and their admission into normalized views.
+//!
+//! The public spec is const-generic over the rank, [`TensorSpec<R>`]; `R > 6` fails to
+//! build (SPEC §2). Admission normalizes a spec into a [`View`]: six-capacity arrays (unused
+//! axes zero), byte strides with extent-0/1 axes normalized to stride 0, a checked element
+//! count and accessed span, and the conservative nonoverlap proof.
+//!
+//! ```compile_fail
+//! use simak_core::{DType, TensorSpec};
+//! // Rank 7 does not build.
+//! let _ = TensorSpec::contiguous([1u64; 7], DType::F32);
+//! ```
+#![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
+use crate::dtype::DType;
+use crate::error::{AdmissionError, Port};
+
+/// Largest admitted rank (SPEC §2).
+pub const MAX_RANK: usize = 6;
+
+/// Storage layout of one port, with strides in **bytes**.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout<const R: usize> {
+    /// Row-major packed: stride of axis i = element size × product of the later extents.
+    Contiguous,
+    /// Explicit byte strides, one per logical axis. Nonnegative and multiples of the element
+    /// size; axes of extent > 1 need positive strides.
+    Strided([u64; R]),
+}
+
+/// A tensor port as the caller describes it: logical extents, dtype and layout.
+///
+/// `R` is the rank, 0 to 6. A rank-0 spec is a scalar holding one element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TensorSpec<const R: usize> {
+    extents: [u64; R],
+    dtype: DType,
+    layout: Layout<R>,
+}
+
+impl<const R: usize> TensorSpec<R> {
+    const RANK_OK: () = assert!(R <= MAX_RANK, "tensor rank must be at most 6");
+
+    /// A row-major contiguous spec with `extents` in elements.
+    ///
+    /// Builds only for `R ≤ 6` (SPEC §2).
+    pub const fn contiguous(extents: [u64; R], dtype: DType) -> Self {
+        let () = Self::RANK_OK;
+        TensorSpec {
+            extents,
+            dtype,
+            layout: Layout::Contiguous,
+        }
+    }
+
+    /// A strided spec: `extents` in elements, `strides` in **bytes** per logical axis.
+    ///
+    /// Nothing is checked here; admission (`check_inference`) checks the strides.
+    pub const fn strided(extents: [u64; R], strides: [u64; R], dtype: DType) -> Self {
+        let () = Self::RANK_OK;
+        TensorSpec {
+            extents,
+            dtype,
+            layout: Layout::Strided(strides),
+        }
+    }
+
+    /// Logical extents in elements.
+    pub const fn extents(&self) -> &[u64; R] {
+        &self.extents
+    }
+
+    /// Element type.
+    pub const fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Storage layout.
+    pub const fn layout(&self) -> &Layout<R> {
+        &self.layout
+    }
+
+    /// The rank `R`.
+    pub const fn rank(&self) -> usize {
+        R
+    }
+
+    /// Admits this spec on `port` into a normalized [`View`] (SPEC §2).
+    ///
+    /// # Errors
+    ///
+    /// [`AdmissionError::StrideNotMultiple`], [`AdmissionError::ZeroStride`],
+    /// [`AdmissionError::SpanOverflow`] and [`AdmissionError::Overlap`], each naming `port`.
+    pub fn admit(&self, port: Port) -> Result<View, AdmissionError> {
+        let mut extents = [0u64; MAX_RANK];
+        let mut strides = [0u64; MAX_RANK];
+        let elem = self.dtype.size_u64();
+        match self.layout {
+            Layout::Contiguous => {
+                let mut stride = elem;
+                for axis in (0..R).rev() {
+                    let extent = *self.extents.get(axis).unwrap_or(&0);
+                    set(&mut extents, axis, extent);
+                    set(&mut strides, axis, stride);
+                    // Past the overflow, later (slower) strides are meaningless; the element
+                    // count check below rejects the spec anyway unless an extent is zero.
+                    stride = stride.saturating_mul(extent.max(1));
+                }
+            }
+            Layout::Strided(given) => {
+                for axis in 0..R {
+                    set(&mut extents, axis, *self.extents.get(axis).unwrap_or(&0));
+                    set(&mut strides, axis, *given.get(axis).unwrap_or(&0));
+                }
+            }
+        }
+        View::new(R, extents, strides, self.dtype, port)
+    }
+}
+
+/// An admitted port: rank, six-capacity extents and byte strides (unused axes zero), dtype,
+/// element count and accessed span in bytes.
+///
+/// Invariants (established by admission, SPEC §2): strides are multiples of the element size;
+/// axes of extent 0 or 1 have stride 0; axes of extent > 1 have positive strides and pass the
+/// nonoverlap proof; `span = elem + Σ stride_i·(extent_i − 1)` fits `u64` (0 when empty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct View {
+    rank: u8,
+    extents: [u64; MAX_RANK],
+    strides: [u64; MAX_RANK],
+    dtype: DType,
+    elements: u64,
+    span: u64,
+}
+
+fn set(array: &mut [u64; MAX_RANK], axis: usize, value: u64) {
+    if let Some(slot) = array.get_mut(axis) {
+        *slot = value;
+    }
+}
+
+impl View {
+    /// Admits normalized arrays: `rank` ≤ 6, `extents` in elements and `strides` in bytes for
+    /// axes `0..rank` (slots from `rank` on are ignored and zeroed).
+    ///
+    /// # Errors
+    ///
+    /// As [`TensorSpec::admit`]; a `rank` above 6 is [`AdmissionError::Rank`].
+    pub fn new(
+        rank: usize,
+        extents: [u64; MAX_RANK],
+        strides: [u64; MAX_RANK],
+        dtype: DType,
+        port: Port,
+    ) -> Result<View, AdmissionError> {
+        if rank > MAX_RANK {
+            return Err(AdmissionError::Rank {
+                rank,
+                min: 0,
+                max: MAX_RANK,
+            });
+        }
+        let elem = dtype.size_u64();
+        let mut ext = [0u64; MAX_RANK];
+        let mut str = [0u64; MAX_RANK];
+        let mut elements: u64 = 1;
+        let mut overflow = false;
+        for axis in 0..rank {
+            let extent = *extents.get(axis).unwrap_or(&0);
+            let stride = *strides.get(axis).unwrap_or(&0);
+            // SPEC §2: any stride is accepted for an extent-1 axis and normalized to 0.
+            if extent != 1 && stride % elem != 0 {
+                return Err(AdmissionError::StrideNotMultiple {
+                    port,
+                    axis,
+                    stride,
+                    elem_size: elem,
+                });
+            }
+            if extent > 1 && stride == 0 {
+                return Err(AdmissionError::ZeroStride { port, axis, extent });
+            }
+            set(&mut ext, axis, extent);
+            set(&mut str, axis, if extent > 1 { stride } else { 0 });
+            match elements.checked_mul(extent) {
+                Some(n) => elements = n,
+                None => overflow = true,
+            }
+        }
+        let empty = ext.iter().take(rank).any(|&e| e == 0);
+        if empty {
+            // SPEC §2: an empty tensor needs no storage; strides were still validated above.
+            for s in str.iter_mut() {
+                *s = 0;
+            }
+            return Ok(View {
+                rank: rank as u8,
+                extents: ext,
+                strides: str,
+                dtype,
+                elements: 0,
+                span: 0,
+            });
+        }
+        if overflow {
+            return Err(AdmissionError::SpanOverflow { port });
+        }
+        let span = span_of(&ext, &str, elem).ok_or(AdmissionError::SpanOverflow { port })?;
+        nonoverlap_proof(&ext, &str, elem, port)?;
+        Ok(View {
+            rank: rank as u8,
+            extents: ext,
+            strides: str,
+            dtype,
+            elements,
+            span,
+        })
+    }
+
+    /// Rank (0 to 6).
+    pub const fn rank(&self) -> usize {
+        self.rank as usize
+    }
+
+    /// Extents in elements, six slots, unused axes zero.
+    pub const fn extents(&self) -> &[u64; MAX_RANK] {
+        &self.extents
+    }
+
+    /// Byte strides, six slots, unused and extent-0/1 axes zero.
+    pub const fn strides(&self) -> &[u64; MAX_RANK] {
+        &self.strides
+    }
+
+    /// Element type.
+    pub const fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Number of elements (product of the extents; 1 for a scalar; 0 when empty).
+    pub const fn elements(&self) -> u64 {
+        self.elements
+    }
+
+    /// Accessed span in bytes: `elem + Σ stride_i·(extent_i − 1)`, or 0 when empty.
+    pub const fn span(&self) -> u64 {
+        self.span
+    }
+
+    /// Whether any extent is zero (the call is a no-op).
+    pub const fn is_empty(&self) -> bool {
+        self.elements == 0
+    }
+
+    /// Whether every axis of extent > 1 has stride = element size × product of the later
+    /// extents (the Quant wire "contiguous" flag, SPEC §7). Empty views are contiguous.
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = self.dtype.size_u64();
+        for axis in (0..self.rank()).rev() {
+            let extent = *self.extents.get(axis).unwrap_or(&0);
+            let stride = *self.strides.get(axis).unwrap_or(&0);
+            if extent > 1 && stride != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(extent);
+        }
+        true
+    }
+
+    /// Byte offset of the element at logical `index` (slots past the rank ignored).
+    ///
+    /// # Panics
+    ///
+    /// Never for an in-range index of an admitted view; out-of-range coordinates give an
+    /// offset past the span (saturating, never wrapping).
+    pub fn offset_of(&self, index: &[u64; MAX_RANK]) -> u64 {
+        let mut offset: u64 = 0;
+        for axis in 0..self.rank() {
+            let i = *index.get(axis).unwrap_or(&0);
+            let s = *self.strides.get(axis).unwrap_or(&0);
+            offset = offset.saturating_add(i.saturating_mul(s));
+        }
+        offset
+    }
+}
+
+/// `elem + Σ stride_i·(extent_i − 1)` with checked arithmetic; extents must be nonzero.
+fn span_of(extents: &[u64; MAX_RANK], strides: &[u64; MAX_RANK], elem: u64) -> Option<u64> {
+    let mut span = elem;
+    for (e, s) in extents.iter().zip(strides.iter()) {
+        if *e > 1 {
+            span = span.checked_add(s.checked_mul(e.checked_sub(1)?)?)?;
+        }
+    }
+    Some(span)
+}
+
+/// The conservative nonoverlap proof of SPEC §2: sort active axes (extent > 1) by stride;
+/// each stride must be ≥ the span of all smaller-stride axes together.
+fn nonoverlap_proof(
+    extents: &[u64; MAX_RANK],
+    strides: &[u64; MAX_RANK],
+    elem: u64,
+    port: Port,
+) -> Result<(), AdmissionError> {
+    let mut order: heapless::Vec<(u64, u64, usize), MAX_RANK> = heapless::Vec::new();
+    for (axis, (e, s)) in extents.iter().zip(strides.iter()).enumerate() {
+        if *e > 1 {
+            // At most MAX_RANK axes exist, so the push cannot fail.
+            let _ = order.push((*s, *e, axis));
+        }
+    }
+    order.sort_unstable_by_key(|&(s, _, axis)| (s, axis));
+    let mut covered = elem;
+    for &(stride, extent, axis) in order.iter() {
+        if stride < covered {
+            return Err(AdmissionError::Overlap {
+                port,
+                axis,
+                stride,
+                required: covered,
+            });
+        }
+        // The full span was already checked to fit in u64, so partial sums fit too.
+        covered = stride
+            .checked_mul(extent.saturating_sub(1))
+            .and_then(|x| x.checked_add(covered))
+            .ok_or(AdmissionError::SpanOverflow { port })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn contiguous_strides_and_span() {
+        let v = TensorSpec::contiguous([2, 3, 4], DType::F32)
+            .admit(Port::Input)
+            .unwrap();
+        assert_eq!(&v.strides()[..3], &[48, 16, 4]);
+        assert_eq!(v.elements(), 24);
+        assert_eq!(v.span(), 96);
+        assert!(v.is_contiguous());
+    }
+
+    #[test]
+    fn scalar_has_one_element() {
+        let v = TensorSpec::<0>::contiguous([], DType::BF16)
+            .admit(Port::Input)
+            .unwrap();
+        assert_eq!(v.rank(), 0);
+        assert_eq!(v.elements(), 1);
+        assert_eq!(v.span(), 2);
+    }
+
+    #[test]
+    fn singleton_strides_normalize_to_zero() {
+        let v = TensorSpec::strided([1, 3], [12345, 2], DType::F16)
+            .admit(Port::Output)
+            .unwrap();
+        assert_eq!(&v.strides()[..2], &[0, 2]);
+    }
+
+    #[test]
+    fn empty_needs_no_storage_but_strides_are_checked() {
+        let v = TensorSpec::strided([0, 3], [4, 4], DType::F32)
+            .admit(Port::Input)
+            .unwrap();
+        assert_eq!((v.elements(), v.span()), (0, 0));
+        assert_eq!(v.strides(), &[0; 6]);
+        assert_eq!(
+            TensorSpec::strided([0, 3], [4, 3], DType::F32).admit(Port::Input),
+            Err(AdmissionError::StrideNotMultiple {
+                port: Port::Input,
+                axis: 1,
+                stride: 3,
+                elem_size: 4
+            })
+        );
+    }
+
+    #[test]
+    fn overlap_proof_rejects_interleaved_axes() {
+        // [3, 4] with strides (8, 4): rows overlap (row span 16 > 8).
+        assert_eq!(
+            TensorSpec::strided([3, 4], [8, 4], DType::F32).admit(Port::Input),
+            Err(AdmissionError::Overlap {
+                port: Port::Input,
+                axis: 0,
+                stride: 8,
+                required: 16
+            })
+        );
+        // Transposed packed view is fine.
+        assert!(
+            TensorSpec::strided([4, 3], [4, 16], DType::F32)
+                .admit(Port::Input)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn span_overflow_is_an_error() {
+        assert_eq!(
+            TensorSpec::strided([3, 3], [(u64::MAX / 2) & !3, 4], DType::F32).admit(Port::Input),
+            Err(AdmissionError::SpanOverflow { port: Port::Input })
+        );
+        assert_eq!(
+            TensorSpec::contiguous([u64::MAX, 3], DType::F32).admit(Port::Input),
+            Err(AdmissionError::SpanOverflow { port: Port::Input })
+        );
+    }
+}

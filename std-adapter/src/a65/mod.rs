@@ -1,0 +1,102 @@
+//! A65 host-CPU execution.
+//!
+//! Contract (SPEC §6, §10): `prepare(&plan)` selects the numerical route once;
+//! `execute(&prepared, input, output)` rechecks the borrowed byte slices (capacity,
+//! alignment, address overflow, overlap) before any write, then runs synchronously with no
+//! heap allocation.
+
+pub mod quant;
+mod walk;
+
+use core::fmt;
+
+use simak_core::Port;
+
+/// Why `execute` refused borrowed buffers. Nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecuteError {
+    /// A buffer is shorter than the port's accessed span.
+    Capacity {
+        /// Port checked.
+        port: Port,
+        /// The accessed span in bytes.
+        required: u64,
+        /// The buffer length in bytes.
+        found: u64,
+    },
+    /// The buffer address is not aligned to what the port requires.
+    Misaligned {
+        /// Port checked.
+        port: Port,
+        /// The buffer address.
+        address: usize,
+        /// Required alignment in bytes.
+        align: usize,
+    },
+    /// The buffer address plus the accessed span overflows the address space.
+    AddressOverflow {
+        /// Port checked.
+        port: Port,
+    },
+    /// The input and output accessed ranges overlap.
+    Overlap,
+}
+
+impl fmt::Display for ExecuteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ExecuteError::Capacity {
+                port,
+                required,
+                found,
+            } => write!(
+                f,
+                "{port} buffer holds {found} bytes but the accessed span is {required} bytes"
+            ),
+            ExecuteError::Misaligned {
+                port,
+                address,
+                align,
+            } => write!(
+                f,
+                "{port} buffer address 0x{address:x} is not aligned to {align} bytes"
+            ),
+            ExecuteError::AddressOverflow { port } => {
+                write!(f, "{port} address plus span overflows the address space")
+            }
+            ExecuteError::Overlap => f.write_str("input and output accessed ranges overlap"),
+        }
+    }
+}
+
+impl std::error::Error for ExecuteError {}
+
+/// Checks one port's buffer against its accessed span and alignment; returns its address
+/// range.
+fn check_buffer(
+    port: Port,
+    address: usize,
+    len: usize,
+    span: u64,
+    align: usize,
+) -> Result<(usize, usize), ExecuteError> {
+    if (len as u64) < span {
+        return Err(ExecuteError::Capacity {
+            port,
+            required: span,
+            found: len as u64,
+        });
+    }
+    if address % align != 0 {
+        return Err(ExecuteError::Misaligned {
+            port,
+            address,
+            align,
+        });
+    }
+    let end = usize::try_from(span)
+        .ok()
+        .and_then(|s| address.checked_add(s))
+        .ok_or(ExecuteError::AddressOverflow { port })?;
+    Ok((address, end))
+}

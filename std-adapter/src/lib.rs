@@ -1,0 +1,39 @@
+//! simak: FP32 / BF16 / FP16 tensors into exactly what the ML accelerator consumes.
+//!
+//! This is the crate host users depend on. It re-exports the backend-neutral
+//! [`simak_core`] (dtypes, tensor specs, admission, plans) and adds the A65 host-CPU
+//! execution in [`a65`].
+//!
+//! ```
+//! use simak::ops::quant::{check_inference, Params, Request};
+//! use simak::{a65, DType, TensorSpec};
+//!
+//! let plan = check_inference(&Request {
+//!     input: TensorSpec::contiguous([4], DType::F32),
+//!     output: TensorSpec::contiguous([4], DType::I8),
+//!     params: Params::new(0.5).with_zero_point(3),
+//! })?;
+//! let prepared = a65::quant::prepare(&plan);
+//! let input: Vec<u8> = [1.0f32, -7.0, 300.0, f32::NAN]
+//!     .iter()
+//!     .flat_map(|x| x.to_le_bytes())
+//!     .collect();
+//! let mut output = [0u8; 4];
+//! a65::quant::execute(&prepared, &input, &mut output)?;
+//! // 0.5 → 0 (ties to even) + 3; −3.5 → −4 + 3; 150 + 3 saturates; NaN → zero point.
+//! assert_eq!(output.map(|b| b as i8), [3, -1, 127, 3]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # CPU support
+//!
+//! | target | route |
+//! | --- | --- |
+//! | any | exact integer path (`exact-scalar`), independent of the FP environment |
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod a65;
+
+pub use simak_core::{AdmissionError, DType, Layout, MAX_RANK, Port, TensorSpec, View};
+pub use simak_core::{arith, dtype, error, ops, state, tensor};

@@ -1,0 +1,1 @@
+//! Shared fixtures for simak's integration tests: the independent f64 oracle.

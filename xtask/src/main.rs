@@ -1,0 +1,2 @@
+//! `cargo xtask`: simak's developer tasks.
+fn main() {}
