@@ -4,6 +4,11 @@
 //! arithmetic. It forms the exact product in `f64` (every binary32 × binary32 product is
 //! exact there), rounds it once with `as f32` (round-to-nearest-even, subnormals kept,
 //! overflow to ±∞), then applies the integer mode with `f64` rounding functions.
+//!
+//! The other modules are shared qualification fixtures: [`rng`] (a fixed-seed SplitMix64),
+//! [`profiles`] (multiplier profiles), [`bytes`] (little-endian encoding and aligned byte
+//! buffers), [`lib_run`] (running a request through the library's A65 path) and [`peer`]
+//! (the third-party vectors of `shared/peer/`).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -91,5 +96,398 @@ pub mod oracle {
             assert_eq!(quant(DType::F32, 0xff80_0000, 0x3f80_0000, 0, ne), -128);
             assert_eq!(quant(DType::F32, 0x7fc0_0000, 0x3f80_0000, 5, ne), 5);
         }
+    }
+}
+
+pub mod rng {
+    //! A small fixed-seed PRNG (SplitMix64) so every test is reproducible.
+
+    /// SplitMix64 (Steele, Lea, Flood 2014): 64-bit state, full period, good enough mixing
+    /// for test-case generation.
+    #[derive(Debug, Clone)]
+    pub struct Rng(u64);
+
+    impl Rng {
+        /// A generator from a seed.
+        pub fn new(seed: u64) -> Rng {
+            Rng(seed)
+        }
+
+        /// Next 64 random bits.
+        pub fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+
+        /// Next 32 random bits.
+        pub fn next_u32(&mut self) -> u32 {
+            (self.next_u64() >> 32) as u32
+        }
+
+        /// Uniform in `0..n` (`n > 0`); the tiny modulo bias does not matter here.
+        pub fn below(&mut self, n: u64) -> u64 {
+            assert!(n > 0, "empty range");
+            self.next_u64() % n
+        }
+
+        /// Uniform in `lo..=hi`.
+        pub fn range_i64(&mut self, lo: i64, hi: i64) -> i64 {
+            assert!(lo <= hi, "empty range");
+            lo + self.below((hi - lo) as u64 + 1) as i64
+        }
+
+        /// `true` with probability `num / den`.
+        pub fn chance(&mut self, num: u64, den: u64) -> bool {
+            self.below(den) < num
+        }
+
+        /// A uniformly chosen element of a nonempty slice.
+        pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+            &items[self.below(items.len() as u64) as usize]
+        }
+
+        /// Shuffles `items` in place (Fisher–Yates).
+        pub fn shuffle<T>(&mut self, items: &mut [T]) {
+            for i in (1..items.len()).rev() {
+                let j = self.below(i as u64 + 1) as usize;
+                items.swap(i, j);
+            }
+        }
+    }
+}
+
+pub mod profiles {
+    //! Multiplier profiles (binary32 bits), shared by the sweeps.
+
+    use crate::rng::Rng;
+
+    /// `1.0`.
+    pub const ONE: u32 = 0x3f80_0000;
+    /// The multiplier of SPEC §3's first worked example (≈ 0.3).
+    pub const POINT_THREE: u32 = 0x3e99_999a;
+    /// Subnormal multipliers: the smallest, small odd, the largest, and a mid one.
+    pub const SUBNORMAL: [u32; 4] = [0x0000_0001, 0x0000_0003, 0x007f_ffff, 0x0040_0001];
+    /// Seed of the random normal multipliers.
+    pub const RANDOM_SEED: u64 = 0x5eed_0000_0000_0003;
+
+    /// binary32 bits of `2^k` for `-149 ≤ k ≤ 127` (subnormal below -126).
+    pub fn power_of_two(k: i32) -> u32 {
+        assert!((-149..=127).contains(&k), "2^{k} is not a binary32");
+        if k < -126 {
+            1u32 << (k + 149)
+        } else {
+            ((k + 127) as u32) << 23
+        }
+    }
+
+    /// Every power of two 2^-149 … 2^127 (277 multipliers, both ends included).
+    pub fn powers_of_two() -> Vec<u32> {
+        (-149..=127).map(power_of_two).collect()
+    }
+
+    /// `n` fixed-seed random normal multipliers: half with any normal exponent, half with
+    /// exponents 2^-24 … 2^10 (where most products land in or near the INT8 range), with
+    /// random significands (never a power of two).
+    pub fn random_normal(n: usize) -> Vec<u32> {
+        let mut rng = Rng::new(RANDOM_SEED);
+        (0..n)
+            .map(|i| {
+                let exp = if i % 2 == 0 {
+                    rng.range_i64(1, 254) as u32
+                } else {
+                    rng.range_i64(127 - 24, 127 + 10) as u32
+                };
+                let mant = (rng.next_u32() & 0x7f_ffff) | 1;
+                (exp << 23) | mant
+            })
+            .collect()
+    }
+
+    /// The full profile of the sweeps: 1.0 and every power of two, the subnormal and named
+    /// multipliers, and `random` random normal ones; duplicates removed, order kept.
+    pub fn all(random: usize) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        let candidates = std::iter::once(ONE)
+            .chain(powers_of_two())
+            .chain(SUBNORMAL)
+            .chain(std::iter::once(POINT_THREE))
+            .chain(random_normal(random));
+        for m in candidates {
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        out
+    }
+}
+
+pub mod bytes {
+    //! Little-endian element encoding and aligned byte buffers (no `unsafe`).
+
+    use simak_core::DType;
+
+    /// Encodes raw element bits of `dtype` as little-endian bytes.
+    pub fn encode(dtype: DType, bits: &[u32]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bits.len() * dtype.size());
+        for &b in bits {
+            put(dtype, &mut out, b);
+        }
+        out
+    }
+
+    /// Appends one element's little-endian bytes.
+    pub fn put(dtype: DType, out: &mut Vec<u8>, bits: u32) {
+        match dtype.size() {
+            4 => out.extend_from_slice(&bits.to_le_bytes()),
+            2 => out.extend_from_slice(&(bits as u16).to_le_bytes()),
+            _ => out.push(bits as u8),
+        }
+    }
+
+    /// Writes one element's little-endian bytes at `at`.
+    pub fn write(dtype: DType, buf: &mut [u8], at: usize, bits: u32) {
+        let size = dtype.size();
+        buf[at..at + size].copy_from_slice(&bits.to_le_bytes()[..size]);
+    }
+
+    /// Reads one element's raw bits (zero-extended) at `at`.
+    pub fn read(dtype: DType, buf: &[u8], at: usize) -> u32 {
+        let mut b = [0u8; 4];
+        let size = dtype.size();
+        b[..size].copy_from_slice(&buf[at..at + size]);
+        u32::from_le_bytes(b)
+    }
+
+    /// A byte buffer whose visible part starts at a 64-byte aligned address.
+    #[derive(Debug, Clone)]
+    pub struct Aligned {
+        storage: Vec<u8>,
+        start: usize,
+        len: usize,
+    }
+
+    impl Aligned {
+        /// `len` bytes, all `fill`, starting 64-byte aligned.
+        pub fn new(len: usize, fill: u8) -> Aligned {
+            let storage = vec![fill; len + 64];
+            let start = (64 - storage.as_ptr() as usize % 64) % 64;
+            Aligned {
+                storage,
+                start,
+                len,
+            }
+        }
+
+        /// A copy of `data` starting 64-byte aligned.
+        pub fn from_slice(data: &[u8]) -> Aligned {
+            let mut a = Aligned::new(data.len(), 0);
+            a.as_mut_slice().copy_from_slice(data);
+            a
+        }
+
+        /// The visible bytes.
+        pub fn as_slice(&self) -> &[u8] {
+            &self.storage[self.start..self.start + self.len]
+        }
+
+        /// The visible bytes, mutable.
+        pub fn as_mut_slice(&mut self) -> &mut [u8] {
+            &mut self.storage[self.start..self.start + self.len]
+        }
+    }
+}
+
+pub mod lib_run {
+    //! Runs requests through the library (`check_inference`, A65 `prepare` + `execute`).
+
+    use simak::a65;
+    use simak::ops::quant::{Params, Request, check_inference};
+    use simak::{DType, TensorSpec};
+
+    use crate::bytes::{Aligned, encode};
+
+    /// Quantizes `bits` (raw elements of `dtype`) as one contiguous rank-1 tensor and returns
+    /// the INT8 outputs. Panics if the library rejects the request or the buffers.
+    pub fn contiguous(dtype: DType, bits: &[u32], params: Params) -> Vec<i8> {
+        let n = bits.len() as u64;
+        let plan = check_inference(&Request {
+            input: TensorSpec::contiguous([n], dtype),
+            output: TensorSpec::contiguous([n], DType::I8),
+            params,
+        })
+        .expect("contiguous request admitted");
+        let prepared = a65::quant::prepare(&plan);
+        let input = Aligned::from_slice(&encode(dtype, bits));
+        let mut output = vec![0u8; bits.len()];
+        a65::quant::execute(&prepared, input.as_slice(), &mut output).expect("execute");
+        output.into_iter().map(|b| b as i8).collect()
+    }
+
+    /// Like [`contiguous`] with an explicit rank-`R` row-major `shape`.
+    pub fn shaped<const R: usize>(
+        dtype: DType,
+        shape: [u64; R],
+        bits: &[u32],
+        params: Params,
+    ) -> Vec<i8> {
+        let plan = check_inference(&Request {
+            input: TensorSpec::contiguous(shape, dtype),
+            output: TensorSpec::contiguous(shape, DType::I8),
+            params,
+        })
+        .expect("request admitted");
+        assert_eq!(
+            plan.elements(),
+            bits.len() as u64,
+            "shape and data disagree"
+        );
+        let prepared = a65::quant::prepare(&plan);
+        let input = Aligned::from_slice(&encode(dtype, bits));
+        let mut output = vec![0u8; bits.len()];
+        a65::quant::execute(&prepared, input.as_slice(), &mut output).expect("execute");
+        output.into_iter().map(|b| b as i8).collect()
+    }
+}
+
+pub mod peer {
+    //! Loader for the third-party vectors of `shared/peer/` (see its README).
+
+    use std::path::{Path, PathBuf};
+
+    use serde_json::Value;
+    use simak_core::DType;
+
+    /// The peer folder, relative to this package's manifest.
+    pub const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/peer/");
+
+    /// One peer entry, as far as the tests need it.
+    #[derive(Debug, Clone)]
+    pub struct Entry {
+        /// File the entry came from.
+        pub file: String,
+        /// Test identifier.
+        pub name: String,
+        /// `quantize` or `cast_bf16`.
+        pub op: String,
+        /// Input dtype.
+        pub dtype: DType,
+        /// Row-major shape (`[]` = rank 0).
+        pub shape: Vec<u64>,
+        /// Input raw bits.
+        pub in_bits: Vec<u32>,
+        /// Multiplier bits (quantize only).
+        pub multiplier_bits: Option<u32>,
+        /// Zero point (quantize only).
+        pub zero_point: Option<i32>,
+        /// Rounding name (always `nearest-even` in the peer data).
+        pub rounding: String,
+        /// Expected INT8 values (quantize) — `None` for property-only or cast entries.
+        pub expected_i8: Option<Vec<i8>>,
+        /// Expected raw bits (cast) — `None` otherwise.
+        pub expected_bits: Option<Vec<u32>>,
+        /// `agrees_with_contract`.
+        pub agrees: bool,
+    }
+
+    fn hex(v: &Value) -> u32 {
+        let s = v.as_str().expect("hex string");
+        u32::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex value")
+    }
+
+    fn dtype(name: &str) -> DType {
+        match name {
+            "float32" => DType::F32,
+            "float16" => DType::F16,
+            "bfloat16" => DType::BF16,
+            other => panic!("unknown peer dtype {other}"),
+        }
+    }
+
+    /// The `*.json` files of the peer folder, sorted.
+    pub fn files() -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = std::fs::read_dir(DIR)
+            .unwrap_or_else(|e| panic!("peer folder {DIR}: {e}"))
+            .map(|d| d.expect("dir entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Parses one entry.
+    pub fn entry(file: &str, v: &Value) -> Entry {
+        let op = v["op"].as_str().expect("op").to_owned();
+        let expected = &v["expected"];
+        let (expected_i8, expected_bits) = if expected.is_null() {
+            (None, None)
+        } else if op == "quantize" {
+            let vals = expected
+                .as_array()
+                .expect("expected array")
+                .iter()
+                .map(|x| {
+                    let i = x.as_i64().expect("int expected");
+                    i8::try_from(i).expect("int8 expected")
+                })
+                .collect();
+            (Some(vals), None)
+        } else {
+            let vals = expected
+                .as_array()
+                .expect("expected array")
+                .iter()
+                .map(hex)
+                .collect();
+            (None, Some(vals))
+        };
+        Entry {
+            file: file.to_owned(),
+            name: v["name"].as_str().expect("name").to_owned(),
+            dtype: dtype(v["in_dtype"].as_str().expect("in_dtype")),
+            shape: v["shape"]
+                .as_array()
+                .expect("shape")
+                .iter()
+                .map(|x| x.as_u64().expect("extent"))
+                .collect(),
+            in_bits: v["in_bits"]
+                .as_array()
+                .expect("in_bits")
+                .iter()
+                .map(hex)
+                .collect(),
+            multiplier_bits: v["multiplier_bits"]
+                .as_str()
+                .map(|_| hex(&v["multiplier_bits"])),
+            zero_point: v["zero_point"].as_i64().map(|z| z as i32),
+            rounding: v["rounding"].as_str().unwrap_or("nearest-even").to_owned(),
+            expected_i8,
+            expected_bits,
+            agrees: v["agrees_with_contract"]
+                .as_bool()
+                .expect("agrees_with_contract"),
+            op,
+        }
+    }
+
+    /// The `agreeing` entries of one file.
+    pub fn agreeing(path: &Path) -> Vec<Entry> {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let root: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        root["agreeing"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{file}: no agreeing list"))
+            .iter()
+            .map(|v| entry(&file, v))
+            .collect()
     }
 }
