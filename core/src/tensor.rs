@@ -171,7 +171,7 @@ impl View {
             let extent = *extents.get(axis).unwrap_or(&0);
             let stride = *strides.get(axis).unwrap_or(&0);
             // SPEC §2: any stride is accepted for an extent-1 axis and normalized to 0.
-            if extent != 1 && stride % elem != 0 {
+            if extent != 1 && stride.checked_rem(elem) != Some(0) {
                 return Err(AdmissionError::StrideNotMultiple {
                     port,
                     axis,

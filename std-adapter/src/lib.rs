@@ -27,11 +27,20 @@
 //!
 //! # CPU support
 //!
-//! | target | route |
-//! | --- | --- |
-//! | any | exact integer path (`exact-scalar`), independent of the FP environment |
+//! `a65::quant::prepare` picks the first route the CPU has, once per plan (SPEC §10):
+//!
+//! | target | routes, fastest first | notes |
+//! | --- | --- | --- |
+//! | x86-64 | AVX-512 F/BW/VL, AVX2 + F16C, SSE4.1 (FP32, BF16) | FP16 needs F16C |
+//! | AArch64 | NEON (FP32 arithmetic; BF16 and FP16 widened in registers) | |
+//! | any | exact integer path (`exact-scalar`) | small workloads, tails, other targets |
+//!
+//! The vector routes need the default FP environment (round-to-nearest, no flush-to-zero,
+//! no denormals-are-zero, masked traps); `execute` checks it and fails before writing
+//! otherwise. The exact path is independent of the FP environment.
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+// `unsafe` is allowed only in `a65::arch` (SIMD intrinsics and FP control-register reads).
+#![deny(unsafe_code)]
 
 pub mod a65;
 

@@ -5,8 +5,12 @@
 //! alignment, address overflow, overlap) before any write, then runs synchronously with no
 //! heap allocation.
 
+mod arch;
 pub mod quant;
 mod walk;
+
+#[doc(hidden)]
+pub use arch::Route;
 
 use core::fmt;
 
@@ -40,6 +44,13 @@ pub enum ExecuteError {
     },
     /// The input and output accessed ranges overlap.
     Overlap,
+    /// The calling thread's FP control register (MXCSR on x86-64, FPCR on AArch64) is not
+    /// the default an FP route needs: round-to-nearest, no flush-to-zero, no
+    /// denormals-are-zero, traps masked (SPEC §10). The register was not changed.
+    FpEnvironment {
+        /// The register value read.
+        control: u64,
+    },
 }
 
 impl fmt::Display for ExecuteError {
@@ -65,6 +76,10 @@ impl fmt::Display for ExecuteError {
                 write!(f, "{port} address plus span overflows the address space")
             }
             ExecuteError::Overlap => f.write_str("input and output accessed ranges overlap"),
+            ExecuteError::FpEnvironment { control } => write!(
+                f,
+                "FP control register 0x{control:x} is not round-to-nearest with gradual underflow and masked traps"
+            ),
         }
     }
 }
@@ -87,7 +102,7 @@ fn check_buffer(
             found: len as u64,
         });
     }
-    if address % align != 0 {
+    if !address.is_multiple_of(align) {
         return Err(ExecuteError::Misaligned {
             port,
             address,

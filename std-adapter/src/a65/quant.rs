@@ -1,30 +1,109 @@
 //! A65 Quant: prepare a route once, execute over borrowed host buffers (SPEC §6, §10).
 //!
-//! The route here is the exact integer path of SPEC §3 (`simak_core::arith::quant`), run
-//! over a coalesced carry walker. It is independent of the FP environment and serves as the
-//! reference and tail of the SIMD routes.
+//! `prepare` selects, once per plan, the numerical route (dtype × rounding × CPU features ×
+//! coalesced span) and the traversal: one contiguous run, a carry walker over runs, or —
+//! for short or strided inner runs of workloads of at least [`PANEL_MIN_ELEMENTS`] — bounded
+//! on-stack panels that gather live input elements, run the vector kernel and scatter the
+//! output bytes. The exact integer path of SPEC §3 is the reference and the tail of every
+//! route; results are bit-identical whichever route runs.
 
 use simak_core::Port;
-use simak_core::ops::quant::{Kernels, Plan};
+use simak_core::arith::quant::{ElementFn, RunFn};
+use simak_core::ops::quant::Plan;
 
+use super::arch::{self, Route};
 use super::walk::Traversal;
 use super::{ExecuteError, check_buffer};
 
-/// A Quant plan prepared for the A65: the route is selected once here (SPEC §10).
+/// Elements per on-stack panel.
+const PANEL: usize = 256;
+
+/// Workloads of at least this many elements whose inner runs are short or strided use
+/// on-stack panels with the vector kernel (SPEC §10).
+pub const PANEL_MIN_ELEMENTS: u64 = 128;
+
+/// Inner runs shorter than this (in elements) do not use a vector kernel directly.
+const VECTOR_MIN_RUN: usize = 16;
+
+/// How the traversal feeds the numerical kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Inner runs are contiguous on both ports and long enough: kernel per run.
+    Runs,
+    /// Short or strided inner runs gathered into on-stack panels.
+    Panels,
+    /// Element by element with the exact path (small workloads).
+    Elements,
+}
+
+/// A Quant plan prepared for the A65: route and traversal selected once (SPEC §10).
 #[derive(Debug, Clone, Copy)]
 pub struct Prepared {
     plan: Plan,
-    kernels: Kernels,
+    route: Route,
+    run: RunFn,
+    element: ElementFn,
     traversal: Traversal,
+    shape: Shape,
 }
 
-/// Prepares `plan` for A65 execution: picks the exact dtype × rounding specialization and
-/// coalesces the traversal. Reads no tensor data, allocates nothing.
+/// Prepares `plan` for A65 execution with the fastest route this CPU offers. Reads no
+/// tensor data and allocates nothing.
 pub fn prepare(plan: &Plan) -> Prepared {
+    let traversal = Traversal::new(plan.input(), plan.output());
+    let shape = shape_of(plan, &traversal);
+    let route = if shape == Shape::Elements {
+        Route::Exact
+    } else {
+        Route::ALL
+            .into_iter()
+            .find(|&r| arch::run_fn(r, plan.input().dtype(), plan.rounding()).is_some())
+            .unwrap_or(Route::Exact)
+    };
+    build(plan, route, traversal, shape)
+}
+
+/// Prepares `plan` with a forced `route`, or `None` when this CPU lacks it. A test hook,
+/// not public API: routes are an implementation detail (SPEC §10).
+#[doc(hidden)]
+pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
+    arch::run_fn(route, plan.input().dtype(), plan.rounding())?;
+    let traversal = Traversal::new(plan.input(), plan.output());
+    let shape = match shape_of(plan, &traversal) {
+        // A forced vector route runs even small workloads through panels.
+        Shape::Elements if route != Route::Exact => Shape::Panels,
+        s => s,
+    };
+    Some(build(plan, route, traversal, shape))
+}
+
+fn shape_of(plan: &Plan, t: &Traversal) -> Shape {
+    let elem = plan.input().dtype().size();
+    let contiguous = t.inner_in_stride == elem && t.inner_out_stride == 1 || t.inner_len == 1;
+    if contiguous && t.inner_len >= VECTOR_MIN_RUN {
+        Shape::Runs
+    } else if plan.elements() >= PANEL_MIN_ELEMENTS {
+        Shape::Panels
+    } else {
+        Shape::Elements
+    }
+}
+
+fn build(plan: &Plan, route: Route, traversal: Traversal, shape: Shape) -> Prepared {
+    let kernels = plan.kernels();
+    let run = arch::run_fn(route, plan.input().dtype(), plan.rounding()).unwrap_or(kernels.run);
+    let route = if shape == Shape::Elements {
+        Route::Exact
+    } else {
+        route
+    };
     Prepared {
         plan: *plan,
-        kernels: plan.kernels(),
-        traversal: Traversal::new(plan.input(), plan.output()),
+        route,
+        run,
+        element: kernels.element,
+        traversal,
+        shape,
     }
 }
 
@@ -34,35 +113,99 @@ impl Prepared {
         &self.plan
     }
 
-    /// Diagnostic name of the selected route (not an API contract, SPEC §10).
+    /// Diagnostic name of the selected route and traversal, e.g. `x86_64-avx512` or
+    /// `x86_64-avx2+panels` (not an API contract, SPEC §10).
     pub fn implementation(&self) -> &'static str {
-        "exact-scalar"
+        match (self.route, self.shape) {
+            (Route::Exact, _) => "exact-scalar",
+            (Route::Sse41, Shape::Panels) => "x86_64-sse4.1+panels",
+            (Route::Avx2, Shape::Panels) => "x86_64-avx2+panels",
+            (Route::Avx512, Shape::Panels) => "x86_64-avx512+panels",
+            (Route::Neon, Shape::Panels) => "aarch64-neon+panels",
+            (r, _) => r.name(),
+        }
     }
 
-    /// Elements per innermost contiguous run after coalescing (the whole tensor for packed,
+    /// The selected route.
+    #[doc(hidden)]
+    pub fn route(&self) -> Route {
+        self.route
+    }
+
+    /// Elements per innermost run after coalescing (the whole tensor for packed,
     /// compatible layouts; 0 when empty).
     pub fn run_len(&self) -> usize {
         self.traversal.inner_len
     }
+
+    /// Splits the call into at most `parts` disjoint pieces that callers may run on their
+    /// own threads (simak has no thread pool). The pieces cover every element once; their
+    /// output byte ranges are disjoint.
+    ///
+    /// `input` and `output` are the whole call's buffers, as for [`execute`]; they are
+    /// checked once here, before anything is written.
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`]: nothing is returned (and nothing written) unless every check passed.
+    pub fn split<'a>(
+        &self,
+        parts: usize,
+        input: &'a [u8],
+        output: &'a mut [u8],
+    ) -> Result<Vec<Piece<'a>>, ExecuteError> {
+        if self.plan.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.check(input, output)?;
+        let splits: Vec<(Traversal, usize, usize)> = self.traversal.split(parts).collect();
+        let mut pieces = Vec::with_capacity(splits.len());
+        let mut rest = output;
+        let mut rest_start = 0usize;
+        for (k, &(traversal, in_offset, out_offset)) in splits.iter().enumerate() {
+            let (_, from_piece) = std::mem::take(&mut rest).split_at_mut(out_offset - rest_start);
+            let len = splits
+                .get(k + 1)
+                .map_or(from_piece.len(), |next| next.2 - out_offset);
+            let (head, tail) = from_piece.split_at_mut(len);
+            rest = tail;
+            rest_start = out_offset + len;
+            pieces.push(Piece {
+                prepared: Prepared { traversal, ..*self },
+                input: &input[in_offset..],
+                output: head,
+            });
+        }
+        Ok(pieces)
+    }
+
+    /// Checks buffers against the plan (SPEC §6) and the FP environment for FP routes.
+    fn check(&self, input: &[u8], output: &[u8]) -> Result<(), ExecuteError> {
+        check_ports(&self.plan, input, output)?;
+        if self.route.uses_fp() {
+            check_fp_control(arch::read_fp_control())?;
+        }
+        Ok(())
+    }
 }
 
-/// Quantizes `input` into `output` as `prepared` describes.
-///
-/// `input` holds the input port's storage starting at its first element (little-endian,
-/// at least `plan.input().span()` bytes, aligned to the element size); `output` holds the
-/// output port's storage (at least `plan.output().span()` bytes). Output bytes no element
-/// maps to are never written. An empty plan needs no storage and writes nothing.
-///
-/// # Errors
-///
-/// Checked before any write, in this order: [`ExecuteError::Capacity`],
-/// [`ExecuteError::Misaligned`], [`ExecuteError::AddressOverflow`] (input, then output),
-/// [`ExecuteError::Overlap`]. On error nothing was written.
-pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
-    let plan = &prepared.plan;
-    if plan.is_empty() {
-        return Ok(());
+/// One piece of a split call; run it with [`Piece::run`], on any thread.
+#[derive(Debug)]
+pub struct Piece<'a> {
+    prepared: Prepared,
+    input: &'a [u8],
+    output: &'a mut [u8],
+}
+
+impl Piece<'_> {
+    /// Runs this piece (buffers and environment were checked by [`Prepared::split`]).
+    pub fn run(self) {
+        run_checked(&self.prepared, self.input, self.output);
     }
+}
+
+/// Checks both ports: capacity, alignment, address overflow, then overlap.
+fn check_ports(plan: &Plan, input: &[u8], output: &[u8]) -> Result<(), ExecuteError> {
     let elem = plan.input().dtype().size();
     let (in_lo, in_hi) = check_buffer(
         Port::Input,
@@ -81,31 +224,114 @@ pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(
     if in_lo < out_hi && out_lo < in_hi {
         return Err(ExecuteError::Overlap);
     }
+    Ok(())
+}
+
+/// The FP-environment seam: FP routes need round-to-nearest, no flush-to-zero, no
+/// denormals-are-zero and masked traps (SPEC §10). `control` is the register value
+/// (MXCSR on x86-64, FPCR on AArch64), as read by `execute`.
+fn check_fp_control(control: Option<u64>) -> Result<(), ExecuteError> {
+    match control {
+        Some(c) if !arch::fp_control_ok(c) => Err(ExecuteError::FpEnvironment { control: c }),
+        _ => Ok(()),
+    }
+}
+
+/// Quantizes `input` into `output` as `prepared` describes.
+///
+/// `input` holds the input port's storage starting at its first element (little-endian,
+/// at least `plan.input().span()` bytes, aligned to the element size); `output` holds the
+/// output port's storage (at least `plan.output().span()` bytes). Output bytes no element
+/// maps to are never written. An empty plan needs no storage, no FP mode, and writes
+/// nothing. Allocates nothing.
+///
+/// # Errors
+///
+/// Checked before any write, in this order: [`ExecuteError::Capacity`],
+/// [`ExecuteError::Misaligned`], [`ExecuteError::AddressOverflow`] (input, then output),
+/// [`ExecuteError::Overlap`], then, for FP routes, [`ExecuteError::FpEnvironment`] when the
+/// calling thread's FP control register is not the default. On error nothing was written;
+/// the caller's FP mode is never changed.
+pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
+    execute_with_fp_control(prepared, input, output, arch::read_fp_control())
+}
+
+/// [`execute`] with the FP control word supplied by the caller instead of read from the
+/// register: the test seam of SPEC §10 (tests never change MXCSR, which would be undefined
+/// behaviour under Rust code). Not public API.
+#[doc(hidden)]
+pub fn execute_with_fp_control(
+    prepared: &Prepared,
+    input: &[u8],
+    output: &mut [u8],
+    control: Option<u64>,
+) -> Result<(), ExecuteError> {
+    if prepared.plan.is_empty() {
+        return Ok(());
+    }
+    check_ports(&prepared.plan, input, output)?;
+    if prepared.route.uses_fp() {
+        check_fp_control(control)?;
+    }
     run_checked(prepared, input, output);
     Ok(())
 }
 
 /// Runs the traversal over buffers already checked against the plan.
 fn run_checked(prepared: &Prepared, input: &[u8], output: &mut [u8]) {
-    let k = &prepared.kernels;
     let m = prepared.plan.multiplier();
     let zp = prepared.plan.zero_point();
     let t = &prepared.traversal;
     let elem = prepared.plan.input().dtype().size();
     let len = t.inner_len;
-    if t.inner_in_stride == elem && t.inner_out_stride == 1 || len == 1 {
-        t.for_each_run(|i, o| {
-            (k.run)(m, zp, &input[i..i + len * elem], &mut output[o..o + len]);
-        });
-    } else {
-        let (si, so) = (t.inner_in_stride, t.inner_out_stride);
-        t.for_each_run(|i, o| {
-            for j in 0..len {
-                let at = i + j * si;
-                let bits = load(&input[at..at + elem]);
-                output[o + j * so] = (k.element)(m, zp, bits) as u8;
+    let (si, so) = (t.inner_in_stride, t.inner_out_stride);
+    match prepared.shape {
+        Shape::Runs => {
+            let run = prepared.run;
+            t.for_each_run(|i, o| run(m, zp, &input[i..i + len * elem], &mut output[o..o + len]));
+        }
+        Shape::Elements => {
+            let element = prepared.element;
+            t.for_each_run(|i, o| {
+                for j in 0..len {
+                    let at = i + j * si;
+                    output[o + j * so] = element(m, zp, load(&input[at..at + elem])) as u8;
+                }
+            });
+        }
+        Shape::Panels => {
+            let run = prepared.run;
+            let mut panel_in = [0u8; PANEL * 4];
+            let mut panel_out = [0u8; PANEL];
+            let mut offsets = [0usize; PANEL];
+            let mut filled = 0usize;
+            let flush = |filled: usize,
+                         offsets: &[usize; PANEL],
+                         panel_in: &[u8],
+                         panel_out: &mut [u8; PANEL],
+                         output: &mut [u8]| {
+                run(m, zp, &panel_in[..filled * elem], &mut panel_out[..filled]);
+                for (k, &o) in offsets[..filled].iter().enumerate() {
+                    output[o] = panel_out[k];
+                }
+            };
+            t.for_each_run(|i, o| {
+                for j in 0..len {
+                    let at = i + j * si;
+                    panel_in[filled * elem..(filled + 1) * elem]
+                        .copy_from_slice(&input[at..at + elem]);
+                    offsets[filled] = o + j * so;
+                    filled += 1;
+                    if filled == PANEL {
+                        flush(filled, &offsets, &panel_in, &mut panel_out, output);
+                        filled = 0;
+                    }
+                }
+            });
+            if filled > 0 {
+                flush(filled, &offsets, &panel_in, &mut panel_out, output);
             }
-        });
+        }
     }
 }
 

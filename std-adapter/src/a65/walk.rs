@@ -1,9 +1,10 @@
 //! Coordinate carry walker over two strided ports.
 //!
-//! Preparation coalesces the logical axes of both ports (dropping extent-1 axes and merging
-//! a slower axis into the next faster one where both ports are packed across the pair) into
-//! at most six loops; the innermost becomes a run. The walker then advances outer
-//! coordinates with a carry, never dividing per element.
+//! Preparation orders the active axes (extent > 1) by decreasing input stride — the input's
+//! physical order; for an elementwise operation any visiting order is valid — then merges a
+//! slower axis into the next faster one wherever both ports are packed across the pair. The
+//! innermost loop becomes a run handed to a numerical kernel; the outer loops advance with a
+//! carry, never dividing per element.
 
 use simak_core::{MAX_RANK, View};
 
@@ -12,9 +13,9 @@ use simak_core::{MAX_RANK, View};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Traversal {
     n_outer: usize,
-    extents: [u64; MAX_RANK],
-    in_strides: [u64; MAX_RANK],
-    out_strides: [u64; MAX_RANK],
+    extents: [usize; MAX_RANK],
+    in_strides: [usize; MAX_RANK],
+    out_strides: [usize; MAX_RANK],
     /// Elements in the innermost run.
     pub inner_len: usize,
     /// Input byte stride along the run.
@@ -24,21 +25,31 @@ pub(crate) struct Traversal {
 }
 
 impl Traversal {
-    /// Coalesces two views of the same logical shape. Empty views give a zero-length run.
+    /// Coalesces two admitted views of the same logical shape whose spans fit in `usize`
+    /// (the caller's buffers prove it). Empty views give a zero-length run.
     pub fn new(input: &View, output: &View) -> Traversal {
-        let mut extents = [0u64; MAX_RANK];
-        let mut ins = [0u64; MAX_RANK];
-        let mut outs = [0u64; MAX_RANK];
-        let mut n = 0usize;
+        let mut axes: [(usize, usize, usize); MAX_RANK] = [(0, 0, 0); MAX_RANK];
+        let mut n_active = 0;
         for axis in 0..input.rank() {
-            let e = input.extents()[axis];
-            if e == 1 {
-                continue;
+            let e = input.extents()[axis] as usize;
+            if e > 1 {
+                axes[n_active] = (
+                    e,
+                    input.strides()[axis] as usize,
+                    output.strides()[axis] as usize,
+                );
+                n_active += 1;
             }
-            let (si, so) = (input.strides()[axis], output.strides()[axis]);
+        }
+        // Slowest input axis first (strides of active axes are distinct by the nonoverlap
+        // proof, so the order is total).
+        axes[..n_active].sort_unstable_by_key(|a| core::cmp::Reverse(a.1));
+        let mut extents = [0usize; MAX_RANK];
+        let mut ins = [0usize; MAX_RANK];
+        let mut outs = [0usize; MAX_RANK];
+        let mut n = 0usize;
+        for &(e, si, so) in &axes[..n_active] {
             if n > 0 {
-                // Merge with the previous (slower) axis when the previous stride equals this
-                // stride times this extent on both ports: the previous becomes a multiple.
                 let p = n - 1;
                 if ins[p] == si * e && outs[p] == so * e {
                     extents[p] *= e;
@@ -52,27 +63,86 @@ impl Traversal {
             outs[n] = so;
             n += 1;
         }
-        let empty = input.is_empty();
-        let (inner_len, inner_in_stride, inner_out_stride, n_outer) = if empty {
-            (0, 0, 0, 0)
-        } else if n == 0 {
-            (1, 0, 0, 0)
-        } else {
-            (
-                extents[n - 1] as usize,
-                ins[n - 1] as usize,
-                outs[n - 1] as usize,
-                n - 1,
-            )
-        };
-        Traversal {
-            n_outer,
+        let mut t = Traversal {
+            n_outer: 0,
             extents,
             in_strides: ins,
             out_strides: outs,
-            inner_len,
-            inner_in_stride,
-            inner_out_stride,
+            inner_len: 0,
+            inner_in_stride: 0,
+            inner_out_stride: 0,
+        };
+        if input.is_empty() {
+            return t;
+        }
+        if n == 0 {
+            t.inner_len = 1;
+            return t;
+        }
+        t.n_outer = n - 1;
+        t.inner_len = extents[n - 1];
+        t.inner_in_stride = ins[n - 1];
+        t.inner_out_stride = outs[n - 1];
+        t
+    }
+
+    /// Splits the traversal into at most `parts` pieces along the axis with the largest
+    /// output stride. Returns, for each piece, its traversal and its input and output byte
+    /// offsets. The pieces' output ranges `[offset, offset + extent · stride)` are disjoint
+    /// because that stride covers every faster axis (nonoverlap proof).
+    pub fn split(&self, parts: usize) -> impl Iterator<Item = (Traversal, usize, usize)> + '_ {
+        let axes = self.n_outer + 1;
+        // Axis index `n_outer` stands for the inner run.
+        let axis = (0..axes).max_by_key(|&a| self.out_stride(a)).unwrap_or(0);
+        let extent = if self.inner_len == 0 {
+            0
+        } else {
+            self.extent(axis)
+        };
+        let parts = parts.clamp(1, extent.max(1));
+        let base = extent / parts;
+        let extra = extent % parts;
+        (0..parts).filter_map(move |k| {
+            let start = k * base + k.min(extra);
+            let len = base + usize::from(k < extra);
+            if len == 0 {
+                return None;
+            }
+            let mut piece = *self;
+            if axis == self.n_outer {
+                piece.inner_len = len;
+            } else {
+                piece.extents[axis] = len;
+            }
+            Some((
+                piece,
+                start * self.in_stride(axis),
+                start * self.out_stride(axis),
+            ))
+        })
+    }
+
+    fn extent(&self, axis: usize) -> usize {
+        if axis == self.n_outer {
+            self.inner_len
+        } else {
+            self.extents[axis]
+        }
+    }
+
+    fn in_stride(&self, axis: usize) -> usize {
+        if axis == self.n_outer {
+            self.inner_in_stride
+        } else {
+            self.in_strides[axis]
+        }
+    }
+
+    fn out_stride(&self, axis: usize) -> usize {
+        if axis == self.n_outer {
+            self.inner_out_stride
+        } else {
+            self.out_strides[axis]
         }
     }
 
@@ -88,7 +158,7 @@ impl Traversal {
             f(0, 0);
             return;
         }
-        let mut index = [0u64; MAX_RANK];
+        let mut index = [0usize; MAX_RANK];
         let (mut off_in, mut off_out) = (0usize, 0usize);
         loop {
             f(off_in, off_out);
@@ -100,13 +170,13 @@ impl Traversal {
                 }
                 axis -= 1;
                 index[axis] += 1;
-                off_in += self.in_strides[axis] as usize;
-                off_out += self.out_strides[axis] as usize;
+                off_in += self.in_strides[axis];
+                off_out += self.out_strides[axis];
                 if index[axis] < self.extents[axis] {
                     break;
                 }
-                off_in -= (self.in_strides[axis] * self.extents[axis]) as usize;
-                off_out -= (self.out_strides[axis] * self.extents[axis]) as usize;
+                off_in -= self.in_strides[axis] * self.extents[axis];
+                off_out -= self.out_strides[axis] * self.extents[axis];
                 index[axis] = 0;
             }
         }

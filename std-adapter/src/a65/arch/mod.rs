@@ -1,0 +1,110 @@
+//! Per-ISA Quant kernels and FP-environment reads: the only place `unsafe` is allowed.
+//!
+//! Layout (after memchr): one folder per instruction set, one file per level, and one
+//! dispatch table per architecture ([`routes`]). Every kernel processes whole vectors of a
+//! contiguous run and leaves the remainder (fewer elements than one block) to the exact
+//! scalar path of `simak_core::arith::quant`, so results are bit-identical to it.
+//!
+//! Each SIMD kernel is an `unsafe fn` with `#[target_feature]`; it is reached only through a
+//! safe wrapper stored in a route table that is built after runtime feature detection, so
+//! the wrapper's `unsafe` call is sound by construction.
+#![allow(unsafe_code)]
+
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod aarch64;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_64;
+
+use simak_core::arith::quant::RunFn;
+use simak_core::{DType, ops::quant::Rounding};
+
+/// A numerical route for contiguous runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// The exact integer path (any CPU, independent of the FP environment).
+    Exact,
+    /// x86-64 SSE4.1 (F16C for FP16 input).
+    Sse41,
+    /// x86-64 AVX2 (F16C for FP16 input).
+    Avx2,
+    /// x86-64 AVX-512 F/BW/VL.
+    Avx512,
+    /// AArch64 NEON with FP32 arithmetic (BF16 fused widen, FP16 widened in registers).
+    Neon,
+}
+
+impl Route {
+    /// Every route, fastest first within each architecture.
+    pub const ALL: [Route; 5] = [
+        Route::Avx512,
+        Route::Avx2,
+        Route::Sse41,
+        Route::Neon,
+        Route::Exact,
+    ];
+
+    /// Diagnostic name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Route::Exact => "exact-scalar",
+            Route::Sse41 => "x86_64-sse4.1",
+            Route::Avx2 => "x86_64-avx2",
+            Route::Avx512 => "x86_64-avx512",
+            Route::Neon => "aarch64-neon",
+        }
+    }
+
+    /// Whether the route uses FP arithmetic and so needs the default FP environment.
+    pub const fn uses_fp(self) -> bool {
+        !matches!(self, Route::Exact)
+    }
+}
+
+/// The contiguous-run function of `route` for `dtype` × `rounding`, or `None` when this CPU
+/// lacks the route's features (or the route does not handle that dtype here).
+pub(crate) fn run_fn(route: Route, dtype: DType, rounding: Rounding) -> Option<RunFn> {
+    match route {
+        Route::Exact => simak_core::arith::quant::Kernels::select(dtype, rounding).map(|k| k.run),
+        #[cfg(target_arch = "x86_64")]
+        Route::Sse41 | Route::Avx2 | Route::Avx512 => x86_64::run_fn(route, dtype, rounding),
+        #[cfg(target_arch = "aarch64")]
+        Route::Neon => aarch64::run_fn(dtype, rounding),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// Reads the calling thread's FP control word: MXCSR on x86-64, FPCR on AArch64; `None`
+/// where there is no FP route.
+pub(crate) fn read_fp_control() -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        Some(x86_64::read_mxcsr() as u64)
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        Some(aarch64::read_fpcr())
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        None
+    }
+}
+
+/// Whether `control` (as read by [`read_fp_control`]) is the default environment the FP
+/// routes need: round-to-nearest, no flush-to-zero, no denormals-are-zero, traps masked.
+pub(crate) fn fp_control_ok(control: u64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        x86_64::mxcsr_ok(control)
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        aarch64::fpcr_ok(control)
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let _ = control;
+        true
+    }
+}

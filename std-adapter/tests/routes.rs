@@ -1,0 +1,249 @@
+//! Every A65 route against the exact scalar path (itself checked against the f64 oracle by
+//! `simak-tests`): all 16-bit patterns, FP32 classes and random patterns, every length
+//! 0..=70 and around each vector width with misaligned starts, the FP-environment seam.
+
+use simak::a65::quant::{execute, execute_with_fp_control, prepare, prepare_with_route};
+use simak::a65::{ExecuteError, Route};
+use simak::ops::quant::{Params, Plan, Request, Rounding, check_inference};
+use simak::{DType, TensorSpec};
+
+fn plan(dtype: DType, n: u64, m: u32, zp: i32, rounding: Rounding) -> Plan {
+    check_inference(&Request {
+        input: TensorSpec::contiguous([n], dtype),
+        output: TensorSpec::contiguous([n], DType::I8),
+        params: Params::from_bits(m)
+            .with_zero_point(zp)
+            .with_rounding(rounding),
+    })
+    .unwrap()
+}
+
+fn vector_routes() -> Vec<Route> {
+    Route::ALL
+        .into_iter()
+        .filter(|&r| r != Route::Exact)
+        .collect()
+}
+
+/// Runs `bytes` (little-endian elements of `dtype`) through the exact route and `route`.
+fn compare(route: Route, dtype: DType, bytes: &[u8], m: u32, zp: i32, rounding: Rounding) -> usize {
+    let n = (bytes.len() / dtype.size()) as u64;
+    let plan = plan(dtype, n, m, zp, rounding);
+    let exact = prepare_with_route(&plan, Route::Exact).unwrap();
+    let Some(vector) = prepare_with_route(&plan, route) else {
+        return 0;
+    };
+    assert_eq!(vector.route(), route);
+    let mut want = vec![0u8; n as usize];
+    let mut got = vec![0x5au8; n as usize];
+    execute(&exact, bytes, &mut want).unwrap();
+    execute(&vector, bytes, &mut got).unwrap();
+    if want != got {
+        let i = want.iter().zip(&got).position(|(a, b)| a != b).unwrap();
+        let e = dtype.size();
+        panic!(
+            "{route:?} {dtype} m=0x{m:08x} zp={zp} {rounding}: element {i} bits {:02x?} exact {} got {}",
+            &bytes[i * e..(i + 1) * e],
+            want[i] as i8,
+            got[i] as i8
+        );
+    }
+    n as usize
+}
+
+fn multipliers() -> Vec<u32> {
+    let mut ms = vec![
+        0x3f80_0000,
+        0x3e99_999a,
+        0x0000_0001,
+        0x0000_0003,
+        0x007f_ffff,
+        0x3f80_0800,
+    ];
+    // Powers of two 2^-149 ..= 2^127, every eighth exponent plus both ends.
+    ms.extend((1..=254u32).step_by(8).map(|e| e << 23));
+    ms.push(254 << 23);
+    let mut x = 0x1234_5678u32;
+    for _ in 0..6 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        ms.push((x & 0x7f_ffff) | ((100 + x % 60) << 23));
+    }
+    ms
+}
+
+#[test]
+fn all_16_bit_patterns_every_route() {
+    let patterns: Vec<u8> = (0..=u16::MAX).flat_map(|b| b.to_le_bytes()).collect();
+    let mut checked = 0usize;
+    for route in vector_routes() {
+        for dtype in [DType::BF16, DType::F16] {
+            for &m in &multipliers() {
+                for rounding in Rounding::ALL {
+                    for zp in [-128, 0, 127] {
+                        checked += compare(route, dtype, &patterns, m, zp, rounding);
+                    }
+                }
+            }
+        }
+    }
+    println!("16-bit route comparisons: {checked} elements");
+    #[cfg(target_arch = "x86_64")]
+    assert!(checked > 0, "no vector route available on this CPU");
+}
+
+#[test]
+fn fp32_classes_and_random_patterns_every_route() {
+    let mut bits: Vec<u32> = Vec::new();
+    for exp in 0..=255u32 {
+        for mant in [
+            0, 1, 2, 0x3f_ffff, 0x40_0000, 0x40_0001, 0x7f_fffe, 0x7f_ffff,
+        ] {
+            for sign in [0, 1u32 << 31] {
+                bits.push(sign | exp << 23 | mant);
+            }
+        }
+    }
+    let mut x = 0x9e37_79b9u64;
+    for _ in 0..200_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        bits.push(x as u32);
+    }
+    let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+    let mut checked = 0usize;
+    for route in vector_routes() {
+        for &m in &multipliers() {
+            for rounding in Rounding::ALL {
+                checked += compare(route, DType::F32, &bytes, m, 3, rounding);
+            }
+        }
+    }
+    println!("fp32 route comparisons: {checked} elements");
+}
+
+#[test]
+fn every_length_and_misaligned_start() {
+    let mut lengths: Vec<usize> = (0..=70).collect();
+    for w in [16usize, 32, 64, 128, 256] {
+        lengths.extend([w - 1, w, w + 1, 2 * w - 1, 2 * w + 1, 3 * w + 7]);
+    }
+    for route in vector_routes() {
+        for dtype in [DType::F32, DType::BF16, DType::F16] {
+            let e = dtype.size();
+            for &n in &lengths {
+                // Start at an element-aligned but vector-misaligned offset.
+                let mut storage = vec![0u8; (n + 3) * e];
+                for (i, b) in storage.iter_mut().enumerate() {
+                    *b = (i as u8).wrapping_mul(37) ^ 0x41;
+                }
+                let bytes = &storage[e..e + n * e];
+                compare(route, dtype, bytes, 0x3e99_999a, -5, Rounding::NearestEven);
+            }
+        }
+    }
+}
+
+#[test]
+fn strided_panels_match_the_exact_path() {
+    // [40, 9] FP32 input with row padding, transposed output: inner runs are strided.
+    let (rows, cols) = (40u64, 9u64);
+    let request = Request {
+        input: TensorSpec::strided([rows, cols], [4 * 12, 4], DType::F32),
+        output: TensorSpec::strided([rows, cols], [1, rows], DType::I8),
+        params: Params::new(0.75).with_zero_point(2),
+    };
+    let plan = check_inference(&request).unwrap();
+    let input: Vec<u8> = (0..rows * 12)
+        .flat_map(|i| ((i as f32 - 200.0) * 1.37).to_le_bytes())
+        .collect();
+    let exact = prepare_with_route(&plan, Route::Exact).unwrap();
+    let mut want = vec![0xa5u8; (rows * cols + 5) as usize];
+    execute(&exact, &input, &mut want).unwrap();
+    for route in vector_routes() {
+        let Some(p) = prepare_with_route(&plan, route) else {
+            continue;
+        };
+        assert!(
+            p.implementation().ends_with("+panels"),
+            "{}",
+            p.implementation()
+        );
+        let mut got = vec![0xa5u8; want.len()];
+        execute(&p, &input, &mut got).unwrap();
+        assert_eq!(want, got, "{route:?}");
+    }
+}
+
+#[test]
+fn non_default_fp_environment_is_refused_before_writing() {
+    let plan = plan(DType::F32, 64, 0x3f80_0000, 0, Rounding::NearestEven);
+    let p = prepare(&plan);
+    if p.route() == Route::Exact {
+        return;
+    }
+    let input = vec![0u8; 256];
+    #[cfg(target_arch = "x86_64")]
+    let bad = [
+        0x1f80 | 0x8000,  // FTZ
+        0x1f80 | 0x0040,  // DAZ
+        0x1f80 | 0x2000,  // round down
+        0x1f80 | 0x6000,  // round toward zero
+        0x1f80 & !0x0080, // invalid-operation trap unmasked
+    ];
+    #[cfg(target_arch = "aarch64")]
+    let bad = [1u64 << 24, 1 << 19, 1 << 22, 3 << 22, 1 << 8, 1];
+    for control in bad {
+        let mut out = vec![0x77u8; 64];
+        assert_eq!(
+            execute_with_fp_control(&p, &input, &mut out, Some(control)),
+            Err(ExecuteError::FpEnvironment { control })
+        );
+        assert!(
+            out.iter().all(|&b| b == 0x77),
+            "written despite the refusal"
+        );
+    }
+    // The exact route is exempt, and so is an empty call.
+    let exact = prepare_with_route(&plan, Route::Exact).unwrap();
+    let mut out = vec![0x77u8; 64];
+    execute_with_fp_control(&exact, &input, &mut out, Some(bad[0])).unwrap();
+    let empty = prepare(
+        &check_inference(&Request {
+            input: TensorSpec::contiguous([0u64, 5], DType::F32),
+            output: TensorSpec::contiguous([0u64, 5], DType::I8),
+            params: Params::new(1.0),
+        })
+        .unwrap(),
+    );
+    execute_with_fp_control(&empty, &[], &mut [], Some(bad[0])).unwrap();
+}
+
+#[test]
+fn split_pieces_cover_the_call_once() {
+    for (rows, cols, parts) in [(1u64, 1000u64, 2usize), (7, 33, 3), (3, 5, 8), (64, 64, 2)] {
+        let request = Request {
+            input: TensorSpec::contiguous([rows, cols], DType::BF16),
+            output: TensorSpec::strided([rows, cols], [cols + 3, 1], DType::I8),
+            params: Params::new(0.5).with_zero_point(3),
+        };
+        let plan = check_inference(&request).unwrap();
+        let input: Vec<u8> = (0..rows * cols)
+            .flat_map(|i| ((i as u16).wrapping_mul(2654) >> 1).to_le_bytes())
+            .collect();
+        let p = prepare(&plan);
+        let mut want = vec![0xeeu8; plan.output().span() as usize + 4];
+        execute(&p, &input, &mut want).unwrap();
+        let mut got = vec![0xeeu8; want.len()];
+        let pieces = p.split(parts, &input, &mut got).unwrap();
+        assert!(!pieces.is_empty() && pieces.len() <= parts);
+        std::thread::scope(|s| {
+            for piece in pieces {
+                s.spawn(move || piece.run());
+            }
+        });
+        assert_eq!(want, got, "{rows}x{cols} in {parts}");
+    }
+}
