@@ -10,7 +10,8 @@ use simak_core::arith::quant as exact;
 ///
 /// `ptr` must be valid for reading 16 elements of format `IN` (0 = FP32, 1 = BF16,
 /// 2 = FP16).
-#[inline(always)]
+#[target_feature(enable = "neon")]
+#[inline]
 unsafe fn load16<const IN: u8>(ptr: *const u8) -> [float32x4_t; 4] {
     match IN {
         0 => {
@@ -42,14 +43,16 @@ unsafe fn load16<const IN: u8>(ptr: *const u8) -> [float32x4_t; 4] {
     }
 }
 
-#[inline(always)]
+#[target_feature(enable = "neon")]
+#[inline]
 fn widen_bf16(h: uint16x4_t) -> float32x4_t {
     vreinterpretq_f32_u32(vshll_n_u16::<16>(h))
 }
 
 /// Exact FP16 → FP32: magnitude bits shifted into place and scaled by 2^112 (exact for
 /// normals and subnormals), infinities and NaNs rebuilt with integer selects, sign ORed in.
-#[inline(always)]
+#[target_feature(enable = "neon")]
+#[inline]
 fn widen_f16(h: uint16x4_t) -> float32x4_t {
     let w = vmovl_u16(h);
     let sign = vshlq_n_u32::<16>(vandq_u32(w, vdupq_n_u32(0x8000)));
@@ -65,7 +68,8 @@ fn widen_f16(h: uint16x4_t) -> float32x4_t {
     vreinterpretq_f32_u32(vorrq_u32(bits, sign))
 }
 
-#[inline(always)]
+#[target_feature(enable = "neon")]
+#[inline]
 fn convert<const MODE: u32>(x: float32x4_t, m: float32x4_t) -> int32x4_t {
     let p = vmulq_f32(x, m);
     match MODE {
