@@ -304,10 +304,29 @@ pub mod lib_run {
     //! Runs requests through the library (`check_inference`, A65 `prepare` + `execute`).
 
     use simak::a65;
-    use simak::ops::quant::{Params, Request, check_inference};
+    use simak::a65::Route;
+    use simak::a65::quant::Prepared;
+    use simak::ops::quant::{Params, Plan, Request, check_inference};
     use simak::{DType, TensorSpec};
 
     use crate::bytes::{Aligned, encode};
+
+    /// The plan prepared with `prepare` (the route a user gets) first, then with every
+    /// other route this CPU offers, forced through the `prepare_with_route` test hook
+    /// (SPEC §10: every route must give the same bytes).
+    pub fn variants(plan: &Plan) -> Vec<Prepared> {
+        let default = a65::quant::prepare(plan);
+        let mut out = vec![default];
+        for route in Route::ALL {
+            if route == default.route() {
+                continue;
+            }
+            if let Some(p) = a65::quant::prepare_with_route(plan, route) {
+                out.push(p);
+            }
+        }
+        out
+    }
 
     /// Quantizes `bits` (raw elements of `dtype`) as one contiguous rank-1 tensor and returns
     /// the INT8 outputs. Panics if the library rejects the request or the buffers.

@@ -10,11 +10,16 @@
 //! point 0; other zero points add the zero point and clamp (exact in f64). A rotating subset
 //! of patterns is also checked against `oracle::quant` and `oracle::saturates` directly, the
 //! latter against the library's `kernels().wide` plus the zero point.
+//!
+//! The route `prepare` picks is swept in full; every other route this CPU offers (forced
+//! through the `prepare_with_route` test hook) is swept over all patterns, multipliers and
+//! modes with zero points {-128, 0, 127}.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use simak::a65;
+use simak::a65::Route;
 use simak::ops::quant::{Params, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
 use simak_tests::bytes::{Aligned, encode};
@@ -61,7 +66,12 @@ impl Tally {
     }
 }
 
-fn sweep(dtype: DType) -> Tally {
+/// `None`: the route `prepare` picks; `Some(r)`: route `r` forced.
+fn sweep(dtype: DType, route: Option<Route>) -> Tally {
+    let zero_points: &[i32] = match route {
+        None => &ZERO_POINTS,
+        Some(_) => &[-128, 0, 127],
+    };
     let multipliers = profiles::all(RANDOM_MULTIPLIERS);
     // 1.0 is 2^0, 0x00000001 is 2^-149: 277 powers + 3 more subnormals + 0x3e99999a + 16.
     assert_eq!(multipliers.len(), 277 + 3 + 1 + RANDOM_MULTIPLIERS);
@@ -88,7 +98,7 @@ fn sweep(dtype: DType) -> Tally {
                     for (u, &x) in unsat.iter_mut().zip(&xs) {
                         *u = oracle::unsaturated(x, m, 0, rounding);
                     }
-                    for zp in ZERO_POINTS {
+                    for &zp in zero_points {
                         let params = Params::from_bits(m)
                             .with_zero_point(zp)
                             .with_rounding(rounding);
@@ -98,7 +108,11 @@ fn sweep(dtype: DType) -> Tally {
                             params,
                         })
                         .expect("admitted");
-                        let prepared = a65::quant::prepare(&plan);
+                        let prepared = match route {
+                            None => a65::quant::prepare(&plan),
+                            Some(r) => a65::quant::prepare_with_route(&plan, r)
+                                .expect("route available"),
+                        };
                         out.fill(0xa5);
                         a65::quant::execute(&prepared, input.as_slice(), &mut out)
                             .expect("execute");
@@ -143,11 +157,15 @@ fn sweep(dtype: DType) -> Tally {
         }
     });
     let t = total.into_inner().unwrap();
-    let expected_runs = (items.len() * ZERO_POINTS.len()) as u64;
+    let expected_runs = (items.len() * zero_points.len()) as u64;
+    let route_name = match route {
+        None => format!("prepare() -> {}", default_route(dtype).name()),
+        Some(r) => format!("forced {}", r.name()),
+    };
     println!(
-        "{dtype}: {} multipliers × 4 modes × {} zero points = {} runs, {} elements, {} direct oracle checks, {} saturation checks, {} mismatches",
+        "{dtype} [{route_name}]: {} multipliers × 4 modes × {} zero points = {} runs, {} elements, {} direct oracle checks, {} saturation checks, {} mismatches",
         multipliers.len(),
-        ZERO_POINTS.len(),
+        zero_points.len(),
         t.runs,
         t.elements,
         t.direct_checks,
@@ -160,23 +178,73 @@ fn sweep(dtype: DType) -> Tally {
     assert_eq!(t.direct_checks, t.saturation_checks);
     assert!(
         t.mismatches == 0,
-        "{dtype}: {} mismatches; first ones:\n{}",
+        "{dtype} [{route_name}]: {} mismatches; first ones:\n{}",
         t.mismatches,
         t.report.join("\n")
     );
     t
 }
 
+/// The route `prepare` picks for a contiguous [65536] tensor of `dtype`.
+fn default_route(dtype: DType) -> Route {
+    let plan = check_inference(&Request {
+        input: TensorSpec::contiguous([PATTERNS as u64], dtype),
+        output: TensorSpec::contiguous([PATTERNS as u64], DType::I8),
+        params: Params::new(1.0),
+    })
+    .expect("admitted");
+    a65::quant::prepare(&plan).route()
+}
+
+/// Every route this CPU offers other than the default one.
+fn other_routes(dtype: DType) -> Vec<Route> {
+    let plan = check_inference(&Request {
+        input: TensorSpec::contiguous([PATTERNS as u64], dtype),
+        output: TensorSpec::contiguous([PATTERNS as u64], DType::I8),
+        params: Params::new(1.0),
+    })
+    .expect("admitted");
+    let default = default_route(dtype);
+    Route::ALL
+        .into_iter()
+        .filter(|&r| r != default && a65::quant::prepare_with_route(&plan, r).is_some())
+        .collect()
+}
+
 #[test]
 fn all_bf16_patterns() {
-    let t = sweep(DType::BF16);
+    let t = sweep(DType::BF16, None);
     assert_eq!(t.runs, 297 * 4 * 5);
 }
 
 #[test]
 fn all_f16_patterns() {
-    let t = sweep(DType::F16);
+    let t = sweep(DType::F16, None);
     assert_eq!(t.runs, 297 * 4 * 5);
+}
+
+fn every_other_route(dtype: DType) {
+    let routes = other_routes(dtype);
+    println!(
+        "{dtype}: other routes on this CPU: {:?}",
+        routes.iter().map(|r| r.name()).collect::<Vec<_>>()
+    );
+    // The exact route exists on every CPU; it is either the default or one of the others.
+    assert!(routes.contains(&Route::Exact) || default_route(dtype) == Route::Exact);
+    for r in routes {
+        let t = sweep(dtype, Some(r));
+        assert_eq!(t.runs, 297 * 4 * 3);
+    }
+}
+
+#[test]
+fn all_bf16_patterns_every_other_route() {
+    every_other_route(DType::BF16);
+}
+
+#[test]
+fn all_f16_patterns_every_other_route() {
+    every_other_route(DType::F16);
 }
 
 /// The profile list itself: both ends of the power-of-two range, the named multipliers.

@@ -70,6 +70,8 @@ fn boundary_patterns() -> Vec<u32> {
 #[derive(Default)]
 struct Tally {
     runs: u64,
+    /// Library runs over all routes.
+    route_runs: u64,
     elements: u64,
     /// Outputs other than −128, 127 and the zero point.
     interior: u64,
@@ -89,6 +91,7 @@ impl Tally {
 
     fn merge(&mut self, o: Tally) {
         self.runs += o.runs;
+        self.route_runs += o.route_runs;
         self.elements += o.elements;
         self.interior += o.interior;
         self.ties += o.ties;
@@ -102,7 +105,8 @@ impl Tally {
 }
 
 /// Runs `bits` through the library as one contiguous tensor into `out` (pre-filled with a
-/// guard so unwritten elements show up) and compares with `oracle::quant`.
+/// guard so unwritten elements show up) and compares with `oracle::quant`: with the route
+/// `prepare` picks and with every other route this CPU offers.
 fn run_and_check(t: &mut Tally, bits: &[u32], input: &Aligned, out: &mut [u8], params: Params) {
     let n = bits.len() as u64;
     let plan = check_inference(&Request {
@@ -111,30 +115,38 @@ fn run_and_check(t: &mut Tally, bits: &[u32], input: &Aligned, out: &mut [u8], p
         params,
     })
     .expect("admitted");
-    let prepared = a65::quant::prepare(&plan);
-    out.fill(0xa5);
-    a65::quant::execute(&prepared, input.as_slice(), out).expect("execute");
-    t.runs += 1;
-    t.elements += n;
     let Params {
         multiplier_bits: m,
         zero_point: zp,
         rounding,
     } = params;
-    for (&b, &o) in bits.iter().zip(out.iter()) {
-        let want = oracle::quant(DType::F32, b, m, zp, rounding);
-        if want != -128 && want != 127 && want as i32 != zp {
+    let want: Vec<i8> = bits
+        .iter()
+        .map(|&b| oracle::quant(DType::F32, b, m, zp, rounding))
+        .collect();
+    for (&b, &w) in bits.iter().zip(&want) {
+        if w != -128 && w != 127 && w as i32 != zp {
             t.interior += 1;
         }
         let p = oracle::product(oracle::decode(DType::F32, b), m) as f64;
         if p.is_finite() && p.abs() < 1024.0 && (p - p.trunc()).abs() == 0.5 {
             t.ties += 1;
         }
-        if o as i8 != want {
-            t.fail(format!(
-                "f32 x=0x{b:08x} m=0x{m:08x} {rounding} zp={zp}: got {} want {want}",
-                o as i8
-            ));
+    }
+    t.runs += 1;
+    t.elements += n;
+    for prepared in lib_run::variants(&plan) {
+        out.fill(0xa5);
+        a65::quant::execute(&prepared, input.as_slice(), out).expect("execute");
+        t.route_runs += 1;
+        let route = prepared.implementation();
+        for ((&b, &o), &want) in bits.iter().zip(out.iter()).zip(&want) {
+            if o as i8 != want {
+                t.fail(format!(
+                    "f32 [{route}] x=0x{b:08x} m=0x{m:08x} {rounding} zp={zp}: got {} want {want}",
+                    o as i8
+                ));
+            }
         }
     }
 }
@@ -180,10 +192,11 @@ fn boundary_patterns_times_profiles() {
         run_and_check(t, &bits, &input, &mut out, params);
     });
     println!(
-        "fp32 boundary: {} patterns × {} multipliers × 4 modes × 3 zero points = {} runs, {} elements ({} interior, {} ties), {} mismatches",
+        "fp32 boundary: {} patterns × {} multipliers × 4 modes × 3 zero points = {} cases ({} library runs over all routes), {} elements ({} interior, {} ties), {} mismatches",
         bits.len(),
         multipliers.len(),
         t.runs,
+        t.route_runs,
         t.elements,
         t.interior,
         t.ties,
@@ -192,6 +205,10 @@ fn boundary_patterns_times_profiles() {
     assert!(t.interior > t.elements / 20, "too few interior outputs");
     assert!(t.ties > 40_000, "too few rounding ties");
     assert_eq!(t.runs, 297 * 4 * 3);
+    assert!(
+        t.route_runs >= t.runs * 2,
+        "the exact route and the default route at least"
+    );
     assert_eq!(t.elements, t.runs * bits.len() as u64);
     assert!(
         t.mismatches == 0,
@@ -251,12 +268,16 @@ fn ten_million_random_patterns() {
         run_and_check(t, &bits, &input, &mut out, params);
     });
     println!(
-        "fp32 random: {} runs, {} elements ({} interior, {} ties), {} mismatches",
-        t.runs, t.elements, t.interior, t.ties, t.mismatches
+        "fp32 random: {} cases ({} library runs over all routes), {} elements ({} interior, {} ties), {} mismatches",
+        t.runs, t.route_runs, t.elements, t.interior, t.ties, t.mismatches
     );
     assert!(t.interior > t.elements / 3, "too few interior outputs");
     assert!(t.ties > 100_000, "too few rounding ties");
     assert_eq!(t.runs, items.len() as u64);
+    assert!(
+        t.route_runs >= t.runs * 2,
+        "the exact route and the default route at least"
+    );
     assert_eq!(t.elements, (items.len() * PER_ITEM) as u64);
     assert!(t.elements >= 10_000_000);
     assert!(

@@ -7,14 +7,15 @@
 //! capacity past the span. Every element is checked against the oracle at an offset this
 //! file computes itself (plain index × stride sums over a row-major odometer, not the
 //! library's walker), and every byte no element maps to must still hold the guard. The same
-//! prepared plan is then executed again on the dirty output, and on a scribbled output.
+//! prepared plan is then executed again on the dirty output, and on a scribbled output;
+//! every other route this CPU offers and `Prepared::split` pieces must give the same bytes.
 
 use simak::a65;
 use simak::ops::quant::{Params, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
 use simak_tests::bytes::{self, Aligned};
 use simak_tests::rng::Rng;
-use simak_tests::{oracle, profiles};
+use simak_tests::{lib_run, oracle, profiles};
 
 const CASES_PER_DTYPE: usize = 1000;
 const GUARD: u8 = 0xa5;
@@ -33,6 +34,8 @@ struct Stats {
     same_order: usize,
     interior_outputs: u64,
     specials: u64,
+    route_runs: usize,
+    split_runs: usize,
 }
 
 /// How one port is laid out: per-axis byte strides as given to the library, and what the
@@ -363,6 +366,45 @@ fn run_case<const R: usize>(
         assert_eq!(out[i], want, "{ctx}: scribbled run, byte {i}");
     }
 
+    // Every other route this CPU offers gives the same bytes (guard included).
+    for other in lib_run::variants(&plan).into_iter().skip(1) {
+        let mut o = vec![GUARD; total];
+        a65::quant::execute(&other, input.as_slice(), &mut o[pre..])
+            .unwrap_or_else(|e| panic!("{ctx}: execute [{}]: {e:?}", other.implementation()));
+        assert_eq!(o, first, "{ctx}: route {} differs", other.implementation());
+        stats.route_runs += 1;
+    }
+
+    // A split call, its pieces run in reverse order (and on threads for some cases), gives
+    // the same bytes.
+    for parts in [1, 2, 3, 7] {
+        let mut o = vec![GUARD; total];
+        let pieces = prepared
+            .split(parts, input.as_slice(), &mut o[pre..])
+            .unwrap_or_else(|e| panic!("{ctx}: split({parts}): {e:?}"));
+        assert!(
+            pieces.len() <= parts,
+            "{ctx}: split({parts}) gave {}",
+            pieces.len()
+        );
+        if elements > 0 {
+            assert!(!pieces.is_empty(), "{ctx}: split({parts}) gave no piece");
+        }
+        if case % 4 == 0 {
+            std::thread::scope(|sc| {
+                for piece in pieces {
+                    sc.spawn(move || piece.run());
+                }
+            });
+        } else {
+            for piece in pieces.into_iter().rev() {
+                piece.run();
+            }
+        }
+        assert_eq!(o, first, "{ctx}: split into {parts} differs");
+        stats.split_runs += 1;
+    }
+
     stats.cases += 1;
     stats.elements += elements;
 }
@@ -456,6 +498,11 @@ fn sweep(dtype: DType, seed: u64) -> Stats {
         "{dtype}: outputs mostly saturated"
     );
     assert!(stats.specials > 5_000, "{dtype}: too few special inputs");
+    assert!(
+        stats.route_runs >= stats.cases,
+        "{dtype}: other routes not exercised"
+    );
+    assert_eq!(stats.split_runs, 4 * stats.cases);
     stats
 }
 
