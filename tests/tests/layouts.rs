@@ -390,7 +390,7 @@ fn run_case<const R: usize>(
         if elements > 0 {
             assert!(!pieces.is_empty(), "{ctx}: split({parts}) gave no piece");
         }
-        if case % 4 == 0 {
+        if case.is_multiple_of(4) {
             std::thread::scope(|sc| {
                 for piece in pieces {
                     sc.spawn(move || piece.run());
