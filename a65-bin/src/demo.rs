@@ -1,0 +1,362 @@
+//! `simak demo`: the quant pipeline on embedded, generated tensors; needs no files.
+//!
+//! Two tensors come from a fixed-seed PCG32 generator using only exact or IEEE-rounded
+//! binary32 arithmetic (no libm), so every platform generates the same bits:
+//!
+//! - an image-like `[224, 224, 3]` HWC tensor in [0, 1] (smooth gradients plus noise);
+//! - a weight-like `[384, 384]` matrix, about N(0, 0.05) (Irwin–Hall sum of 12 uniforms),
+//!   with a few outliers and special values (±∞, NaN, −0, a subnormal).
+//!
+//! Each is converted to FP32, BF16 (nearest-even from the FP32 bits) and FP16 (`half`,
+//! nearest-even), then quantized with several parameter sets. The summary lists every job
+//! and an FNV-1a 64 checksum over all outputs in job order.
+
+use std::io::{self, Write};
+
+use anyhow::anyhow;
+use serde::Serialize;
+use simak::DType;
+use simak::ops::quant::{Params, Rounding};
+
+use crate::engine::{self, Aligned, Tensor};
+use crate::error::CliError;
+use crate::params::absmax_multiplier;
+use crate::quant::ignore_broken_pipe;
+use crate::report::{Row, Total, table};
+
+/// The default generator seed.
+pub const DEFAULT_SEED: u64 = 0x5eed_5a3a_2024_0001;
+
+/// PCG32 (XSH RR), O'Neill's reference constants.
+struct Pcg32 {
+    state: u64,
+    inc: u64,
+}
+
+impl Pcg32 {
+    fn new(seed: u64, stream: u64) -> Pcg32 {
+        let mut rng = Pcg32 {
+            state: 0,
+            inc: (stream << 1) | 1,
+        };
+        rng.next_u32();
+        rng.state = rng.state.wrapping_add(seed);
+        rng.next_u32();
+        rng
+    }
+
+    fn next_u32(&mut self) -> u32 {
+        let old = self.state;
+        self.state = old
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(self.inc);
+        let xorshifted = (((old >> 18) ^ old) >> 27) as u32;
+        let rot = (old >> 59) as u32;
+        xorshifted.rotate_right(rot)
+    }
+
+    /// Uniform in [0, 1): 24 random bits scaled by 2^-24 (exact).
+    fn unit(&mut self) -> f32 {
+        (self.next_u32() >> 8) as f32 * (1.0 / 16_777_216.0)
+    }
+}
+
+/// The image-like tensor, `[224, 224, 3]` HWC, values in [0, 1].
+fn image(seed: u64) -> (Vec<u64>, Vec<f32>) {
+    let (h, w, c) = (224usize, 224usize, 3usize);
+    let mut rng = Pcg32::new(seed, 1);
+    let mut data = Vec::with_capacity(h * w * c);
+    for y in 0..h {
+        for x in 0..w {
+            for ch in 0..c {
+                let gy = y as f32 / (h - 1) as f32;
+                let gx = x as f32 / (w - 1) as f32;
+                let base = match ch {
+                    0 => gy,
+                    1 => gx,
+                    _ => 1.0 - 0.5 * (gx + gy),
+                };
+                let v = 0.75 * base + 0.25 * rng.unit();
+                data.push(v.clamp(0.0, 1.0));
+            }
+        }
+    }
+    (vec![h as u64, w as u64, c as u64], data)
+}
+
+/// The weight-like matrix, `[384, 384]`, about N(0, 0.05), with outliers and specials.
+fn weights(seed: u64) -> (Vec<u64>, Vec<f32>) {
+    let n = 384usize;
+    let mut rng = Pcg32::new(seed, 2);
+    let mut data: Vec<f32> = (0..n * n)
+        .map(|_| {
+            let s: f32 = (0..12).map(|_| rng.unit()).sum();
+            (s - 6.0) * 0.05
+        })
+        .collect();
+    // Outliers: a sparse set of large values that saturate under fixed multipliers.
+    for i in (0..data.len()).step_by(4099) {
+        data[i] *= 24.0;
+    }
+    let specials = [
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -0.0,
+        f32::from_bits(0x0000_0101),
+        f32::MIN_POSITIVE,
+    ];
+    for (k, v) in specials.into_iter().enumerate() {
+        data[1000 + 37 * k] = v;
+    }
+    (vec![n as u64, n as u64], data)
+}
+
+/// FP32 → BF16, round to nearest-even on the bits (NaN kept as a quiet NaN).
+fn bf16_bits(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) as u16) | 0x0040;
+    }
+    (bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16) as u16
+}
+
+/// Little-endian storage of `values` in `dtype`.
+fn encode(values: &[f32], dtype: DType) -> Vec<u8> {
+    match dtype {
+        DType::F32 => values.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        DType::BF16 => values
+            .iter()
+            .flat_map(|&x| bf16_bits(x).to_le_bytes())
+            .collect(),
+        DType::F16 => values
+            .iter()
+            .flat_map(|&x| half::f16::from_f32(x).to_bits().to_le_bytes())
+            .collect(),
+        DType::I8 => Vec::new(),
+    }
+}
+
+/// FNV-1a, 64 bits.
+struct Fnv1a(u64);
+
+impl Fnv1a {
+    fn new() -> Fnv1a {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+    fn update(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+/// How a demo job picks its multiplier.
+#[derive(Debug, Clone, Copy)]
+enum Pick {
+    Fixed(u32),
+    Absmax,
+}
+
+/// One demo quantization.
+struct Job<'a> {
+    name: String,
+    shape: &'a [u64],
+    strides: Option<&'a [u64]>,
+    values: &'a [f32],
+    dtype: DType,
+    pick: Pick,
+    zero_point: i32,
+    rounding: Rounding,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct DemoSummary {
+    command: &'static str,
+    seed: String,
+    jobs: Vec<Row>,
+    total: Total,
+    checksum: String,
+}
+
+/// Runs `simak demo` with `seed`; prints the table (or JSON) and the checksum.
+///
+/// # Errors
+///
+/// [`CliError::Internal`] if the library refuses a job (it never should).
+pub fn run(seed: u64, quiet: bool, json: bool) -> Result<(), CliError> {
+    let (image_shape, image) = image(seed);
+    let (weight_shape, weight) = weights(seed);
+    // The image viewed as CHW over its HWC storage: a strided input, contiguous output.
+    let chw_shape = [3u64, 224, 224];
+    let chw_strides = [4u64, 224 * 3 * 4, 3 * 4];
+
+    let image_job = |name: String, dtype, multiplier: f32| Job {
+        name,
+        shape: &image_shape,
+        strides: None,
+        values: &image,
+        dtype,
+        pick: Pick::Fixed(multiplier.to_bits()),
+        zero_point: -128,
+        rounding: Rounding::NearestEven,
+    };
+    let weight_job = |name: String, dtype, pick, rounding| Job {
+        name,
+        shape: &weight_shape,
+        strides: None,
+        values: &weight,
+        dtype,
+        pick,
+        zero_point: 0,
+        rounding,
+    };
+    let mut jobs = Vec::new();
+    for dtype in [DType::F32, DType::BF16, DType::F16] {
+        jobs.push(image_job(format!("image.{dtype} hwc"), dtype, 255.0));
+    }
+    jobs.push(Job {
+        shape: &chw_shape,
+        strides: Some(&chw_strides),
+        ..image_job("image.f32 chw-view".to_owned(), DType::F32, 127.0)
+    });
+    for dtype in [DType::F32, DType::BF16, DType::F16] {
+        jobs.push(weight_job(
+            format!("weight.{dtype}"),
+            dtype,
+            Pick::Fixed(0x4400_0000),
+            Rounding::NearestEven,
+        ));
+    }
+    for rounding in Rounding::ALL {
+        jobs.push(weight_job(
+            format!("weight.f32 absmax {rounding}"),
+            DType::F32,
+            Pick::Absmax,
+            rounding,
+        ));
+    }
+    for dtype in [DType::BF16, DType::F16] {
+        jobs.push(weight_job(
+            format!("weight.{dtype} absmax"),
+            dtype,
+            Pick::Absmax,
+            Rounding::NearestEven,
+        ));
+    }
+
+    let mut hash = Fnv1a::new();
+    let mut rows = Vec::with_capacity(jobs.len());
+    for Job {
+        name,
+        shape,
+        strides,
+        values,
+        dtype,
+        pick,
+        zero_point,
+        rounding,
+    } in jobs
+    {
+        let bytes = encode(values, dtype);
+        let data = Aligned::new(&bytes, dtype.size());
+        let tensor = Tensor {
+            dtype,
+            shape,
+            strides,
+            out_strides: None,
+            data: data.as_slice(),
+        };
+        let internal = |e: &dyn std::fmt::Display| CliError::Internal(anyhow!("demo {name}: {e}"));
+        let (bits, calibration) = match pick {
+            Pick::Fixed(bits) => (bits, None),
+            Pick::Absmax => {
+                let a = engine::abs_max(&tensor).map_err(|e| internal(&e))?;
+                let bits = absmax_multiplier(a).map_err(|e| internal(&e))?;
+                (bits, a.map(|a| ("absmax", a)))
+            }
+        };
+        let params = Params::from_bits(bits)
+            .with_zero_point(zero_point)
+            .with_rounding(rounding);
+        let q = engine::quantize(&tensor, params).map_err(|e| internal(&e))?;
+        hash.update(&q.output);
+        rows.push(Row::new(name, shape, dtype, &q, calibration));
+    }
+    let checksum = format!("0x{:016x}", hash.0);
+    let total = Total::of(&rows);
+    let text = if json {
+        let summary = DemoSummary {
+            command: "demo",
+            seed: format!("0x{seed:016x}"),
+            jobs: rows,
+            total,
+            checksum,
+        };
+        let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
+        s.push('\n');
+        s
+    } else if quiet {
+        format!("checksum fnv1a64 {checksum}\n")
+    } else {
+        format!(
+            "simak demo: generated tensors (seed 0x{seed:016x}), backend a65\n{}checksum fnv1a64 {checksum}\n",
+            table(&rows)
+        )
+    };
+    let mut stdout = io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .or_else(ignore_broken_pipe)
+        .map_err(|e| CliError::Internal(anyhow!("writing the summary: {e}")))
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn pcg32_matches_the_reference_stream() {
+        // pcg32_srandom(42, 54) from the PCG reference (pcg32-demo).
+        let mut rng = Pcg32::new(42, 54);
+        let first: Vec<u32> = (0..6).map(|_| rng.next_u32()).collect();
+        assert_eq!(
+            first,
+            [
+                0xa15c_02b7,
+                0x7b47_f409,
+                0xba1d_3330,
+                0x83d2_f293,
+                0xbfa4_784b,
+                0xcbed_606e
+            ]
+        );
+    }
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        assert_eq!(bf16_bits(1.0), 0x3f80);
+        assert_eq!(bf16_bits(f32::from_bits(0x3f80_8000)), 0x3f80);
+        assert_eq!(bf16_bits(f32::from_bits(0x3f81_8000)), 0x3f82);
+        assert_eq!(bf16_bits(f32::from_bits(0x3f80_8001)), 0x3f81);
+        assert!(f32::from_bits(u32::from(bf16_bits(f32::NAN)) << 16).is_nan());
+    }
+
+    #[test]
+    fn generators_stay_in_range() {
+        let (_, img) = image(DEFAULT_SEED);
+        assert!(img.iter().all(|&v| (0.0..=1.0).contains(&v)));
+        let (_, w) = weights(DEFAULT_SEED);
+        assert!(w.iter().any(|v| v.is_nan()));
+        assert_eq!(w.len(), 384 * 384);
+    }
+
+    #[test]
+    fn fnv1a_reference() {
+        let mut h = Fnv1a::new();
+        h.update(b"a");
+        assert_eq!(h.0, 0xaf63_dc4c_8601_ec8c);
+    }
+}

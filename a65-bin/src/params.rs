@@ -1,0 +1,319 @@
+//! Quant parameters as the command line gives them: multiplier, zero point, rounding,
+//! calibration.
+//!
+//! The multiplier is parsed straight to the correctly rounded binary32 (`str::parse::<f32>`,
+//! never through `f64`, which could round twice), or taken as exact bits (`0x` and exactly
+//! eight hex digits). Validation reuses the library's rules and messages
+//! ([`Multiplier::from_bits`], [`AdmissionError::ZeroPointOutOfRange`]).
+
+use std::fmt;
+
+use simak::AdmissionError;
+use simak::ops::quant::{Multiplier, Rounding};
+
+/// A multiplier accepted from the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultiplierArg {
+    /// The text as given.
+    pub text: String,
+    /// Its binary32 bits (finite, > 0).
+    pub bits: u32,
+}
+
+/// Why a `--multiplier` or `--zero-point` value was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    /// The text is neither a decimal number nor `0x` with eight hex digits.
+    #[error(
+        "--multiplier {text:?} is neither a decimal number nor 0x followed by exactly 8 hex digits"
+    )]
+    MultiplierSyntax {
+        /// The text given.
+        text: String,
+    },
+    /// The value parsed but breaks a library rule (not finite, not > 0).
+    #[error("--multiplier {text:?}: {rule}")]
+    MultiplierRule {
+        /// The text given.
+        text: String,
+        /// The library rule it breaks.
+        rule: AdmissionError,
+    },
+    /// The zero point is not an integer.
+    #[error("--zero-point {text:?} is not an integer")]
+    ZeroPointSyntax {
+        /// The text given.
+        text: String,
+    },
+    /// The zero point is outside [-128, 127].
+    #[error("--zero-point {text:?}: {rule}")]
+    ZeroPointRule {
+        /// The text given.
+        text: String,
+        /// The library rule it breaks.
+        rule: AdmissionError,
+    },
+}
+
+/// Parses a multiplier: a decimal (correctly rounded to binary32 in one step) or `0x` followed
+/// by exactly 8 hex digits (the binary32 bits).
+///
+/// # Errors
+///
+/// [`ParamError::MultiplierSyntax`] for anything else; [`ParamError::MultiplierRule`] when
+/// the value is not finite or not > 0.
+pub fn parse_multiplier(text: &str) -> Result<MultiplierArg, ParamError> {
+    let syntax = || ParamError::MultiplierSyntax {
+        text: text.to_owned(),
+    };
+    let trimmed = text.trim();
+    let bits = if let Some(hex) = trimmed
+        .strip_prefix("0x")
+        .or_else(|| trimmed.strip_prefix("0X"))
+    {
+        if hex.len() != 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(syntax());
+        }
+        u32::from_str_radix(hex, 16).map_err(|_| syntax())?
+    } else {
+        // `str::parse::<f32>` is correctly rounded (nearest-even) from the decimal text.
+        trimmed.parse::<f32>().map_err(|_| syntax())?.to_bits()
+    };
+    Multiplier::from_bits(bits).map_err(|rule| ParamError::MultiplierRule {
+        text: text.to_owned(),
+        rule,
+    })?;
+    Ok(MultiplierArg {
+        text: text.to_owned(),
+        bits,
+    })
+}
+
+/// Parses a zero point in [-128, 127].
+///
+/// # Errors
+///
+/// [`ParamError::ZeroPointSyntax`] or [`ParamError::ZeroPointRule`].
+pub fn parse_zero_point(text: &str) -> Result<i32, ParamError> {
+    let value: i64 = text
+        .trim()
+        .parse()
+        .map_err(|_| ParamError::ZeroPointSyntax {
+            text: text.to_owned(),
+        })?;
+    let rule = |zero_point: i32| ParamError::ZeroPointRule {
+        text: text.to_owned(),
+        rule: AdmissionError::ZeroPointOutOfRange { zero_point },
+    };
+    let narrow =
+        i32::try_from(value).map_err(|_| rule(if value < 0 { i32::MIN } else { i32::MAX }))?;
+    if !(-128..=127).contains(&narrow) {
+        return Err(rule(narrow));
+    }
+    Ok(narrow)
+}
+
+/// The exact decimal value of a binary32 (every digit, no rounding).
+///
+/// A binary32 is `s · 2^e` with an integer `s`; for `e < 0` it has exactly `-e` digits after
+/// the point once the odd significand is normalized, and formatting the (exact) `f64` with that
+/// precision prints them all.
+pub fn exact_decimal(bits: u32) -> String {
+    let value = f32::from_bits(bits);
+    if !value.is_finite() {
+        return value.to_string();
+    }
+    let digits = match Multiplier::from_bits(bits & 0x7fff_ffff) {
+        Ok(m) if m.exponent() < 0 => m.exponent().unsigned_abs() as usize,
+        _ => 0,
+    };
+    format!("{:.*}", digits, value as f64)
+}
+
+/// Integer rounding mode, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RoundingArg {
+    /// Round half to even (default).
+    NearestEven,
+    /// Truncate toward zero.
+    TowardZero,
+    /// Ceiling: round toward +infinity.
+    TowardPositive,
+    /// Floor: round toward -infinity.
+    TowardNegative,
+}
+
+impl From<RoundingArg> for Rounding {
+    fn from(value: RoundingArg) -> Self {
+        match value {
+            RoundingArg::NearestEven => Rounding::NearestEven,
+            RoundingArg::TowardZero => Rounding::TowardZero,
+            RoundingArg::TowardPositive => Rounding::TowardPositive,
+            RoundingArg::TowardNegative => Rounding::TowardNegative,
+        }
+    }
+}
+
+/// How the multiplier of each tensor is chosen from its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Calibration {
+    /// m = 127 / max|x| over the finite elements, one binary32 division; zero point 0.
+    Absmax,
+}
+
+impl fmt::Display for Calibration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Calibration::Absmax => "absmax",
+        })
+    }
+}
+
+/// Why absmax calibration found no multiplier for a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum CalibrationError {
+    /// Every element is zero, NaN or infinite (or the tensor is empty).
+    #[error("--calibrate absmax needs a finite nonzero element, and this tensor has none")]
+    NoFiniteNonzero,
+    /// `127 / max|x|` is not a finite binary32 (max|x| is too small).
+    #[error("--calibrate absmax: 127 / max|x| with max|x| = {abs_max:e} is not a finite binary32")]
+    NotFinite {
+        /// The largest finite magnitude found.
+        abs_max: f32,
+    },
+}
+
+/// The absmax multiplier: `m = 127f32 / abs_max`, one IEEE binary32 division (correctly
+/// rounded, nearest-even), where `abs_max` is the largest finite magnitude as an `f32` (exact
+/// for FP32, BF16 and FP16 elements).
+///
+/// # Errors
+///
+/// [`CalibrationError::NoFiniteNonzero`] when `abs_max` is `None` or zero;
+/// [`CalibrationError::NotFinite`] when the quotient overflows to infinity.
+pub fn absmax_multiplier(abs_max: Option<f32>) -> Result<u32, CalibrationError> {
+    let abs_max = match abs_max {
+        Some(a) if a > 0.0 && a.is_finite() => a,
+        _ => return Err(CalibrationError::NoFiniteNonzero),
+    };
+    let m = 127f32 / abs_max;
+    if !m.is_finite() || m <= 0.0 {
+        return Err(CalibrationError::NotFinite { abs_max });
+    }
+    Ok(m.to_bits())
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn decimal_is_rounded_once_to_binary32() {
+        assert_eq!(parse_multiplier("0.0078125").unwrap().bits, 0x3c00_0000);
+        assert_eq!(parse_multiplier("0.3").unwrap().bits, 0x3e99_999a);
+        // Just above the midpoint 1 + 2^-24: through f64 it would land on the midpoint
+        // and tie to 1.0; straight to binary32 it rounds up.
+        assert_eq!(
+            parse_multiplier("1.00000005960464477550").unwrap().bits,
+            0x3f80_0001
+        );
+        assert_eq!(parse_multiplier("1e-45").unwrap().bits, 1);
+    }
+
+    #[test]
+    fn hex_takes_exactly_eight_digits() {
+        assert_eq!(parse_multiplier("0x3e99999a").unwrap().bits, 0x3e99_999a);
+        assert_eq!(parse_multiplier("0X3F800000").unwrap().bits, 0x3f80_0000);
+        for bad in ["0x123", "0x3e99999a0", "0xg0000000", "0x", "abc", ""] {
+            assert!(
+                matches!(
+                    parse_multiplier(bad),
+                    Err(ParamError::MultiplierSyntax { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn rules_come_from_the_library() {
+        for (text, bits) in [("nan", 0x7fc0_0000), ("inf", 0x7f80_0000)] {
+            assert_eq!(
+                parse_multiplier(text),
+                Err(ParamError::MultiplierRule {
+                    text: text.into(),
+                    rule: AdmissionError::MultiplierNotFinite { bits }
+                })
+            );
+        }
+        assert!(matches!(
+            parse_multiplier("0x7f800000"),
+            Err(ParamError::MultiplierRule {
+                rule: AdmissionError::MultiplierNotFinite { .. },
+                ..
+            })
+        ));
+        for text in ["0", "-1", "-0", "1e-50"] {
+            assert!(
+                matches!(
+                    parse_multiplier(text),
+                    Err(ParamError::MultiplierRule {
+                        rule: AdmissionError::MultiplierNotPositive { .. },
+                        ..
+                    })
+                ),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn zero_point_range() {
+        assert_eq!(parse_zero_point("-128"), Ok(-128));
+        assert_eq!(parse_zero_point("127"), Ok(127));
+        assert!(matches!(
+            parse_zero_point("128"),
+            Err(ParamError::ZeroPointRule { .. })
+        ));
+        assert!(matches!(
+            parse_zero_point("-129"),
+            Err(ParamError::ZeroPointRule { .. })
+        ));
+        assert!(matches!(
+            parse_zero_point("99999999999"),
+            Err(ParamError::ZeroPointRule { .. })
+        ));
+        assert!(matches!(
+            parse_zero_point("1.5"),
+            Err(ParamError::ZeroPointSyntax { .. })
+        ));
+    }
+
+    #[test]
+    fn exact_decimal_prints_every_digit() {
+        assert_eq!(exact_decimal(0x3f80_0000), "1");
+        assert_eq!(exact_decimal(0x3c00_0000), "0.0078125");
+        assert_eq!(exact_decimal(0x3dcc_cccd), "0.100000001490116119384765625");
+        assert_eq!(exact_decimal(0x42fe_0000), "127");
+        assert_eq!(exact_decimal(1).len(), 2 + 149);
+    }
+
+    #[test]
+    fn absmax_is_one_binary32_division() {
+        assert_eq!(absmax_multiplier(Some(127.0)), Ok(0x3f80_0000));
+        assert_eq!(absmax_multiplier(Some(0.5)), Ok(254f32.to_bits()));
+        assert_eq!(absmax_multiplier(Some(3.0)), Ok((127f32 / 3f32).to_bits()));
+        assert_eq!(
+            absmax_multiplier(None),
+            Err(CalibrationError::NoFiniteNonzero)
+        );
+        assert_eq!(
+            absmax_multiplier(Some(0.0)),
+            Err(CalibrationError::NoFiniteNonzero)
+        );
+        assert!(matches!(
+            absmax_multiplier(Some(f32::from_bits(1))),
+            Err(CalibrationError::NotFinite { .. })
+        ));
+    }
+}

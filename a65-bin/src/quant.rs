@@ -1,0 +1,624 @@
+//! `simak quant`: quantize the float tensors of a `.safetensors` or `.npy` file to INT8.
+//!
+//! Nothing is written until every selected tensor has been checked and quantized; the
+//! output then replaces its target atomically ([`crate::output::write_atomic`]).
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{self, Cursor, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use npyz::{Endianness, NpyHeader, Order, TypeChar, WriterBuilder};
+use safetensors::SafeTensors;
+use safetensors::tensor::{Dtype as StDtype, TensorView, View};
+use serde::Serialize;
+use simak::DType;
+use simak::ops::quant::{Params, Rounding};
+
+use crate::engine::{self, Aligned, EngineError, Quantized, Tensor};
+use crate::error::{CliError, bad_file, bad_tensor};
+use crate::output::{check_target, same_file, write_atomic};
+use crate::params::{Calibration, MultiplierArg, absmax_multiplier, exact_decimal};
+use crate::report::{Row, Total, shape_text, table};
+
+/// How each tensor's multiplier is chosen.
+#[derive(Debug, Clone)]
+pub enum Scale {
+    /// One multiplier for every tensor, from `--multiplier`.
+    Fixed(MultiplierArg),
+    /// Per-tensor calibration, from `--calibrate`.
+    Calibrate(Calibration),
+}
+
+/// A fully parsed `simak quant` invocation.
+#[derive(Debug, Clone)]
+pub struct QuantJob {
+    /// Input file.
+    pub input: PathBuf,
+    /// Output file.
+    pub output: PathBuf,
+    /// Tensors picked with `--tensor` (empty: every float tensor).
+    pub tensors: Vec<String>,
+    /// Multiplier choice.
+    pub scale: Scale,
+    /// Zero point for `--multiplier` (0 under calibration).
+    pub zero_point: i32,
+    /// Rounding mode.
+    pub rounding: Rounding,
+    /// `-q`: no progress bar, no table.
+    pub quiet: bool,
+    /// `--json`: the summary as JSON.
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Safetensors,
+    Npy,
+}
+
+impl Format {
+    fn of(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "safetensors" => Some(Format::Safetensors),
+            "npy" => Some(Format::Npy),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Format::Safetensors => "safetensors",
+            Format::Npy => "npy",
+        }
+    }
+}
+
+/// A tensor passed through unchanged (safetensors only).
+#[derive(Debug, Clone, Serialize)]
+struct Copied {
+    name: String,
+    dtype: String,
+    shape: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct MultiplierEcho {
+    text: String,
+    bits: String,
+    exact: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Summary {
+    command: &'static str,
+    input: String,
+    output: String,
+    format: &'static str,
+    backend: &'static str,
+    multiplier: Option<MultiplierEcho>,
+    calibration: Option<String>,
+    rounding: &'static str,
+    tensors: Vec<Row>,
+    copied: Vec<Copied>,
+    total: Total,
+}
+
+/// Runs `simak quant`.
+///
+/// # Errors
+///
+/// [`CliError::Input`] for bad input (exit 2, no output written), [`CliError::Internal`]
+/// otherwise.
+pub fn run(job: &QuantJob) -> Result<(), CliError> {
+    let input = job.input.as_path();
+    let format = Format::of(input).ok_or_else(|| {
+        bad_file(
+            input,
+            "unsupported input file type (quant reads .safetensors and .npy files)",
+        )
+    })?;
+    if let Some(out) = Format::of(&job.output)
+        && out != format
+    {
+        return Err(bad_file(
+            input,
+            format!(
+                "--output {} names a .{} file, but the output format follows the input (.{})",
+                job.output.display(),
+                out.name(),
+                format.name()
+            ),
+        ));
+    }
+    if format == Format::Npy && !job.tensors.is_empty() {
+        return Err(bad_file(
+            input,
+            "--tensor applies to .safetensors inputs only (a .npy file holds one tensor)",
+        ));
+    }
+    let bytes = std::fs::read(input).map_err(|e| bad_file(input, format!("cannot read: {e}")))?;
+    if same_file(input, &job.output) {
+        return Err(bad_file(
+            input,
+            format!(
+                "--output {} is the input file itself; choose another path",
+                job.output.display()
+            ),
+        ));
+    }
+    check_target(&job.output)?;
+    let (rows, copied) = match format {
+        Format::Safetensors => run_safetensors(job, &bytes)?,
+        Format::Npy => run_npy(job, &bytes)?,
+    };
+    report(job, format, rows, copied)
+}
+
+fn report(
+    job: &QuantJob,
+    format: Format,
+    rows: Vec<Row>,
+    copied: Vec<Copied>,
+) -> Result<(), CliError> {
+    let (multiplier, calibration) = match &job.scale {
+        Scale::Fixed(m) => (
+            Some(MultiplierEcho {
+                text: m.text.clone(),
+                bits: format!("0x{:08x}", m.bits),
+                exact: exact_decimal(m.bits),
+            }),
+            None,
+        ),
+        Scale::Calibrate(c) => (None, Some(c.to_string())),
+    };
+    let total = Total::of(&rows);
+    let summary = Summary {
+        command: "quant",
+        input: job.input.display().to_string(),
+        output: job.output.display().to_string(),
+        format: format.name(),
+        backend: "a65",
+        multiplier,
+        calibration,
+        rounding: job.rounding.name(),
+        tensors: rows,
+        copied,
+        total,
+    };
+    let mut stdout = io::stdout().lock();
+    let text = if job.json {
+        let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
+        s.push('\n');
+        s
+    } else if job.quiet {
+        return Ok(());
+    } else {
+        summary_text(&summary)
+    };
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .or_else(ignore_broken_pipe)
+        .map_err(|e| CliError::Internal(anyhow!("writing the summary: {e}")))
+}
+
+/// A closed stdout (e.g. `| head`) is not a failure of the run.
+pub fn ignore_broken_pipe(e: io::Error) -> io::Result<()> {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+fn summary_text(s: &Summary) -> String {
+    let mut out = format!(
+        "simak quant: {} ({}) -> {} (backend {})\n",
+        s.input, s.format, s.output, s.backend
+    );
+    match (&s.multiplier, &s.calibration) {
+        (Some(m), _) => out.push_str(&format!(
+            "multiplier {:?} = binary32 {} = {} exactly; rounding {}\n",
+            m.text, m.bits, m.exact, s.rounding
+        )),
+        (None, Some(c)) => out.push_str(&format!(
+            "multiplier: {c} calibration per tensor, m = 127f32 / max|x| (one binary32 division), zero point 0; rounding {}\n",
+            s.rounding
+        )),
+        (None, None) => {}
+    }
+    out.push_str(&table(&s.tensors));
+    if !s.copied.is_empty() {
+        let names: Vec<String> = s
+            .copied
+            .iter()
+            .map(|c| format!("{} ({} {})", c.name, c.dtype, shape_text(&c.shape)))
+            .collect();
+        out.push_str(&format!(
+            "copied unchanged: {}: {}\n",
+            s.copied.len(),
+            names.join(", ")
+        ));
+    }
+    out
+}
+
+fn progress(job: &QuantJob, tensors: usize, elements: u64) -> ProgressBar {
+    if job.quiet || (tensors < 4 && elements < (1 << 20)) {
+        return ProgressBar::hidden();
+    }
+    // indicatif draws nothing when stderr is not a terminal.
+    let bar = ProgressBar::with_draw_target(Some(elements), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix} [{bar:32}] {human_pos}/{human_len} elements ({per_sec}) {wide_msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_prefix("quant");
+    bar
+}
+
+/// Quantizes one tensor with the job's parameters; `name` is `None` for a `.npy` file.
+fn quantize_one(
+    job: &QuantJob,
+    name: Option<&str>,
+    tensor: &Tensor<'_>,
+) -> Result<(Quantized, Option<f32>), CliError> {
+    let file = job.input.as_path();
+    let bad = |rule: &dyn std::fmt::Display| match name {
+        Some(n) => bad_tensor(file, n, rule),
+        None => bad_file(file, rule),
+    };
+    let engine_error = |e: EngineError| match e {
+        EngineError::Execute(_) => CliError::Internal(anyhow!(
+            "{}: {}: {e}",
+            file.display(),
+            name.unwrap_or("tensor")
+        )),
+        other => bad(&other),
+    };
+    let (params, abs_max) = match &job.scale {
+        Scale::Fixed(m) => (
+            Params::from_bits(m.bits).with_zero_point(job.zero_point),
+            None,
+        ),
+        Scale::Calibrate(Calibration::Absmax) => {
+            let a = engine::abs_max(tensor).map_err(engine_error)?;
+            let bits = absmax_multiplier(a).map_err(|e| bad(&e))?;
+            (Params::from_bits(bits), a)
+        }
+    };
+    let q = engine::quantize(tensor, params.with_rounding(job.rounding)).map_err(engine_error)?;
+    Ok((q, abs_max))
+}
+
+fn calibration_of(job: &QuantJob, abs_max: Option<f32>) -> Option<(&'static str, f32)> {
+    match (&job.scale, abs_max) {
+        (Scale::Calibrate(Calibration::Absmax), Some(a)) => Some(("absmax", a)),
+        _ => None,
+    }
+}
+
+fn float_dtype(dtype: StDtype) -> Option<DType> {
+    match dtype {
+        StDtype::F32 => Some(DType::F32),
+        StDtype::BF16 => Some(DType::BF16),
+        StDtype::F16 => Some(DType::F16),
+        _ => None,
+    }
+}
+
+/// An output tensor: quantized (owned) or passed through (borrowed from the input).
+enum OutTensor<'a> {
+    Quantized { shape: Vec<usize>, data: Vec<u8> },
+    Copied(TensorView<'a>),
+}
+
+impl View for OutTensor<'_> {
+    fn dtype(&self) -> StDtype {
+        match self {
+            OutTensor::Quantized { .. } => StDtype::I8,
+            OutTensor::Copied(v) => v.dtype(),
+        }
+    }
+    fn shape(&self) -> &[usize] {
+        match self {
+            OutTensor::Quantized { shape, .. } => shape,
+            OutTensor::Copied(v) => v.shape(),
+        }
+    }
+    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            OutTensor::Quantized { data, .. } => std::borrow::Cow::Borrowed(data),
+            OutTensor::Copied(v) => std::borrow::Cow::Borrowed(v.data()),
+        }
+    }
+    fn data_len(&self) -> usize {
+        match self {
+            OutTensor::Quantized { data, .. } => data.len(),
+            OutTensor::Copied(v) => v.data().len(),
+        }
+    }
+}
+
+fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied>), CliError> {
+    let file = job.input.as_path();
+    let malformed = |e: safetensors::SafeTensorError| {
+        bad_file(file, format!("malformed safetensors file: {e}"))
+    };
+    let st = SafeTensors::deserialize(bytes).map_err(malformed)?;
+    let (_, metadata) = SafeTensors::read_metadata(bytes).map_err(malformed)?;
+    let names = metadata.offset_keys();
+    let view = |name: &str| st.tensor(name).map_err(malformed);
+
+    let selected: BTreeSet<String> = if job.tensors.is_empty() {
+        let mut all = BTreeSet::new();
+        for name in &names {
+            if float_dtype(view(name)?.dtype()).is_some() {
+                all.insert(name.clone());
+            }
+        }
+        if all.is_empty() {
+            return Err(bad_file(
+                file,
+                format!(
+                    "no F32, BF16 or F16 tensor to quantize (the file holds {} tensors)",
+                    names.len()
+                ),
+            ));
+        }
+        all
+    } else {
+        for name in &job.tensors {
+            let v = st.tensor(name).map_err(|_| {
+                bad_tensor(
+                    file,
+                    name,
+                    format!("no such tensor (the file holds {} tensors)", names.len()),
+                )
+            })?;
+            if float_dtype(v.dtype()).is_none() {
+                return Err(bad_tensor(
+                    file,
+                    name,
+                    format!(
+                        "dtype {} is not supported (quant takes F32, BF16, F16)",
+                        v.dtype()
+                    ),
+                ));
+            }
+        }
+        job.tensors.iter().cloned().collect()
+    };
+
+    let mut total_elements = 0u64;
+    for name in &selected {
+        let v = view(name)?;
+        total_elements = total_elements.saturating_add(
+            v.shape()
+                .iter()
+                .fold(1u64, |n, &e| n.saturating_mul(e as u64)),
+        );
+    }
+    let bar = progress(job, selected.len(), total_elements);
+
+    let mut rows = Vec::new();
+    let mut copied = Vec::new();
+    let mut outputs: Vec<(String, OutTensor<'_>)> = Vec::with_capacity(names.len());
+    let mut meta: HashMap<String, String> = metadata.metadata().clone().unwrap_or_default();
+    for name in &names {
+        let v = view(name)?;
+        let shape: Vec<u64> = v.shape().iter().map(|&e| e as u64).collect();
+        let dtype = match float_dtype(v.dtype()) {
+            Some(d) if selected.contains(name) => d,
+            _ => {
+                copied.push(Copied {
+                    name: name.clone(),
+                    dtype: v.dtype().to_string(),
+                    shape,
+                });
+                outputs.push((name.clone(), OutTensor::Copied(v)));
+                continue;
+            }
+        };
+        bar.set_message(name.clone());
+        let data = Aligned::new(v.data(), dtype.size());
+        let tensor = Tensor {
+            dtype,
+            shape: &shape,
+            strides: None,
+            out_strides: None,
+            data: data.as_slice(),
+        };
+        let (q, abs_max) = quantize_one(job, Some(name), &tensor)?;
+        bar.inc(q.elements);
+        let p = q.params;
+        meta.insert(
+            format!("simak.{name}.multiplier_bits"),
+            format!("0x{:08x}", p.multiplier_bits),
+        );
+        meta.insert(format!("simak.{name}.zero_point"), p.zero_point.to_string());
+        meta.insert(
+            format!("simak.{name}.rounding"),
+            p.rounding.name().to_owned(),
+        );
+        meta.insert(format!("simak.{name}.input_dtype"), v.dtype().to_string());
+        meta.insert(
+            format!("simak.{name}.calibration"),
+            match job.scale {
+                Scale::Fixed(_) => "none".to_owned(),
+                Scale::Calibrate(c) => c.to_string(),
+            },
+        );
+        rows.push(Row::new(
+            name.clone(),
+            &shape,
+            dtype,
+            &q,
+            calibration_of(job, abs_max),
+        ));
+        outputs.push((
+            name.clone(),
+            OutTensor::Quantized {
+                shape: v.shape().to_vec(),
+                data: q.output,
+            },
+        ));
+    }
+    bar.finish_and_clear();
+    let serialized = safetensors::serialize(outputs, Some(meta))
+        .map_err(|e| CliError::Internal(anyhow!("serializing the output: {e}")))?;
+    write_atomic(&job.output, |w| w.write_all(&serialized))?;
+    Ok((rows, copied))
+}
+
+/// Parses an `.npy` header with npyz; returns it and the offset of the data.
+///
+/// npyz computes the element count with unchecked products, which panics on overflow in
+/// debug builds: a lying shape is caught here (quietly) and reported as malformed.
+fn npy_header(bytes: &[u8]) -> Result<(NpyHeader, usize), String> {
+    let mut cursor = Cursor::new(bytes);
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let parsed = catch_unwind(AssertUnwindSafe(|| NpyHeader::from_reader(&mut cursor)));
+    std::panic::set_hook(previous);
+    match parsed {
+        Ok(Ok(header)) => {
+            let offset = usize::try_from(cursor.position()).map_err(|e| e.to_string())?;
+            Ok((header, offset))
+        }
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the header's shape overflows".to_owned()),
+    }
+}
+
+fn run_npy(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied>), CliError> {
+    let file = job.input.as_path();
+    let (header, offset) =
+        npy_header(bytes).map_err(|e| bad_file(file, format!("malformed .npy file: {e}")))?;
+    let descr = header.dtype().descr();
+    let unsupported = || {
+        bad_file(
+            file,
+            format!("dtype {descr} is not supported (quant takes float32 and float16 .npy files)"),
+        )
+    };
+    let npyz::DType::Plain(ts) = header.dtype() else {
+        return Err(unsupported());
+    };
+    let dtype = match (ts.type_char(), ts.size_field()) {
+        (TypeChar::Float, 4) => DType::F32,
+        (TypeChar::Float, 2) => DType::F16,
+        _ => return Err(unsupported()),
+    };
+    let big_endian = ts.endianness() == Endianness::Big;
+    let elem = dtype.size();
+    let shape = header.shape().to_vec();
+    let elements = shape
+        .iter()
+        .try_fold(1u64, |n, &e| n.checked_mul(e))
+        .ok_or_else(|| {
+            bad_file(
+                file,
+                "malformed .npy file: the shape's element count overflows",
+            )
+        })?;
+    let need = elements
+        .checked_mul(elem as u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| bad_file(file, "malformed .npy file: the data size overflows"))?;
+    let data = bytes.get(offset..).unwrap_or(&[]);
+    if data.len() != need {
+        return Err(bad_file(
+            file,
+            format!(
+                "malformed .npy file: the data holds {} bytes but shape {} of {descr} needs {need}",
+                data.len(),
+                shape_text(&shape)
+            ),
+        ));
+    }
+    let fortran = header.order() == Order::Fortran && shape.len() > 1;
+    // Fortran order: a strided view over the raw bytes (no copy); the output keeps the order.
+    let (in_strides, out_strides): (Option<Vec<u64>>, Option<Vec<u64>>) = if fortran {
+        let out: Vec<u64> = header.strides().to_vec();
+        let inp = out.iter().map(|&s| s * elem as u64).collect();
+        (Some(inp), Some(out))
+    } else {
+        (None, None)
+    };
+    let aligned = if big_endian {
+        Aligned::copy_with(need, elem, |dst| {
+            for (d, s) in dst.chunks_exact_mut(elem).zip(data.chunks_exact(elem)) {
+                d.copy_from_slice(s);
+                d.reverse();
+            }
+        })
+    } else {
+        Aligned::new(data, elem)
+    };
+    let tensor = Tensor {
+        dtype,
+        shape: &shape,
+        strides: in_strides.as_deref(),
+        out_strides: out_strides.as_deref(),
+        data: aligned.as_slice(),
+    };
+    let bar = progress(job, 1, elements);
+    let (q, abs_max) = quantize_one(job, None, &tensor)?;
+    bar.inc(q.elements);
+    bar.finish_and_clear();
+    let order = if fortran { Order::Fortran } else { Order::C };
+    write_atomic(&job.output, |w| {
+        let w = npyz::WriteOptions::<i8>::new()
+            .default_dtype()
+            .shape(&shape)
+            .order(order)
+            .writer(w)
+            .write_header_only()?;
+        w.write_all(&q.output)
+    })?;
+    let name = file.file_name().map_or_else(
+        || file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let row = Row::new(name, &shape, dtype, &q, calibration_of(job, abs_max));
+    Ok((vec![row], Vec::new()))
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn formats_follow_the_extension() {
+        assert_eq!(
+            Format::of(Path::new("a/b.safetensors")),
+            Some(Format::Safetensors)
+        );
+        assert_eq!(Format::of(Path::new("b.NPY")), Some(Format::Npy));
+        assert_eq!(Format::of(Path::new("b.npz")), None);
+        assert_eq!(Format::of(Path::new("b")), None);
+    }
+
+    #[test]
+    fn npy_header_reports_the_data_offset() {
+        let mut buf = Vec::new();
+        npyz::WriteOptions::<f32>::new()
+            .default_dtype()
+            .shape(&[2, 3])
+            .writer(&mut buf)
+            .write_header_only()
+            .unwrap();
+        let header_len = buf.len();
+        buf.extend([0u8; 24]);
+        let (h, off) = npy_header(&buf).unwrap();
+        assert_eq!(off, header_len);
+        assert_eq!(h.shape(), &[2, 3]);
+        assert!(npy_header(b"not an npy file").is_err());
+    }
+}

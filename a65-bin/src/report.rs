@@ -1,0 +1,206 @@
+//! The summary printed at the end of a run: a text table, or JSON with `--json`.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use simak::DType;
+use simak::ops::quant::Params;
+
+use crate::engine::Quantized;
+use crate::params::exact_decimal;
+
+/// One quantized tensor.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Tensor name (safetensors), file name (npy) or job name (demo).
+    pub name: String,
+    /// Logical shape in elements.
+    pub shape: Vec<u64>,
+    /// Input dtype: `f32`, `bf16` or `f16`.
+    pub dtype: &'static str,
+    /// Multiplier bits as `0x%08x`.
+    pub multiplier_bits: String,
+    /// The multiplier's exact decimal value.
+    pub multiplier: String,
+    /// `absmax` when the multiplier was calibrated, else `null`.
+    pub calibration: Option<String>,
+    /// The largest finite magnitude found by calibration, else `null`.
+    pub abs_max: Option<f32>,
+    /// Zero point.
+    pub zero_point: i32,
+    /// Rounding mode name.
+    pub rounding: &'static str,
+    /// Number of elements.
+    pub elements: u64,
+    /// Elements whose `r + zero_point` fell outside [-128, 127].
+    pub saturated: u64,
+    /// Wall time of the `execute` call, in seconds.
+    pub execute_seconds: f64,
+    /// Elements per second of the `execute` call (`null` when unmeasurably fast).
+    pub elements_per_second: Option<f64>,
+    /// A65 route (diagnostic name).
+    pub route: &'static str,
+}
+
+impl Row {
+    /// A row for `name` from a quantization result.
+    pub fn new(
+        name: String,
+        shape: &[u64],
+        dtype: DType,
+        result: &Quantized,
+        calibration: Option<(&str, f32)>,
+    ) -> Row {
+        let Params {
+            multiplier_bits,
+            zero_point,
+            rounding,
+        } = result.params;
+        Row {
+            name,
+            shape: shape.to_vec(),
+            dtype: dtype.name(),
+            multiplier_bits: format!("0x{multiplier_bits:08x}"),
+            multiplier: exact_decimal(multiplier_bits),
+            calibration: calibration.map(|(c, _)| c.to_owned()),
+            abs_max: calibration.map(|(_, a)| a),
+            zero_point,
+            rounding: rounding.name(),
+            elements: result.elements,
+            saturated: result.saturated,
+            execute_seconds: result.seconds,
+            elements_per_second: result.elements_per_second(),
+            route: result.route,
+        }
+    }
+}
+
+/// Totals over all rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Total {
+    /// Quantized tensors.
+    pub tensors: usize,
+    /// Elements over all quantized tensors.
+    pub elements: u64,
+    /// Saturated elements over all quantized tensors.
+    pub saturated: u64,
+    /// Sum of the `execute` wall times, in seconds.
+    pub execute_seconds: f64,
+    /// `elements / execute_seconds` (`null` when unmeasurably fast).
+    pub elements_per_second: Option<f64>,
+}
+
+impl Total {
+    /// Totals of `rows`.
+    pub fn of(rows: &[Row]) -> Total {
+        let elements = rows.iter().map(|r| r.elements).sum();
+        let execute_seconds: f64 = rows.iter().map(|r| r.execute_seconds).sum();
+        Total {
+            tensors: rows.len(),
+            elements,
+            saturated: rows.iter().map(|r| r.saturated).sum(),
+            execute_seconds,
+            elements_per_second: (execute_seconds > 0.0).then(|| elements as f64 / execute_seconds),
+        }
+    }
+}
+
+/// Shape as `[a, b, c]` (`[]` for a scalar).
+pub fn shape_text(shape: &[u64]) -> String {
+    let parts: Vec<String> = shape.iter().map(u64::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// Elements per second with an SI prefix, e.g. `312.4M`.
+pub fn rate_text(rate: Option<f64>) -> String {
+    match rate {
+        None => "-".to_owned(),
+        Some(r) if r >= 1e9 => format!("{:.2}G", r / 1e9),
+        Some(r) if r >= 1e6 => format!("{:.1}M", r / 1e6),
+        Some(r) if r >= 1e3 => format!("{:.1}k", r / 1e3),
+        Some(r) => format!("{r:.0}"),
+    }
+}
+
+/// Renders rows as an aligned text table followed by a totals line.
+pub fn table(rows: &[Row]) -> String {
+    let header = [
+        "tensor",
+        "shape",
+        "dtype",
+        "multiplier",
+        "zp",
+        "rounding",
+        "saturated",
+        "elements",
+        "elements/s",
+        "route",
+    ];
+    let cells: Vec<[String; 10]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.name.clone(),
+                shape_text(&r.shape),
+                r.dtype.to_owned(),
+                match &r.calibration {
+                    Some(c) => format!("{} ({c})", r.multiplier_bits),
+                    None => r.multiplier_bits.clone(),
+                },
+                r.zero_point.to_string(),
+                r.rounding.to_owned(),
+                r.saturated.to_string(),
+                r.elements.to_string(),
+                rate_text(r.elements_per_second),
+                r.route.to_owned(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    // Numbers are right-aligned.
+    let right = [
+        false, false, false, false, true, false, true, true, true, false,
+    ];
+    let mut out = String::new();
+    let mut line = |cols: &[String]| {
+        let mut text = String::new();
+        for (i, c) in cols.iter().enumerate() {
+            if i > 0 {
+                text.push_str("  ");
+            }
+            let pad = widths[i].saturating_sub(c.chars().count());
+            if right[i] {
+                text.push_str(&" ".repeat(pad));
+                text.push_str(c);
+            } else {
+                text.push_str(c);
+                if i + 1 < cols.len() {
+                    text.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&header.map(str::to_owned));
+    for row in &cells {
+        line(row);
+    }
+    let t = Total::of(rows);
+    let _ = writeln!(
+        out,
+        "total: {} tensor{}, {} elements, {} saturated, execute {:.3} ms, {} elements/s",
+        t.tensors,
+        if t.tensors == 1 { "" } else { "s" },
+        t.elements,
+        t.saturated,
+        t.execute_seconds * 1e3,
+        rate_text(t.elements_per_second)
+    );
+    out
+}
