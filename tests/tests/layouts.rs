@@ -278,8 +278,10 @@ fn run_case<const R: usize>(
     assert_eq!(plan.elements(), elements, "{ctx}: element count");
 
     // Input: random junk everywhere (gaps included), then the elements.
+    // The input starts at a random element-aligned offset (not only 64-byte aligned).
+    let in_pre = rng.below(16) as usize * dtype.size();
     let in_extra = rng.below(9) as usize * dtype.size();
-    let mut input = Aligned::new(in_span as usize + in_extra, 0);
+    let mut input = Aligned::new(in_pre + in_span as usize + in_extra, 0);
     for b in input.as_mut_slice() {
         *b = rng.next_u32() as u8;
     }
@@ -287,9 +289,11 @@ fn run_case<const R: usize>(
     for_each_index(ext, |idx| {
         let at = offset(idx, ext, &lin.strides);
         let b = element(rng, dtype, params.multiplier_bits, stats);
-        bytes::write(dtype, input.as_mut_slice(), at, b);
+        bytes::write(dtype, input.as_mut_slice(), in_pre + at, b);
         in_bits.push(b);
     });
+    let input_storage = input;
+    let input = &input_storage.as_slice()[in_pre..];
 
     // Output: guard before (random start offset: any alignment), span, guard after.
     let pre = rng.below(16) as usize;
@@ -297,7 +301,7 @@ fn run_case<const R: usize>(
     let total = pre + out_span as usize + post;
     let mut out = vec![GUARD; total];
     let prepared = a65::quant::prepare(&plan);
-    a65::quant::execute(&prepared, input.as_slice(), &mut out[pre..])
+    a65::quant::execute(&prepared, input, &mut out[pre..])
         .unwrap_or_else(|e| panic!("{ctx}: execute: {e:?}"));
 
     // Independent check of every element and of every unmapped byte.
@@ -312,7 +316,7 @@ fn run_case<const R: usize>(
     for_each_index(ext, |idx| {
         let at_in = offset(idx, ext, &lin.strides);
         let at_out = pre + offset(idx, ext, &lout.strides);
-        let bits = bytes::read(dtype, input.as_slice(), at_in);
+        let bits = bytes::read(dtype, input, at_in);
         assert_eq!(
             bits, in_bits[n],
             "{ctx}: generator input aliasing at {idx:?}"
@@ -349,7 +353,7 @@ fn run_case<const R: usize>(
     let first = out.clone();
 
     // Same plan, same dirty output: same bytes.
-    a65::quant::execute(&prepared, input.as_slice(), &mut out[pre..])
+    a65::quant::execute(&prepared, input, &mut out[pre..])
         .unwrap_or_else(|e| panic!("{ctx}: second execute: {e:?}"));
     assert_eq!(
         out, first,
@@ -359,7 +363,7 @@ fn run_case<const R: usize>(
     // Same plan, scribbled output: mapped bytes as before, the scribble elsewhere kept.
     let scribble: Vec<u8> = (0..total).map(|_| rng.next_u32() as u8).collect();
     out.copy_from_slice(&scribble);
-    a65::quant::execute(&prepared, input.as_slice(), &mut out[pre..])
+    a65::quant::execute(&prepared, input, &mut out[pre..])
         .unwrap_or_else(|e| panic!("{ctx}: third execute: {e:?}"));
     for i in 0..total {
         let want = if mapped[i] { expected[i] } else { scribble[i] };
@@ -369,7 +373,7 @@ fn run_case<const R: usize>(
     // Every other route this CPU offers gives the same bytes (guard included).
     for other in lib_run::variants(&plan).into_iter().skip(1) {
         let mut o = vec![GUARD; total];
-        a65::quant::execute(&other, input.as_slice(), &mut o[pre..])
+        a65::quant::execute(&other, input, &mut o[pre..])
             .unwrap_or_else(|e| panic!("{ctx}: execute [{}]: {e:?}", other.implementation()));
         assert_eq!(o, first, "{ctx}: route {} differs", other.implementation());
         stats.route_runs += 1;
@@ -380,7 +384,7 @@ fn run_case<const R: usize>(
     for parts in [1, 2, 3, 7] {
         let mut o = vec![GUARD; total];
         let pieces = prepared
-            .split(parts, input.as_slice(), &mut o[pre..])
+            .split(parts, input, &mut o[pre..])
             .unwrap_or_else(|e| panic!("{ctx}: split({parts}): {e:?}"));
         assert!(
             pieces.len() <= parts,
@@ -552,4 +556,69 @@ fn transposed_padded_golden() {
     // Output offsets: (0,0) 0, (1,0) 1, (0,1) 3, (1,1) 4, (0,2) 6, (1,2) 7; 2, 5, 8, 9 untouched.
     let g = GUARD as i8;
     assert_eq!(out.map(|b| b as i8), [-5, 0, g, -5, 0, g, -4, 1, g, g]);
+}
+
+/// Contiguous runs of every length 0 … 300 (and a few long ones) at random element-aligned
+/// input offsets and arbitrary output offsets, through every route: vector bodies and
+/// scalar tails of each length, against the oracle, guard bytes untouched.
+#[test]
+fn contiguous_run_lengths_and_offsets() {
+    let mut rng = Rng::new(0x7a11_0000_0000_0001);
+    let all = profiles::all(16);
+    let mut stats = Stats::default();
+    let mut runs = 0usize;
+    let lengths: Vec<usize> = (0..=300).chain([511, 512, 513, 1023, 4097]).collect();
+    for dtype in [DType::F32, DType::BF16, DType::F16] {
+        for &n in &lengths {
+            let m = multiplier(&mut rng, &all);
+            let params = Params::from_bits(m)
+                .with_zero_point(rng.range_i64(-128, 127) as i32)
+                .with_rounding(*rng.pick(&Rounding::ALL));
+            let bits: Vec<u32> = (0..n)
+                .map(|_| element(&mut rng, dtype, m, &mut stats))
+                .collect();
+            let in_pre = rng.below(16) as usize * dtype.size();
+            let mut storage = Aligned::new(in_pre + n * dtype.size() + 8, 0x5a);
+            for (k, &b) in bits.iter().enumerate() {
+                bytes::write(dtype, storage.as_mut_slice(), in_pre + k * dtype.size(), b);
+            }
+            let input = &storage.as_slice()[in_pre..];
+            let want: Vec<i8> = bits
+                .iter()
+                .map(|&b| oracle::quant(dtype, b, m, params.zero_point, params.rounding))
+                .collect();
+            let plan = check_inference(&Request {
+                input: TensorSpec::contiguous([n as u64], dtype),
+                output: TensorSpec::contiguous([n as u64], DType::I8),
+                params,
+            })
+            .unwrap();
+            for prepared in lib_run::variants(&plan) {
+                let pre = rng.below(64) as usize;
+                let mut out = vec![GUARD; pre + n + 16];
+                a65::quant::execute(&prepared, input, &mut out[pre..]).unwrap();
+                let route = prepared.implementation();
+                for (k, &w) in want.iter().enumerate() {
+                    assert_eq!(
+                        out[pre + k] as i8,
+                        w,
+                        "{dtype} [{route}] n={n} in_pre={in_pre} out_pre={pre} element {k} \
+                         input 0x{:x} {params:?}",
+                        bits[k]
+                    );
+                }
+                assert!(
+                    out[..pre].iter().all(|&b| b == GUARD),
+                    "{dtype} [{route}] n={n}"
+                );
+                assert!(
+                    out[pre + n..].iter().all(|&b| b == GUARD),
+                    "{dtype} [{route}] n={n}"
+                );
+                runs += 1;
+            }
+        }
+    }
+    println!("contiguous runs: {runs} (lengths 0..=300 and long ones × 3 dtypes × routes)");
+    assert!(runs >= 2 * 3 * lengths.len());
 }
