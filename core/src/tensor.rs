@@ -97,14 +97,21 @@ impl<const R: usize> TensorSpec<R> {
         let elem = self.dtype.size_u64();
         match self.layout {
             Layout::Contiguous => {
-                let mut stride = elem;
+                // Packed strides, with zero extents counted as 1 so that an empty tensor
+                // still gets positive strides on its axes of extent > 1. A packed stride
+                // never exceeds the span of a nonempty tensor (telescoping sum), so its
+                // overflow is a span overflow.
+                let mut stride = Some(elem);
                 for axis in (0..R).rev() {
                     let extent = *self.extents.get(axis).unwrap_or(&0);
                     set(&mut extents, axis, extent);
-                    set(&mut strides, axis, stride);
-                    // Past the overflow, later (slower) strides are meaningless; the element
-                    // count check below rejects the spec anyway unless an extent is zero.
-                    stride = stride.saturating_mul(extent.max(1));
+                    let value = match stride {
+                        _ if extent <= 1 => 0,
+                        Some(s) => s,
+                        None => return Err(AdmissionError::SpanOverflow { port }),
+                    };
+                    set(&mut strides, axis, value);
+                    stride = stride.and_then(|s| s.checked_mul(extent.max(1)));
                 }
             }
             Layout::Strided(given) => {
@@ -123,7 +130,8 @@ impl<const R: usize> TensorSpec<R> {
 ///
 /// Invariants (established by admission, SPEC §2): strides are multiples of the element size;
 /// axes of extent 0 or 1 have stride 0; axes of extent > 1 have positive strides and pass the
-/// nonoverlap proof; `span = elem + Σ stride_i·(extent_i − 1)` fits `u64` (0 when empty).
+/// nonoverlap proof (also when the tensor is empty); `span = elem + Σ stride_i·(extent_i − 1)`
+/// fits `u64` (0 when empty: an empty tensor needs no storage).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct View {
@@ -191,10 +199,9 @@ impl View {
         }
         let empty = ext.iter().take(rank).any(|&e| e == 0);
         if empty {
-            // SPEC §2: an empty tensor needs no storage; strides were still validated above.
-            for s in str.iter_mut() {
-                *s = 0;
-            }
+            // SPEC §2: an empty tensor needs no storage; its strides are still validated
+            // (and stay on the wire for axes of extent > 1, SPEC §7).
+            nonoverlap_proof(&ext, &str, elem, port)?;
             return Ok(View {
                 rank: rank as u8,
                 extents: ext,
@@ -313,21 +320,26 @@ fn nonoverlap_proof(
         }
     }
     order.sort_unstable_by_key(|&(s, _, axis)| (s, axis));
-    let mut covered = elem;
+    // Span of the axes checked so far; `None` once it overflows u64, which only matters
+    // if a slower axis follows (it would need a stride beyond u64).
+    let mut covered = Some(elem);
     for &(stride, extent, axis) in order.iter() {
-        if stride < covered {
-            return Err(AdmissionError::Overlap {
-                port,
-                axis,
-                stride,
-                required: covered,
-            });
+        match covered {
+            None => return Err(AdmissionError::SpanOverflow { port }),
+            Some(required) if stride < required => {
+                return Err(AdmissionError::Overlap {
+                    port,
+                    axis,
+                    stride,
+                    required,
+                });
+            }
+            Some(c) => {
+                covered = stride
+                    .checked_mul(extent.saturating_sub(1))
+                    .and_then(|x| x.checked_add(c));
+            }
         }
-        // The full span was already checked to fit in u64, so partial sums fit too.
-        covered = stride
-            .checked_mul(extent.saturating_sub(1))
-            .and_then(|x| x.checked_add(covered))
-            .ok_or(AdmissionError::SpanOverflow { port })?;
     }
     Ok(())
 }
@@ -372,7 +384,8 @@ mod test {
             .admit(Port::Input)
             .unwrap();
         assert_eq!((v.elements(), v.span()), (0, 0));
-        assert_eq!(v.strides(), &[0; 6]);
+        // Zero-extent axes normalize to stride 0; the others keep theirs (SPEC §7).
+        assert_eq!(v.strides(), &[0, 4, 0, 0, 0, 0]);
         assert_eq!(
             TensorSpec::strided([0, 3], [4, 3], DType::F32).admit(Port::Input),
             Err(AdmissionError::StrideNotMultiple {
@@ -402,6 +415,16 @@ mod test {
                 .admit(Port::Input)
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn empty_contiguous_specs_are_accepted_whatever_their_extents() {
+        for extents in [[0, 1 << 63], [1 << 63, 0]] {
+            let v = TensorSpec::contiguous(extents, DType::F32)
+                .admit(Port::Input)
+                .unwrap();
+            assert_eq!((v.elements(), v.span()), (0, 0));
+        }
     }
 
     #[test]
