@@ -37,10 +37,10 @@ use crate::quant::{QuantJob, Scale};
 struct Cli {
     /// Quiet: no progress bar and no summary table; only errors (and --json output, or
     /// the demo checksum) are printed.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, display_order = 100)]
     quiet: bool,
     /// Print the summary as JSON on stdout instead of the text table.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, display_order = 101)]
     json: bool,
     #[command(subcommand)]
     command: Command,
@@ -120,7 +120,8 @@ struct QuantArgs {
     /// Integer rounding of the binary32 product.
     #[arg(long, value_enum, value_name = "MODE", default_value_t = RoundingArg::NearestEven)]
     rounding: RoundingArg,
-    /// Execution backend. a65 is the host CPU (exact integer route).
+    /// Execution backend. a65 runs on the host CPU cores (the fastest route the CPU offers;
+    /// every route gives bit-identical results).
     #[arg(long, value_enum, value_name = "BACKEND", default_value_t = Backend::A65)]
     backend: Backend,
 }

@@ -254,7 +254,7 @@ fn progress(job: &QuantJob, tensors: usize, elements: u64) -> ProgressBar {
     // indicatif draws nothing when stderr is not a terminal.
     let bar = ProgressBar::with_draw_target(Some(elements), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(
-        "{prefix} [{bar:32}] {human_pos}/{human_len} elements ({per_sec}) {wide_msg}",
+        "{prefix} [{wide_bar}] {human_pos}/{human_len} elements, {elapsed}",
     ) {
         bar.set_style(style.progress_chars("=> "));
     }
@@ -425,7 +425,6 @@ fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied
                 continue;
             }
         };
-        bar.set_message(name.clone());
         let data = Aligned::new(v.data(), dtype.size());
         let tensor = Tensor {
             dtype,

@@ -382,6 +382,56 @@ fn tensor_selection_copies_the_rest_unchanged() {
 }
 
 #[test]
+fn misaligned_tensor_data_is_quantized_exactly() {
+    // A BF16 tensor of one element first puts the F32 tensor at data offset 2: its bytes
+    // are not 4-byte aligned in memory, so the CLI must copy them to an aligned buffer.
+    let dir = tempfile::tempdir().unwrap();
+    let mut header = r#"{"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]},"b":{"dtype":"F32","shape":[3],"data_offsets":[2,14]},"c":{"dtype":"F16","shape":[1],"data_offsets":[14,16]}}"#.to_owned();
+    while !header.len().is_multiple_of(8) {
+        header.push(' ');
+    }
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&0x4049u16.to_le_bytes());
+    for x in [1.5f32, -2.5, 1e30] {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    bytes.extend_from_slice(&0xc0c0u16.to_le_bytes());
+    let input = dir.path().join("odd.safetensors");
+    fs::write(&input, bytes).unwrap();
+    let output = dir.path().join("odd-i8.safetensors");
+    let out = simak(&[
+        "quant",
+        "--input",
+        path_str(&input),
+        "--output",
+        path_str(&output),
+        "--multiplier",
+        "3",
+        "--zero-point",
+        "1",
+        "--json",
+    ]);
+    assert_success(&out);
+    let n = check_safetensors(&input, &output, &json_of(&out), |_, _, _| {
+        Some(Expect {
+            m_bits: 3f32.to_bits(),
+            zp: 1,
+            rounding: Rounding::NearestEven,
+        })
+    });
+    assert_eq!(n, 3);
+    let b = SafeTensors::deserialize(&fs::read(&output).unwrap())
+        .unwrap()
+        .tensor("b")
+        .unwrap()
+        .data()
+        .to_vec();
+    // 4.5 ties to 4, −7.5 ties to −8; plus the zero point; 3e30 saturates.
+    assert_eq!(b, [5u8, (-7i8) as u8, 127]);
+}
+
+#[test]
 fn decimal_multiplier_is_rounded_once_and_echoed_with_its_bits() {
     let dir = tempfile::tempdir().unwrap();
     let input = mixed_safetensors(dir.path());
