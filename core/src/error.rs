@@ -6,6 +6,7 @@
 use core::fmt;
 
 use crate::dtype::DType;
+use crate::layout::TileAxis;
 
 /// Which port of an operation a rule was checked on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -112,6 +113,37 @@ pub enum AdmissionError {
         /// The raw code.
         code: u32,
     },
+    /// An `MlaTiled` role names a logical axis at or past the rank (SPEC §5).
+    TileAxisOutOfRange {
+        /// The role (D, H, W or C).
+        role: TileAxis,
+        /// The logical axis it names.
+        axis: u8,
+        /// The rank.
+        rank: usize,
+    },
+    /// Two `MlaTiled` roles name the same logical axis (SPEC §5).
+    TileAxisRepeated {
+        /// The later role naming it.
+        role: TileAxis,
+        /// The logical axis.
+        axis: u8,
+    },
+    /// An `MlaTiled` tile extent is 0, or above its nonzero axis extent (1 for an absent
+    /// role) (SPEC §5).
+    TileExtent {
+        /// The role (D, H, W or C).
+        role: TileAxis,
+        /// The tile extent given.
+        tile: u32,
+        /// The extent of the axis playing that role.
+        extent: u64,
+    },
+    /// A tiled layout was asked for a plane count other than 1 (INT8) or 2 (BF16).
+    Planes {
+        /// The plane count given.
+        planes: u8,
+    },
 }
 
 impl fmt::Display for AdmissionError {
@@ -166,6 +198,18 @@ impl fmt::Display for AdmissionError {
             }
             AdmissionError::RoundingCode { code } => {
                 write!(f, "rounding code {code} is not one of 0..=3")
+            }
+            AdmissionError::TileAxisOutOfRange { role, axis, rank } => {
+                write!(f, "{role} axis {axis} is outside rank {rank}")
+            }
+            AdmissionError::TileAxisRepeated { role, axis } => {
+                write!(f, "axis {axis} is named twice (again as {role})")
+            }
+            AdmissionError::TileExtent { role, tile, extent } => {
+                write!(f, "{role} tile extent {tile} is outside 1..={extent}")
+            }
+            AdmissionError::Planes { planes } => {
+                write!(f, "{planes} byte planes per element is neither 1 nor 2")
             }
         }
     }

@@ -25,6 +25,7 @@
 pub mod arith;
 pub mod dtype;
 pub mod error;
+pub mod layout;
 pub mod ops;
 pub mod state;
 pub mod tensor;

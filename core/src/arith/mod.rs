@@ -4,4 +4,5 @@
 //! (rounding mode, flush-to-zero, denormals-are-zero), so it serves as the scalar tail,
 //! the fallback and the reference of every SIMD or device route.
 
+pub mod cast;
 pub mod quant;

@@ -5,4 +5,6 @@
 //! backend-neutral, reusable and shareable). Backends take a `&Plan`: A65 `prepare`s a route,
 //! EV74 encodes descriptors. Addresses are not part of a plan; they come at execute or bind.
 
+pub mod casttess;
 pub mod quant;
+pub mod quanttess;

@@ -1,0 +1,208 @@
+//! The exact CastTess conversions to BF16 (SPEC §4), as integer code.
+//!
+//! - FP32 → BF16: `(bits + 0x7fff + ((bits >> 16) & 1)) >> 16` on the `u32` bits with 32-bit
+//!   wraparound, applied to NaNs too (no canonicalization: `0x7f800001` → `0x7f80`,
+//!   `0x7fffffff` → `0x8000`).
+//! - FP16 → BF16: the exact value rounded to nearest-even BF16; signed zeros, subnormals and
+//!   infinities preserved; NaN → `sign | 0x7fc0 | (mantissa >> 3)`.
+//! - BF16 → BF16: all 16 bits preserved.
+//!
+//! Nothing here depends on the host FP environment. These functions are the reference and
+//! the scalar tail of every SIMD route.
+
+use crate::dtype::DType;
+
+/// FP32 → BF16 by the unsigned-bit rule of SPEC §4 (wraps; NaNs are not canonicalized).
+///
+/// # Examples
+///
+/// ```
+/// use simak_core::arith::cast::f32_to_bf16;
+/// assert_eq!(f32_to_bf16(1.0f32.to_bits()), 0x3f80);
+/// assert_eq!(f32_to_bf16(0x7f80_0001), 0x7f80);
+/// assert_eq!(f32_to_bf16(0x7fff_ffff), 0x8000);
+/// ```
+#[inline(always)]
+pub const fn f32_to_bf16(bits: u32) -> u16 {
+    (bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16) as u16
+}
+
+/// The exact binary32 bits of an IEEE binary16 value (subnormals normalized, NaN payload
+/// shifted into the high mantissa bits, sign kept). Integer code only.
+#[inline(always)]
+pub const fn f16_to_f32_bits(bits: u16) -> u32 {
+    let sign = ((bits & 0x8000) as u32) << 16;
+    let exp = ((bits >> 10) & 0x1f) as u32;
+    let mant = (bits & 0x3ff) as u32;
+    if exp == 0x1f {
+        return sign | 0x7f80_0000 | (mant << 13);
+    }
+    if exp != 0 {
+        return sign | ((exp + 112) << 23) | (mant << 13);
+    }
+    if mant == 0 {
+        return sign;
+    }
+    // Subnormal: mant · 2^-24 with its leading one at bit p (0..=9).
+    let p = 31 - mant.leading_zeros();
+    sign | ((p + 103) << 23) | ((mant << (23 - p)) & 0x7f_ffff)
+}
+
+/// FP16 → BF16 (SPEC §4): exact value rounded to nearest-even BF16; NaN →
+/// `sign | 0x7fc0 | (mantissa >> 3)`.
+///
+/// # Examples
+///
+/// ```
+/// use simak_core::arith::cast::f16_to_bf16;
+/// assert_eq!(f16_to_bf16(0x0001), 0x3380); // 2^-24
+/// assert_eq!(f16_to_bf16(0x03ff), 0x3880); // rounds up to 2^-14
+/// assert_eq!(f16_to_bf16(0x7d00), 0x7fe0); // NaN keeps its high payload
+/// ```
+#[inline(always)]
+pub const fn f16_to_bf16(bits: u16) -> u16 {
+    let magnitude = bits & 0x7fff;
+    if magnitude > 0x7c00 {
+        return (bits & 0x8000) | 0x7fc0 | ((bits & 0x3ff) >> 3);
+    }
+    // Every finite FP16 value has at most 11 significant bits, so the FP32 rule rounds the
+    // exact binary32 value to nearest-even without overflow; infinities pass unchanged.
+    f32_to_bf16(f16_to_f32_bits(bits))
+}
+
+/// BF16 → BF16: the identity on all 16 bits (SPEC §4).
+#[inline(always)]
+pub const fn bf16_to_bf16(bits: u16) -> u16 {
+    bits
+}
+
+/// The BF16 bits of one element given its raw little-endian bits (zero-extended) in
+/// `dtype`; `None` for `I8`, which is not a CastTess input.
+pub const fn to_bf16(dtype: DType, bits: u32) -> Option<u16> {
+    match dtype {
+        DType::F32 => Some(f32_to_bf16(bits)),
+        DType::F16 => Some(f16_to_bf16(bits as u16)),
+        DType::BF16 => Some(bf16_to_bf16(bits as u16)),
+        DType::I8 => None,
+    }
+}
+
+/// Converts a contiguous run: `input` holds little-endian elements of `dtype`; `output`
+/// receives BF16 values as little-endian byte pairs. Converts
+/// `min(input.len() / dtype.size(), output.len() / 2)` elements and leaves the rest of
+/// `output` untouched; `I8` input converts nothing.
+pub fn run(dtype: DType, input: &[u8], output: &mut [u8]) {
+    match dtype {
+        DType::F32 => {
+            for (i, o) in input.chunks_exact(4).zip(output.chunks_exact_mut(2)) {
+                let bits = u32::from_le_bytes([i[0], i[1], i[2], i[3]]);
+                o.copy_from_slice(&f32_to_bf16(bits).to_le_bytes());
+            }
+        }
+        DType::F16 => {
+            for (i, o) in input.chunks_exact(2).zip(output.chunks_exact_mut(2)) {
+                let bits = u16::from_le_bytes([i[0], i[1]]);
+                o.copy_from_slice(&f16_to_bf16(bits).to_le_bytes());
+            }
+        }
+        DType::BF16 => {
+            let n = input.len().min(output.len()) & !1;
+            output[..n].copy_from_slice(&input[..n]);
+        }
+        DType::I8 => {}
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn fp32_literal_vectors() {
+        let input = [
+            0x7f80_0001u32,
+            0xff80_0001,
+            0x7f80_ffff,
+            0x7fa0_0000,
+            0x7fff_ffff,
+            0xffff_ffff,
+            0xffff_8000,
+        ];
+        let want = [0x7f80u16, 0xff80, 0x7f81, 0x7fa0, 0x8000, 0x0000, 0x0000];
+        for (x, w) in input.iter().zip(want) {
+            assert_eq!(f32_to_bf16(*x), w, "0x{x:08x}");
+        }
+        // Ties to even, both directions.
+        assert_eq!(f32_to_bf16(0x3f80_8000), 0x3f80);
+        assert_eq!(f32_to_bf16(0x3f81_8000), 0x3f82);
+        assert_eq!(f32_to_bf16(0x3f80_8001), 0x3f81);
+        // Largest finite rounds to infinity.
+        assert_eq!(f32_to_bf16(0x7f7f_ffff), 0x7f80);
+        // Subnormals are rounded, never flushed.
+        assert_eq!(f32_to_bf16(0x0000_8000), 0x0000);
+        assert_eq!(f32_to_bf16(0x0001_8000), 0x0002);
+        assert_eq!(f32_to_bf16(0x8000_c000), 0x8001);
+    }
+
+    #[test]
+    fn fp16_literal_vectors() {
+        let cases: [(u16, u16); 13] = [
+            (0xfc01, 0xffc0),
+            (0x7c01, 0x7fc0),
+            (0x7d00, 0x7fe0),
+            (0x7fff, 0x7fff),
+            (0xfe00, 0xffc0),
+            (0xfdff, 0xffff),
+            (0x0001, 0x3380),
+            (0x8001, 0xb380),
+            (0x03ff, 0x3880),
+            (0x0201, 0x3800),
+            (0x0202, 0x3800),
+            (0x0203, 0x3801),
+            (0x0003, 0x3440),
+        ];
+        for (x, w) in cases {
+            assert_eq!(f16_to_bf16(x), w, "0x{x:04x}");
+        }
+        assert_eq!(f16_to_bf16(0x8000), 0x8000);
+        assert_eq!(f16_to_bf16(0x7c00), 0x7f80);
+        assert_eq!(f16_to_bf16(0xfc00), 0xff80);
+        // 65504 rounds up to 65536.
+        assert_eq!(f16_to_bf16(0x7bff), 0x4780);
+    }
+
+    #[test]
+    fn fp16_widening_is_exact_for_every_finite_pattern() {
+        for h in 0..=u16::MAX {
+            if h & 0x7c00 == 0x7c00 {
+                continue;
+            }
+            let f = f32::from_bits(f16_to_f32_bits(h));
+            // Rebuild the FP16 value from its fields in f64 (exact).
+            let e = ((h >> 10) & 0x1f) as i32;
+            let m = (h & 0x3ff) as f64;
+            let mag = if e == 0 {
+                m * (2f64).powi(-24)
+            } else {
+                (1024.0 + m) * (2f64).powi(e - 25)
+            };
+            let v = if h & 0x8000 != 0 { -mag } else { mag };
+            assert_eq!(f as f64, v, "0x{h:04x}");
+            assert_eq!(f.is_sign_negative(), h & 0x8000 != 0);
+        }
+    }
+
+    #[test]
+    fn run_converts_each_dtype() {
+        let input = [0x3f80_8000u32.to_le_bytes(), 0x7fff_ffffu32.to_le_bytes()].concat();
+        let mut out = [0xaau8; 6];
+        run(DType::F32, &input, &mut out);
+        assert_eq!(out, [0x80, 0x3f, 0x00, 0x80, 0xaa, 0xaa]);
+        let mut out = [0u8; 4];
+        run(DType::F16, &[0x01, 0x00, 0x00, 0x7d], &mut out);
+        assert_eq!(out, [0x80, 0x33, 0xe0, 0x7f]);
+        run(DType::BF16, &[1, 2, 3, 4], &mut out);
+        assert_eq!(out, [1, 2, 3, 4]);
+        assert_eq!(to_bf16(DType::I8, 0), None);
+    }
+}

@@ -1,0 +1,186 @@
+//! CastTess: FP32 / FP16 / BF16 → BF16 in the `MlaTiled` layout (SPEC §4, §5).
+//!
+//! The request names the input port and the output layout; the output dtype is always
+//! BF16, stored as two byte planes per pixel. There are no numerical parameters.
+//!
+//! ```
+//! use simak_core::layout::{Channels, MlaTiled};
+//! use simak_core::ops::casttess::{check_inference, Request};
+//! use simak_core::{DType, TensorSpec};
+//!
+//! // SPEC §5 example: shape [W=2, C=3], axes (-, -, 0, 1), tile (1, 1, 2, 3), Compact.
+//! let plan = check_inference(&Request {
+//!     input: TensorSpec::contiguous([2, 3], DType::F32),
+//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact),
+//! })?;
+//! assert_eq!(plan.input().span(), 24);
+//! assert_eq!(plan.output().capacity(), 16);
+//! # Ok::<(), simak_core::AdmissionError>(())
+//! ```
+//!
+//! Rank 0 is rejected:
+//!
+//! ```
+//! use simak_core::layout::MlaTiled;
+//! use simak_core::ops::casttess::{check_inference, Request};
+//! use simak_core::{AdmissionError, DType, TensorSpec};
+//!
+//! let request = Request {
+//!     input: TensorSpec::<0>::contiguous([], DType::F32),
+//!     layout: MlaTiled::new([None; 4], [1; 4], Default::default()),
+//! };
+//! assert_eq!(
+//!     check_inference(&request),
+//!     Err(AdmissionError::Rank { rank: 0, min: 1, max: 6 })
+//! );
+//! ```
+
+use crate::dtype::DType;
+use crate::error::{AdmissionError, Port};
+use crate::layout::{MlaTiled, TiledView};
+use crate::tensor::{MAX_RANK, TensorSpec, View};
+
+/// The output dtype of CastTess.
+pub const OUTPUT_DTYPE: DType = DType::BF16;
+
+/// An unchecked CastTess request over a rank-`R` input (1 ≤ R ≤ 6 is checked by
+/// [`check_inference`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request<const R: usize> {
+    /// Input port: `F32`, `F16` or `BF16`, contiguous or strided (byte strides).
+    pub input: TensorSpec<R>,
+    /// Output layout; the output has the input's logical shape and dtype BF16.
+    pub layout: MlaTiled,
+}
+
+/// A checked CastTess plan: owning, immutable, backend-neutral (SPEC §6). `Copy`, `Send`
+/// and `Sync`; reusable and shareable by independent calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    input: View,
+    output: TiledView,
+}
+
+impl Plan {
+    /// The admitted input view (strides in bytes, span in bytes).
+    pub const fn input(&self) -> &View {
+        &self.input
+    }
+
+    /// The admitted output layout (capacity in bytes, two byte planes per element).
+    pub const fn output(&self) -> &TiledView {
+        &self.output
+    }
+
+    /// The output dtype, BF16.
+    pub const fn output_dtype(&self) -> DType {
+        OUTPUT_DTYPE
+    }
+
+    /// Number of logical elements (0 when empty).
+    pub const fn elements(&self) -> u64 {
+        self.input.elements()
+    }
+
+    /// Whether the call is a no-op (some extent is zero).
+    pub const fn is_empty(&self) -> bool {
+        self.input.is_empty()
+    }
+}
+
+/// Admits a CastTess request (SPEC §2, §4, §5). Reads no tensor data.
+///
+/// # Errors
+///
+/// - [`AdmissionError::Rank`] for rank 0;
+/// - [`AdmissionError::DType`] on the input for `I8`;
+/// - the layout errors of [`TensorSpec::admit`] on the input;
+/// - the layout errors of [`MlaTiled::admit`] on the output.
+pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
+    let (input, output) = admit_ports(&request.input, &request.layout, 2)?;
+    Ok(Plan { input, output })
+}
+
+/// Shared admission of CastTess and QuantTess: rank 1..=6, a float input, the input view
+/// and the tiled output with `planes` byte planes.
+pub(crate) fn admit_ports<const R: usize>(
+    input: &TensorSpec<R>,
+    layout: &MlaTiled,
+    planes: u8,
+) -> Result<(View, TiledView), AdmissionError> {
+    if R == 0 || R > MAX_RANK {
+        return Err(AdmissionError::Rank {
+            rank: R,
+            min: 1,
+            max: MAX_RANK,
+        });
+    }
+    if !input.dtype().is_float() {
+        return Err(AdmissionError::DType {
+            port: Port::Input,
+            found: input.dtype(),
+        });
+    }
+    let view = input.admit(Port::Input)?;
+    let tiled = layout.admit(input.extents(), planes)?;
+    Ok((view, tiled))
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::layout::{Channels, TileAxis};
+
+    #[test]
+    fn admits_strided_input_and_rejects_bad_requests() {
+        let layout = MlaTiled::new(
+            [None, Some(0), Some(1), Some(2)],
+            [1, 2, 2, 3],
+            Channels::PadTo16,
+        );
+        let plan = check_inference(&Request {
+            input: TensorSpec::strided([3, 4, 3], [4, 12 * 4, 4 * 12 * 4], DType::F16),
+            layout,
+        })
+        .unwrap();
+        assert_eq!(plan.elements(), 36);
+        assert_eq!(plan.output_dtype(), DType::BF16);
+        // Tiles (h, w): 2×2 ×2, 1×2 ×2 → pixels 4,4,2,2, each 32 bytes.
+        assert_eq!(plan.output().capacity(), (4 + 4 + 2 + 2) * 32);
+        let r = Request {
+            input: TensorSpec::contiguous([3, 4, 3], DType::I8),
+            layout,
+        };
+        assert_eq!(
+            check_inference(&r),
+            Err(AdmissionError::DType {
+                port: Port::Input,
+                found: DType::I8
+            })
+        );
+        let r = Request {
+            input: TensorSpec::strided([3, 4, 3], [8, 4, 2], DType::F32),
+            layout,
+        };
+        assert!(matches!(
+            check_inference(&r),
+            Err(AdmissionError::StrideNotMultiple { .. })
+        ));
+        let r = Request {
+            input: TensorSpec::contiguous([3, 4, 3], DType::F32),
+            layout: MlaTiled::new(
+                [None, Some(0), Some(1), Some(2)],
+                [1, 4, 2, 3],
+                Channels::Compact,
+            ),
+        };
+        assert_eq!(
+            check_inference(&r),
+            Err(AdmissionError::TileExtent {
+                role: TileAxis::H,
+                tile: 4,
+                extent: 3
+            })
+        );
+    }
+}

@@ -1,0 +1,175 @@
+//! QuantTess: FP32 / BF16 / FP16 → INT8 in the `MlaTiled` layout (SPEC §3, §5; A65 only).
+//!
+//! The numerics are exactly Quant's (SPEC §3); the output is one INT8 byte plane per pixel,
+//! tiled as SPEC §5 describes. Padding bytes are 0x00 whatever the zero point.
+//!
+//! ```
+//! use simak_core::layout::{Channels, MlaTiled};
+//! use simak_core::ops::quant::Params;
+//! use simak_core::ops::quanttess::{check_inference, Request};
+//! use simak_core::{DType, TensorSpec};
+//!
+//! let plan = check_inference(&Request {
+//!     input: TensorSpec::contiguous([5, 3], DType::BF16),
+//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 4, 3], Channels::PadTo16),
+//!     params: Params::new(0.5).with_zero_point(-3),
+//! })?;
+//! // Tiles of 4 and 1 pixels, 16 stored channels, one plane: 64 + 16 bytes.
+//! assert_eq!(plan.output().capacity(), 80);
+//! # Ok::<(), simak_core::AdmissionError>(())
+//! ```
+
+use crate::arith::quant::{Kernels, Multiplier, Rounding};
+use crate::dtype::DType;
+use crate::error::AdmissionError;
+use crate::layout::{MlaTiled, TiledView};
+use crate::ops::casttess::admit_ports;
+use crate::ops::quant::Params;
+use crate::tensor::{TensorSpec, View};
+
+/// The output dtype of QuantTess.
+pub const OUTPUT_DTYPE: DType = DType::I8;
+
+/// An unchecked QuantTess request over a rank-`R` input (1 ≤ R ≤ 6 is checked by
+/// [`check_inference`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request<const R: usize> {
+    /// Input port: `F32`, `BF16` or `F16`, contiguous or strided (byte strides).
+    pub input: TensorSpec<R>,
+    /// Output layout; the output has the input's logical shape and dtype INT8.
+    pub layout: MlaTiled,
+    /// Quant parameters (SPEC §3).
+    pub params: Params,
+}
+
+/// A checked QuantTess plan: owning, immutable, backend-neutral (SPEC §6). `Copy`, `Send`
+/// and `Sync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    input: View,
+    output: TiledView,
+    multiplier: Multiplier,
+    zero_point: i32,
+    rounding: Rounding,
+}
+
+impl Plan {
+    /// The admitted input view (strides in bytes, span in bytes).
+    pub const fn input(&self) -> &View {
+        &self.input
+    }
+
+    /// The admitted output layout (capacity in bytes, one byte plane per element).
+    pub const fn output(&self) -> &TiledView {
+        &self.output
+    }
+
+    /// The output dtype, I8.
+    pub const fn output_dtype(&self) -> DType {
+        OUTPUT_DTYPE
+    }
+
+    /// The decoded multiplier.
+    pub const fn multiplier(&self) -> &Multiplier {
+        &self.multiplier
+    }
+
+    /// The zero point, in [-128, 127].
+    pub const fn zero_point(&self) -> i32 {
+        self.zero_point
+    }
+
+    /// The rounding mode.
+    pub const fn rounding(&self) -> Rounding {
+        self.rounding
+    }
+
+    /// The parameters this plan was checked with.
+    pub const fn params(&self) -> Params {
+        Params {
+            multiplier_bits: self.multiplier.bits(),
+            zero_point: self.zero_point,
+            rounding: self.rounding,
+        }
+    }
+
+    /// Number of logical elements (0 when empty).
+    pub const fn elements(&self) -> u64 {
+        self.input.elements()
+    }
+
+    /// Whether the call is a no-op (some extent is zero).
+    pub const fn is_empty(&self) -> bool {
+        self.input.is_empty()
+    }
+
+    /// The exact scalar Quant specialization for this plan's dtype × rounding.
+    pub fn kernels(&self) -> Kernels {
+        match Kernels::select(self.input.dtype(), self.rounding) {
+            Some(k) => k,
+            // Admission rejected I8 input, so every plan has a float input dtype.
+            None => unreachable!("admitted quanttess plans have a float input"),
+        }
+    }
+}
+
+/// Admits a QuantTess request (SPEC §2, §3, §5). Reads no tensor data.
+///
+/// # Errors
+///
+/// - [`AdmissionError::Rank`] for rank 0;
+/// - [`AdmissionError::DType`] on the input for `I8`;
+/// - [`AdmissionError::MultiplierNotFinite`], [`AdmissionError::MultiplierNotPositive`],
+///   [`AdmissionError::ZeroPointOutOfRange`];
+/// - the layout errors of [`TensorSpec::admit`] on the input;
+/// - the layout errors of [`MlaTiled::admit`] on the output.
+pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
+    let (input, output) = admit_ports(&request.input, &request.layout, 1)?;
+    let multiplier = Multiplier::from_bits(request.params.multiplier_bits)?;
+    let zero_point = request.params.zero_point;
+    if !(-128..=127).contains(&zero_point) {
+        return Err(AdmissionError::ZeroPointOutOfRange { zero_point });
+    }
+    Ok(Plan {
+        input,
+        output,
+        multiplier,
+        zero_point,
+        rounding: request.params.rounding,
+    })
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::layout::Channels;
+
+    #[test]
+    fn admits_and_rejects() {
+        let layout = MlaTiled::new(
+            [None, None, Some(0), Some(1)],
+            [1, 1, 2, 3],
+            Channels::Compact,
+        );
+        let mut r = Request {
+            input: TensorSpec::contiguous([2, 3], DType::F32),
+            layout,
+            params: Params::new(2.0).with_zero_point(5),
+        };
+        let plan = check_inference(&r).unwrap();
+        // One tile: 2 pixels × 3 bytes = 6, padded to 16.
+        assert_eq!(plan.output().capacity(), 16);
+        assert_eq!(plan.params(), Params::new(2.0).with_zero_point(5));
+        assert_eq!(plan.kernels().dtype, DType::F32);
+        r.params.zero_point = -129;
+        assert_eq!(
+            check_inference(&r),
+            Err(AdmissionError::ZeroPointOutOfRange { zero_point: -129 })
+        );
+        r.params = Params::new(0.0);
+        assert_eq!(
+            check_inference(&r),
+            Err(AdmissionError::MultiplierNotPositive { bits: 0 })
+        );
+    }
+}
