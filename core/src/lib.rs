@@ -25,10 +25,12 @@
 pub mod arith;
 pub mod dtype;
 pub mod error;
+pub mod ev74;
 pub mod layout;
 pub mod ops;
 pub mod state;
 pub mod tensor;
+pub mod wire;
 
 pub use dtype::DType;
 pub use error::{AdmissionError, Port};
