@@ -9,6 +9,7 @@ use zerocopy::little_endian::{I32, U16, U32, U64};
 
 use super::*;
 use crate::arith::quant::Rounding;
+use crate::dtype::DType;
 use crate::ops::quant::{Params, Request, check_inference as admit};
 use crate::tensor::TensorSpec;
 use crate::wire::quant::QuantDescriptorV1;
