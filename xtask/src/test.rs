@@ -406,7 +406,12 @@ impl SystemProbe {
         let output = Command::new("rustup")
             .args(args)
             .output()
-            .map_err(|error| format!("rustup: {error}"))?;
+            .map_err(|error| match error.kind() {
+                std::io::ErrorKind::NotFound => {
+                    "rustup is not on PATH; get it from https://rustup.rs".to_owned()
+                }
+                _ => format!("cannot run rustup: {error}"),
+            })?;
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             return Err(format!(
