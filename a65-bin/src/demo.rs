@@ -28,13 +28,13 @@ use crate::report::{Row, Total, table};
 pub const DEFAULT_SEED: u64 = 0x5eed_5a3a_2024_0001;
 
 /// PCG32 (XSH RR), O'Neill's reference constants.
-struct Pcg32 {
+pub(crate) struct Pcg32 {
     state: u64,
     inc: u64,
 }
 
 impl Pcg32 {
-    fn new(seed: u64, stream: u64) -> Pcg32 {
+    pub(crate) fn new(seed: u64, stream: u64) -> Pcg32 {
         let mut rng = Pcg32 {
             state: 0,
             inc: (stream << 1) | 1,
@@ -45,7 +45,7 @@ impl Pcg32 {
         rng
     }
 
-    fn next_u32(&mut self) -> u32 {
+    pub(crate) fn next_u32(&mut self) -> u32 {
         let old = self.state;
         self.state = old
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -56,7 +56,7 @@ impl Pcg32 {
     }
 
     /// Uniform in [0, 1): 24 random bits scaled by 2^-24 (exact).
-    fn unit(&mut self) -> f32 {
+    pub(crate) fn unit(&mut self) -> f32 {
         (self.next_u32() >> 8) as f32 * (1.0 / 16_777_216.0)
     }
 }

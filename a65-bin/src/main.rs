@@ -5,6 +5,7 @@
 //! 1 internal failure.
 #![forbid(unsafe_code)]
 
+mod bench;
 mod demo;
 mod engine;
 mod error;
@@ -80,6 +81,50 @@ enum Command {
         and platform for a given seed)."
     )]
     Demo(DemoArgs),
+    /// Measure throughput in-process (median ns per call, elements/s) against same-run
+    /// references.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Quant of a contiguous 1-D tensor on the peers' workload (multiplier 0.5, zero point 3,
+    /// nearest-even, inputs from N(0, 100) with a fixed seed and an exact tie every 16th
+    /// element), with the auto-selected A65 route; plus a plain read of the input and a
+    /// trivial kernel with the same traffic (read each element, store its low byte).
+    Quant(BenchQuantArgs),
+}
+
+#[derive(Debug, Args)]
+struct BenchQuantArgs {
+    /// Input dtype.
+    #[arg(long, value_enum, default_value_t = DTypeArg::F32)]
+    dtype: DTypeArg,
+    /// Elements per call.
+    #[arg(long, value_name = "N", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 31))]
+    elements: u64,
+    /// Threads, each running one piece of every call through the partition API
+    /// (`Prepared::split`).
+    #[arg(long, value_name = "T", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+    threads: u64,
+    /// Repetitions; the median is reported.
+    #[arg(long, value_name = "R", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    reps: u64,
+    /// Also measure the exact integer path (slow).
+    #[arg(long)]
+    exact: bool,
+}
+
+/// Input dtype of a benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DTypeArg {
+    /// IEEE binary32.
+    F32,
+    /// bfloat16.
+    Bf16,
+    /// IEEE binary16.
+    F16,
 }
 
 #[derive(Debug, Args)]
@@ -187,6 +232,18 @@ fn quant_job(args: QuantArgs, quiet: bool, json: bool) -> Result<QuantJob, CliEr
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Quant(args) => quant::run(&quant_job(args, cli.quiet, cli.json)?),
+        Command::Bench(BenchCommand::Quant(args)) => bench::run(&bench::BenchJob {
+            dtype: match args.dtype {
+                DTypeArg::F32 => simak::DType::F32,
+                DTypeArg::Bf16 => simak::DType::BF16,
+                DTypeArg::F16 => simak::DType::F16,
+            },
+            elements: args.elements as usize,
+            threads: args.threads as usize,
+            reps: args.reps as usize,
+            exact: args.exact,
+            json: cli.json,
+        }),
         Command::Demo(args) => {
             demo::run(args.seed.unwrap_or(demo::DEFAULT_SEED), cli.quiet, cli.json)
         }

@@ -241,7 +241,10 @@ fn split_pieces_cover_the_call_once() {
         assert!(!pieces.is_empty() && pieces.len() <= parts);
         std::thread::scope(|s| {
             for piece in pieces {
-                s.spawn(move || piece.run());
+                s.spawn(move || {
+                    let mut piece = piece;
+                    piece.run().unwrap()
+                });
             }
         });
         assert_eq!(want, got, "{rows}x{cols} in {parts}");

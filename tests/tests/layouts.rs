@@ -397,12 +397,15 @@ fn run_case<const R: usize>(
         if case.is_multiple_of(4) {
             std::thread::scope(|sc| {
                 for piece in pieces {
-                    sc.spawn(move || piece.run());
+                    sc.spawn(move || {
+                        let mut piece = piece;
+                        piece.run().unwrap()
+                    });
                 }
             });
         } else {
-            for piece in pieces.into_iter().rev() {
-                piece.run();
+            for mut piece in pieces.into_iter().rev() {
+                piece.run().unwrap();
             }
         }
         assert_eq!(o, first, "{ctx}: split into {parts} differs");

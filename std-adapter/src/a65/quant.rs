@@ -63,6 +63,19 @@ pub fn prepare(plan: &Plan) -> Prepared {
     build(plan, route, traversal, shape)
 }
 
+/// Prepares `plan` for the exact integer path of SPEC §3 on every element, whatever the
+/// CPU offers: slower than the vector routes but independent of the FP environment, so it
+/// also runs where the caller keeps flush-to-zero or a directed FP rounding mode. Results
+/// are identical to [`prepare`]'s.
+pub fn prepare_exact(plan: &Plan) -> Prepared {
+    let traversal = Traversal::new(plan.input(), plan.output());
+    let shape = match shape_of(plan, &traversal) {
+        Shape::Panels => Shape::Elements,
+        s => s,
+    };
+    build(plan, Route::Exact, traversal, shape)
+}
+
 /// Prepares `plan` with a forced `route`, or `None` when this CPU lacks it. A test hook,
 /// not public API: routes are an implementation detail (SPEC §10).
 #[doc(hidden)]
@@ -140,7 +153,8 @@ impl Prepared {
 
     /// Splits the call into at most `parts` disjoint pieces that callers may run on their
     /// own threads (simak has no thread pool). The pieces cover every element once; their
-    /// output byte ranges are disjoint.
+    /// output byte ranges are disjoint. Pieces are split along the axis with the largest
+    /// output stride, so fewer than `parts` come back when that axis is short.
     ///
     /// `input` and `output` are the whole call's buffers, as for [`execute`]; they are
     /// checked once here, before anything is written.
@@ -189,7 +203,9 @@ impl Prepared {
     }
 }
 
-/// One piece of a split call; run it with [`Piece::run`], on any thread.
+/// One piece of a split call: owns disjoint parts of the call's buffers, so pieces can run
+/// concurrently on any threads (they are `Send`). A piece may be run again (for example
+/// by a benchmark); each run recomputes the same bytes.
 #[derive(Debug)]
 pub struct Piece<'a> {
     prepared: Prepared,
@@ -198,9 +214,19 @@ pub struct Piece<'a> {
 }
 
 impl Piece<'_> {
-    /// Runs this piece (buffers and environment were checked by [`Prepared::split`]).
-    pub fn run(self) {
+    /// Runs this piece. The buffers were checked by [`Prepared::split`]; the FP environment
+    /// is checked here, on the calling thread, since it is per thread.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecuteError::FpEnvironment`] for an FP route when the calling thread's FP control
+    /// register is not the default; nothing was written.
+    pub fn run(&mut self) -> Result<(), ExecuteError> {
+        if self.prepared.route.uses_fp() {
+            check_fp_control(arch::read_fp_control())?;
+        }
         run_checked(&self.prepared, self.input, self.output);
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@ use core::arch::x86_64::*;
 
 use super::CLAMP_HI;
 
-super::level_select!(body, 32);
+super::level_select!(body, 32, usize::MAX);
 
 /// Loads 8 input elements at `ptr` as binary32 lanes.
 ///
@@ -60,7 +60,7 @@ fn convert<const MODE: u32>(x: __m256, m: __m256) -> __m256i {
 /// AVX2 (and F16C for FP16) must be available; `input` must be valid for reading `n`
 /// elements of format `IN` and `output` for writing `n` bytes.
 #[target_feature(enable = "avx2,f16c")]
-unsafe fn body<const IN: u8, const MODE: u32>(
+unsafe fn body<const IN: u8, const MODE: u32, const STREAM: bool>(
     m: f32,
     zero_point: i16,
     input: *const u8,

@@ -4,7 +4,11 @@ use core::arch::x86_64::*;
 
 use super::CLAMP_HI;
 
-super::level_select!(body, 64);
+super::level_select!(body, 64, STREAM_MIN_AVX512);
+
+/// Runs of at least this many elements store their output with non-temporal stores: the
+/// output then bypasses the caches (no read-for-ownership, no eviction of the input).
+const STREAM_MIN_AVX512: usize = 1 << 22;
 
 /// Loads 16 input elements at `ptr` as binary32 lanes.
 ///
@@ -64,7 +68,7 @@ fn convert<const MODE: u32>(x: __m512, m: __m512) -> __m512i {
 /// AVX-512F and AVX-512BW must be available; `input` must be valid for reading `n`
 /// elements of format `IN` and `output` for writing `n` bytes.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-unsafe fn body<const IN: u8, const MODE: u32>(
+unsafe fn body<const IN: u8, const MODE: u32, const STREAM: bool>(
     m: f32,
     zero_point: i16,
     input: *const u8,
@@ -97,8 +101,19 @@ unsafe fn body<const IN: u8, const MODE: u32>(
             zp,
         );
         let bytes = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd));
-        // SAFETY: i + 64 ≤ n, so the 64-byte store stays inside the `n` writable bytes.
-        unsafe { _mm512_storeu_si512(output.wrapping_add(i).cast(), bytes) };
+        let to = output.wrapping_add(i);
+        if STREAM && (to as usize).is_multiple_of(64) {
+            // SAFETY: i + 64 ≤ n, so the 64-byte store stays inside the `n` writable bytes,
+            // and `to` is 64-byte aligned as the streaming store requires.
+            unsafe { _mm512_stream_si512(to.cast(), bytes) };
+        } else {
+            // SAFETY: i + 64 ≤ n, so the 64-byte store stays inside the `n` writable bytes.
+            unsafe { _mm512_storeu_si512(to.cast(), bytes) };
+        }
         i += 64;
+    }
+    if STREAM {
+        // Order the non-temporal stores before anything that follows the call.
+        _mm_sfence();
     }
 }

@@ -97,8 +97,11 @@ pub(crate) fn run_fn(route: Route, dtype: DType, rounding: Rounding) -> Option<R
 /// with the `RunFn` signature that runs the SIMD body over whole blocks and the exact
 /// scalar path over the remainder.
 macro_rules! level_select {
-    ($body:ident, $block:expr) => {
+    ($body:ident, $block:expr, $stream_min:expr) => {
         use simak_core::arith::quant as exact;
+
+        /// Runs of at least this many elements may use non-temporal stores.
+        const STREAM_MIN: usize = $stream_min;
 
         fn wrapper<I: exact::InputFormat, M: exact::RoundingMode, const IN: u8, const MODE: u32>(
             m: &exact::Multiplier,
@@ -109,11 +112,20 @@ macro_rules! level_select {
             let n = output.len().min(input.len() / I::SIZE);
             let blocks = n / $block * $block;
             let (mf, zp) = super::consts(m, zero_point);
-            // SAFETY: this wrapper is only handed out by `select`, which `run_fn` calls
-            // after detecting the CPU features of this level (see the module doc); `input` holds at least `blocks · I::SIZE` bytes and `output` at least
-            // `blocks` bytes, which is all the body reads and writes.
-            unsafe {
-                $body::<IN, MODE>(mf, zp, input.as_ptr(), output.as_mut_ptr(), blocks);
+            // Both calls: this wrapper is only handed out by `select`, which `run_fn` calls
+            // after detecting the CPU features of this level (see the module doc); `input`
+            // holds at least `blocks · I::SIZE` bytes and `output` at least `blocks` bytes,
+            // which is all the body reads and writes.
+            if blocks >= STREAM_MIN {
+                // SAFETY: features detected and buffer sizes as stated above.
+                unsafe {
+                    $body::<IN, MODE, true>(mf, zp, input.as_ptr(), output.as_mut_ptr(), blocks);
+                }
+            } else {
+                // SAFETY: features detected and buffer sizes as stated above.
+                unsafe {
+                    $body::<IN, MODE, false>(mf, zp, input.as_ptr(), output.as_mut_ptr(), blocks);
+                }
             }
             exact::run::<I, M>(
                 m,

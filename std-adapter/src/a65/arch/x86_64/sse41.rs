@@ -4,7 +4,7 @@ use core::arch::x86_64::*;
 
 use super::CLAMP_HI;
 
-super::level_select!(body, 16);
+super::level_select!(body, 16, usize::MAX);
 
 /// Loads 4 input elements at `ptr` as binary32 lanes.
 ///
@@ -52,7 +52,7 @@ fn convert<const MODE: u32>(x: __m128, m: __m128) -> __m128i {
 /// SSE4.1 must be available; `input` must be valid for reading `n`
 /// elements of format `IN` and `output` for writing `n` bytes.
 #[target_feature(enable = "sse4.1")]
-unsafe fn body<const IN: u8, const MODE: u32>(
+unsafe fn body<const IN: u8, const MODE: u32, const STREAM: bool>(
     m: f32,
     zero_point: i16,
     input: *const u8,

@@ -1,0 +1,315 @@
+//! `simak bench quant`: in-process throughput of A65 Quant on the peers' workload.
+//!
+//! Workload (as `../shared/bench/peers.py`): multiplier 0.5, zero point 3, nearest-even,
+//! inputs drawn from N(0, 100) with a fixed seed, every 16th element replaced by an exact
+//! tie (`x · 0.5 = k + 0.5`). Each figure is the median over repetitions after warm-up of
+//! the time per call; two same-process references give the machine's ceiling: a plain read
+//! of the input, and a trivial kernel with the same traffic (read each input element,
+//! store its low byte).
+
+use std::hint::black_box;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use simak::a65::quant::{Prepared, execute, prepare, prepare_exact};
+use simak::ops::quant::{Params, Request, check_inference};
+use simak::{DType, TensorSpec};
+
+use crate::demo::Pcg32;
+use crate::error::CliError;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchJob {
+    /// Input dtype.
+    pub dtype: DType,
+    /// Elements per call.
+    pub elements: usize,
+    /// Threads through the partition API (`Prepared::split`).
+    pub threads: usize,
+    /// Repetitions (median taken).
+    pub reps: usize,
+    /// Also measure the exact integer path.
+    pub exact: bool,
+    /// Print JSON instead of a table.
+    pub json: bool,
+}
+
+/// One measured kernel.
+#[derive(Debug, Serialize)]
+struct Figure {
+    name: String,
+    median_ns_per_call: f64,
+    min_ns_per_call: f64,
+    elements_per_s: f64,
+    input_gb_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Summary {
+    dtype: String,
+    elements: usize,
+    threads: usize,
+    reps: usize,
+    route: String,
+    figures: Vec<Figure>,
+}
+
+/// The peers' input: N(0, 100) by Box–Muller from PCG32, with exact ties every 16th.
+fn workload(n: usize) -> Vec<f32> {
+    let mut rng = Pcg32::new(0x00b3_4c4d_2026_1129, 7);
+    let mut xs: Vec<f32> = (0..n)
+        .map(|_| {
+            let u = (rng.unit() as f64).max(1.0 / 16_777_216.0);
+            let v = rng.unit() as f64;
+            (100.0 * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
+        })
+        .collect();
+    for x in xs.iter_mut().step_by(16) {
+        *x = 2.0 * (x.floor() + 0.5);
+    }
+    xs
+}
+
+/// Little-endian bytes of `xs` in `dtype` (nearest-even for the 16-bit types), in a buffer
+/// aligned to 4 bytes.
+fn encode(dtype: DType, xs: &[f32]) -> Vec<u32> {
+    let bytes: Vec<u8> = match dtype {
+        DType::BF16 => xs
+            .iter()
+            .flat_map(|x| half::bf16::from_f32(*x).to_bits().to_le_bytes())
+            .collect(),
+        DType::F16 => xs
+            .iter()
+            .flat_map(|x| half::f16::from_f32(*x).to_bits().to_le_bytes())
+            .collect(),
+        _ => xs.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    };
+    bytes
+        .chunks(4)
+        .map(|c| {
+            let mut w = [0u8; 4];
+            w[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(w)
+        })
+        .collect()
+}
+
+fn as_bytes(words: &[u32], len: usize) -> Vec<u8> {
+    // A copy keeps the CLI free of `unsafe`; Vec<u8> from the allocator is at least
+    // 8-byte aligned in practice, and `execute` rechecks alignment anyway.
+    let mut out: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    out.truncate(len);
+    out
+}
+
+/// Times `f` (one call per invocation): warm-up, then `reps` repetitions of `inner` calls,
+/// `inner` chosen so a repetition lasts at least 20 ms. Returns (median, min) per call.
+fn time(reps: usize, mut f: impl FnMut()) -> (Duration, Duration) {
+    let start = Instant::now();
+    let mut calls = 0u32;
+    while start.elapsed() < Duration::from_millis(200) || calls < 3 {
+        f();
+        calls += 1;
+    }
+    let per_call = start.elapsed() / calls;
+    let inner = (Duration::from_millis(20).as_nanos() / per_call.as_nanos().max(1)).max(1) as u32;
+    let mut samples: Vec<Duration> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..inner {
+                f();
+            }
+            t.elapsed() / inner
+        })
+        .collect();
+    samples.sort();
+    (samples[samples.len() / 2], samples[0])
+}
+
+fn figure(name: &str, n: usize, in_bytes: usize, (median, min): (Duration, Duration)) -> Figure {
+    let s = median.as_secs_f64();
+    Figure {
+        name: name.to_string(),
+        median_ns_per_call: s * 1e9,
+        min_ns_per_call: min.as_secs_f64() * 1e9,
+        elements_per_s: n as f64 / s,
+        input_gb_per_s: in_bytes as f64 / s / 1e9,
+    }
+}
+
+/// Runs `prepared` on `threads` threads through `Prepared::split`: the call is split once,
+/// each piece lives on a persistent scoped worker (the first on this thread), and every
+/// timed call signals the workers to run their piece again, so thread start-up is not
+/// timed.
+fn threaded(
+    prepared: &Prepared,
+    threads: usize,
+    reps: usize,
+    input: &[u8],
+    output: &mut [u8],
+) -> Result<(Duration, Duration), CliError> {
+    let internal = |e: simak::a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
+    let mut pieces = prepared
+        .split(threads, input, output)
+        .map_err(internal)?
+        .into_iter();
+    let Some(mut mine) = pieces.next() else {
+        return Ok((Duration::ZERO, Duration::ZERO));
+    };
+    std::thread::scope(|scope| {
+        let (done_tx, done_rx) = mpsc::channel::<Result<(), simak::a65::ExecuteError>>();
+        let mut workers = Vec::new();
+        for mut piece in pieces {
+            let (go_tx, go_rx) = mpsc::channel::<()>();
+            let done = done_tx.clone();
+            scope.spawn(move || {
+                for () in go_rx {
+                    let _ = done.send(piece.run());
+                }
+            });
+            workers.push(go_tx);
+        }
+        let mut failure = None;
+        let result = time(reps, || {
+            for worker in &workers {
+                let _ = worker.send(());
+            }
+            if let Err(e) = mine.run() {
+                failure = Some(e);
+            }
+            for _ in &workers {
+                if let Ok(Err(e)) = done_rx.recv() {
+                    failure = Some(e);
+                }
+            }
+        });
+        drop(workers);
+        match failure {
+            Some(e) => Err(internal(e)),
+            None => Ok(result),
+        }
+    })
+}
+
+/// The trivial kernel: stores the low byte of each `S`-byte element (vectorizable: `S` is a
+/// constant).
+#[inline(never)]
+fn low_bytes<const S: usize>(input: &[u8], output: &mut [u8]) {
+    for (o, c) in output.iter_mut().zip(input.chunks_exact(S)) {
+        *o = c[0];
+    }
+}
+
+/// Runs the benchmark and prints the figures.
+pub fn run(job: &BenchJob) -> Result<(), CliError> {
+    let n = job.elements;
+    let dtype = job.dtype;
+    let in_bytes = n * dtype.size();
+    let words = encode(dtype, &workload(n));
+    let input = as_bytes(&words, in_bytes);
+    let mut output = vec![0u8; n];
+    let plan = check_inference(&Request {
+        input: TensorSpec::contiguous([n as u64], dtype),
+        output: TensorSpec::contiguous([n as u64], DType::I8),
+        params: Params::new(0.5).with_zero_point(3),
+    })
+    .map_err(|e| CliError::Input(format!("bench: {e}")))?;
+    let prepared = prepare(&plan);
+    let internal = |e: simak::a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
+    execute(&prepared, &input, &mut output).map_err(internal)?;
+
+    let mut figures = Vec::new();
+    let quant = if job.threads > 1 {
+        threaded(&prepared, job.threads, job.reps, &input, &mut output)?
+    } else {
+        time(job.reps, || {
+            let _ = execute(&prepared, black_box(&input), black_box(&mut output));
+        })
+    };
+    figures.push(figure(
+        &format!("quant {}", prepared.implementation()),
+        n,
+        in_bytes,
+        quant,
+    ));
+    if job.exact {
+        let exact = prepare_exact(&plan);
+        let t = time(job.reps.min(7), || {
+            let _ = execute(&exact, black_box(&input), black_box(&mut output));
+        });
+        figures.push(figure("quant exact-scalar", n, in_bytes, t));
+    }
+    // Reference: a plain read of the input (sum of its 8-byte words).
+    let read = time(job.reps, || {
+        let sum = input
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .fold(0u64, u64::wrapping_add);
+        black_box(sum);
+    });
+    figures.push(figure("reference: plain read", n, in_bytes, read));
+    // Reference: the same traffic as Quant, trivial arithmetic (low byte of each element).
+    let trivial = match dtype.size() {
+        4 => time(job.reps, || {
+            low_bytes::<4>(black_box(&input), black_box(&mut output))
+        }),
+        _ => time(job.reps, || {
+            low_bytes::<2>(black_box(&input), black_box(&mut output))
+        }),
+    };
+    figures.push(figure("reference: trivial kernel", n, in_bytes, trivial));
+
+    let summary = Summary {
+        dtype: dtype.name().to_string(),
+        elements: n,
+        threads: job.threads,
+        reps: job.reps,
+        route: prepared.implementation().to_string(),
+        figures,
+    };
+    if job.json {
+        let text = serde_json::to_string_pretty(&summary)
+            .map_err(|e| CliError::Internal(anyhow::anyhow!(e)))?;
+        println!("{text}");
+    } else {
+        println!(
+            "quant {} -> i8, {} elements, {} thread(s), median of {} repetitions",
+            summary.dtype, n, job.threads, job.reps
+        );
+        println!(
+            "{:<32} {:>14} {:>14} {:>10} {:>10}",
+            "kernel", "median ns/call", "min ns/call", "Gelem/s", "in GB/s"
+        );
+        for f in &summary.figures {
+            println!(
+                "{:<32} {:>14.0} {:>14.0} {:>10.3} {:>10.2}",
+                f.name,
+                f.median_ns_per_call,
+                f.min_ns_per_call,
+                f.elements_per_s / 1e9,
+                f.input_gb_per_s
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn workload_is_the_peers_distribution_with_ties() {
+        let xs = workload(1 << 16);
+        let mean = xs.iter().map(|&x| x as f64).sum::<f64>() / xs.len() as f64;
+        let var = xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+        assert!(mean.abs() < 2.0, "mean {mean}");
+        assert!((var.sqrt() - 100.0).abs() < 3.0, "std {}", var.sqrt());
+        for x in xs.iter().step_by(16) {
+            let p = x * 0.5;
+            assert_eq!(p - p.floor(), 0.5, "{x} is not a tie");
+        }
+    }
+}
