@@ -1,44 +1,316 @@
 //! simak-ev74-fw: the EV74 firmware side of simak.
 //!
-//! `#![no_std]` without `alloc`; builds for 32-bit bare-metal targets such as
-//! `thumbv7em-none-eabihf`. This crate is a skeleton until the EV74 Quant work lands: it
-//! holds the capability table of the native entries the firmware is meant to advertise
-//! (SPEC §7–§8) and reuses the numerics of `simak-core` verbatim.
+//! `#![no_std]` without `alloc`, no `unsafe`; builds for 32-bit bare-metal targets such as
+//! `thumbv7em-none-eabihf`. It reuses `simak-core` verbatim: the wire structs, the
+//! device-side decoder and the exact Quant arithmetic.
+//!
+//! - [`capability`]: the native entries (name, version, route) and which are advertised;
+//! - [`device`]: the seams to hardware — [`DeviceMemory`] (a 32-bit bus address space),
+//!   [`Dma`] (1D/2D transfers with completion events, per-worker local memory) and
+//!   [`Platform`] (the worker ring);
+//! - [`work`]: coalescing, span kinds, work units and their partition (SPEC §8);
+//! - [`numerics`]: the 12 numerical entries with the 16-element fast path through an
+//!   [`FpUnit`] model and the exact fallback;
+//! - [`Firmware::dispatch`]: one command — route check, descriptor read and decode (every
+//!   rule checked before a numerical entry is chosen), then execution.
+//!
+//! # Cargo features
+//!
+//! | feature | effect |
+//! | --- | --- |
+//! | `defmt` | derives `defmt::Format` on errors and reports (firmware logging) |
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-/// A native entry the firmware can advertise (SPEC §7–§8).
+pub mod capability;
+pub mod device;
+pub mod numerics;
+mod quant;
+pub mod work;
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use simak_core::ev74::quant as codec;
+use simak_core::wire::quant::{DecodeError, QuantRepr, SIZE};
+
+pub use capability::{CAPABILITIES, Capabilities, Capability, QUANT_V1, capability};
+pub use device::{DeviceMemory, Direction, Dma, Event, Fault, Platform, Transfer};
+pub use numerics::{BlockStats, FlushToZero, FpUnit, Ieee};
+pub use work::SpanKind;
+
+/// A command as the dispatcher receives it: the native entry's route and version and where
+/// its descriptor lives in device memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capability {
-    /// Native entry name.
-    pub name: &'static str,
-    /// Entry version.
-    pub version: u16,
-    /// Route number.
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Command {
+    /// Route number (0x2F for Quant v1).
     pub route: u8,
+    /// Entry version the host encoded for.
+    pub version: u16,
+    /// Bus address of the descriptor.
+    pub descriptor: u32,
+    /// Descriptor length in bytes.
+    pub length: u32,
 }
 
-/// The Quant v1 native entry (SPEC §7: route 47 = 0x2F).
-pub const QUANT_V1: Capability = Capability {
-    name: "simaai_kernels_ev74_quant_v1",
-    version: 1,
-    route: 0x2f,
-};
+impl Command {
+    /// A Quant v1 command for a descriptor at bus address `descriptor`.
+    pub const fn quant_v1(descriptor: u32) -> Command {
+        Command {
+            route: codec::ROUTE,
+            version: codec::ENTRY_VERSION,
+            descriptor,
+            length: SIZE as u32,
+        }
+    }
+}
 
-/// The native entries this firmware build implements. Empty until the EV74 entries land:
-/// a Runtime probing it must fail closed (SPEC §8).
-pub const CAPABILITIES: &[Capability] = &[];
+/// Why the firmware refused or aborted a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FwError {
+    /// The descriptor was rejected; nothing was written.
+    Decode(DecodeError),
+    /// No implemented entry has this route.
+    UnknownRoute {
+        /// Route.
+        route: u8,
+    },
+    /// The entry exists but this firmware build does not advertise it.
+    NotAdvertised {
+        /// Route.
+        route: u8,
+    },
+    /// The command's version is not the entry's.
+    Version {
+        /// Route.
+        route: u8,
+        /// Version in the command.
+        found: u16,
+    },
+    /// The command's descriptor length is not the entry's descriptor size.
+    DescriptorLength {
+        /// Length in the command.
+        found: u32,
+    },
+    /// The platform's ring is not 1 to 4 workers.
+    Workers {
+        /// Configured ring size.
+        configured: usize,
+    },
+    /// A worker's local memory is below the two-slot budget.
+    LocalMemory {
+        /// Bytes required.
+        required: u32,
+        /// Bytes available.
+        available: u32,
+    },
+    /// A memory access or DMA command faulted.
+    Fault(Fault),
+    /// An internal invariant failed (a firmware bug, not bad input).
+    Internal,
+}
 
-/// Looks up an advertised entry by route.
-pub fn capability(route: u8) -> Option<&'static Capability> {
-    CAPABILITIES.iter().find(|c| c.route == route)
+impl FwError {
+    /// The numeric status reported across the firmware boundary: decode rejections keep
+    /// their [`codec::DecodeCode`] (1..=255); firmware errors are 0x100 and up. 0 is success.
+    pub const fn code(&self) -> u16 {
+        match self {
+            FwError::Decode(e) => e.code().get(),
+            FwError::UnknownRoute { .. } => 0x101,
+            FwError::NotAdvertised { .. } => 0x102,
+            FwError::Version { .. } => 0x103,
+            FwError::DescriptorLength { .. } => 0x104,
+            FwError::Workers { .. } => 0x105,
+            FwError::LocalMemory { .. } => 0x106,
+            FwError::Fault(_) => 0x107,
+            FwError::Internal => 0x1ff,
+        }
+    }
+}
+
+impl From<Fault> for FwError {
+    fn from(f: Fault) -> Self {
+        FwError::Fault(f)
+    }
+}
+
+impl From<DecodeError> for FwError {
+    fn from(e: DecodeError) -> Self {
+        FwError::Decode(e)
+    }
+}
+
+impl fmt::Display for FwError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            FwError::Decode(e) => write!(f, "descriptor rejected: {e}"),
+            FwError::UnknownRoute { route } => write!(f, "no entry has route 0x{route:02x}"),
+            FwError::NotAdvertised { route } => {
+                write!(f, "entry of route 0x{route:02x} is not advertised")
+            }
+            FwError::Version { route, found } => {
+                write!(f, "route 0x{route:02x} has no version {found}")
+            }
+            FwError::DescriptorLength { found } => {
+                write!(f, "descriptor length {found} does not match the entry")
+            }
+            FwError::Workers { configured } => {
+                write!(f, "worker ring of {configured} is outside 1..=4")
+            }
+            FwError::LocalMemory {
+                required,
+                available,
+            } => write!(
+                f,
+                "local memory of {available} bytes is below the {required}-byte budget"
+            ),
+            FwError::Fault(fault) => write!(f, "device fault: {fault}"),
+            FwError::Internal => f.write_str("internal firmware error"),
+        }
+    }
+}
+
+impl core::error::Error for FwError {}
+
+/// What one command did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Report {
+    /// Span kind chosen.
+    pub kind: SpanKind,
+    /// Work units.
+    pub units: u64,
+    /// Elements per contiguous row (1 for scatter).
+    pub run: u64,
+    /// Workers launched (1, or the whole ring).
+    pub launched: usize,
+    /// Fast/exact block and tail tallies.
+    pub stats: BlockStats,
+    /// DMA transfers started.
+    pub transfers: u64,
+}
+
+impl Report {
+    /// The report of an empty (no-op) packet.
+    const fn empty() -> Report {
+        Report {
+            kind: SpanKind::Scatter,
+            units: 0,
+            run: 0,
+            launched: 0,
+            stats: BlockStats {
+                fast: 0,
+                exact: 0,
+                tail: 0,
+            },
+            transfers: 0,
+        }
+    }
+}
+
+/// A firmware build: which entries it advertises and which FP unit its entries multiply on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Firmware<U: FpUnit = Ieee> {
+    advertised: Capabilities,
+    unit: PhantomData<fn() -> U>,
+}
+
+impl<U: FpUnit> Firmware<U> {
+    /// A build advertising `advertised` (a subset of [`capability::TABLE`]).
+    pub const fn new(advertised: Capabilities) -> Firmware<U> {
+        Firmware {
+            advertised,
+            unit: PhantomData,
+        }
+    }
+
+    /// A build advertising every implemented entry.
+    pub const fn full() -> Firmware<U> {
+        Firmware::new(Capabilities::all())
+    }
+
+    /// The advertised entries, for the Runtime's capability probe.
+    pub fn capabilities(&self) -> impl Iterator<Item = &'static Capability> {
+        capability::advertised(self.advertised)
+    }
+
+    /// Runs one command on `platform`.
+    ///
+    /// Order: route advertised and version and length matching; descriptor read from
+    /// device memory and decoded ([`codec::decode`]: every rule, before anything else is
+    /// touched); an empty packet returns at once; the numerical entry is selected once;
+    /// workers run 1..N−1 then 0.
+    ///
+    /// # Errors
+    ///
+    /// [`FwError::UnknownRoute`], [`FwError::NotAdvertised`], [`FwError::Version`],
+    /// [`FwError::DescriptorLength`], [`FwError::Decode`] (nothing written), then
+    /// [`FwError::Workers`], [`FwError::LocalMemory`] and [`FwError::Fault`] during
+    /// execution.
+    pub fn dispatch<P: Platform>(
+        &self,
+        platform: &mut P,
+        command: &Command,
+    ) -> Result<Report, FwError> {
+        let entry = capability::capability(command.route).ok_or(FwError::UnknownRoute {
+            route: command.route,
+        })?;
+        if !self.advertised.contains(entry.flag) {
+            return Err(FwError::NotAdvertised {
+                route: command.route,
+            });
+        }
+        if command.version != entry.version {
+            return Err(FwError::Version {
+                route: command.route,
+                found: command.version,
+            });
+        }
+        if command.length as usize != SIZE {
+            return Err(FwError::DescriptorLength {
+                found: command.length,
+            });
+        }
+        let mut bytes = [0u8; SIZE];
+        platform.worker(0).read(command.descriptor, &mut bytes)?;
+        let repr = codec::decode(&bytes)?;
+        self.run_decoded(platform, &repr)
+    }
+
+    /// Runs an already decoded Quant call (the part of [`Firmware::dispatch`] after decode).
+    ///
+    /// # Errors
+    ///
+    /// [`FwError::Workers`], [`FwError::LocalMemory`], [`FwError::Fault`].
+    pub fn run_decoded<P: Platform>(
+        &self,
+        platform: &mut P,
+        repr: &QuantRepr,
+    ) -> Result<Report, FwError> {
+        if repr.is_empty() {
+            return Ok(Report::empty());
+        }
+        let entry = numerics::select::<U>(repr.dtype, repr.rounding).ok_or(FwError::Internal)?;
+        quant::execute(platform, repr, &entry)
+    }
 }
 
 #[cfg(test)]
 mod test {
+    use super::*;
+
     #[test]
-    fn nothing_is_advertised_before_the_entries_exist() {
-        assert_eq!(super::capability(super::QUANT_V1.route), None);
+    fn quant_v1_is_advertised_with_its_route() {
+        assert_eq!(capability(0x2f), Some(&QUANT_V1));
+        assert_eq!(QUANT_V1.name, "simaai_kernels_ev74_quant_v1");
+        assert_eq!(QUANT_V1.version, 1);
+        let fw = Firmware::<Ieee>::full();
+        assert_eq!(fw.capabilities().count(), 1);
+        let none = Firmware::<Ieee>::new(Capabilities::empty());
+        assert_eq!(none.capabilities().count(), 0);
+        assert_eq!(capability(0x30), None);
     }
 }

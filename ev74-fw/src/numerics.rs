@@ -1,0 +1,291 @@
+//! The 12 numerical entries (3 input dtypes × 4 rounding modes) and the FP-unit model.
+//!
+//! SPEC §8: 16-element blocks use one binary32 multiply per lane through an [`FpUnit`]; a
+//! block takes the exact integer path of `simak_core::arith::quant` instead if the multiplier
+//! is subnormal, any decoded input is a nonzero FP32 subnormal, or any nonzero input produced
+//! a zero-exponent product (subnormal or flushed). Integer code then rounds the product to
+//! an integer, adds the zero point and saturates. Shorter tails use the exact path. Results
+//! are identical on an IEEE unit and on one that flushes subnormal inputs and results.
+
+use simak_core::DType;
+use simak_core::arith::quant::{
+    self as exact, Bf16, F16, F32, InputFormat, Multiplier, NearestEven, Rounding, RoundingMode,
+    TowardNegative, TowardPositive, TowardZero,
+};
+
+/// Lanes per fast-path block.
+pub const BLOCK: usize = 16;
+
+/// A binary32 multiply unit, as the firmware's FP hardware behaves.
+pub trait FpUnit {
+    /// Name for logs and reports.
+    const NAME: &'static str;
+    /// `a · b` on binary32 bits, round-to-nearest-even.
+    fn mul(a: u32, b: u32) -> u32;
+}
+
+/// An IEEE 754 unit: gradual underflow (the target's `f32` multiply).
+#[derive(Debug)]
+pub enum Ieee {}
+
+impl FpUnit for Ieee {
+    const NAME: &'static str = "ieee";
+    #[inline(always)]
+    fn mul(a: u32, b: u32) -> u32 {
+        (f32::from_bits(a) * f32::from_bits(b)).to_bits()
+    }
+}
+
+/// A software model of a unit with denormals-are-zero and flush-to-zero: subnormal inputs
+/// are read as signed zeros and subnormal results are replaced by signed zeros.
+#[derive(Debug)]
+pub enum FlushToZero {}
+
+#[inline(always)]
+fn flush(x: u32) -> u32 {
+    if x & 0x7f80_0000 == 0 {
+        x & 0x8000_0000
+    } else {
+        x
+    }
+}
+
+impl FpUnit for FlushToZero {
+    const NAME: &'static str = "daz+ftz";
+    #[inline(always)]
+    fn mul(a: u32, b: u32) -> u32 {
+        flush((f32::from_bits(flush(a)) * f32::from_bits(flush(b))).to_bits())
+    }
+}
+
+/// An input format with its fast-path widening to binary32 bits.
+pub trait FastInput: InputFormat {
+    /// Whether a decoded value can be an FP32 subnormal (false for FP16: every nonzero
+    /// half is a normal binary32).
+    const MAY_BE_SUBNORMAL: bool;
+    /// Widens raw element bits to binary32 bits exactly (integer code only).
+    fn to_f32_bits(bits: u32) -> u32;
+}
+
+impl FastInput for F32 {
+    const MAY_BE_SUBNORMAL: bool = true;
+    #[inline(always)]
+    fn to_f32_bits(bits: u32) -> u32 {
+        bits
+    }
+}
+
+impl FastInput for Bf16 {
+    const MAY_BE_SUBNORMAL: bool = true;
+    #[inline(always)]
+    fn to_f32_bits(bits: u32) -> u32 {
+        bits << 16
+    }
+}
+
+impl FastInput for F16 {
+    const MAY_BE_SUBNORMAL: bool = false;
+    #[inline(always)]
+    fn to_f32_bits(bits: u32) -> u32 {
+        f16_to_f32_bits(bits)
+    }
+}
+
+/// Exact IEEE binary16 → binary32 widening on bits (half subnormals normalized; NaN payload
+/// kept in the high mantissa bits).
+#[inline(always)]
+pub fn f16_to_f32_bits(h: u32) -> u32 {
+    let sign = (h & 0x8000) << 16;
+    let exp = (h >> 10) & 0x1f;
+    let man = h & 0x3ff;
+    match exp {
+        0x1f => sign | 0x7f80_0000 | (man << 13),
+        0 if man == 0 => sign,
+        0 => {
+            // value = man · 2^-24 with the top set bit at position hb (0..=9).
+            let hb = 31 - man.leading_zeros();
+            sign | ((hb + 103) << 23) | ((man << (23 - hb)) & 0x7f_ffff)
+        }
+        _ => sign | ((exp + 112) << 23) | (man << 13),
+    }
+}
+
+/// Per-call parameters of an entry, decoded once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryParams {
+    /// The multiplier, decoded (exact path).
+    pub multiplier: Multiplier,
+    /// Zero point, in [-128, 127].
+    pub zero_point: i32,
+}
+
+impl EntryParams {
+    /// Whether the multiplier is subnormal (every block takes the exact path).
+    pub const fn multiplier_subnormal(&self) -> bool {
+        self.multiplier.bits() & 0x7f80_0000 == 0
+    }
+}
+
+/// Blocks processed by each path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockStats {
+    /// 16-element blocks finished from the FP product.
+    pub fast: u64,
+    /// 16-element blocks recomputed on the exact path.
+    pub exact: u64,
+    /// Tail elements on the exact path.
+    pub tail: u64,
+}
+
+impl BlockStats {
+    /// Adds another tally.
+    pub fn add(&mut self, other: BlockStats) {
+        self.fast = self.fast.saturating_add(other.fast);
+        self.exact = self.exact.saturating_add(other.exact);
+        self.tail = self.tail.saturating_add(other.tail);
+    }
+}
+
+/// Quantizes a contiguous run: `input` holds little-endian elements, one per byte of
+/// `output` (extra input ignored; a short input leaves the rest of `output` untouched).
+pub type RunFn = fn(&EntryParams, &[u8], &mut [u8]) -> BlockStats;
+/// Quantizes one element's raw bits on the exact path.
+pub type ElementFn = fn(&Multiplier, i32, u32) -> i8;
+
+/// One of the 12 numerical entries, chosen once per call.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    /// Input dtype.
+    pub dtype: DType,
+    /// Rounding mode.
+    pub rounding: Rounding,
+    /// FP-unit model name.
+    pub fp_unit: &'static str,
+    /// Contiguous runs: 16-element blocks, exact tail.
+    pub run: RunFn,
+    /// Single elements (scatter), exact path.
+    pub element: ElementFn,
+}
+
+impl core::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Entry")
+            .field("dtype", &self.dtype)
+            .field("rounding", &self.rounding)
+            .field("fp_unit", &self.fp_unit)
+            .finish_non_exhaustive()
+    }
+}
+
+const UNIT: Multiplier = match Multiplier::from_bits(0x3f80_0000) {
+    Ok(m) => m,
+    Err(_) => panic!("1.0 is a valid multiplier"),
+};
+
+/// Rounds a binary32 product to an integer with mode `M`, adds the zero point, saturates.
+#[inline(always)]
+fn finish<M: RoundingMode>(product: u32, zero_point: i32) -> u8 {
+    exact::saturate(exact::wide::<M>(&UNIT, F32::decode(product)), zero_point) as u8
+}
+
+/// One 16-element block; returns whether it took the exact path.
+#[inline(always)]
+fn block<I: FastInput, M: RoundingMode, U: FpUnit>(
+    p: &EntryParams,
+    input: &[u8],
+    output: &mut [u8],
+) -> bool {
+    let mut raw = [0u32; BLOCK];
+    let mut product = [0u32; BLOCK];
+    let m_bits = p.multiplier.bits();
+    let mut needs_exact = p.multiplier_subnormal();
+    for ((r, pr), chunk) in raw
+        .iter_mut()
+        .zip(product.iter_mut())
+        .zip(input.chunks_exact(I::SIZE))
+    {
+        *r = I::load(chunk);
+        let x = I::to_f32_bits(*r);
+        let magnitude = x & 0x7fff_ffff;
+        if I::MAY_BE_SUBNORMAL && magnitude != 0 && magnitude < 0x0080_0000 {
+            needs_exact = true;
+        }
+        *pr = U::mul(x, m_bits);
+        if magnitude != 0 && *pr & 0x7f80_0000 == 0 {
+            needs_exact = true;
+        }
+    }
+    if needs_exact {
+        for (o, r) in output.iter_mut().zip(raw) {
+            *o = exact::element::<I, M>(&p.multiplier, p.zero_point, r) as u8;
+        }
+    } else {
+        for (o, pr) in output.iter_mut().zip(product) {
+            *o = finish::<M>(pr, p.zero_point);
+        }
+    }
+    needs_exact
+}
+
+fn run<I: FastInput, M: RoundingMode, U: FpUnit>(
+    p: &EntryParams,
+    input: &[u8],
+    output: &mut [u8],
+) -> BlockStats {
+    let mut stats = BlockStats::default();
+    let n = output.len().min(input.len() / I::SIZE);
+    let blocks = n / BLOCK;
+    let (in_blocks, in_tail) = input.split_at(blocks * BLOCK * I::SIZE);
+    let (out_blocks, out_tail) = output.split_at_mut(blocks * BLOCK);
+    for (ib, ob) in in_blocks
+        .chunks_exact(BLOCK * I::SIZE)
+        .zip(out_blocks.chunks_exact_mut(BLOCK))
+    {
+        if block::<I, M, U>(p, ib, ob) {
+            stats.exact += 1;
+        } else {
+            stats.fast += 1;
+        }
+    }
+    for (o, chunk) in out_tail
+        .iter_mut()
+        .zip(in_tail.chunks_exact(I::SIZE))
+        .take(n - blocks * BLOCK)
+    {
+        *o = exact::element::<I, M>(&p.multiplier, p.zero_point, I::load(chunk)) as u8;
+        stats.tail += 1;
+    }
+    stats
+}
+
+fn entry_for<I: FastInput, M: RoundingMode, U: FpUnit>() -> Entry {
+    Entry {
+        dtype: I::DTYPE,
+        rounding: M::MODE,
+        fp_unit: U::NAME,
+        run: run::<I, M, U>,
+        element: exact::element::<I, M>,
+    }
+}
+
+fn entry_dtype<M: RoundingMode, U: FpUnit>(dtype: DType) -> Option<Entry> {
+    match dtype {
+        DType::F32 => Some(entry_for::<F32, M, U>()),
+        DType::BF16 => Some(entry_for::<Bf16, M, U>()),
+        DType::F16 => Some(entry_for::<F16, M, U>()),
+        DType::I8 => None,
+    }
+}
+
+/// The entry for `dtype` × `rounding` on FP unit `U`; `None` for `I8` input.
+pub fn select<U: FpUnit>(dtype: DType, rounding: Rounding) -> Option<Entry> {
+    match rounding {
+        Rounding::TowardZero => entry_dtype::<TowardZero, U>(dtype),
+        Rounding::NearestEven => entry_dtype::<NearestEven, U>(dtype),
+        Rounding::TowardPositive => entry_dtype::<TowardPositive, U>(dtype),
+        Rounding::TowardNegative => entry_dtype::<TowardNegative, U>(dtype),
+    }
+}
+
+#[cfg(test)]
+mod test;

@@ -1,0 +1,250 @@
+//! The Quant v1 native entry: partition, data movement and numerics of one decoded call.
+//!
+//! Called by [`crate::Firmware::dispatch`] after `simak_core::ev74::quant::decode` accepted
+//! the descriptor. Workers 1..N−1 run first, then worker 0 (SPEC §8). Per worker:
+//!
+//! - DMA: blocks stream through two ping-pong slots. The next block's input transfer is
+//!   started before the current block is computed; an output slot is reused only after its
+//!   previous transfer completed; every output transfer completes before the worker returns.
+//! - Direct: each row is loaded with one global read, computed (16-element blocks, exact
+//!   tail) and stored with one global write.
+//! - Scatter: one element read and one byte written per unit, exact path.
+
+use simak_core::wire::quant::QuantRepr;
+
+use crate::device::{Direction, Dma, Event, Fault, Platform, Transfer};
+use crate::numerics::{BlockStats, Entry, EntryParams};
+use crate::work::{Geometry, IN_SLOT_BYTES, SpanKind, Walker, slot_bytes};
+use crate::{FwError, Report};
+
+/// Longest direct row in elements (exclusive bound of the direct kind).
+const DIRECT_MAX: usize = crate::work::DMA_MIN_RUN as usize;
+
+/// Runs a decoded, nonempty call with `entry` on `platform`.
+pub(crate) fn execute<P: Platform>(
+    platform: &mut P,
+    repr: &QuantRepr,
+    entry: &Entry,
+) -> Result<Report, FwError> {
+    let configured = platform.workers();
+    if configured == 0 || configured > crate::work::MAX_WORKERS {
+        return Err(FwError::Workers { configured });
+    }
+    let geometry = Geometry::new(repr);
+    let launched = geometry.launched(configured);
+    let params = EntryParams {
+        multiplier: repr.multiplier,
+        zero_point: repr.zero_point,
+    };
+    let mut report = Report {
+        kind: geometry.kind,
+        units: geometry.units,
+        run: geometry.row,
+        launched,
+        stats: BlockStats::default(),
+        transfers: 0,
+    };
+    // Physical IDs 1..N-1 first, worker 0 last.
+    for id in (1..launched).chain(core::iter::once(0)) {
+        let (start, end) = geometry.range(id, launched);
+        if start == end {
+            continue;
+        }
+        let mut worker = platform.worker(id);
+        let ctx = Ctx {
+            repr,
+            entry,
+            params: &params,
+            geometry: &geometry,
+        };
+        match geometry.kind {
+            SpanKind::Scatter => ctx.scatter(&mut worker, start, end, &mut report)?,
+            SpanKind::Direct => ctx.direct(&mut worker, start, end, &mut report)?,
+            SpanKind::Dma => ctx.dma(&mut worker, start, end, &mut report)?,
+        }
+    }
+    Ok(report)
+}
+
+struct Ctx<'a> {
+    repr: &'a QuantRepr,
+    entry: &'a Entry,
+    params: &'a EntryParams,
+    geometry: &'a Geometry,
+}
+
+/// Bus address `base + offset`; decode proved `base + span ≤ 2^32` and offsets stay inside
+/// the span, so a failure is an internal error.
+fn bus(base: u32, offset: u64) -> Result<u32, FwError> {
+    u64::from(base)
+        .checked_add(offset)
+        .and_then(|a| u32::try_from(a).ok())
+        .ok_or(FwError::Internal)
+}
+
+fn small(x: u64) -> Result<u32, FwError> {
+    u32::try_from(x).map_err(|_| FwError::Internal)
+}
+
+impl Ctx<'_> {
+    fn scatter<W: crate::device::DeviceMemory>(
+        &self,
+        worker: &mut W,
+        start: u64,
+        end: u64,
+        report: &mut Report,
+    ) -> Result<(), FwError> {
+        let elem = self.repr.dtype.size();
+        let mut walker = Walker::new(self.geometry, start);
+        let mut buf = [0u8; 4];
+        let element = self.entry.element;
+        for _ in start..end {
+            let src = buf.get_mut(..elem).ok_or(FwError::Internal)?;
+            worker.read(bus(self.repr.input_address, walker.input)?, src)?;
+            let bits = match *src {
+                [a, b, c, d] => u32::from_le_bytes([a, b, c, d]),
+                [a, b] => u32::from(u16::from_le_bytes([a, b])),
+                _ => 0,
+            };
+            let q = element(&self.params.multiplier, self.params.zero_point, bits) as u8;
+            worker.write(bus(self.repr.output_address, walker.output)?, &[q])?;
+            report.stats.tail += 1;
+            walker.advance();
+        }
+        Ok(())
+    }
+
+    fn direct<W: crate::device::DeviceMemory>(
+        &self,
+        worker: &mut W,
+        start: u64,
+        end: u64,
+        report: &mut Report,
+    ) -> Result<(), FwError> {
+        let elem = self.repr.dtype.size();
+        let row = usize::try_from(self.geometry.row).map_err(|_| FwError::Internal)?;
+        if row >= DIRECT_MAX {
+            return Err(FwError::Internal);
+        }
+        let mut inp = [0u8; DIRECT_MAX * 4];
+        let mut out = [0u8; DIRECT_MAX];
+        let src = inp.get_mut(..row * elem).ok_or(FwError::Internal)?;
+        let dst = out.get_mut(..row).ok_or(FwError::Internal)?;
+        let mut walker = Walker::new(self.geometry, start);
+        for _ in start..end {
+            worker.read(bus(self.repr.input_address, walker.input)?, src)?;
+            report.stats.add((self.entry.run)(self.params, src, dst));
+            worker.write(bus(self.repr.output_address, walker.output)?, dst)?;
+            walker.advance();
+        }
+        Ok(())
+    }
+
+    /// The input and output transfers of the unit at `walker`, into slot `slot`.
+    fn unit(&self, walker: &Walker, slot: usize) -> Result<(Transfer, Transfer, usize), FwError> {
+        let g = self.geometry;
+        let elem = self.repr.dtype.size() as u64;
+        let slot_base = slot * slot_bytes(self.repr.dtype);
+        let (row_elems, rows) = if g.splits_rows {
+            let done = walker.last_index() * g.chunk;
+            (g.chunk.min(g.row - done), 1)
+        } else {
+            let done = walker.last_index() * g.rows_per_unit;
+            (g.row, g.rows_per_unit.min(g.grouped_rows - done))
+        };
+        let n = row_elems * rows;
+        let input = Transfer {
+            direction: Direction::ToLocal,
+            global: bus(self.repr.input_address, walker.input)?,
+            global_pitch: small(g.row_pitch.input)?,
+            local: small(slot_base as u64)?,
+            local_pitch: small(row_elems * elem)?,
+            row_bytes: small(row_elems * elem)?,
+            rows: small(rows)?,
+        };
+        let output = Transfer {
+            direction: Direction::ToGlobal,
+            global: bus(self.repr.output_address, walker.output)?,
+            global_pitch: small(g.row_pitch.output)?,
+            local: small((slot_base + IN_SLOT_BYTES) as u64)?,
+            local_pitch: small(row_elems)?,
+            row_bytes: small(row_elems)?,
+            rows: small(rows)?,
+        };
+        Ok((
+            input,
+            output,
+            usize::try_from(n).map_err(|_| FwError::Internal)?,
+        ))
+    }
+
+    fn dma<W: Dma>(
+        &self,
+        worker: &mut W,
+        start: u64,
+        end: u64,
+        report: &mut Report,
+    ) -> Result<(), FwError> {
+        let dtype = self.repr.dtype;
+        let elem = dtype.size();
+        let required = 2 * slot_bytes(dtype);
+        let available = worker.local().len();
+        if available < required {
+            return Err(FwError::LocalMemory {
+                required: required as u32,
+                available: available as u32,
+            });
+        }
+        let mut walker = Walker::new(self.geometry, start);
+        let mut pending_out: [Option<Event>; 2] = [None, None];
+        let (first_in, mut cur_out, mut cur_n) = self.unit(&walker, 0)?;
+        let mut in_event = [Some(worker.start(&first_in)?), None];
+        report.transfers += 1;
+        let mut slot = 0usize;
+        let mut k = start;
+        loop {
+            k += 1;
+            let has_next = k < end;
+            let mut next = None;
+            if has_next {
+                walker.advance();
+                let (next_in, next_out, next_n) = self.unit(&walker, 1 - slot)?;
+                // Prefetch: the other slot's input was consumed by the previous compute.
+                in_event[1 - slot] = Some(worker.start(&next_in)?);
+                report.transfers += 1;
+                next = Some((next_out, next_n));
+            }
+            if let Some(e) = in_event[slot].take() {
+                worker.wait(e)?;
+            }
+            if let Some(e) = pending_out[slot].take() {
+                worker.wait(e)?;
+            }
+            let base = slot * slot_bytes(dtype);
+            let local = worker.local();
+            let (lo, hi) = local.split_at_mut(base + IN_SLOT_BYTES);
+            let src = lo
+                .get(base..base + cur_n * elem)
+                .ok_or(FwError::Fault(Fault::Local {
+                    offset: base as u64,
+                    len: (cur_n * elem) as u64,
+                }))?;
+            let dst = hi.get_mut(..cur_n).ok_or(FwError::Internal)?;
+            report.stats.add((self.entry.run)(self.params, src, dst));
+            pending_out[slot] = Some(worker.start(&cur_out)?);
+            report.transfers += 1;
+            match next {
+                Some((o, n)) => {
+                    cur_out = o;
+                    cur_n = n;
+                    slot = 1 - slot;
+                }
+                None => break,
+            }
+        }
+        for e in pending_out.into_iter().flatten() {
+            worker.wait(e)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,299 @@
+//! Work geometry: coalescing, span kinds, work units and their partition (SPEC §8).
+//!
+//! Active axes (extent > 1) are ordered by decreasing input stride and merged wherever both
+//! ports are packed across the pair. The innermost merged axis is the **common contiguous
+//! suffix** when it is packed on both ports (input stride = element size, output stride 1):
+//!
+//! - a suffix of ≥ [`DMA_MIN_RUN`] elements → [`SpanKind::Dma`]: work units are DMA blocks
+//!   (FP32 4096, BF16/FP16 8192 elements; shorter rows are grouped into 2D blocks);
+//! - 16–127 → [`SpanKind::Direct`]: a unit is one row, loaded and stored directly;
+//! - shorter or not packed → [`SpanKind::Scatter`]: a unit is one element, visited by a
+//!   carry walker.
+//!
+//! Units form a row-major grid; a worker's contiguous range of units is located once by
+//! division at worker start, then advanced with carries.
+
+use simak_core::DType;
+use simak_core::tensor::MAX_RANK;
+use simak_core::wire::quant::QuantRepr;
+
+/// At most this many workers (SPEC §8).
+pub const MAX_WORKERS: usize = 4;
+/// Contiguous suffixes of at least this many elements use DMA blocks.
+pub const DMA_MIN_RUN: u64 = 128;
+/// Contiguous suffixes of at least this many elements (and < [`DMA_MIN_RUN`]) use direct
+/// vector loads and stores.
+pub const DIRECT_MIN_RUN: u64 = 16;
+/// Input bytes per DMA block slot (16 KiB).
+pub const IN_SLOT_BYTES: usize = 16 * 1024;
+/// Local memory budget per worker: two ping-pong slots (48 KiB).
+pub const LOCAL_MEMORY_BYTES: usize = 48 * 1024;
+
+/// Elements per DMA block: FP32 4096, BF16 and FP16 8192 (16 KiB of input either way).
+pub const fn block_elements(dtype: DType) -> usize {
+    match dtype {
+        DType::F32 => 4096,
+        _ => 8192,
+    }
+}
+
+/// Local bytes of one ping-pong slot: 16 KiB input plus one output byte per element.
+pub const fn slot_bytes(dtype: DType) -> usize {
+    IN_SLOT_BYTES + block_elements(dtype)
+}
+
+/// How a call moves data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SpanKind {
+    /// DMA blocks through two ping-pong local slots.
+    Dma,
+    /// Direct global loads and stores of short rows.
+    Direct,
+    /// One element at a time with the carry walker.
+    Scatter,
+}
+
+/// One grid axis: extent in units, byte strides on each port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Axis {
+    /// Extent.
+    pub extent: u64,
+    /// Input byte stride.
+    pub input: u64,
+    /// Output byte stride.
+    pub output: u64,
+}
+
+/// The geometry of one call: span kind, unit grid and unit shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Span kind.
+    pub kind: SpanKind,
+    /// Grid axes (slowest first) whose points are the work units.
+    pub grid: [Axis; MAX_RANK],
+    /// Number of grid axes used.
+    pub n_grid: usize,
+    /// Elements per row of a unit (the contiguous suffix; 1 for scatter).
+    pub row: u64,
+    /// DMA: elements per block (row chunk) when rows are split, else the row length.
+    pub chunk: u64,
+    /// DMA: rows per unit when short rows are grouped (1 otherwise).
+    pub rows_per_unit: u64,
+    /// DMA: total rows along the grouped axis (its extent), for the boundary unit.
+    pub grouped_rows: u64,
+    /// DMA: byte pitch between grouped rows on each port.
+    pub row_pitch: Axis,
+    /// Whether the last grid axis chunks rows (`true`) or groups rows (`false`).
+    pub splits_rows: bool,
+    /// Total number of units.
+    pub units: u64,
+}
+
+impl Geometry {
+    /// Builds the geometry of a validated, nonempty descriptor.
+    pub fn new(repr: &QuantRepr) -> Geometry {
+        let elem = repr.dtype.size_u64();
+        // Active axes, slowest input stride first.
+        let mut axes = [Axis::default(); MAX_RANK];
+        let mut n = 0usize;
+        for ((&extent, &input), &output) in repr
+            .extents
+            .iter()
+            .zip(repr.input_strides.iter())
+            .zip(repr.output_strides.iter())
+            .take(usize::from(repr.rank))
+        {
+            if extent > 1
+                && let Some(slot) = axes.get_mut(n)
+            {
+                *slot = Axis {
+                    extent,
+                    input,
+                    output,
+                };
+                n += 1;
+            }
+        }
+        if let Some(active) = axes.get_mut(..n) {
+            active.sort_unstable_by_key(|a| core::cmp::Reverse(a.input));
+        }
+        // Merge a slower axis into the next faster one when both ports are packed across.
+        let mut merged = [Axis::default(); MAX_RANK];
+        let mut m = 0usize;
+        for a in axes.iter().take(n) {
+            if m > 0
+                && let Some(prev) = merged.get_mut(m - 1)
+                && prev.input == a.input * a.extent
+                && prev.output == a.output * a.extent
+            {
+                *prev = Axis {
+                    extent: prev.extent * a.extent,
+                    input: a.input,
+                    output: a.output,
+                };
+                continue;
+            }
+            if let Some(slot) = merged.get_mut(m) {
+                *slot = *a;
+                m += 1;
+            }
+        }
+        let inner = if m > 0 {
+            merged.get(m - 1).copied()
+        } else {
+            None
+        };
+        let packed_run = match inner {
+            Some(a) if a.input == elem && a.output == 1 => a.extent,
+            _ => 1,
+        };
+        let kind = if packed_run >= DMA_MIN_RUN {
+            SpanKind::Dma
+        } else if packed_run >= DIRECT_MIN_RUN {
+            SpanKind::Direct
+        } else {
+            SpanKind::Scatter
+        };
+        let mut g = Geometry {
+            kind,
+            grid: [Axis::default(); MAX_RANK],
+            n_grid: 0,
+            row: 1,
+            chunk: 1,
+            rows_per_unit: 1,
+            grouped_rows: 1,
+            row_pitch: Axis::default(),
+            splits_rows: true,
+            units: 1,
+        };
+        match kind {
+            SpanKind::Scatter => {
+                g.grid = merged;
+                g.n_grid = m;
+            }
+            SpanKind::Direct => {
+                g.grid = merged;
+                g.n_grid = m - 1;
+                g.row = packed_run;
+                g.chunk = packed_run;
+            }
+            SpanKind::Dma => {
+                let block = block_elements(repr.dtype) as u64;
+                g.grid = merged;
+                g.row = packed_run;
+                let outer = m - 1;
+                if packed_run >= block || outer == 0 {
+                    // Split each row into blocks: grid = outer axes + block index.
+                    g.chunk = block.min(packed_run);
+                    if let Some(slot) = g.grid.get_mut(outer) {
+                        *slot = Axis {
+                            extent: packed_run.div_ceil(block),
+                            input: block * elem,
+                            output: block,
+                        };
+                    }
+                    g.n_grid = outer + 1;
+                    g.splits_rows = true;
+                } else {
+                    // Group short rows of the fastest outer axis into 2D blocks.
+                    let fastest = g.grid.get(outer - 1).copied().unwrap_or_default();
+                    let k = (block / packed_run).min(fastest.extent);
+                    g.chunk = packed_run;
+                    g.rows_per_unit = k;
+                    g.grouped_rows = fastest.extent;
+                    g.row_pitch = fastest;
+                    if let Some(slot) = g.grid.get_mut(outer - 1) {
+                        *slot = Axis {
+                            extent: fastest.extent.div_ceil(k),
+                            input: fastest.input * k,
+                            output: fastest.output * k,
+                        };
+                    }
+                    if let Some(slot) = g.grid.get_mut(outer) {
+                        *slot = Axis::default();
+                    }
+                    g.n_grid = outer;
+                    g.splits_rows = false;
+                }
+            }
+        }
+        g.units = g.grid.iter().take(g.n_grid).map(|a| a.extent).product();
+        g
+    }
+
+    /// The range of units of worker `id` out of `launched` workers: contiguous and balanced.
+    pub fn range(&self, id: usize, launched: usize) -> (u64, u64) {
+        let n = launched.max(1) as u64;
+        let id = id as u64;
+        (self.units * id / n, self.units * (id + 1) / n)
+    }
+
+    /// How many workers to launch with a ring of `configured` (SPEC §8): one unit runs on
+    /// worker 0 alone; otherwise the full ring.
+    pub fn launched(&self, configured: usize) -> usize {
+        if self.units <= 1 { 1 } else { configured }
+    }
+}
+
+/// A carry walker over a unit grid: the current unit's grid coordinates and byte offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Walker {
+    grid: [Axis; MAX_RANK],
+    n: usize,
+    index: [u64; MAX_RANK],
+    /// Input byte offset of the current unit.
+    pub input: u64,
+    /// Output byte offset of the current unit.
+    pub output: u64,
+}
+
+impl Walker {
+    /// A walker positioned at unit `start` (row-major over the grid). The only division.
+    pub fn new(g: &Geometry, start: u64) -> Walker {
+        let mut w = Walker {
+            grid: g.grid,
+            n: g.n_grid,
+            index: [0; MAX_RANK],
+            input: 0,
+            output: 0,
+        };
+        let mut rest = start;
+        for k in (0..w.n).rev() {
+            let (Some(axis), Some(i)) = (w.grid.get(k), w.index.get_mut(k)) else {
+                continue;
+            };
+            *i = rest % axis.extent;
+            rest /= axis.extent;
+            w.input += *i * axis.input;
+            w.output += *i * axis.output;
+        }
+        w
+    }
+
+    /// Index along the last (fastest) grid axis.
+    pub fn last_index(&self) -> u64 {
+        match self.n {
+            0 => 0,
+            n => self.index.get(n - 1).copied().unwrap_or(0),
+        }
+    }
+
+    /// Moves to the next unit with carries.
+    pub fn advance(&mut self) {
+        for k in (0..self.n).rev() {
+            let (Some(axis), Some(i)) = (self.grid.get(k), self.index.get_mut(k)) else {
+                continue;
+            };
+            *i += 1;
+            self.input += axis.input;
+            self.output += axis.output;
+            if *i < axis.extent {
+                return;
+            }
+            self.input -= *i * axis.input;
+            self.output -= *i * axis.output;
+            *i = 0;
+        }
+    }
+}
