@@ -250,3 +250,41 @@ fn split_pieces_cover_the_call_once() {
         assert_eq!(want, got, "{rows}x{cols} in {parts}");
     }
 }
+
+#[test]
+fn long_runs_with_streaming_stores_match_the_exact_path() {
+    // Above the 4 Mi-element streaming threshold, with an output that starts off any
+    // 64-byte boundary, and a tail that is not a whole vector block.
+    let n = (4 << 20) + 77;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let input: Vec<u8> = (0..n)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Mostly values near the INT8 range, some raw bit patterns.
+            let v = if x % 5 == 0 {
+                x as u32
+            } else {
+                ((x as i32 >> 20) as f32 * 0.37).to_bits()
+            };
+            v.to_le_bytes()
+        })
+        .collect();
+    let plan = plan(DType::F32, n as u64, 0x3f40_0000, -7, Rounding::NearestEven);
+    let mut want = vec![0u8; n + 3];
+    execute(
+        &prepare_with_route(&plan, Route::Exact).unwrap(),
+        &input,
+        &mut want[3..],
+    )
+    .unwrap();
+    for route in vector_routes() {
+        let Some(p) = prepare_with_route(&plan, route) else {
+            continue;
+        };
+        let mut got = vec![0u8; n + 3];
+        execute(&p, &input, &mut got[3..]).unwrap();
+        assert!(want == got, "{route:?} differs on a long run");
+    }
+}

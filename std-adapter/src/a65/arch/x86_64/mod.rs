@@ -110,13 +110,24 @@ macro_rules! level_select {
             output: &mut [u8],
         ) {
             let n = output.len().min(input.len() / I::SIZE);
-            let blocks = n / $block * $block;
             let (mf, zp) = super::consts(m, zero_point);
+            // Long runs stream their output: first bring the output to a 64-byte boundary
+            // with the exact path, so that every vector store can be non-temporal.
+            let stream = n >= STREAM_MIN;
+            let head = if stream {
+                (64 - output.as_ptr() as usize % 64) % 64
+            } else {
+                0
+            };
+            exact::run::<I, M>(m, zero_point, &input[..head * I::SIZE], &mut output[..head]);
+            let (input, output) = (&input[head * I::SIZE..], &mut output[head..]);
+            let n = n - head;
+            let blocks = n / $block * $block;
             // Both calls: this wrapper is only handed out by `select`, which `run_fn` calls
             // after detecting the CPU features of this level (see the module doc); `input`
             // holds at least `blocks · I::SIZE` bytes and `output` at least `blocks` bytes,
             // which is all the body reads and writes.
-            if blocks >= STREAM_MIN {
+            if stream {
                 // SAFETY: features detected and buffer sizes as stated above.
                 unsafe {
                     $body::<IN, MODE, true>(mf, zp, input.as_ptr(), output.as_mut_ptr(), blocks);
