@@ -45,4 +45,4 @@
 pub mod a65;
 
 pub use simak_core::{AdmissionError, DType, Layout, MAX_RANK, Port, TensorSpec, View};
-pub use simak_core::{arith, dtype, error, ops, state, tensor};
+pub use simak_core::{arith, dtype, error, layout, ops, state, tensor};

@@ -6,11 +6,16 @@
 //! heap allocation.
 
 mod arch;
+pub mod casttess;
 pub mod quant;
+pub mod quanttess;
+mod tess;
 mod walk;
 
 #[doc(hidden)]
 pub use arch::Route;
+#[doc(hidden)]
+pub use arch::tess::TessLevel;
 
 use core::fmt;
 

@@ -1,0 +1,106 @@
+//! CastTess kernels: conversion to BF16 (SPEC §4) and the split into per-pixel byte planes
+//! (SPEC §5).
+//!
+//! Two kernel kinds, chosen once per plan from a table built after runtime detection:
+//!
+//! - [`ConvertFn`]: a contiguous run of input elements → BF16 values as little-endian byte
+//!   pairs. Integer SIMD only (the AVX-512 `VCVTNEPS2BF16` instruction flushes subnormals
+//!   and quiets NaNs, which SPEC §4 forbids); tails go through `simak_core::arith::cast`.
+//! - [`SplitFn`]: pixel-major BF16 values (`tc` per pixel) → pixels of `sc` stored
+//!   channels as two planes, `[lo × tc, 0 × (sc − tc), hi × tc, 0 × (sc − tc)]`, padding
+//!   included. Written once over the [`generic::Lanes`] trait (x86-64 SSSE3 lanes inside
+//!   AVX2 functions, AArch64 NEON) with the scalar [`fallback`].
+//!
+//! Layout: `generic` (the split, over a 16-byte vector trait), `fallback` (portable scalar),
+//! one folder per architecture with one file per level.
+
+pub(crate) mod fallback;
+pub(crate) mod generic;
+
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
+#[cfg(target_arch = "x86_64")]
+mod x86_64;
+
+use simak_core::DType;
+
+/// Converts `output.len() / 2` elements (little-endian input of the kernel's dtype) into
+/// BF16 little-endian byte pairs. `input` holds at least that many elements.
+pub(crate) type ConvertFn = fn(input: &[u8], output: &mut [u8]);
+
+/// Splits pixel-major BF16 values (`tc` per pixel, little-endian pairs in `bf`) into
+/// `out.len() / (2·sc)` pixels of `2·sc` bytes each, padding channels zero. `bf` holds at
+/// least `pixels · tc` values; `1 ≤ tc ≤ sc`.
+pub(crate) type SplitFn = fn(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]);
+
+/// A CastTess kernel level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TessLevel {
+    /// Portable scalar integer code.
+    Scalar,
+    /// x86-64 AVX2 (conversion in 256-bit lanes, split in 128-bit SSSE3 lanes).
+    Avx2,
+    /// x86-64 AVX-512 F/BW (conversion in 512-bit lanes, split as AVX2).
+    Avx512,
+    /// AArch64 NEON.
+    Neon,
+}
+
+impl TessLevel {
+    /// Every level, fastest first within each architecture; `Scalar` last.
+    pub const ALL: [TessLevel; 4] = [
+        TessLevel::Avx512,
+        TessLevel::Avx2,
+        TessLevel::Neon,
+        TessLevel::Scalar,
+    ];
+
+    /// Diagnostic name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TessLevel::Scalar => "scalar",
+            TessLevel::Avx2 => "x86_64-avx2",
+            TessLevel::Avx512 => "x86_64-avx512",
+            TessLevel::Neon => "aarch64-neon",
+        }
+    }
+}
+
+/// The kernels of one level for one input dtype.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TessKernels {
+    /// Level the kernels belong to.
+    pub level: TessLevel,
+    /// Conversion of the plan's input dtype.
+    pub convert: ConvertFn,
+    /// Plane split.
+    pub split: SplitFn,
+}
+
+/// The kernels of `level` for `dtype`, or `None` when this CPU lacks the level's features
+/// (or `dtype` is not a CastTess input).
+pub(crate) fn tess_kernels(level: TessLevel, dtype: DType) -> Option<TessKernels> {
+    if !dtype.is_float() {
+        return None;
+    }
+    let (convert, split): (ConvertFn, SplitFn) = match level {
+        TessLevel::Scalar => (fallback::convert_fn(dtype), fallback::split),
+        #[cfg(target_arch = "x86_64")]
+        TessLevel::Avx2 | TessLevel::Avx512 => x86_64::kernels(level, dtype)?,
+        #[cfg(target_arch = "aarch64")]
+        TessLevel::Neon => aarch64::kernels(dtype),
+        #[allow(unreachable_patterns)]
+        _ => return None,
+    };
+    Some(TessKernels {
+        level,
+        convert,
+        split,
+    })
+}
+
+/// Copies BF16 input unchanged (SPEC §4: all 16 bits preserved).
+pub(crate) fn convert_bf16(input: &[u8], output: &mut [u8]) {
+    let n = output.len() & !1;
+    output[..n].copy_from_slice(&input[..n]);
+}

@@ -1,0 +1,28 @@
+//! x86-64 CastTess kernels: AVX2 and AVX-512 (F/BW) conversions, SSSE3-lane split inside
+//! AVX2 functions.
+//!
+//! Both conversions are integer code; FP16 subnormals are normalized with compare / shift /
+//! blend steps, never through FP arithmetic or F16C (SPEC §4).
+
+mod avx2;
+mod avx512;
+
+use simak_core::DType;
+
+use super::{ConvertFn, SplitFn, TessLevel};
+
+/// The kernels of `level` when this CPU has its features.
+pub(super) fn kernels(level: TessLevel, dtype: DType) -> Option<(ConvertFn, SplitFn)> {
+    let has_avx2 = std::is_x86_feature_detected!("avx2");
+    match level {
+        TessLevel::Avx2 if has_avx2 => Some((avx2::convert_fn(dtype), avx2::split)),
+        TessLevel::Avx512
+            if has_avx2
+                && std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw") =>
+        {
+            Some((avx512::convert_fn(dtype), avx2::split))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,174 @@
+//! A65 QuantTess: FP32 / BF16 / FP16 → INT8 `MlaTiled` over borrowed host buffers (SPEC §3,
+//! §5, §6, §10).
+//!
+//! The numerics are the Quant routes' run functions (the same SIMD kernels and exact tails,
+//! chosen once in `prepare`), applied per bounded batch straight into the tiled output
+//! (compact channels) or through an on-stack panel (PadTo16). Padding bytes are 0x00
+//! whatever the zero point. No intermediate tensor, no heap allocation.
+//!
+//! ```
+//! use simak::a65;
+//! use simak::layout::{Channels, MlaTiled};
+//! use simak::ops::quant::Params;
+//! use simak::ops::quanttess::{check_inference, Request};
+//! use simak::{DType, TensorSpec};
+//!
+//! let plan = check_inference(&Request {
+//!     input: TensorSpec::contiguous([2, 2], DType::F32),
+//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 2], Channels::PadTo16),
+//!     params: Params::new(0.5).with_zero_point(3),
+//! })?;
+//! let prepared = a65::quanttess::prepare(&plan);
+//! let input: Vec<u8> = [1.0f32, -7.0, 300.0, f32::NAN]
+//!     .iter()
+//!     .flat_map(|x| x.to_le_bytes())
+//!     .collect();
+//! #[repr(align(16))]
+//! struct Out([u8; 32]);
+//! let mut out = Out([0xee; 32]);
+//! a65::quanttess::execute(&prepared, &input, &mut out.0)?;
+//! // Pixel 0: [3, -1, 0 × 14]; pixel 1: [127, 3, 0 × 14].
+//! assert_eq!(&out.0[..2], &[3, (-1i8) as u8]);
+//! assert_eq!(&out.0[16..18], &[127, 3]);
+//! assert!(out.0[2..16].iter().chain(&out.0[18..]).all(|&b| b == 0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use simak_core::arith::quant::{Multiplier, RunFn};
+use simak_core::ops::quanttess::Plan;
+
+use super::ExecuteError;
+use super::arch::{self, Route};
+use super::tess::{self, Geometry, Packer};
+
+/// A QuantTess plan prepared for the A65: Quant route and geometry selected once.
+#[derive(Debug, Clone, Copy)]
+pub struct Prepared {
+    plan: Plan,
+    route: Route,
+    run: RunFn,
+    geometry: Geometry,
+}
+
+/// Prepares `plan` with the fastest Quant route this CPU offers. Reads no tensor data and
+/// allocates nothing.
+pub fn prepare(plan: &Plan) -> Prepared {
+    Route::ALL
+        .into_iter()
+        .find_map(|route| prepare_with_route(plan, route))
+        .unwrap_or_else(|| unreachable!("the exact route is always available"))
+}
+
+/// Prepares `plan` with a forced Quant `route`, or `None` when this CPU lacks it. A test
+/// hook, not public API: routes are an implementation detail (SPEC §10).
+#[doc(hidden)]
+pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
+    let run = arch::run_fn(route, plan.input().dtype(), plan.rounding())?;
+    Some(Prepared {
+        plan: *plan,
+        route,
+        run,
+        geometry: Geometry::new(plan.input(), plan.output()),
+    })
+}
+
+impl Prepared {
+    /// The checked plan this was prepared from.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Diagnostic name of the selected Quant route, e.g. `x86_64-avx512` (not an API
+    /// contract, SPEC §10).
+    pub fn implementation(&self) -> &'static str {
+        self.route.name()
+    }
+
+    /// The selected route.
+    #[doc(hidden)]
+    pub fn route(&self) -> Route {
+        self.route
+    }
+}
+
+/// The QuantTess packer: the Quant run function into one INT8 plane.
+struct Quant<'a> {
+    run: RunFn,
+    multiplier: &'a Multiplier,
+    zero_point: i32,
+    elem: usize,
+}
+
+impl Packer for Quant<'_> {
+    fn pixels(&self, raw: &[u8], tc: usize, sc: usize, out: &mut [u8], scratch: &mut [u8]) {
+        if tc == sc {
+            (self.run)(self.multiplier, self.zero_point, raw, out);
+            return;
+        }
+        let n = raw.len() / self.elem;
+        let q = &mut scratch[..n];
+        (self.run)(self.multiplier, self.zero_point, raw, q);
+        for (pixel, values) in out.chunks_exact_mut(sc).zip(q.chunks_exact(tc)) {
+            pixel[..tc].copy_from_slice(values);
+            pixel[tc..].fill(0);
+        }
+    }
+
+    fn channels(&self, raw: &[u8], ca: usize, pixel: &mut [u8], _scratch: &mut [u8]) {
+        let n = raw.len() / self.elem;
+        (self.run)(
+            self.multiplier,
+            self.zero_point,
+            raw,
+            &mut pixel[ca..ca + n],
+        );
+    }
+}
+
+/// Quantizes `input` into the tiled INT8 `output` as `prepared` describes.
+///
+/// Buffers as for [`crate::a65::casttess::execute`]: `input` from its first element, at
+/// least `plan.input().span()` bytes, element-aligned; `output` at least
+/// `plan.output().capacity()` bytes, 16-byte aligned. Exactly the first `capacity` bytes
+/// are written (padding 0x00); an empty plan writes nothing. Allocates nothing.
+///
+/// # Errors
+///
+/// Checked before any write, in this order: [`ExecuteError::Capacity`],
+/// [`ExecuteError::Misaligned`], [`ExecuteError::AddressOverflow`] (input, then output),
+/// [`ExecuteError::Overlap`], then, for FP routes, [`ExecuteError::FpEnvironment`] when the
+/// calling thread's FP control register is not the default (SPEC §10). On error nothing
+/// was written; the caller's FP mode is never changed.
+pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
+    execute_with_fp_control(prepared, input, output, arch::read_fp_control())
+}
+
+/// [`execute`] with the FP control word supplied by the caller: the test seam of SPEC §10.
+/// Not public API.
+#[doc(hidden)]
+pub fn execute_with_fp_control(
+    prepared: &Prepared,
+    input: &[u8],
+    output: &mut [u8],
+    control: Option<u64>,
+) -> Result<(), ExecuteError> {
+    let plan = &prepared.plan;
+    if plan.is_empty() {
+        return Ok(());
+    }
+    tess::check_ports(plan.input(), plan.output(), input, output)?;
+    if prepared.route.uses_fp()
+        && let Some(c) = control
+        && !arch::fp_control_ok(c)
+    {
+        return Err(ExecuteError::FpEnvironment { control: c });
+    }
+    let packer = Quant {
+        run: prepared.run,
+        multiplier: plan.multiplier(),
+        zero_point: plan.zero_point(),
+        elem: plan.input().dtype().size(),
+    };
+    tess::run(&prepared.geometry, &packer, input, output);
+    Ok(())
+}
