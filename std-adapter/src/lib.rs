@@ -43,6 +43,7 @@
 #![deny(unsafe_code)]
 
 pub mod a65;
+pub mod ev74;
 
 pub use simak_core::{AdmissionError, DType, Layout, MAX_RANK, Port, TensorSpec, View};
 pub use simak_core::{arith, dtype, error, layout, ops, state, tensor};

@@ -1,0 +1,486 @@
+//! The host simulator of the EV74 (SPEC §8): a 32-bit bus address space of mapped regions,
+//! per-worker local memory capped at the SPEC budget, a DMA engine that completes transfers
+//! lazily and counts commands and bytes, and 1 to 4 workers.
+//!
+//! - Any access outside a mapped region is a [`Fault`]; every allocation is surrounded by at
+//!   least [`GUARD_BYTES`] of unmapped guard space, so an overrun faults instead of
+//!   corrupting a neighbour. Address 0 is never mapped.
+//! - DMA transfers move their data only when a later `wait` completes them (in order per
+//!   worker), so firmware that computes before waiting, or reuses a slot too early, reads or
+//!   publishes stale bytes, and the differential tests see it. Transfers a worker never
+//!   waited for are discarded and counted in [`DmaStats::unfinished`].
+//! - Every global byte read or written — DMA or direct — is counted, per region and in total;
+//!   a region can also count writes per byte.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+
+use simak_ev74_fw::device::{DeviceMemory, Direction, Dma, Event, Fault, Platform, Transfer};
+use simak_ev74_fw::work::{LOCAL_MEMORY_BYTES, MAX_WORKERS};
+
+/// Unmapped bytes kept on each side of every allocation.
+pub const GUARD_BYTES: u64 = 64;
+/// Lowest address handed out by [`SimMemory::allocate`] (address 0 is never mapped).
+pub const FIRST_ADDRESS: u64 = 0x1000;
+/// Alignment of allocations in bytes.
+pub const ALLOCATION_ALIGN: u64 = 64;
+const ADDRESS_END: u64 = 1 << 32;
+/// Fill byte of fresh local memory (stale-data detector).
+const LOCAL_FILL: u8 = 0xcd;
+
+/// Why the simulator's memory manager refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryError {
+    /// No free range of this many bytes (plus guards) is left below 2^32.
+    OutOfMemory {
+        /// Requested bytes.
+        len: u64,
+    },
+    /// A requested placement overlaps a mapped region or its guard bands, or leaves the
+    /// 32-bit domain, or starts at 0.
+    Placement {
+        /// Requested address.
+        address: u64,
+        /// Requested bytes.
+        len: u64,
+    },
+    /// No region starts at this address.
+    NotMapped {
+        /// Address.
+        address: u32,
+    },
+    /// A host access is outside the region.
+    HostRange {
+        /// Address.
+        address: u32,
+        /// Length in bytes.
+        len: u64,
+    },
+}
+
+impl fmt::Display for MemoryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            MemoryError::OutOfMemory { len } => write!(f, "no free device range of {len} bytes"),
+            MemoryError::Placement { address, len } => {
+                write!(f, "cannot map {len} bytes at 0x{address:x}")
+            }
+            MemoryError::NotMapped { address } => write!(f, "no region at 0x{address:x}"),
+            MemoryError::HostRange { address, len } => {
+                write!(
+                    f,
+                    "host access of {len} bytes at 0x{address:x} is not mapped"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for MemoryError {}
+
+/// Global traffic counters (bytes are bus bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DmaStats {
+    /// DMA commands started.
+    pub commands: u64,
+    /// Bytes moved by DMA from global into local memory.
+    pub dma_bytes_in: u64,
+    /// Bytes moved by DMA from local out to global memory.
+    pub dma_bytes_out: u64,
+    /// Bytes read by direct global loads.
+    pub direct_bytes_read: u64,
+    /// Bytes written by direct global stores.
+    pub direct_bytes_written: u64,
+    /// Faults raised.
+    pub faults: u64,
+    /// DMA transfers discarded because their worker never waited for them.
+    pub unfinished: u64,
+}
+
+impl DmaStats {
+    /// Every global byte read (DMA and direct).
+    pub const fn bytes_read(&self) -> u64 {
+        self.dma_bytes_in + self.direct_bytes_read
+    }
+
+    /// Every global byte written (DMA and direct).
+    pub const fn bytes_written(&self) -> u64 {
+        self.dma_bytes_out + self.direct_bytes_written
+    }
+}
+
+#[derive(Debug)]
+struct Region {
+    data: Vec<u8>,
+    reads: u64,
+    writes: u64,
+    write_counts: Option<Vec<u16>>,
+}
+
+/// The bus address space: mapped regions and traffic counters.
+#[derive(Debug, Default)]
+pub struct SimMemory {
+    regions: BTreeMap<u64, Region>,
+    stats: DmaStats,
+}
+
+impl SimMemory {
+    /// An empty address space.
+    pub fn new() -> SimMemory {
+        SimMemory::default()
+    }
+
+    /// Whether `[start, start + len)` keeps [`GUARD_BYTES`] of unmapped space from every
+    /// mapped region and stays inside `1..2^32`.
+    fn fits(&self, start: u64, len: u64) -> bool {
+        if start == 0 || start + len > ADDRESS_END {
+            return false;
+        }
+        match self.regions.range(..start + len + GUARD_BYTES).next_back() {
+            Some((&base, r)) => base + r.data.len() as u64 + GUARD_BYTES <= start,
+            None => true,
+        }
+    }
+
+    /// Maps `len` bytes (at least 1) at the lowest free [`ALLOCATION_ALIGN`]-aligned address
+    /// ≥ [`FIRST_ADDRESS`] with guard bands on both sides; the bytes are zero. Returns the bus
+    /// address (never 0).
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::OutOfMemory`].
+    pub fn allocate(&mut self, len: u64) -> Result<u32, MemoryError> {
+        let len = len.max(1);
+        let mut candidate = FIRST_ADDRESS;
+        let mut found = None;
+        for (&base, r) in self.regions.iter() {
+            if candidate + len + GUARD_BYTES <= base {
+                found = Some(candidate);
+                break;
+            }
+            candidate =
+                (base + r.data.len() as u64 + GUARD_BYTES).next_multiple_of(ALLOCATION_ALIGN);
+        }
+        let start = match found {
+            Some(s) => s,
+            None if candidate + len + GUARD_BYTES <= ADDRESS_END => candidate,
+            None => return Err(MemoryError::OutOfMemory { len }),
+        };
+        self.map_at(start as u32, len)?;
+        Ok(start as u32)
+    }
+
+    /// Maps `len` bytes (at least 1) at exactly `address` (zeroed).
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::Placement`] when the range (with guard bands) overlaps another region,
+    /// starts at 0 or leaves the 32-bit domain.
+    pub fn map_at(&mut self, address: u32, len: u64) -> Result<(), MemoryError> {
+        let len = len.max(1);
+        let start = u64::from(address);
+        if !self.fits(start, len) {
+            return Err(MemoryError::Placement {
+                address: start,
+                len,
+            });
+        }
+        self.regions.insert(
+            start,
+            Region {
+                data: vec![0; len as usize],
+                reads: 0,
+                writes: 0,
+                write_counts: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Unmaps the region starting at `address`.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::NotMapped`].
+    pub fn free(&mut self, address: u32) -> Result<(), MemoryError> {
+        self.regions
+            .remove(&u64::from(address))
+            .map(|_| ())
+            .ok_or(MemoryError::NotMapped { address })
+    }
+
+    /// Number of mapped regions.
+    pub fn regions(&self) -> usize {
+        self.regions.len()
+    }
+
+    fn locate(&self, address: u64, len: u64) -> Option<(u64, usize)> {
+        let (&base, r) = self.regions.range(..=address).next_back()?;
+        let offset = address - base;
+        (offset + len <= r.data.len() as u64).then_some((base, offset as usize))
+    }
+
+    fn region_mut(&mut self, address: u64, len: u64) -> Result<(&mut Region, usize), Fault> {
+        match self.locate(address, len) {
+            Some((base, offset)) => match self.regions.get_mut(&base) {
+                Some(r) => Ok((r, offset)),
+                None => Err(Fault::Unmapped { address, len }),
+            },
+            None => {
+                self.stats.faults += 1;
+                Err(Fault::Unmapped { address, len })
+            }
+        }
+    }
+
+    fn device_read(&mut self, address: u64, out: &mut [u8]) -> Result<(), Fault> {
+        let len = out.len() as u64;
+        let (r, offset) = self.region_mut(address, len)?;
+        out.copy_from_slice(&r.data[offset..offset + out.len()]);
+        r.reads += len;
+        Ok(())
+    }
+
+    fn device_write(&mut self, address: u64, data: &[u8]) -> Result<(), Fault> {
+        let len = data.len() as u64;
+        let (r, offset) = self.region_mut(address, len)?;
+        r.data[offset..offset + data.len()].copy_from_slice(data);
+        r.writes += len;
+        if let Some(counts) = r.write_counts.as_mut() {
+            for c in &mut counts[offset..offset + data.len()] {
+                *c = c.saturating_add(1);
+            }
+        }
+        Ok(())
+    }
+
+    /// Host (CPU) read of device memory, not counted as device traffic.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::HostRange`] when any byte is unmapped.
+    pub fn host_read(&self, address: u32, out: &mut [u8]) -> Result<(), MemoryError> {
+        let len = out.len() as u64;
+        let (base, offset) = self
+            .locate(u64::from(address), len)
+            .ok_or(MemoryError::HostRange { address, len })?;
+        let r = &self.regions[&base];
+        out.copy_from_slice(&r.data[offset..offset + out.len()]);
+        Ok(())
+    }
+
+    /// Host (CPU) write of device memory, not counted as device traffic.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::HostRange`] when any byte is unmapped.
+    pub fn host_write(&mut self, address: u32, data: &[u8]) -> Result<(), MemoryError> {
+        let len = data.len() as u64;
+        let (base, offset) = self
+            .locate(u64::from(address), len)
+            .ok_or(MemoryError::HostRange { address, len })?;
+        let r = self
+            .regions
+            .get_mut(&base)
+            .ok_or(MemoryError::NotMapped { address })?;
+        r.data[offset..offset + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Starts (or stops) counting device writes per byte of the region at `address`,
+    /// resetting the counts.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::NotMapped`].
+    pub fn track_writes(&mut self, address: u32, enabled: bool) -> Result<(), MemoryError> {
+        let r = self
+            .regions
+            .get_mut(&u64::from(address))
+            .ok_or(MemoryError::NotMapped { address })?;
+        r.write_counts = enabled.then(|| vec![0; r.data.len()]);
+        Ok(())
+    }
+
+    /// Device writes per byte of the region at `address`, if tracked.
+    pub fn write_counts(&self, address: u32) -> Option<&[u16]> {
+        self.regions
+            .get(&u64::from(address))?
+            .write_counts
+            .as_deref()
+    }
+
+    /// Device bytes read from and written to the region at `address` since the last
+    /// [`SimMemory::reset_stats`].
+    pub fn region_traffic(&self, address: u32) -> Option<(u64, u64)> {
+        let r = self.regions.get(&u64::from(address))?;
+        Some((r.reads, r.writes))
+    }
+
+    /// The traffic counters.
+    pub fn stats(&self) -> DmaStats {
+        self.stats
+    }
+
+    /// Clears every counter (totals and per region).
+    pub fn reset_stats(&mut self) {
+        self.stats = DmaStats::default();
+        for r in self.regions.values_mut() {
+            r.reads = 0;
+            r.writes = 0;
+        }
+    }
+}
+
+/// The simulated device: memory plus a ring of 1 to 4 workers with their local memories.
+#[derive(Debug)]
+pub struct SimDevice {
+    /// The bus address space.
+    pub memory: SimMemory,
+    locals: Vec<Vec<u8>>,
+}
+
+impl SimDevice {
+    /// A device with `workers` workers (clamped to 1..=4) of [`LOCAL_MEMORY_BYTES`] each.
+    pub fn new(workers: usize) -> SimDevice {
+        SimDevice::with_local_bytes(workers, LOCAL_MEMORY_BYTES)
+    }
+
+    /// A device whose workers have `local_bytes` of local memory each (capped at the SPEC
+    /// budget of [`LOCAL_MEMORY_BYTES`]).
+    pub fn with_local_bytes(workers: usize, local_bytes: usize) -> SimDevice {
+        let n = workers.clamp(1, MAX_WORKERS);
+        SimDevice {
+            memory: SimMemory::new(),
+            locals: (0..n)
+                .map(|_| vec![LOCAL_FILL; local_bytes.min(LOCAL_MEMORY_BYTES)])
+                .collect(),
+        }
+    }
+}
+
+impl Platform for SimDevice {
+    type Worker<'a> = SimWorker<'a>;
+
+    fn workers(&self) -> usize {
+        self.locals.len()
+    }
+
+    fn worker(&mut self, id: usize) -> SimWorker<'_> {
+        let n = self.locals.len();
+        SimWorker {
+            memory: &mut self.memory,
+            local: &mut self.locals[id % n],
+            queue: VecDeque::new(),
+            next_event: 0,
+        }
+    }
+}
+
+/// One worker's view of the simulated device.
+#[derive(Debug)]
+pub struct SimWorker<'a> {
+    memory: &'a mut SimMemory,
+    local: &'a mut Vec<u8>,
+    queue: VecDeque<(u32, Transfer)>,
+    next_event: u32,
+}
+
+impl DeviceMemory for SimWorker<'_> {
+    fn read(&mut self, address: u32, out: &mut [u8]) -> Result<(), Fault> {
+        self.memory.device_read(u64::from(address), out)?;
+        self.memory.stats.direct_bytes_read += out.len() as u64;
+        Ok(())
+    }
+
+    fn write(&mut self, address: u32, data: &[u8]) -> Result<(), Fault> {
+        self.memory.device_write(u64::from(address), data)?;
+        self.memory.stats.direct_bytes_written += data.len() as u64;
+        Ok(())
+    }
+}
+
+impl SimWorker<'_> {
+    fn rows(t: &Transfer) -> impl Iterator<Item = (u64, usize)> + '_ {
+        (0..u64::from(t.rows)).map(|r| {
+            (
+                u64::from(t.global) + r * u64::from(t.global_pitch),
+                (u64::from(t.local) + r * u64::from(t.local_pitch)) as usize,
+            )
+        })
+    }
+
+    fn perform(&mut self, t: &Transfer) -> Result<(), Fault> {
+        let n = t.row_bytes as usize;
+        for (global, local) in Self::rows(t) {
+            let slice = &mut self.local[local..local + n];
+            match t.direction {
+                Direction::ToLocal => {
+                    self.memory.device_read(global, slice)?;
+                    self.memory.stats.dma_bytes_in += n as u64;
+                }
+                Direction::ToGlobal => {
+                    self.memory.device_write(global, slice)?;
+                    self.memory.stats.dma_bytes_out += n as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Dma for SimWorker<'_> {
+    fn local(&mut self) -> &mut [u8] {
+        self.local
+    }
+
+    fn start(&mut self, t: &Transfer) -> Result<Event, Fault> {
+        let rows = u64::from(t.rows);
+        let span =
+            |pitch: u32| (rows.saturating_sub(1)) * u64::from(pitch) + u64::from(t.row_bytes);
+        let local_end = u64::from(t.local) + span(t.local_pitch);
+        if rows == 0 || local_end > self.local.len() as u64 {
+            self.memory.stats.faults += 1;
+            return Err(Fault::Local {
+                offset: u64::from(t.local),
+                len: span(t.local_pitch),
+            });
+        }
+        // Check every global row up front: a faulting command moves nothing.
+        for (global, _) in Self::rows(t) {
+            if self.memory.locate(global, u64::from(t.row_bytes)).is_none() {
+                self.memory.stats.faults += 1;
+                return Err(Fault::Unmapped {
+                    address: global,
+                    len: u64::from(t.row_bytes),
+                });
+            }
+        }
+        self.memory.stats.commands += 1;
+        let event = self.next_event;
+        self.next_event += 1;
+        self.queue.push_back((event, *t));
+        Ok(Event(event))
+    }
+
+    fn wait(&mut self, event: Event) -> Result<(), Fault> {
+        if event.0 >= self.next_event {
+            self.memory.stats.faults += 1;
+            return Err(Fault::Event { event: event.0 });
+        }
+        while let Some(&(id, t)) = self.queue.front() {
+            if id > event.0 {
+                break;
+            }
+            self.queue.pop_front();
+            self.perform(&t)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SimWorker<'_> {
+    fn drop(&mut self) {
+        self.memory.stats.unfinished += self.queue.len() as u64;
+    }
+}
