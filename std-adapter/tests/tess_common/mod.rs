@@ -1,0 +1,374 @@
+//! Shared pieces of the CastTess / QuantTess tests: an independent plain-loop layout oracle
+//! written from SPEC §5 (it shares no code with the library's traversal or with
+//! `TiledView::offset_of`), an independent BF16 conversion oracle, a fixed-seed case
+//! generator and a runner that checks dirty-buffer reuse and guard bytes.
+#![allow(dead_code)]
+
+use simak::a65;
+use simak::a65::TessLevel;
+use simak::layout::{Channels, MlaTiled};
+use simak::ops::casttess;
+use simak::{DType, TensorSpec};
+use simak_tests::bytes::Aligned;
+use simak_tests::rng::Rng;
+
+/// Bytes past the required span that must stay untouched.
+pub const GUARD: usize = 48;
+/// The guard and dirty-buffer fill byte.
+pub const DIRTY: u8 = 0xa5;
+
+/// FP32 → BF16 as SPEC §4 writes it.
+pub fn oracle_f32(bits: u32) -> u16 {
+    (bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16) as u16
+}
+
+/// FP16 → BF16: `half`'s exact widening and its round-to-nearest-even narrowing for
+/// numbers; the SPEC §4 quieting rule for NaNs.
+pub fn oracle_f16(bits: u16) -> u16 {
+    let f = half::f16::from_bits(bits);
+    if f.is_nan() {
+        (bits & 0x8000) | 0x7fc0 | ((bits & 0x3ff) >> 3)
+    } else {
+        half::bf16::from_f32(f.to_f32()).to_bits()
+    }
+}
+
+/// BF16 bits of one raw input element.
+pub fn oracle_bf16(dtype: DType, bits: u32) -> u16 {
+    match dtype {
+        DType::F32 => oracle_f32(bits),
+        DType::F16 => oracle_f16(bits as u16),
+        DType::BF16 => bits as u16,
+        DType::I8 => panic!("i8 is not an input"),
+    }
+}
+
+/// A test case: logical shape, input layout (byte strides), tiled layout.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+    /// Input byte strides per logical axis.
+    pub strides: Vec<u64>,
+    /// Input buffer length in bytes (covers the span; holes in between).
+    pub input_len: usize,
+    pub axes: [Option<u8>; 4],
+    pub tile: [u32; 4],
+    pub channels: Channels,
+}
+
+impl Case {
+    pub fn layout(&self) -> MlaTiled {
+        MlaTiled::new(self.axes, self.tile, self.channels)
+    }
+
+    pub fn elements(&self) -> usize {
+        self.shape.iter().product::<u64>() as usize
+    }
+
+    /// Byte offset of a logical index in the input.
+    pub fn input_offset(&self, index: &[usize]) -> usize {
+        index
+            .iter()
+            .zip(&self.strides)
+            .map(|(&i, &s)| i * s as usize)
+            .sum()
+    }
+}
+
+/// Row-major odometer over `shape`: calls `f` with every index.
+pub fn for_each_index(shape: &[usize], mut f: impl FnMut(&[usize])) {
+    if shape.contains(&0) {
+        return;
+    }
+    let mut index = vec![0usize; shape.len()];
+    loop {
+        f(&index);
+        let mut k = shape.len();
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            index[k] += 1;
+            if index[k] < shape[k] {
+                break;
+            }
+            index[k] = 0;
+        }
+    }
+}
+
+/// The plain-loop layout oracle of SPEC §5: the whole physical buffer, padding included,
+/// for element values `value(index)` (`planes` bytes each, plane 0 first).
+pub fn oracle_tiled(
+    shape: &[u64],
+    axes: [Option<u8>; 4],
+    tile: [u32; 4],
+    channels: Channels,
+    planes: usize,
+    value: impl Fn(&[usize]) -> [u8; 2],
+) -> Vec<u8> {
+    let shape: Vec<usize> = shape.iter().map(|&e| e as usize).collect();
+    let rank = shape.len();
+    let role_axis: Vec<Option<usize>> = axes.iter().map(|a| a.map(usize::from)).collect();
+    let ext: Vec<usize> = role_axis
+        .iter()
+        .map(|a| a.map_or(1, |a| shape[a]))
+        .collect();
+    let t: Vec<usize> = tile.iter().map(|&x| x as usize).collect();
+    let outer: Vec<usize> = (0..rank)
+        .filter(|a| !role_axis.contains(&Some(*a)))
+        .collect();
+    let outer_shape: Vec<usize> = outer.iter().map(|&a| shape[a]).collect();
+    let mut out = Vec::new();
+    if shape.contains(&0) {
+        return out;
+    }
+    let n_tiles = |r: usize| ext[r].div_ceil(t[r]);
+    for_each_index(&outer_shape, |oi| {
+        for ic in 0..n_tiles(3) {
+            for id in 0..n_tiles(0) {
+                for ih in 0..n_tiles(1) {
+                    for iw in 0..n_tiles(2) {
+                        let origin = [id * t[0], ih * t[1], iw * t[2], ic * t[3]];
+                        let actual: Vec<usize> =
+                            (0..4).map(|r| t[r].min(ext[r] - origin[r])).collect();
+                        let stored = match channels {
+                            Channels::Compact => actual[3],
+                            Channels::PadTo16 => actual[3].div_ceil(16) * 16,
+                        };
+                        let mut bytes = Vec::new();
+                        for d in 0..actual[0] {
+                            for h in 0..actual[1] {
+                                for w in 0..actual[2] {
+                                    for plane in 0..planes {
+                                        for c in 0..stored {
+                                            if c >= actual[3] {
+                                                bytes.push(0);
+                                                continue;
+                                            }
+                                            let mut index = vec![0usize; rank];
+                                            for (k, &a) in outer.iter().enumerate() {
+                                                index[a] = oi[k];
+                                            }
+                                            let coord = [d, h, w, c];
+                                            for r in 0..4 {
+                                                if let Some(a) = role_axis[r] {
+                                                    index[a] = origin[r] + coord[r];
+                                                }
+                                            }
+                                            bytes.push(value(&index)[plane]);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        while bytes.len() % 16 != 0 {
+                            bytes.push(0);
+                        }
+                        out.extend(bytes);
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
+/// Reads the raw bits of the element at `index` from the input.
+pub fn read_raw(case: &Case, input: &[u8], index: &[usize]) -> u32 {
+    let at = case.input_offset(index);
+    let size = case.dtype.size();
+    let mut b = [0u8; 4];
+    b[..size].copy_from_slice(&input[at..at + size]);
+    u32::from_le_bytes(b)
+}
+
+/// The expected CastTess buffer of `case` over `input`.
+pub fn expected_cast(case: &Case, input: &[u8]) -> Vec<u8> {
+    oracle_tiled(&case.shape, case.axes, case.tile, case.channels, 2, |i| {
+        oracle_bf16(case.dtype, read_raw(case, input, i)).to_le_bytes()
+    })
+}
+
+/// The CastTess request of `case` (rank given by the const generic).
+pub fn cast_plan(case: &Case) -> casttess::Plan {
+    macro_rules! by_rank {
+        ($($r:literal),*) => {
+            match case.shape.len() {
+                $($r => {
+                    let shape: [u64; $r] = case.shape.clone().try_into().unwrap();
+                    let strides: [u64; $r] = case.strides.clone().try_into().unwrap();
+                    casttess::check_inference(&casttess::Request {
+                        input: TensorSpec::strided(shape, strides, case.dtype),
+                        layout: case.layout(),
+                    })
+                })*
+                r => panic!("rank {r}"),
+            }
+        };
+    }
+    by_rank!(1, 2, 3, 4, 5, 6).unwrap_or_else(|e| panic!("{case:?}: {e}"))
+}
+
+/// Every CastTess level this CPU offers.
+pub fn levels(plan: &casttess::Plan) -> Vec<a65::casttess::Prepared> {
+    TessLevel::ALL
+        .into_iter()
+        .filter_map(|l| a65::casttess::prepare_with_level(plan, l))
+        .collect()
+}
+
+/// Runs `run` on a dirty output buffer (capacity + guard, 16-byte aligned) twice, checks
+/// the guard bytes after each call and that both calls give `expected`. Returns the
+/// number of byte comparisons.
+pub fn check_dirty(what: &str, expected: &[u8], mut run: impl FnMut(&mut [u8])) -> usize {
+    let mut buf = Aligned::new(expected.len() + GUARD, DIRTY);
+    for pass in 0..2 {
+        let out = buf.as_mut_slice();
+        if pass == 1 {
+            // A different dirty pattern in the required span on the second call.
+            for (k, b) in out[..expected.len()].iter_mut().enumerate() {
+                *b = (k as u8).wrapping_mul(31) ^ 0x5a;
+            }
+        }
+        run(out);
+        let (span, guard) = out.split_at(expected.len());
+        if span != expected {
+            let k = span.iter().zip(expected).position(|(a, b)| a != b).unwrap();
+            panic!(
+                "{what} pass {pass}: byte {k} of {} is {:#04x}, expected {:#04x}",
+                expected.len(),
+                span[k],
+                expected[k]
+            );
+        }
+        assert!(
+            guard.iter().all(|&b| b == DIRTY),
+            "{what}: guard bytes touched"
+        );
+    }
+    expected.len()
+}
+
+/// Random input bits for `dtype`, biased to special values.
+pub fn random_bits(rng: &mut Rng, dtype: DType) -> u32 {
+    let specials32 = [
+        0u32,
+        0x8000_0000,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7f80_0001,
+        0x7fff_ffff,
+        0xffff_ffff,
+        0x0000_8000,
+        0x3f80_8000,
+        0x3f81_8000,
+        0x0001_7fff,
+        0x7f7f_ffff,
+    ];
+    let specials16 = [
+        0u32, 0x8000, 0x7c00, 0xfc00, 0x7c01, 0x7fff, 0x0001, 0x03ff, 0x0202,
+    ];
+    let pick_special = rng.chance(1, 5);
+    match dtype {
+        DType::F32 if pick_special => *rng.pick(&specials32),
+        DType::F32 => rng.next_u32(),
+        _ if pick_special => *rng.pick(&specials16),
+        _ => rng.next_u32() & 0xffff,
+    }
+}
+
+/// Fills every byte of `input` with random bits, then writes random elements (biased to
+/// special values) at every logical index.
+pub fn fill_input(rng: &mut Rng, case: &Case) -> Aligned {
+    let mut buf = Aligned::new(case.input_len, 0);
+    for b in buf.as_mut_slice().iter_mut() {
+        *b = rng.next_u32() as u8;
+    }
+    let shape: Vec<usize> = case.shape.iter().map(|&e| e as usize).collect();
+    let size = case.dtype.size();
+    let input = buf.as_mut_slice();
+    for_each_index(&shape, |i| {
+        let at = case.input_offset(i);
+        let bits = random_bits(rng, case.dtype);
+        input[at..at + size].copy_from_slice(&bits.to_le_bytes()[..size]);
+    });
+    buf
+}
+
+/// Random input strides for `shape`: a random physical axis order, each axis's stride the
+/// span of the faster ones plus a random gap (in elements); contiguous with probability
+/// `contiguous_num / 4`. Returns (strides, buffer length).
+pub fn random_strides(
+    rng: &mut Rng,
+    shape: &[u64],
+    elem: u64,
+    contiguous_num: u64,
+) -> (Vec<u64>, usize) {
+    let rank = shape.len();
+    let mut order: Vec<usize> = (0..rank).collect();
+    let contiguous = rng.chance(contiguous_num, 4);
+    if !contiguous {
+        rng.shuffle(&mut order);
+    }
+    // `order` lists axes from slowest to fastest.
+    let mut strides = vec![0u64; rank];
+    let mut span = elem;
+    for &a in order.iter().rev() {
+        let gap = if contiguous || !rng.chance(1, 2) {
+            0
+        } else {
+            rng.below(3) * elem
+        };
+        strides[a] = span + gap;
+        span = strides[a] * shape[a].max(1);
+    }
+    // Singleton axes may carry any stride (normalized to 0 by admission).
+    for a in 0..rank {
+        if shape[a] == 1 && rng.chance(1, 3) {
+            strides[a] = rng.below(1000) * elem;
+        }
+    }
+    let len = elem as usize
+        + shape
+            .iter()
+            .zip(&strides)
+            .map(|(&e, &s)| (e.max(1) - 1) * s)
+            .sum::<u64>() as usize;
+    (strides, len)
+}
+
+/// A random axis map and tiles for `shape`.
+pub fn random_layout(rng: &mut Rng, shape: &[u64]) -> ([Option<u8>; 4], [u32; 4], Channels) {
+    let rank = shape.len();
+    let mut free: Vec<u8> = (0..rank as u8).collect();
+    rng.shuffle(&mut free);
+    let mut axes = [None; 4];
+    for slot in axes.iter_mut() {
+        if !free.is_empty() && rng.chance(3, 4) {
+            *slot = free.pop();
+        }
+    }
+    let mut tile = [1u32; 4];
+    for (t, a) in tile.iter_mut().zip(axes) {
+        if let Some(a) = a {
+            let e = shape[a as usize].max(1);
+            *t = if rng.chance(1, 4) {
+                e as u32
+            } else {
+                1 + rng.below(e) as u32
+            };
+            if shape[a as usize] == 0 {
+                *t = 1 + rng.below(4) as u32;
+            }
+        }
+    }
+    let channels = if rng.chance(1, 2) {
+        Channels::Compact
+    } else {
+        Channels::PadTo16
+    };
+    (axes, tile, channels)
+}
