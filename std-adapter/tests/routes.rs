@@ -263,7 +263,7 @@ fn long_runs_with_streaming_stores_match_the_exact_path() {
             x ^= x >> 7;
             x ^= x << 17;
             // Mostly values near the INT8 range, some raw bit patterns.
-            let v = if x % 5 == 0 {
+            let v = if x.is_multiple_of(5) {
                 x as u32
             } else {
                 ((x as i32 >> 20) as f32 * 0.37).to_bits()
