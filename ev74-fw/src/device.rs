@@ -127,8 +127,8 @@ pub trait Dma {
     /// reported here or by `wait`.
     fn start(&mut self, transfer: &Transfer) -> Result<Event, Fault>;
 
-    /// Waits until the transfer of `event` (and every transfer started before it on this
-    /// worker) has completed.
+    /// Waits until the transfer of `event` has completed. Events imply no ordering between
+    /// transfers: wait for each transfer whose data you depend on.
     ///
     /// # Errors
     ///

@@ -5,9 +5,9 @@
 //! - Any access outside a mapped region is a [`Fault`]; every allocation is surrounded by at
 //!   least [`GUARD_BYTES`] of unmapped guard space, so an overrun faults instead of
 //!   corrupting a neighbour. Address 0 is never mapped.
-//! - DMA transfers move their data only when a later `wait` completes them (in order per
-//!   worker), so firmware that computes before waiting, or reuses a slot too early, reads or
-//!   publishes stale bytes, and the differential tests see it. Transfers a worker never
+//! - DMA transfers move their data only when `wait` is called on their own event (events
+//!   imply no ordering), so firmware that computes before waiting, or reuses a slot too
+//!   early, reads or publishes stale bytes, and the differential tests see it. Transfers a worker never
 //!   waited for are discarded and counted in [`DmaStats::unfinished`].
 //! - Every global byte read or written — DMA or direct — is counted, per region and in total;
 //!   a region can also count writes per byte.
@@ -468,12 +468,12 @@ impl Dma for SimWorker<'_> {
             self.memory.stats.faults += 1;
             return Err(Fault::Event { event: event.0 });
         }
-        while let Some(&(id, t)) = self.queue.front() {
-            if id > event.0 {
-                break;
+        // Only this transfer completes: events carry no ordering, so firmware must wait
+        // for every transfer whose data it depends on.
+        if let Some(pos) = self.queue.iter().position(|&(id, _)| id == event.0) {
+            if let Some((_, t)) = self.queue.remove(pos) {
+                self.perform(&t)?;
             }
-            self.queue.pop_front();
-            self.perform(&t)?;
         }
         Ok(())
     }
