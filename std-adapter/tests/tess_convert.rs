@@ -345,10 +345,11 @@ fn all_fp32_patterns_through_the_simd_conversion() {
     };
     assert_eq!(fp32_sweep(plan_level, 1), Some(1 << 32));
     for level in TessLevel::ALL {
-        if level != plan_level && level != TessLevel::Scalar {
-            if let Some(n) = fp32_sweep(level, 8) {
-                assert_eq!(n, 1 << 29);
-            }
+        if level != plan_level
+            && level != TessLevel::Scalar
+            && let Some(n) = fp32_sweep(level, 8)
+        {
+            assert_eq!(n, 1 << 29);
         }
     }
 }

@@ -247,3 +247,47 @@ fn quanttess_padding_is_zero_whatever_the_zero_point() {
         });
     }
 }
+
+#[test]
+fn buffers_are_checked_before_any_write() {
+    use simak::a65::ExecuteError;
+    let plan = casttess::check_inference(&casttess::Request {
+        input: TensorSpec::contiguous([2, 3], DType::F32),
+        layout: MlaTiled::new(
+            [None, None, Some(0), Some(1)],
+            [1, 1, 2, 3],
+            Channels::Compact,
+        ),
+    })
+    .unwrap();
+    let input = Aligned::new(25, 0);
+    for p in levels(&plan) {
+        let mut out = Aligned::new(40, 0xa5);
+        let o = out.as_mut_slice();
+        assert!(matches!(
+            a65::casttess::execute(&p, input.as_slice(), &mut o[..15]),
+            Err(ExecuteError::Capacity {
+                required: 16,
+                found: 15,
+                ..
+            })
+        ));
+        assert!(matches!(
+            a65::casttess::execute(&p, input.as_slice(), &mut o[8..24]),
+            Err(ExecuteError::Misaligned { align: 16, .. })
+        ));
+        assert!(matches!(
+            a65::casttess::execute(&p, &input.as_slice()[..23], &mut o[..16]),
+            Err(ExecuteError::Capacity {
+                required: 24,
+                found: 23,
+                ..
+            })
+        ));
+        assert!(matches!(
+            a65::casttess::execute(&p, &input.as_slice()[1..], &mut o[..16]),
+            Err(ExecuteError::Misaligned { align: 4, .. })
+        ));
+        assert!(o.iter().all(|&b| b == 0xa5), "written before an error");
+    }
+}
