@@ -506,14 +506,18 @@ mod tests {
         /// Everything the current steps need.
         fn complete() -> Self {
             FakeProbe {
-                targets: Some(vec!["x86_64-unknown-linux-gnu", NO_STD_TARGET]),
+                targets: Some(vec![
+                    "x86_64-unknown-linux-gnu",
+                    NO_STD_TARGET,
+                    CROSS_TARGET,
+                ]),
                 components: Some(vec![
                     "cargo-x86_64-unknown-linux-gnu",
                     "clippy-x86_64-unknown-linux-gnu",
                     "rustfmt-x86_64-unknown-linux-gnu",
                 ]),
                 nightly_components: Some(vec!["miri-x86_64-unknown-linux-gnu"]),
-                path: vec!["qemu-aarch64"],
+                path: vec!["qemu-aarch64", "aarch64-linux-gnu-gcc"],
             }
         }
     }
