@@ -59,6 +59,9 @@ fn setup() -> Setup {
     }
 }
 
+/// One corruption of a packet.
+type Edit = Box<dyn Fn(&mut [u8; 224], &Setup)>;
+
 fn put(bytes: &mut [u8; 224], offset: usize, value: &[u8]) {
     bytes[offset..offset + value.len()].copy_from_slice(value);
 }
@@ -114,7 +117,7 @@ fn each_corrupted_field_has_its_code_and_writes_nothing() {
     use DecodeCode as C;
     let le32 = |v: u32| v.to_le_bytes();
     let le64 = |v: u64| v.to_le_bytes();
-    let cases: Vec<(C, Box<dyn Fn(&mut [u8; 224], &Setup)>)> = vec![
+    let cases: Vec<(C, Edit)> = vec![
         (C::Magic, Box::new(|p, _| put(p, field::MAGIC, b"SKQt"))),
         (
             C::Version,

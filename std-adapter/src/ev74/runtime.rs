@@ -168,6 +168,11 @@ pub type Status = Result<Report, FwError>;
 pub struct Retire(Box<dyn FnOnce(Status) + Send>);
 
 impl Retire {
+    /// Wraps a callback (for transports that forward to another transport).
+    pub fn new(f: impl FnOnce(Status) + Send + 'static) -> Retire {
+        Retire(Box::new(f))
+    }
+
     /// Confirms completion with the device status.
     pub fn complete(self, status: Status) {
         (self.0)(status)

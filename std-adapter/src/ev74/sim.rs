@@ -470,10 +470,10 @@ impl Dma for SimWorker<'_> {
         }
         // Only this transfer completes: events carry no ordering, so firmware must wait
         // for every transfer whose data it depends on.
-        if let Some(pos) = self.queue.iter().position(|&(id, _)| id == event.0) {
-            if let Some((_, t)) = self.queue.remove(pos) {
-                self.perform(&t)?;
-            }
+        if let Some(pos) = self.queue.iter().position(|&(id, _)| id == event.0)
+            && let Some((_, t)) = self.queue.remove(pos)
+        {
+            self.perform(&t)?;
         }
         Ok(())
     }
