@@ -128,6 +128,7 @@ impl EntryParams {
 
 /// Blocks processed by each path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BlockStats {
     /// 16-element blocks finished from the FP product.
     pub fast: u64,
