@@ -4,7 +4,7 @@
 //! `thumbv7em-none-eabihf`. It reuses `simak-core` verbatim: the wire structs, the
 //! device-side decoder and the exact Quant arithmetic.
 //!
-//! - [`capability`]: the native entries (name, version, route) and which are advertised;
+//! - [`capability`](mod@capability): the native entries (name, version, route) and which are advertised;
 //! - [`device`]: the seams to hardware — [`DeviceMemory`] (a 32-bit bus address space),
 //!   [`Dma`] (1D/2D transfers with completion events, per-worker local memory) and
 //!   [`Platform`] (the worker ring);
