@@ -6,13 +6,11 @@
 //! - `tc = sc` in 2..=8 (compact small pixels): `⌊16 / 2tc⌋` whole pixels per byte shuffle,
 //!   source and destination advancing together; the bytes past those pixels in each 16-byte
 //!   store are rewritten by the next store, and the last pixels go through the scalar
-//!   fallback so nothing is written past the slice;
+//!   tail loop so nothing is written past the slice;
 //! - otherwise per pixel, 16 channels per group, groups from last to first: each group's
 //!   low and high bytes are stored as whole vectors. A compact partial group spills into
 //!   the start of the high plane (rewritten by group 0's high store) and past the pixel
 //!   (rewritten by the next pixel); stores that would cross the end of `out` are bounded.
-
-use super::fallback;
 
 /// 16 bytes of SIMD lanes for one instruction set.
 ///
@@ -89,6 +87,9 @@ const PATTERNS: [[u8; 16]; 9] = [
     pattern(8),
 ];
 
+/// Bytes of whole pixels per shuffle, indexed by `tc` (entries 0 and 1 unused).
+const STEPS: [usize; 9] = [16, 16, 16, 12, 16, 10, 12, 14, 16];
+
 /// The split of [`super::SplitFn`].
 ///
 /// # Safety
@@ -99,18 +100,20 @@ pub(crate) unsafe fn split<V: Lanes>(bf: &[u8], tc: usize, sc: usize, out: &mut 
     if sc == 0 || tc == 0 {
         return;
     }
-    let npx = (out.len() / (2 * sc)).min(bf.len() / (2 * tc));
-    let out = &mut out[..npx * 2 * sc];
-    let bf = &bf[..npx * 2 * tc];
-    if tc == sc && tc == 1 {
-        out.copy_from_slice(bf);
-    } else if tc == sc && tc <= 8 {
-        // SAFETY: forwarded from the caller.
-        unsafe { small::<V>(bf, tc, out) }
-    } else {
-        // SAFETY: forwarded from the caller.
-        unsafe { per_pixel::<V>(bf, tc, sc, out) }
+    if tc == sc && tc <= 8 {
+        // Source and destination advance by the same 2·tc bytes per pixel: no division.
+        let n = out.len().min(bf.len());
+        if tc == 1 {
+            out[..n].copy_from_slice(&bf[..n]);
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe { small::<V>(&bf[..n], tc, &mut out[..n]) }
+        }
+        return;
     }
+    let npx = (out.len() / (2 * sc)).min(bf.len() / (2 * tc));
+    // SAFETY: forwarded from the caller.
+    unsafe { per_pixel::<V>(&bf[..npx * 2 * tc], tc, sc, &mut out[..npx * 2 * sc]) }
 }
 
 /// Compact pixels of 2..=8 channels, several per shuffle.
@@ -121,7 +124,7 @@ pub(crate) unsafe fn split<V: Lanes>(bf: &[u8], tc: usize, sc: usize, out: &mut 
 #[inline(always)]
 unsafe fn small<V: Lanes>(bf: &[u8], tc: usize, out: &mut [u8]) {
     let pb = 2 * tc;
-    let step = 16 / pb * pb;
+    let step = STEPS[tc];
     let total = out.len();
     let scratch = PATTERNS[tc];
     // SAFETY: `scratch` is 16 readable bytes; features enabled by the caller.
@@ -138,7 +141,14 @@ unsafe fn small<V: Lanes>(bf: &[u8], tc: usize, out: &mut [u8]) {
         unsafe { v.store(out.as_mut_ptr().wrapping_add(off)) };
         off += step;
     }
-    fallback::split(&bf[off..], tc, tc, &mut out[off..]);
+    // Fewer than 16 bytes (whole pixels) remain.
+    while off + pb <= total {
+        for c in 0..tc {
+            out[off + c] = bf[off + 2 * c];
+            out[off + tc + c] = bf[off + 2 * c + 1];
+        }
+        off += pb;
+    }
 }
 
 /// One 16-byte store at `pos`, bounded by the end of `out`.
@@ -207,7 +217,7 @@ unsafe fn per_pixel<V: Lanes>(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]) {
 
 #[cfg(test)]
 mod test {
-    use super::PATTERNS;
+    use super::{PATTERNS, STEPS};
 
     #[test]
     fn small_patterns_follow_the_pixel_layout() {
