@@ -230,5 +230,8 @@ mod test {
             PATTERNS[8][..16],
             [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]
         );
+        for (tc, &step) in STEPS.iter().enumerate().skip(2) {
+            assert_eq!(step, 16 / (2 * tc) * 2 * tc);
+        }
     }
 }
