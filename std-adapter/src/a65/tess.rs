@@ -236,6 +236,12 @@ impl Tile {
                 let row = self.base + d * sd + h * sh;
                 if direct {
                     flush!();
+                    // The same row of the next W tile follows this one in the input:
+                    // ask for it now, since tile order interleaves many input rows.
+                    let next = row + tw * row_bytes;
+                    if let Some(ahead) = input.get(next..next + tw * row_bytes) {
+                        super::arch::tess::prefetch(ahead);
+                    }
                     let mut w0 = 0;
                     while w0 < tw {
                         let n = batch.min(tw - w0);
