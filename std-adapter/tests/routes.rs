@@ -288,3 +288,103 @@ fn long_runs_with_streaming_stores_match_the_exact_path() {
         assert!(want == got, "{route:?} differs on a long run");
     }
 }
+
+#[test]
+fn half_routes_follow_the_source_predicates() {
+    let eligible = |dtype: DType, m: u32, rounding: Rounding, route: Route| {
+        prepare_with_route(&plan(dtype, 64, m, 0, rounding), route).is_some()
+    };
+    let fp16 = eligible(
+        DType::F16,
+        0x3f80_0000,
+        Rounding::NearestEven,
+        Route::NeonFp16,
+    );
+    if !fp16 {
+        // Not AArch64 with asimdhp: the half routes never exist.
+        assert!(!eligible(
+            DType::BF16,
+            0x3f80_0000,
+            Rounding::NearestEven,
+            Route::NeonBf16Fp16
+        ));
+        return;
+    }
+    let pow2 = |k: i32| ((k + 127) as u32) << 23;
+    // Native FP16: 2^k with −24 ≤ k ≤ 15; negative k only for nearest-even / toward-zero.
+    assert!(eligible(
+        DType::F16,
+        pow2(15),
+        Rounding::TowardPositive,
+        Route::NeonFp16
+    ));
+    assert!(!eligible(
+        DType::F16,
+        pow2(16),
+        Rounding::NearestEven,
+        Route::NeonFp16
+    ));
+    assert!(eligible(
+        DType::F16,
+        pow2(-24),
+        Rounding::TowardZero,
+        Route::NeonFp16
+    ));
+    assert!(!eligible(
+        DType::F16,
+        pow2(-25),
+        Rounding::TowardZero,
+        Route::NeonFp16
+    ));
+    assert!(!eligible(
+        DType::F16,
+        pow2(-1),
+        Rounding::TowardNegative,
+        Route::NeonFp16
+    ));
+    assert!(!eligible(
+        DType::F16,
+        0x3e99_999a,
+        Rounding::NearestEven,
+        Route::NeonFp16
+    ));
+    assert!(!eligible(
+        DType::BF16,
+        pow2(0),
+        Rounding::NearestEven,
+        Route::NeonFp16
+    ));
+    // BF16 through FP16: 2^k with −110 ≤ k ≤ 110, any mode.
+    for k in [-110, 0, 110] {
+        assert!(eligible(
+            DType::BF16,
+            pow2(k),
+            Rounding::TowardNegative,
+            Route::NeonBf16Fp16
+        ));
+    }
+    assert!(!eligible(
+        DType::BF16,
+        pow2(111),
+        Rounding::NearestEven,
+        Route::NeonBf16Fp16
+    ));
+    assert!(!eligible(
+        DType::BF16,
+        pow2(-111),
+        Rounding::NearestEven,
+        Route::NeonBf16Fp16
+    ));
+    assert!(!eligible(
+        DType::BF16,
+        0x3fc0_0000,
+        Rounding::NearestEven,
+        Route::NeonBf16Fp16
+    ));
+    // Automatic selection prefers them when eligible.
+    let auto =
+        |dtype: DType, m: u32| prepare(&plan(dtype, 64, m, 0, Rounding::NearestEven)).route();
+    assert_eq!(auto(DType::F16, pow2(-3)), Route::NeonFp16);
+    assert_eq!(auto(DType::BF16, pow2(7)), Route::NeonBf16Fp16);
+    assert_eq!(auto(DType::BF16, 0x3fc0_0000), Route::Neon);
+}

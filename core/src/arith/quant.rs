@@ -92,6 +92,13 @@ pub struct Multiplier {
 }
 
 impl Multiplier {
+    /// The multiplier 1.0.
+    pub const ONE: Multiplier = Multiplier {
+        bits: 0x3f80_0000,
+        significand: 1,
+        exponent: 0,
+    };
+
     /// Decodes binary32 `bits` (SPEC §3: finite, > 0, subnormals allowed). Integer code only.
     ///
     /// # Errors
@@ -567,6 +574,7 @@ mod test {
 
     #[test]
     fn multiplier_decoding() {
+        assert_eq!(Multiplier::from_bits(0x3f80_0000), Ok(Multiplier::ONE));
         assert_eq!(
             Multiplier::from_bits(0x3f80_0000).unwrap().power_of_two(),
             Some(0)

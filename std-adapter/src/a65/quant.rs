@@ -57,7 +57,10 @@ pub fn prepare(plan: &Plan) -> Prepared {
     } else {
         Route::ALL
             .into_iter()
-            .find(|&r| arch::run_fn(r, plan.input().dtype(), plan.rounding()).is_some())
+            .find(|&r| {
+                arch::run_fn_for(r, plan.input().dtype(), plan.multiplier(), plan.rounding())
+                    .is_some()
+            })
             .unwrap_or(Route::Exact)
     };
     build(plan, route, traversal, shape)
@@ -80,7 +83,12 @@ pub fn prepare_exact(plan: &Plan) -> Prepared {
 /// not public API: routes are an implementation detail (SPEC §10).
 #[doc(hidden)]
 pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
-    arch::run_fn(route, plan.input().dtype(), plan.rounding())?;
+    arch::run_fn_for(
+        route,
+        plan.input().dtype(),
+        plan.multiplier(),
+        plan.rounding(),
+    )?;
     let traversal = Traversal::new(plan.input(), plan.output());
     let shape = match shape_of(plan, &traversal) {
         // A forced vector route runs even small workloads through panels.
@@ -104,7 +112,13 @@ fn shape_of(plan: &Plan, t: &Traversal) -> Shape {
 
 fn build(plan: &Plan, route: Route, traversal: Traversal, shape: Shape) -> Prepared {
     let kernels = plan.kernels();
-    let run = arch::run_fn(route, plan.input().dtype(), plan.rounding()).unwrap_or(kernels.run);
+    let run = arch::run_fn_for(
+        route,
+        plan.input().dtype(),
+        plan.multiplier(),
+        plan.rounding(),
+    )
+    .unwrap_or(kernels.run);
     let route = if shape == Shape::Elements {
         Route::Exact
     } else {
@@ -135,6 +149,8 @@ impl Prepared {
             (Route::Avx2, Shape::Panels) => "x86_64-avx2+panels",
             (Route::Avx512, Shape::Panels) => "x86_64-avx512+panels",
             (Route::Neon, Shape::Panels) => "aarch64-neon+panels",
+            (Route::NeonFp16, Shape::Panels) => "aarch64-neon-fp16+panels",
+            (Route::NeonBf16Fp16, Shape::Panels) => "aarch64-neon-bf16-via-fp16+panels",
             (r, _) => r.name(),
         }
     }

@@ -16,7 +16,7 @@ pub(crate) mod tess;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_64;
 
-use simak_core::arith::quant::RunFn;
+use simak_core::arith::quant::{Multiplier, RunFn};
 use simak_core::{DType, ops::quant::Rounding};
 
 /// A numerical route for contiguous runs.
@@ -32,14 +32,22 @@ pub enum Route {
     Avx512,
     /// AArch64 NEON with FP32 arithmetic (BF16 fused widen, FP16 widened in registers).
     Neon,
+    /// AArch64 native FP16 arithmetic for FP16 input and power-of-two multipliers 2^k,
+    /// −24 ≤ k ≤ 15, with k ≥ 0 or rounding nearest-even / toward-zero (needs asimdhp).
+    NeonFp16,
+    /// AArch64 BF16 input mapped to bounded FP16 encodings with integer operations, for
+    /// power-of-two multipliers 2^k, −110 ≤ k ≤ 110 (needs asimdhp).
+    NeonBf16Fp16,
 }
 
 impl Route {
     /// Every route, fastest first within each architecture.
-    pub const ALL: [Route; 5] = [
+    pub const ALL: [Route; 7] = [
         Route::Avx512,
         Route::Avx2,
         Route::Sse41,
+        Route::NeonFp16,
+        Route::NeonBf16Fp16,
         Route::Neon,
         Route::Exact,
     ];
@@ -52,6 +60,8 @@ impl Route {
             Route::Avx2 => "x86_64-avx2",
             Route::Avx512 => "x86_64-avx512",
             Route::Neon => "aarch64-neon",
+            Route::NeonFp16 => "aarch64-neon-fp16",
+            Route::NeonBf16Fp16 => "aarch64-neon-bf16-via-fp16",
         }
     }
 
@@ -61,15 +71,37 @@ impl Route {
     }
 }
 
-/// The contiguous-run function of `route` for `dtype` × `rounding`, or `None` when this CPU
-/// lacks the route's features (or the route does not handle that dtype here).
+/// The contiguous-run function of `route` for `dtype` × `rounding` among the routes that
+/// take any multiplier, or `None` when this CPU lacks the route's features.
 pub(crate) fn run_fn(route: Route, dtype: DType, rounding: Rounding) -> Option<RunFn> {
+    match route {
+        Route::NeonFp16 | Route::NeonBf16Fp16 => None,
+        _ => run_fn_for(route, dtype, &Multiplier::ONE, rounding),
+    }
+}
+
+/// The contiguous-run function of `route` for `dtype` × `multiplier` × `rounding`, or `None`
+/// when this CPU lacks the route's features, or the route does not handle that dtype or
+/// multiplier (the predicates of SPEC §10).
+#[cfg_attr(not(target_arch = "aarch64"), allow(unused_variables))]
+pub(crate) fn run_fn_for(
+    route: Route,
+    dtype: DType,
+    multiplier: &Multiplier,
+    rounding: Rounding,
+) -> Option<RunFn> {
     match route {
         Route::Exact => simak_core::arith::quant::Kernels::select(dtype, rounding).map(|k| k.run),
         #[cfg(target_arch = "x86_64")]
         Route::Sse41 | Route::Avx2 | Route::Avx512 => x86_64::run_fn(route, dtype, rounding),
         #[cfg(target_arch = "aarch64")]
         Route::Neon => aarch64::run_fn(dtype, rounding),
+        #[cfg(target_arch = "aarch64")]
+        Route::NeonFp16 if dtype == DType::F16 => aarch64::half::fp16_run_fn(multiplier, rounding),
+        #[cfg(target_arch = "aarch64")]
+        Route::NeonBf16Fp16 if dtype == DType::BF16 => {
+            aarch64::half::bf16_run_fn(multiplier, rounding)
+        }
         #[allow(unreachable_patterns)]
         _ => None,
     }

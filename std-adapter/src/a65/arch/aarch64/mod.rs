@@ -8,6 +8,7 @@
 //! BF16 is widened in registers (`bits << 16`); FP16 is widened exactly with integer
 //! operations and one multiplication by 2^112 (exact, gradual underflow assumed).
 
+pub(crate) mod half;
 pub(crate) mod neon;
 
 use simak_core::DType;

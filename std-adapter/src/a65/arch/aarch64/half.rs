@@ -1,0 +1,345 @@
+//! AArch64 half-precision Quant routes (FEAT_FP16 / asimdhp), for power-of-two multipliers.
+//!
+//! Both routes follow the predicates of the A65 source document (SPEC §10):
+//!
+//! - **Native FP16** (FP16 input, `m = 2^k`, −24 ≤ k ≤ 15, and k ≥ 0 or rounding
+//!   nearest-even / toward-zero): `p = x · 2^k` in FP16 arithmetic (omitted at k = 0), then
+//!   `FCVT{Z,N,P,M}S` to INT16 (saturating, NaN → 0), saturating zero-point add, saturating
+//!   narrow. For k ≥ 0 the product is exact or overflows to ±∞, which saturates like the
+//!   binary32 product does; for k < 0 an FP16 underflow only happens below 2^-14, where
+//!   nearest-even and truncation give 0 either way (directed modes are excluded).
+//! - **BF16 through FP16** (BF16 input, `m = 2^k`, −110 ≤ k ≤ 110): no FP arithmetic; each
+//!   BF16 magnitude is mapped with integer operations to an FP16 encoding that has the same
+//!   INT8 result in every mode: `±256` from the saturation threshold up (every zero point
+//!   then saturates), the exact value `x · 2^k` in [0.5, 256) (an FP16 normal: the encoding is
+//!   the BF16 bits shifted left by 3 plus a per-plan exponent offset), the smallest FP16
+//!   subnormal as a sentinel for nonzero binary32 products below 0.5, and zero for products
+//!   that round to zero in binary32 (|x · 2^k| ≤ 2^-150) and for NaN. Magnitude thresholds are
+//!   raw BF16 bit comparisons computed once per plan.
+
+use core::arch::aarch64::*;
+use core::arch::asm;
+
+use simak_core::arith::quant::{self as exact, Multiplier, Rounding, RunFn};
+
+/// Whether the CPU has FP16 vector arithmetic (asimdhp).
+pub(crate) fn available() -> bool {
+    std::arch::is_aarch64_feature_detected!("fp16")
+}
+
+/// The native FP16 route's predicate on the multiplier and mode.
+pub(crate) fn fp16_eligible(m: &Multiplier, rounding: Rounding) -> bool {
+    match m.power_of_two() {
+        Some(k) if (-24..=15).contains(&k) => {
+            k >= 0 || matches!(rounding, Rounding::NearestEven | Rounding::TowardZero)
+        }
+        _ => false,
+    }
+}
+
+/// The BF16-through-FP16 route's predicate on the multiplier.
+pub(crate) fn bf16_eligible(m: &Multiplier) -> bool {
+    matches!(m.power_of_two(), Some(k) if (-110..=110).contains(&k))
+}
+
+/// FP16 bits of `2^k` for −24 ≤ k ≤ 15.
+fn fp16_power_of_two(k: i32) -> u16 {
+    if k >= -14 {
+        ((k + 15) as u16) << 10
+    } else {
+        1u16 << (k + 24)
+    }
+}
+
+/// Compares `|x| · 2^k` with `2^e` for a finite BF16 magnitude `a` (bits without sign).
+fn bf16_scaled_cmp(a: u16, k: i32, e: i32) -> core::cmp::Ordering {
+    let exp_field = (a >> 7) as i32;
+    let mant = (a & 0x7f) as u64;
+    let (sig, exp) = if exp_field == 0 {
+        (mant, -133)
+    } else {
+        (mant | 0x80, exp_field - 134)
+    };
+    if sig == 0 {
+        return core::cmp::Ordering::Less;
+    }
+    // sig · 2^(exp + k) vs 2^e  ⇔  sig vs 2^(e − exp − k); sig < 2^8.
+    let shift = e - exp - k;
+    if shift < 0 {
+        core::cmp::Ordering::Greater
+    } else if shift >= 9 {
+        core::cmp::Ordering::Less
+    } else {
+        sig.cmp(&(1u64 << shift))
+    }
+}
+
+/// Smallest finite BF16 magnitude `a` with `|x| · 2^k ≥ 2^e` (or above: `>` when `strict`).
+fn bf16_threshold(k: i32, e: i32, strict: bool) -> u16 {
+    let (mut lo, mut hi) = (0u16, 0x7f80u16);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let c = bf16_scaled_cmp(mid, k, e);
+        let reached = if strict { c.is_gt() } else { !c.is_lt() };
+        if reached {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+/// Per-plan constants of the BF16 route (raw magnitude thresholds and exponent offset).
+#[derive(Debug, Clone, Copy)]
+struct Bf16Consts {
+    /// Magnitudes ≥ this map to ±256.
+    saturate: u16,
+    /// Magnitudes ≥ this (and below `saturate`) are exact FP16 normals.
+    exact: u16,
+    /// Magnitudes ≥ this (and below `exact`) are nonzero binary32 products: the sentinel.
+    nonzero: u16,
+    /// Added (wrapping) to `magnitude << 3` to rebias the exponent.
+    offset: u16,
+}
+
+fn bf16_consts(k: i32) -> Bf16Consts {
+    Bf16Consts {
+        saturate: bf16_threshold(k, 8, false),
+        exact: bf16_threshold(k, -1, false),
+        // Binary32 products round to zero up to and including 2^-150 (a tie to even 0).
+        nonzero: bf16_threshold(k, -150, true),
+        offset: ((k - 112) as u16) << 10,
+    }
+}
+
+/// Generates one 16-element step: FP16 lanes in v0/v1 → INT8 bytes stored at `dst`.
+macro_rules! convert_store {
+    ($cvt:literal, $v0:expr, $v1:expr, $zp:expr, $dst:expr) => {
+        // SAFETY: the caller guarantees 16 writable bytes at `$dst`; the instructions need
+        // FEAT_FP16, which the enclosing function enables and the route table checked.
+        unsafe {
+            asm!(
+                concat!($cvt, " {a:v}.8h, {a:v}.8h"),
+                concat!($cvt, " {b:v}.8h, {b:v}.8h"),
+                "sqadd {a:v}.8h, {a:v}.8h, {zp:v}.8h",
+                "sqadd {b:v}.8h, {b:v}.8h, {zp:v}.8h",
+                "sqxtn {a:v}.8b, {a:v}.8h",
+                "sqxtn2 {a:v}.16b, {b:v}.8h",
+                "st1 {{{a:v}.16b}}, [{dst}]",
+                a = inout(vreg) $v0 => _,
+                b = inout(vreg) $v1 => _,
+                zp = in(vreg) $zp,
+                dst = in(reg) $dst,
+                options(nostack, preserves_flags)
+            );
+        }
+    };
+}
+
+/// Converts 16 FP16 lanes with mode `MODE` and stores 16 INT8 bytes.
+///
+/// # Safety
+///
+/// FEAT_FP16 must be available and `dst` valid for writing 16 bytes.
+#[target_feature(enable = "neon,fp16")]
+#[inline]
+unsafe fn finish<const MODE: u32>(a: uint16x8_t, b: uint16x8_t, zp: int16x8_t, dst: *mut u8) {
+    match MODE {
+        0 => convert_store!("fcvtzs", a, b, zp, dst),
+        1 => convert_store!("fcvtns", a, b, zp, dst),
+        2 => convert_store!("fcvtps", a, b, zp, dst),
+        _ => convert_store!("fcvtms", a, b, zp, dst),
+    }
+}
+
+/// Native FP16: `n` (a multiple of 16) elements.
+///
+/// # Safety
+///
+/// FEAT_FP16 must be available; `input` valid for reading `2n` bytes, `output` for writing
+/// `n` bytes.
+#[target_feature(enable = "neon,fp16")]
+unsafe fn fp16_body<const MODE: u32>(
+    k: i32,
+    zero_point: i16,
+    input: *const u8,
+    output: *mut u8,
+    n: usize,
+) {
+    let m = vdupq_n_u16(fp16_power_of_two(k));
+    let zp = vdupq_n_s16(zero_point);
+    let mut i = 0;
+    while i < n {
+        // SAFETY: i + 16 ≤ n, so 32 bytes are readable at `input + 2i`.
+        let v = unsafe { vld1q_u16_x2(input.wrapping_add(2 * i).cast::<u16>()) };
+        let (mut a, mut b) = (v.0, v.1);
+        if k != 0 {
+            // SAFETY: register-only FP16 multiplies; FEAT_FP16 is enabled for this function.
+            unsafe {
+                asm!(
+                    "fmul {a:v}.8h, {a:v}.8h, {m:v}.8h",
+                    "fmul {b:v}.8h, {b:v}.8h, {m:v}.8h",
+                    a = inout(vreg) a,
+                    b = inout(vreg) b,
+                    m = in(vreg) m,
+                    options(pure, nomem, nostack, preserves_flags)
+                );
+            }
+        }
+        // SAFETY: i + 16 ≤ n, so 16 bytes are writable at `output + i`.
+        unsafe { finish::<MODE>(a, b, zp, output.wrapping_add(i)) };
+        i += 16;
+    }
+}
+
+#[target_feature(enable = "neon")]
+#[inline]
+fn bf16_to_fp16(v: uint16x8_t, c: &Bf16Consts) -> uint16x8_t {
+    let magnitude = vandq_u16(v, vdupq_n_u16(0x7fff));
+    let sign = vandq_u16(v, vdupq_n_u16(0x8000));
+    let exact = vaddq_u16(vshlq_n_u16::<3>(magnitude), vdupq_n_u16(c.offset));
+    let tiny = vandq_u16(
+        vcgeq_u16(magnitude, vdupq_n_u16(c.nonzero)),
+        vdupq_n_u16(0x0001),
+    );
+    let r = vbslq_u16(vcgeq_u16(magnitude, vdupq_n_u16(c.exact)), exact, tiny);
+    let r = vbslq_u16(
+        vcgeq_u16(magnitude, vdupq_n_u16(c.saturate)),
+        vdupq_n_u16(0x5c00),
+        r,
+    );
+    // NaN magnitudes (above 0x7f80) give zero, so the zero point.
+    let r = vbicq_u16(r, vcgtq_u16(magnitude, vdupq_n_u16(0x7f80)));
+    vorrq_u16(r, sign)
+}
+
+/// BF16 through FP16: `n` (a multiple of 16) elements.
+///
+/// # Safety
+///
+/// FEAT_FP16 must be available; `input` valid for reading `2n` bytes, `output` for writing
+/// `n` bytes.
+#[target_feature(enable = "neon,fp16")]
+unsafe fn bf16_body<const MODE: u32>(
+    c: Bf16Consts,
+    zero_point: i16,
+    input: *const u8,
+    output: *mut u8,
+    n: usize,
+) {
+    let zp = vdupq_n_s16(zero_point);
+    let mut i = 0;
+    while i < n {
+        // SAFETY: i + 16 ≤ n, so 32 bytes are readable at `input + 2i`.
+        let v = unsafe { vld1q_u16_x2(input.wrapping_add(2 * i).cast::<u16>()) };
+        let (a, b) = (bf16_to_fp16(v.0, &c), bf16_to_fp16(v.1, &c));
+        // SAFETY: i + 16 ≤ n, so 16 bytes are writable at `output + i`.
+        unsafe { finish::<MODE>(a, b, zp, output.wrapping_add(i)) };
+        i += 16;
+    }
+}
+
+fn fp16_wrapper<M: exact::RoundingMode, const MODE: u32>(
+    m: &Multiplier,
+    zero_point: i32,
+    input: &[u8],
+    output: &mut [u8],
+) {
+    let n = output.len().min(input.len() / 2);
+    let blocks = n / 16 * 16;
+    let k = m.power_of_two().unwrap_or(0);
+    // SAFETY: only handed out by `run_fn` after `available()` and `fp16_eligible`; `input`
+    // holds 2·blocks bytes and `output` blocks bytes.
+    unsafe {
+        fp16_body::<MODE>(
+            k,
+            zero_point as i16,
+            input.as_ptr(),
+            output.as_mut_ptr(),
+            blocks,
+        )
+    };
+    exact::run::<exact::F16, M>(
+        m,
+        zero_point,
+        &input[2 * blocks..2 * n],
+        &mut output[blocks..n],
+    );
+}
+
+fn bf16_wrapper<M: exact::RoundingMode, const MODE: u32>(
+    m: &Multiplier,
+    zero_point: i32,
+    input: &[u8],
+    output: &mut [u8],
+) {
+    let n = output.len().min(input.len() / 2);
+    let blocks = n / 16 * 16;
+    // Thresholds: a few dozen integer steps; the run function's signature carries only the
+    // multiplier, so they are derived per call (independent of the data).
+    let c = bf16_consts(m.power_of_two().unwrap_or(0));
+    // SAFETY: only handed out by `run_fn` after `available()` and `bf16_eligible`; `input`
+    // holds 2·blocks bytes and `output` blocks bytes.
+    unsafe {
+        bf16_body::<MODE>(
+            c,
+            zero_point as i16,
+            input.as_ptr(),
+            output.as_mut_ptr(),
+            blocks,
+        )
+    };
+    exact::run::<exact::Bf16, M>(
+        m,
+        zero_point,
+        &input[2 * blocks..2 * n],
+        &mut output[blocks..n],
+    );
+}
+
+/// The native FP16 run function, when the CPU and the predicate allow it.
+pub(crate) fn fp16_run_fn(m: &Multiplier, rounding: Rounding) -> Option<RunFn> {
+    if !available() || !fp16_eligible(m, rounding) {
+        return None;
+    }
+    Some(match rounding {
+        Rounding::TowardZero => fp16_wrapper::<exact::TowardZero, 0>,
+        Rounding::NearestEven => fp16_wrapper::<exact::NearestEven, 1>,
+        Rounding::TowardPositive => fp16_wrapper::<exact::TowardPositive, 2>,
+        Rounding::TowardNegative => fp16_wrapper::<exact::TowardNegative, 3>,
+    })
+}
+
+/// The BF16-through-FP16 run function, when the CPU and the predicate allow it.
+pub(crate) fn bf16_run_fn(m: &Multiplier, rounding: Rounding) -> Option<RunFn> {
+    if !available() || !bf16_eligible(m) {
+        return None;
+    }
+    Some(match rounding {
+        Rounding::TowardZero => bf16_wrapper::<exact::TowardZero, 0>,
+        Rounding::NearestEven => bf16_wrapper::<exact::NearestEven, 1>,
+        Rounding::TowardPositive => bf16_wrapper::<exact::TowardPositive, 2>,
+        Rounding::TowardNegative => bf16_wrapper::<exact::TowardNegative, 3>,
+    })
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn thresholds_are_exact() {
+        // k = 0: 0.5 is BF16 0x3f00, 256 is 0x4380; the largest value rounding to zero in
+        // binary32 (≤ 2^-150) is below the smallest BF16 subnormal, so every nonzero counts.
+        let c = bf16_consts(0);
+        assert_eq!((c.exact, c.saturate, c.nonzero), (0x3f00, 0x4380, 0x0001));
+        // k = −110: x · 2^-110 ≤ 2^-150 ⇔ x ≤ 2^-40 (BF16 0x2b80); 2^-40 itself is a tie.
+        let c = bf16_consts(-110);
+        assert_eq!(c.nonzero, 0x2b81);
+        assert_eq!(c.exact, 0x3f00 + (110 << 7));
+        assert_eq!(fp16_power_of_two(0), 0x3c00);
+        assert_eq!(fp16_power_of_two(-24), 0x0001);
+        assert_eq!(fp16_power_of_two(15), 0x7800);
+    }
+}
