@@ -7,10 +7,14 @@ pub(crate) const USAGE: &str = "\
 Usage: cargo xtask <subcommand> [options]
 
 Subcommands:
-  test [--require-all]  run the repository checks: fmt, clippy, test, doc, no_std.
+  test [--require-all]  run the repository checks: fmt, clippy, test, doc, no_std,
+                        cross (AArch64 under qemu), armv7, fw_release, fuzz.
                         A step whose tool is missing (a rustup target or component,
                         a binary on PATH) is SKIPPED with an install hint;
                         --require-all turns every skip into a failure (used by CI).
+  fuzz [--seconds N]    run every cargo-fuzz target (fuzz/fuzz_targets) for N
+                        seconds each (default 20) on nightly; new inputs go to
+                        fuzz/target/xtask-corpus, the committed corpus is only read
   help                  print this message
 ";
 
@@ -21,6 +25,15 @@ pub(crate) enum Command {
     Help,
     /// `cargo xtask test [--require-all]`.
     Test(TestOptions),
+    /// `cargo xtask fuzz [--seconds N]`.
+    Fuzz(FuzzOptions),
+}
+
+/// Options of `cargo xtask fuzz`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FuzzOptions {
+    /// Seconds per target.
+    pub(crate) seconds: u64,
 }
 
 /// Options of `cargo xtask test`.
@@ -51,6 +64,24 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
             }
             Ok(Command::Test(options))
         }
+        "fuzz" => {
+            let mut options = FuzzOptions { seconds: 20 };
+            let mut rest = rest.iter();
+            while let Some(arg) = rest.next() {
+                match arg.as_str() {
+                    "--seconds" => {
+                        let value = rest.next().ok_or("`--seconds` needs a value")?;
+                        options.seconds = value
+                            .parse()
+                            .ok()
+                            .filter(|&s| s > 0)
+                            .ok_or(format!("`--seconds {value}` is not a positive integer"))?;
+                    }
+                    other => return Err(format!("unknown option `{other}` for `fuzz`")),
+                }
+            }
+            Ok(Command::Fuzz(options))
+        }
         other => Err(format!("unknown subcommand `{other}`")),
     }
 }
@@ -76,6 +107,20 @@ mod tests {
             parse_strs(&["test", "--require-all"]),
             Ok(Command::Test(TestOptions { require_all: true }))
         );
+    }
+
+    #[test]
+    fn parses_fuzz_seconds() {
+        assert_eq!(
+            parse_strs(&["fuzz"]),
+            Ok(Command::Fuzz(FuzzOptions { seconds: 20 }))
+        );
+        assert_eq!(
+            parse_strs(&["fuzz", "--seconds", "3"]),
+            Ok(Command::Fuzz(FuzzOptions { seconds: 3 }))
+        );
+        assert!(parse_strs(&["fuzz", "--seconds", "0"]).is_err());
+        assert!(parse_strs(&["fuzz", "--seconds"]).is_err());
     }
 
     #[test]

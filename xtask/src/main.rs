@@ -4,6 +4,7 @@
 //! are parsed into one [`flags::Command`] and handed to the matching module's `run`.
 
 mod flags;
+mod fuzz;
 mod test;
 #[cfg(test)]
 mod tidy;
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(flags::Command::Test(options)) => test::run(&project_root(), &options),
+        Ok(flags::Command::Fuzz(options)) => fuzz::run(&project_root(), &options),
         Err(message) => {
             eprintln!("error: {message}\n");
             eprint!("{}", flags::USAGE);

@@ -16,6 +16,8 @@ use crate::flags::TestOptions;
 const NO_STD_TARGET: &str = "thumbv7em-none-eabihf";
 /// The AArch64 target whose tests run under `qemu-aarch64 -cpu max` (SPEC §10 routes).
 const CROSS_TARGET: &str = "aarch64-unknown-linux-gnu";
+/// A 32-bit target for the firmware's tests, run under `qemu-arm` (SPEC §8).
+const ARMV7_TARGET: &str = "armv7-unknown-linux-gnueabihf";
 
 /// The checks, in order. Adding a check is one entry: a name, the command, its environment
 /// and the tools it needs (`cross`, the AArch64 pass under qemu, is the fullest example).
@@ -107,6 +109,70 @@ pub(crate) const STEPS: &[Step] = &[
             },
         ],
     },
+    Step {
+        name: "armv7",
+        program: Program::Cargo,
+        args: &[
+            "test",
+            "--no-fail-fast",
+            "--target",
+            ARMV7_TARGET,
+            "-p",
+            "simak-core",
+            "-p",
+            "simak-ev74-fw",
+        ],
+        env: &[
+            (
+                "CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER",
+                "arm-linux-gnueabihf-gcc",
+            ),
+            (
+                "CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_RUNNER",
+                "qemu-arm -L /usr/arm-linux-gnueabihf",
+            ),
+        ],
+        requires: &[
+            Requirement::RustupTarget(ARMV7_TARGET),
+            Requirement::Binary {
+                name: "qemu-arm",
+                apt_package: "qemu-user",
+            },
+            Requirement::Binary {
+                name: "arm-linux-gnueabihf-gcc",
+                apt_package: "gcc-arm-linux-gnueabihf",
+            },
+        ],
+    },
+    Step {
+        name: "fw_release",
+        program: Program::Cargo,
+        args: &[
+            "build",
+            "--release",
+            "-p",
+            "simak-ev74-fw",
+            "--features",
+            "defmt",
+            "--target",
+            NO_STD_TARGET,
+        ],
+        env: &[],
+        requires: &[Requirement::RustupTarget(NO_STD_TARGET)],
+    },
+    Step {
+        name: "fuzz",
+        program: Program::Cargo,
+        args: &["xtask", "fuzz", "--seconds", "20"],
+        env: &[],
+        requires: &[
+            Requirement::NightlyComponent("rustc"),
+            Requirement::CargoTool {
+                name: "cargo-fuzz",
+                krate: "cargo-fuzz",
+            },
+        ],
+    },
 ];
 
 /// One check: a command run from the workspace root, and the tools it needs.
@@ -129,7 +195,7 @@ pub(crate) struct Step {
 pub(crate) enum Program {
     /// The cargo running xtask (`$CARGO`, else `cargo`).
     Cargo,
-    /// `rustup run <toolchain> cargo`, for steps that need another toolchain (Miri: nightly).
+    /// `rustup run <toolchain> cargo`, for steps that need another toolchain (nightly).
     #[allow(dead_code, reason = "for planned steps such as Miri on nightly")]
     CargoOn(&'static str),
 }
@@ -142,7 +208,6 @@ pub(crate) enum Requirement {
     /// A rustup component installed for the active toolchain, e.g. `clippy`.
     RustupComponent(&'static str),
     /// A component of the nightly toolchain, e.g. `miri`.
-    #[allow(dead_code, reason = "for planned steps such as Miri")]
     NightlyComponent(&'static str),
     /// An executable on `PATH`, installed by a Debian package.
     Binary {
@@ -150,6 +215,13 @@ pub(crate) enum Requirement {
         name: &'static str,
         /// The Debian package that provides it.
         apt_package: &'static str,
+    },
+    /// An executable on `PATH` installed with `cargo install` (for example `cargo-fuzz`).
+    CargoTool {
+        /// File name looked up on `PATH`.
+        name: &'static str,
+        /// The crate that provides it.
+        krate: &'static str,
     },
 }
 
@@ -236,6 +308,16 @@ pub(crate) fn check(requirement: &Requirement, probe: &dyn Probe) -> Result<(), 
                 Err(Missing {
                     why: format!("`{name}` is not on PATH"),
                     install: format!("apt-get install {apt_package}"),
+                })
+            }
+        }
+        Requirement::CargoTool { name, krate } => {
+            if probe.on_path(name) {
+                Ok(())
+            } else {
+                Err(Missing {
+                    why: format!("`{name}` is not on PATH"),
+                    install: format!("cargo install {krate} --locked"),
                 })
             }
         }
@@ -510,14 +592,24 @@ mod tests {
                     "x86_64-unknown-linux-gnu",
                     NO_STD_TARGET,
                     CROSS_TARGET,
+                    ARMV7_TARGET,
                 ]),
                 components: Some(vec![
                     "cargo-x86_64-unknown-linux-gnu",
                     "clippy-x86_64-unknown-linux-gnu",
                     "rustfmt-x86_64-unknown-linux-gnu",
                 ]),
-                nightly_components: Some(vec!["miri-x86_64-unknown-linux-gnu"]),
-                path: vec!["qemu-aarch64", "aarch64-linux-gnu-gcc"],
+                nightly_components: Some(vec![
+                    "miri-x86_64-unknown-linux-gnu",
+                    "rustc-x86_64-unknown-linux-gnu",
+                ]),
+                path: vec![
+                    "qemu-aarch64",
+                    "aarch64-linux-gnu-gcc",
+                    "qemu-arm",
+                    "arm-linux-gnueabihf-gcc",
+                    "cargo-fuzz",
+                ],
             }
         }
     }
@@ -552,7 +644,20 @@ mod tests {
     #[test]
     fn step_table_is_the_documented_one() {
         let names: Vec<&str> = STEPS.iter().map(|s| s.name).collect();
-        assert_eq!(names, ["fmt", "clippy", "test", "doc", "no_std", "cross"]);
+        assert_eq!(
+            names,
+            [
+                "fmt",
+                "clippy",
+                "test",
+                "doc",
+                "no_std",
+                "cross",
+                "armv7",
+                "fw_release",
+                "fuzz"
+            ]
+        );
         assert_eq!(
             describe(step("doc")),
             "RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps"

@@ -1,0 +1,86 @@
+//! `cargo xtask fuzz [--seconds N]`: runs every cargo-fuzz target for N seconds each.
+//!
+//! Targets are the files of `fuzz/fuzz_targets/`. Each run reads the committed seed corpus
+//! `fuzz/corpus/<target>/` but writes new inputs to a scratch corpus under `fuzz/target/`
+//! (ignored by git), so a run never dirties the tree. A crash fails the run; libFuzzer
+//! leaves the input under `fuzz/artifacts/<target>/`, to become a regression test.
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+
+use crate::flags::FuzzOptions;
+
+/// Runs each fuzz target for `options.seconds`.
+pub(crate) fn run(root: &Path, options: &FuzzOptions) -> ExitCode {
+    let targets = match targets(&root.join("fuzz/fuzz_targets")) {
+        Ok(t) if !t.is_empty() => t,
+        Ok(_) => {
+            eprintln!("error: no fuzz targets in fuzz/fuzz_targets");
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("error: cannot list fuzz/fuzz_targets: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut failed = Vec::new();
+    for target in &targets {
+        let scratch = root.join("fuzz/target/xtask-corpus").join(target);
+        if let Err(e) = std::fs::create_dir_all(&scratch) {
+            eprintln!("error: cannot create {}: {e}", scratch.display());
+            return ExitCode::FAILURE;
+        }
+        let seeds = root.join("fuzz/corpus").join(target);
+        println!("==> fuzz {target} for {} s", options.seconds);
+        let status = Command::new("rustup")
+            .args(["run", "nightly", "cargo", "fuzz", "run", target])
+            .arg(&scratch)
+            .arg(&seeds)
+            .arg("--")
+            .arg(format!("-max_total_time={}", options.seconds))
+            .current_dir(root)
+            .status();
+        match status {
+            Ok(s) if s.success() => println!("<== fuzz {target}: no crash"),
+            Ok(s) => {
+                println!("<== fuzz {target} FAILED ({s})");
+                failed.push(target.clone());
+            }
+            Err(e) => {
+                println!("<== fuzz {target}: could not start cargo fuzz: {e}");
+                failed.push(target.clone());
+            }
+        }
+    }
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        println!("fuzz targets that failed: {}", failed.join(", "));
+        ExitCode::FAILURE
+    }
+}
+
+/// The target names: `.rs` file stems of `dir`, sorted.
+fn targets(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "rs")
+            && let Some(stem) = path.file_stem().and_then(|s| s.to_str())
+        {
+            names.push(stem.to_owned());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lists_the_committed_targets() {
+        let root = crate::project_root();
+        let names = super::targets(&root.join("fuzz/fuzz_targets")).unwrap();
+        assert!(names.contains(&"quant_decode".to_owned()), "{names:?}");
+    }
+}
