@@ -59,6 +59,75 @@ impl Params {
     }
 }
 
+impl Params {
+    /// Checks the parameters (SPEC §3): decodes the multiplier once and checks the zero
+    /// point. Shared by Quant and QuantTess admission.
+    ///
+    /// # Errors
+    ///
+    /// [`AdmissionError::MultiplierNotFinite`], [`AdmissionError::MultiplierNotPositive`],
+    /// [`AdmissionError::ZeroPointOutOfRange`].
+    pub fn check(&self) -> Result<CheckedParams, AdmissionError> {
+        let multiplier = Multiplier::from_bits(self.multiplier_bits)?;
+        let zero_point = self.zero_point;
+        if !(-128..=127).contains(&zero_point) {
+            return Err(AdmissionError::ZeroPointOutOfRange { zero_point });
+        }
+        Ok(CheckedParams {
+            multiplier,
+            zero_point,
+            rounding: self.rounding,
+        })
+    }
+}
+
+/// Quant parameters after admission: the multiplier decoded once, a zero point in
+/// [-128, 127] and a rounding mode (SPEC §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckedParams {
+    multiplier: Multiplier,
+    zero_point: i32,
+    rounding: Rounding,
+}
+
+impl CheckedParams {
+    /// The decoded multiplier.
+    pub const fn multiplier(&self) -> &Multiplier {
+        &self.multiplier
+    }
+
+    /// The zero point, in [-128, 127].
+    pub const fn zero_point(&self) -> i32 {
+        self.zero_point
+    }
+
+    /// The rounding mode.
+    pub const fn rounding(&self) -> Rounding {
+        self.rounding
+    }
+
+    /// The parameters as the caller gave them.
+    pub const fn params(&self) -> Params {
+        Params {
+            multiplier_bits: self.multiplier.bits(),
+            zero_point: self.zero_point,
+            rounding: self.rounding,
+        }
+    }
+
+    /// The exact scalar specialization for `dtype` × this rounding mode.
+    ///
+    /// # Panics
+    ///
+    /// For `DType::I8`, which admission never lets through as a Quant input.
+    pub fn kernels(&self, dtype: DType) -> Kernels {
+        match Kernels::select(dtype, self.rounding) {
+            Some(k) => k,
+            None => panic!("i8 is not a quant input dtype"),
+        }
+    }
+}
+
 /// An unchecked Quant request over rank-`R` ports (R ≤ 6; rank 0 is a scalar).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request<const R: usize> {
@@ -78,9 +147,7 @@ pub struct Request<const R: usize> {
 pub struct Plan {
     input: View,
     output: View,
-    multiplier: Multiplier,
-    zero_point: i32,
-    rounding: Rounding,
+    quant: CheckedParams,
 }
 
 impl Plan {
@@ -94,28 +161,29 @@ impl Plan {
         &self.output
     }
 
+    /// The checked parameters.
+    pub const fn quant_params(&self) -> &CheckedParams {
+        &self.quant
+    }
+
     /// The decoded multiplier.
     pub const fn multiplier(&self) -> &Multiplier {
-        &self.multiplier
+        self.quant.multiplier()
     }
 
     /// The zero point, in [-128, 127].
     pub const fn zero_point(&self) -> i32 {
-        self.zero_point
+        self.quant.zero_point()
     }
 
     /// The rounding mode.
     pub const fn rounding(&self) -> Rounding {
-        self.rounding
+        self.quant.rounding()
     }
 
     /// The parameters this plan was checked with.
     pub const fn params(&self) -> Params {
-        Params {
-            multiplier_bits: self.multiplier.bits(),
-            zero_point: self.zero_point,
-            rounding: self.rounding,
-        }
+        self.quant.params()
     }
 
     /// Number of elements (0 when empty, 1 for a scalar).
@@ -130,11 +198,8 @@ impl Plan {
 
     /// The exact scalar specialization for this plan's dtype × rounding.
     pub fn kernels(&self) -> Kernels {
-        match Kernels::select(self.input.dtype(), self.rounding) {
-            Some(k) => k,
-            // Admission rejected I8 input, so every plan has a float input dtype.
-            None => unreachable!("admitted quant plans have a float input"),
-        }
+        // Admission rejected I8 input, so every plan has a float input dtype.
+        self.quant.kernels(self.input.dtype())
     }
 }
 
@@ -178,19 +243,13 @@ pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, Adm
             });
         }
     }
-    let multiplier = Multiplier::from_bits(request.params.multiplier_bits)?;
-    let zero_point = request.params.zero_point;
-    if !(-128..=127).contains(&zero_point) {
-        return Err(AdmissionError::ZeroPointOutOfRange { zero_point });
-    }
+    let quant = request.params.check()?;
     let input = request.input.admit(Port::Input)?;
     let output = request.output.admit(Port::Output)?;
     Ok(Plan {
         input,
         output,
-        multiplier,
-        zero_point,
-        rounding: request.params.rounding,
+        quant,
     })
 }
 

@@ -24,7 +24,7 @@ use crate::dtype::DType;
 use crate::error::AdmissionError;
 use crate::layout::{MlaTiled, TiledView};
 use crate::ops::casttess::admit_ports;
-use crate::ops::quant::Params;
+use crate::ops::quant::{CheckedParams, Params};
 use crate::tensor::{TensorSpec, View};
 
 /// The output dtype of QuantTess.
@@ -48,9 +48,7 @@ pub struct Request<const R: usize> {
 pub struct Plan {
     input: View,
     output: TiledView,
-    multiplier: Multiplier,
-    zero_point: i32,
-    rounding: Rounding,
+    quant: CheckedParams,
 }
 
 impl Plan {
@@ -69,28 +67,29 @@ impl Plan {
         OUTPUT_DTYPE
     }
 
+    /// The checked Quant parameters.
+    pub const fn quant_params(&self) -> &CheckedParams {
+        &self.quant
+    }
+
     /// The decoded multiplier.
     pub const fn multiplier(&self) -> &Multiplier {
-        &self.multiplier
+        self.quant.multiplier()
     }
 
     /// The zero point, in [-128, 127].
     pub const fn zero_point(&self) -> i32 {
-        self.zero_point
+        self.quant.zero_point()
     }
 
     /// The rounding mode.
     pub const fn rounding(&self) -> Rounding {
-        self.rounding
+        self.quant.rounding()
     }
 
     /// The parameters this plan was checked with.
     pub const fn params(&self) -> Params {
-        Params {
-            multiplier_bits: self.multiplier.bits(),
-            zero_point: self.zero_point,
-            rounding: self.rounding,
-        }
+        self.quant.params()
     }
 
     /// Number of logical elements (0 when empty).
@@ -105,11 +104,8 @@ impl Plan {
 
     /// The exact scalar Quant specialization for this plan's dtype × rounding.
     pub fn kernels(&self) -> Kernels {
-        match Kernels::select(self.input.dtype(), self.rounding) {
-            Some(k) => k,
-            // Admission rejected I8 input, so every plan has a float input dtype.
-            None => unreachable!("admitted quanttess plans have a float input"),
-        }
+        // Admission rejected I8 input, so every plan has a float input dtype.
+        self.quant.kernels(self.input.dtype())
     }
 }
 
@@ -125,17 +121,11 @@ impl Plan {
 /// - the layout errors of [`MlaTiled::admit`] on the output.
 pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
     let (input, output) = admit_ports(&request.input, &request.layout, 1)?;
-    let multiplier = Multiplier::from_bits(request.params.multiplier_bits)?;
-    let zero_point = request.params.zero_point;
-    if !(-128..=127).contains(&zero_point) {
-        return Err(AdmissionError::ZeroPointOutOfRange { zero_point });
-    }
+    let quant = request.params.check()?;
     Ok(Plan {
         input,
         output,
-        multiplier,
-        zero_point,
-        rounding: request.params.rounding,
+        quant,
     })
 }
 
