@@ -9,6 +9,7 @@
 //! [`crate::state`]; a bound packet cannot be re-bound and an encoded one cannot be
 //! submitted.
 
+pub mod casttess;
 pub mod quant;
 
 /// A resolved region of device memory: a 32-bit bus address and a capacity in **bytes**.
@@ -28,5 +29,44 @@ impl DeviceRegion {
     /// A region of `len` bytes at bus `address`.
     pub const fn new(address: u32, len: u64) -> DeviceRegion {
         DeviceRegion { address, len }
+    }
+}
+
+/// Checks one port's region for `bind` (SPEC §6): nonzero address, capacity ≥ `span` bytes,
+/// address aligned to `align` bytes, address + span ≤ 2^32. Returns the accessed bus range
+/// `[start, end)`.
+pub(crate) fn check_region(
+    port: crate::error::Port,
+    span: u64,
+    region: DeviceRegion,
+    align: u64,
+) -> Result<(u64, u64), quant::BindError> {
+    use quant::BindError;
+    let address = region.address;
+    if address == 0 {
+        return Err(BindError::Unbound { port });
+    }
+    if region.len < span {
+        return Err(BindError::Capacity {
+            port,
+            required: span,
+            found: region.len,
+        });
+    }
+    if u64::from(address).checked_rem(align) != Some(0) {
+        return Err(BindError::Misaligned {
+            port,
+            address,
+            align,
+        });
+    }
+    let start = u64::from(address);
+    match start.checked_add(span) {
+        Some(end) if end <= crate::wire::quant::ADDRESS_LIMIT => Ok((start, end)),
+        _ => Err(BindError::Range {
+            port,
+            address,
+            span,
+        }),
     }
 }

@@ -46,12 +46,12 @@ use core::marker::PhantomData;
 use crate::error::Port;
 use crate::ops::quant::Plan;
 use crate::state::{Bound, Encoded, State};
-use crate::tensor::{MAX_RANK, View};
+use crate::tensor::MAX_RANK;
 use crate::wire::quant::{self as wire, QuantFlags, QuantRepr, SIZE};
 
 pub use crate::wire::quant::{DecodeCode, DecodeError};
 
-use super::DeviceRegion;
+use super::{DeviceRegion, check_region};
 
 /// Native entry name of Quant v1 (SPEC §7).
 pub const ENTRY: &str = "simaai_kernels_ev74_quant_v1";
@@ -347,42 +347,6 @@ pub fn encode_relocatable(plan: &DevicePlan) -> Packet<Encoded> {
     }
 }
 
-fn check_region(
-    port: Port,
-    view: &View,
-    region: DeviceRegion,
-    align: u64,
-) -> Result<(u64, u64), BindError> {
-    let span = view.span();
-    let address = region.address;
-    if address == 0 {
-        return Err(BindError::Unbound { port });
-    }
-    if region.len < span {
-        return Err(BindError::Capacity {
-            port,
-            required: span,
-            found: region.len,
-        });
-    }
-    if u64::from(address).checked_rem(align) != Some(0) {
-        return Err(BindError::Misaligned {
-            port,
-            address,
-            align,
-        });
-    }
-    let start = u64::from(address);
-    match start.checked_add(span) {
-        Some(end) if end <= wire::ADDRESS_LIMIT => Ok((start, end)),
-        _ => Err(BindError::Range {
-            port,
-            address,
-            span,
-        }),
-    }
-}
-
 /// Binds an encoded packet to device regions, giving a new bound packet (SPEC §6). The
 /// encoded packet is untouched and can be bound again.
 ///
@@ -406,9 +370,13 @@ pub fn bind(
     }
     if !plan.is_empty() {
         let p = &plan.plan;
-        let (in_lo, in_hi) =
-            check_region(Port::Input, p.input(), input, p.input().dtype().size_u64())?;
-        let (out_lo, out_hi) = check_region(Port::Output, p.output(), output, 1)?;
+        let (in_lo, in_hi) = check_region(
+            Port::Input,
+            p.input().span(),
+            input,
+            p.input().dtype().size_u64(),
+        )?;
+        let (out_lo, out_hi) = check_region(Port::Output, p.output().span(), output, 1)?;
         if in_lo < out_hi && out_lo < in_hi {
             return Err(BindError::Overlap);
         }

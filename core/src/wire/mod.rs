@@ -15,6 +15,8 @@
 //! `zerocopy::FromBytes::ref_from_bytes` and the code denies indexing and unchecked
 //! arithmetic.
 
+pub mod casttess;
 pub mod quant;
 
+pub use casttess::{CastTessDescriptorV1, CastTessFlags, CastTessRepr};
 pub use quant::{QuantDescriptorV1, QuantFlags, QuantRepr};
