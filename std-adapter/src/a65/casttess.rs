@@ -1,7 +1,7 @@
 //! A65 CastTess: FP32 / FP16 / BF16 → BF16 `MlaTiled` over borrowed host buffers (SPEC §4,
 //! §5, §6, §10).
 //!
-//! `prepare` picks the kernel level once (AVX-512, AVX2, NEON or scalar); `execute` rechecks
+//! `prepare` picks the kernel level once (AVX-512 VBMI, AVX-512, AVX2, NEON or scalar); `execute` rechecks
 //! the buffers, then converts and splits into byte planes in one pass per bounded batch
 //! (no intermediate tensor, no heap allocation), writing every required padding byte with
 //! zero and nothing past the required span. Every level gives identical bytes; none
@@ -38,7 +38,7 @@ use simak_core::DType;
 use simak_core::ops::casttess::Plan;
 
 use super::ExecuteError;
-use super::arch::tess::{ConvertFn, SplitFn, TessKernels, TessLevel, tess_kernels};
+use super::arch::tess::{ConvertFn, RowsFn, SplitFn, TessKernels, TessLevel, tess_kernels};
 use super::tess::{self, Geometry, PANEL, Packer};
 
 /// A CastTess plan prepared for the A65: kernel level and geometry selected once.
@@ -93,6 +93,7 @@ impl Prepared {
 struct Cast {
     convert: ConvertFn,
     split: SplitFn,
+    rows: Option<RowsFn>,
     elem: usize,
     bf16: bool,
 }
@@ -108,6 +109,11 @@ impl Packer for Cast {
         let bf = &mut scratch[..2 * n];
         (self.convert)(raw, bf);
         (self.split)(bf, tc, sc, out);
+    }
+
+    fn rows(&self, input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool {
+        self.rows
+            .is_some_and(|rows| rows(input, stride, tc, row_px, out))
     }
 
     fn channels(&self, raw: &[u8], ca: usize, pixel: &mut [u8], scratch: &mut [u8]) {
@@ -147,6 +153,7 @@ pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(
     let packer = Cast {
         convert: prepared.kernels.convert,
         split: prepared.kernels.split,
+        rows: prepared.kernels.rows,
         elem: dtype.size(),
         bf16: dtype == DType::BF16,
     };

@@ -31,6 +31,15 @@ pub(crate) trait Packer {
     /// Writes channels `ca..ca + n` of one pixel into `pixel` (the pixel's `sc · E` bytes)
     /// from `raw`, which holds those `n` input elements. Padding is the walker's job.
     fn channels(&self, raw: &[u8], ca: usize, pixel: &mut [u8], scratch: &mut [u8]);
+
+    /// Writes whole rows of compact pixels (`tc = sc`) in one pass when the packer has a
+    /// fused kernel for `tc`: row `r` holds `row_px` contiguous pixels from byte
+    /// `r · stride` of `input`, and the rows' pixels fill `out` in order. Returns `false`,
+    /// writing nothing, otherwise.
+    fn rows(&self, input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool {
+        let _ = (input, stride, tc, row_px, out);
+        false
+    }
 }
 
 /// The plan's geometry in `usize`, prepared once. Values derive from admitted views; they
@@ -232,6 +241,22 @@ impl Tile {
             };
         }
         for d in 0..td {
+            if direct && tc == sc {
+                let first = self.base + d * sd;
+                for h in 0..th {
+                    // Tile order interleaves many input rows: ask now for the same row of
+                    // the next W tile, which follows this one in the input.
+                    let next = first + h * sh + tw * row_bytes;
+                    if let Some(ahead) = input.get(next..next + tw * row_bytes) {
+                        super::arch::tess::prefetch(ahead);
+                    }
+                }
+                let end = (px + th * tw) * pb;
+                if packer.rows(&input[first..], sh, tc, tw, &mut out[px * pb..end]) {
+                    px += th * tw;
+                    continue;
+                }
+            }
             for h in 0..th {
                 let row = self.base + d * sd + h * sh;
                 if direct {

@@ -10,6 +10,9 @@
 //!   channels as two planes, `[lo × tc, 0 × (sc − tc), hi × tc, 0 × (sc − tc)]`, padding
 //!   included. Written once over the [`generic::Lanes`] trait (x86-64 SSSE3 lanes inside
 //!   AVX2 functions, AArch64 NEON) with the scalar [`fallback`].
+//! - [`RowsFn`] (optional, per level): both in one pass over whole rows of compact small
+//!   pixels, straight from the input rows to the output (x86-64 AVX-512 VBMI byte
+//!   permutes), with no BF16 intermediate.
 //!
 //! Layout: `generic` (the split, over a 16-byte vector trait), `fallback` (portable scalar),
 //! one folder per architecture with one file per level.
@@ -33,6 +36,14 @@ pub(crate) type ConvertFn = fn(input: &[u8], output: &mut [u8]);
 /// least `pixels · tc` values; `1 ≤ tc ≤ sc`.
 pub(crate) type SplitFn = fn(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]);
 
+/// Converts and splits whole rows of compact pixels (`tc = sc`) in one pass: row `r` holds
+/// `row_px` pixels of `tc` input elements, contiguous from byte `r · stride` of `input`, and
+/// its `2 · tc · row_px` output bytes follow the previous row's in `out`; there are
+/// `out.len() / (2 · tc · row_px)` rows. Returns `false`, writing nothing, when the kernel
+/// does not handle `tc`. Panics when a row lies past `input`.
+pub(crate) type RowsFn =
+    fn(input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool;
+
 /// A CastTess kernel level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TessLevel {
@@ -42,13 +53,17 @@ pub enum TessLevel {
     Avx2,
     /// x86-64 AVX-512 F/BW (conversion in 512-bit lanes, split as AVX2).
     Avx512,
+    /// x86-64 AVX-512 F/BW/VBMI: as `Avx512`, plus conversion and split fused in registers
+    /// for compact pixels of 2..=8 channels.
+    Avx512Vbmi,
     /// AArch64 NEON.
     Neon,
 }
 
 impl TessLevel {
     /// Every level, fastest first within each architecture; `Scalar` last.
-    pub const ALL: [TessLevel; 4] = [
+    pub const ALL: [TessLevel; 5] = [
+        TessLevel::Avx512Vbmi,
         TessLevel::Avx512,
         TessLevel::Avx2,
         TessLevel::Neon,
@@ -61,6 +76,7 @@ impl TessLevel {
             TessLevel::Scalar => "scalar",
             TessLevel::Avx2 => "x86_64-avx2",
             TessLevel::Avx512 => "x86_64-avx512",
+            TessLevel::Avx512Vbmi => "x86_64-avx512vbmi",
             TessLevel::Neon => "aarch64-neon",
         }
     }
@@ -75,6 +91,8 @@ pub(crate) struct TessKernels {
     pub convert: ConvertFn,
     /// Plane split.
     pub split: SplitFn,
+    /// Conversion and split fused over whole rows, when the level has them.
+    pub rows: Option<RowsFn>,
 }
 
 /// The kernels of `level` for `dtype`, or `None` when this CPU lacks the level's features
@@ -83,12 +101,17 @@ pub(crate) fn tess_kernels(level: TessLevel, dtype: DType) -> Option<TessKernels
     if !dtype.is_float() {
         return None;
     }
-    let (convert, split): (ConvertFn, SplitFn) = match level {
-        TessLevel::Scalar => (fallback::convert_fn(dtype), fallback::split),
+    let (convert, split, rows): (ConvertFn, SplitFn, Option<RowsFn>) = match level {
+        TessLevel::Scalar => (fallback::convert_fn(dtype), fallback::split, None),
         #[cfg(target_arch = "x86_64")]
-        TessLevel::Avx2 | TessLevel::Avx512 => x86_64::kernels(level, dtype)?,
+        TessLevel::Avx2 | TessLevel::Avx512 | TessLevel::Avx512Vbmi => {
+            x86_64::kernels(level, dtype)?
+        }
         #[cfg(target_arch = "aarch64")]
-        TessLevel::Neon => aarch64::kernels(dtype),
+        TessLevel::Neon => {
+            let (convert, split) = aarch64::kernels(dtype);
+            (convert, split, None)
+        }
         #[allow(unreachable_patterns)]
         _ => return None,
     };
@@ -96,6 +119,7 @@ pub(crate) fn tess_kernels(level: TessLevel, dtype: DType) -> Option<TessKernels
         level,
         convert,
         split,
+        rows,
     })
 }
 

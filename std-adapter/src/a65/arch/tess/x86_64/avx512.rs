@@ -82,7 +82,7 @@ unsafe fn f32_body(input: *const u8, output: *mut u8, n: usize) {
 /// FP16 → BF16 per 16-bit lane; the algorithm of the AVX2 level with mask registers.
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
-fn f16_lanes(h: __m512i) -> __m512i {
+pub(super) fn f16_lanes(h: __m512i) -> __m512i {
     let zero = _mm512_setzero_si512();
     let t = _mm512_and_si512(h, _mm512_set1_epi16(0x7fff));
     let sign = _mm512_and_si512(h, _mm512_set1_epi16(0x8000u16 as i16));

@@ -6,22 +6,31 @@
 
 mod avx2;
 mod avx512;
+mod avx512vbmi;
 
 use simak_core::DType;
 
-use super::{ConvertFn, SplitFn, TessLevel};
+use super::{ConvertFn, RowsFn, SplitFn, TessLevel};
 
-/// The kernels of `level` when this CPU has its features.
-pub(super) fn kernels(level: TessLevel, dtype: DType) -> Option<(ConvertFn, SplitFn)> {
+/// The kernels of `level` when this CPU has its features: conversion, split and the
+/// optional fused rows.
+pub(super) fn kernels(
+    level: TessLevel,
+    dtype: DType,
+) -> Option<(ConvertFn, SplitFn, Option<RowsFn>)> {
     let has_avx2 = std::is_x86_feature_detected!("avx2");
+    let has_avx512 = has_avx2
+        && std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512bw");
     match level {
-        TessLevel::Avx2 if has_avx2 => Some((avx2::convert_fn(dtype), avx2::split)),
-        TessLevel::Avx512
-            if has_avx2
-                && std::is_x86_feature_detected!("avx512f")
-                && std::is_x86_feature_detected!("avx512bw") =>
-        {
-            Some((avx512::convert_fn(dtype), avx2::split))
+        TessLevel::Avx2 if has_avx2 => Some((avx2::convert_fn(dtype), avx2::split, None)),
+        TessLevel::Avx512 if has_avx512 => Some((avx512::convert_fn(dtype), avx2::split, None)),
+        TessLevel::Avx512Vbmi if has_avx512 && std::is_x86_feature_detected!("avx512vbmi") => {
+            Some((
+                avx512::convert_fn(dtype),
+                avx2::split,
+                Some(avx512vbmi::rows_fn(dtype)),
+            ))
         }
         _ => None,
     }

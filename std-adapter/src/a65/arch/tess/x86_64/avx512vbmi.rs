@@ -1,0 +1,258 @@
+//! AVX-512 VBMI fused CastTess rows: conversion and byte-plane split in registers for
+//! compact pixels of 2..=8 channels, straight from the input rows into the tiled output.
+//!
+//! One step covers `⌊64 / 2tc⌋` whole pixels (at most 64 output bytes): the step's input
+//! elements are loaded with byte masks (FP32: two 512-bit loads; FP16 and BF16: one),
+//! converted in 32- or 16-bit lanes with the integer code of the AVX-512 level (SPEC §4),
+//! and a single `vpermt2b` / `vpermb` picks every output byte of the step (for FP32 the
+//! BF16 value is bytes 2 and 3 of the rounded 32-bit lane, so no narrowing is needed).
+//! Stores are byte-masked too, so row tails need no scalar code and nothing past a row's
+//! output is written; masked-off load bytes are never accessed.
+//!
+//! The safe wrappers here are handed out only by `super::kernels` after runtime detection
+//! of AVX-512F, AVX-512BW and AVX-512VBMI, so their calls into `#[target_feature]` code are
+//! sound by construction.
+
+use core::arch::x86_64::*;
+
+use simak_core::DType;
+
+use super::super::RowsFn;
+use super::avx512;
+
+/// Largest channel count of the fused path.
+const MAX_TC: usize = 8;
+
+/// Whole pixels per 64-byte output step for `tc` channels.
+const fn per_step(tc: usize) -> usize {
+    64 / (2 * tc)
+}
+
+/// Byte permutation of one step: output byte `j` (pixel `j / 2tc`, plane `(j % 2tc) / tc`,
+/// channel `j % tc`) comes from element `e = pixel · tc + channel`, at byte
+/// `lane · e + first + plane` of the step's source bytes. Bytes past the step's pixels
+/// select byte 0 (they are never stored).
+const fn index(tc: usize, lane: usize, first: usize) -> [u8; 64] {
+    let mut p = [0u8; 64];
+    if tc == 0 {
+        return p;
+    }
+    let pb = 2 * tc;
+    let n = per_step(tc) * pb;
+    let mut j = 0;
+    while j < n {
+        let px = j / pb;
+        let r = j % pb;
+        let e = px * tc + r % tc;
+        p[j] = (lane * e + first + r / tc) as u8;
+        j += 1;
+    }
+    p
+}
+
+/// Indexes of `f(tc)` for `tc` in 0..=MAX_TC (0 and 1 unused).
+const fn table(lane: usize, first: usize) -> [[u8; 64]; MAX_TC + 1] {
+    let mut t = [[0u8; 64]; MAX_TC + 1];
+    let mut tc = 2;
+    while tc <= MAX_TC {
+        t[tc] = index(tc, lane, first);
+        tc += 1;
+    }
+    t
+}
+
+/// FP32 steps: bytes 2 and 3 of each rounded 32-bit lane, over 128 source bytes.
+static F32_INDEX: [[u8; 64]; MAX_TC + 1] = table(4, 2);
+/// FP16 and BF16 steps: the BF16 pair of each 16-bit lane, over 64 source bytes.
+static B16_INDEX: [[u8; 64]; MAX_TC + 1] = table(2, 0);
+
+/// The fused rows of a float `dtype`.
+pub(super) fn rows_fn(dtype: DType) -> RowsFn {
+    match dtype {
+        DType::F32 => rows_f32,
+        DType::F16 => rows_f16,
+        _ => rows_bf16,
+    }
+}
+
+/// The row geometry of [`RowsFn`] after its bounds checks: rows, input bytes per row,
+/// output bytes per row. `None` when `tc` is not a fused channel count.
+fn geometry(
+    input: &[u8],
+    stride: usize,
+    tc: usize,
+    row_px: usize,
+    out: &[u8],
+    elem: usize,
+) -> Option<(usize, usize, usize)> {
+    if !(2..=MAX_TC).contains(&tc) || row_px == 0 {
+        return None;
+    }
+    let row_in = row_px * tc * elem;
+    let row_out = row_px * tc * 2;
+    let rows = out.len() / row_out;
+    if rows > 0 {
+        let need = (rows - 1)
+            .checked_mul(stride)
+            .and_then(|s| s.checked_add(row_in));
+        assert!(
+            need.is_some_and(|n| n <= input.len()),
+            "rows past the input"
+        );
+    }
+    Some((rows, row_in, row_out))
+}
+
+fn rows_f32(input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool {
+    let Some((rows, row_in, row_out)) = geometry(input, stride, tc, row_px, out, 4) else {
+        return false;
+    };
+    for r in 0..rows {
+        // SAFETY: AVX-512F/BW/VBMI detected (module doc); `geometry` proved row `r`'s
+        // `row_in` input bytes at `r · stride` lie in `input`, and its `row_out` output
+        // bytes lie in `out` (rows · row_out ≤ out.len()).
+        unsafe {
+            row_f32_body(
+                input.as_ptr().wrapping_add(r * stride),
+                out.as_mut_ptr().wrapping_add(r * row_out),
+                tc,
+                row_in,
+            )
+        };
+    }
+    true
+}
+
+fn rows_f16(input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool {
+    let Some((rows, row_in, row_out)) = geometry(input, stride, tc, row_px, out, 2) else {
+        return false;
+    };
+    for r in 0..rows {
+        // SAFETY: as in `rows_f32`, with 2-byte input elements.
+        unsafe {
+            row_b16_body::<true>(
+                input.as_ptr().wrapping_add(r * stride),
+                out.as_mut_ptr().wrapping_add(r * row_out),
+                tc,
+                row_in,
+            )
+        };
+    }
+    true
+}
+
+fn rows_bf16(input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool {
+    let Some((rows, row_in, row_out)) = geometry(input, stride, tc, row_px, out, 2) else {
+        return false;
+    };
+    for r in 0..rows {
+        // SAFETY: as in `rows_f32`, with 2-byte input elements.
+        unsafe {
+            row_b16_body::<false>(
+                input.as_ptr().wrapping_add(r * stride),
+                out.as_mut_ptr().wrapping_add(r * row_out),
+                tc,
+                row_in,
+            )
+        };
+    }
+    true
+}
+
+/// Byte mask of the first `n` bytes of a 64-byte vector (`n` clamped to 64).
+#[inline(always)]
+fn mask(n: usize) -> u64 {
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
+}
+
+/// One row of FP32 pixels: `row_in` input bytes (a whole number of pixels of `tc` channels)
+/// to `row_in / 2` output bytes.
+///
+/// # Safety
+///
+/// AVX-512F/BW/VBMI available; `2 ≤ tc ≤ 8`; `src` valid for reading `row_in` bytes, `dst`
+/// for writing `row_in / 2` bytes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn row_f32_body(src: *const u8, dst: *mut u8, tc: usize, row_in: usize) {
+    // SAFETY: a table entry is 64 readable bytes.
+    let idx = unsafe { _mm512_loadu_si512(F32_INDEX[tc].as_ptr().cast()) };
+    let in_step = per_step(tc) * tc * 4;
+    let one = _mm512_set1_epi32(1);
+    let bias = _mm512_set1_epi32(0x7fff);
+    let mut at = 0;
+    while at < row_in {
+        let left = row_in - at;
+        let (m0, m1) = (mask(left), mask(left.saturating_sub(64)));
+        let from = src.wrapping_add(at);
+        // SAFETY: the mask selects bytes below `row_in - at`, all inside `src`'s row;
+        // masked-off bytes are not accessed.
+        let a = unsafe { _mm512_maskz_loadu_epi8(m0, from.cast()) };
+        // SAFETY: as above, for bytes 64.. of the step.
+        let b = unsafe { _mm512_maskz_loadu_epi8(m1, from.wrapping_add(64).cast()) };
+        let ra = _mm512_add_epi32(
+            _mm512_add_epi32(a, bias),
+            _mm512_and_si512(_mm512_srli_epi32::<16>(a), one),
+        );
+        let rb = _mm512_add_epi32(
+            _mm512_add_epi32(b, bias),
+            _mm512_and_si512(_mm512_srli_epi32::<16>(b), one),
+        );
+        let v = _mm512_permutex2var_epi8(ra, idx, rb);
+        let n = in_step.min(left);
+        // SAFETY: the mask selects the step's `n / 2` output bytes, inside `dst`'s row.
+        unsafe { _mm512_mask_storeu_epi8(dst.wrapping_add(at / 2).cast(), mask(n / 2), v) };
+        at += in_step;
+    }
+}
+
+/// One row of 16-bit pixels (FP16 when `F16`, else BF16): `row_in` input bytes to as many
+/// output bytes.
+///
+/// # Safety
+///
+/// AVX-512F/BW/VBMI available; `2 ≤ tc ≤ 8`; `src` valid for reading `row_in` bytes, `dst`
+/// for writing `row_in` bytes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn row_b16_body<const F16: bool>(src: *const u8, dst: *mut u8, tc: usize, row_in: usize) {
+    // SAFETY: a table entry is 64 readable bytes.
+    let idx = unsafe { _mm512_loadu_si512(B16_INDEX[tc].as_ptr().cast()) };
+    let step = per_step(tc) * tc * 2;
+    let full = mask(step);
+    let mut at = 0;
+    while at < row_in {
+        let m = if row_in - at >= step {
+            full
+        } else {
+            mask(row_in - at)
+        };
+        // SAFETY: the mask selects bytes below `row_in - at`, inside `src`'s row.
+        let h = unsafe { _mm512_maskz_loadu_epi8(m, src.wrapping_add(at).cast()) };
+        let bf = if F16 { avx512::f16_lanes(h) } else { h };
+        let v = _mm512_permutexvar_epi8(idx, bf);
+        // SAFETY: the same bytes of `dst`'s row.
+        unsafe { _mm512_mask_storeu_epi8(dst.wrapping_add(at).cast(), m, v) };
+        at += step;
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::{B16_INDEX, F32_INDEX};
+
+    #[test]
+    fn indexes_follow_the_pixel_layout() {
+        // tc = 3: pixel [l0 l1 l2 h0 h1 h2]; FP32 lane e's BF16 is bytes 4e + 2, 4e + 3.
+        assert_eq!(
+            F32_INDEX[3][..12],
+            [2, 6, 10, 3, 7, 11, 14, 18, 22, 15, 19, 23]
+        );
+        assert_eq!(B16_INDEX[3][..12], [0, 2, 4, 1, 3, 5, 6, 8, 10, 7, 9, 11]);
+        // 10 pixels of 3 channels per step: the last FP32 source byte is lane 29's byte 3.
+        assert_eq!(F32_INDEX[3][59], 4 * 29 + 3);
+        assert_eq!(F32_INDEX[3][60..], [0; 4]);
+        assert_eq!(
+            B16_INDEX[8][..16],
+            [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]
+        );
+    }
+}
