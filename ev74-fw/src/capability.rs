@@ -3,7 +3,7 @@
 //! A Runtime probes the table after connecting; a missing entry is an error, never a reason
 //! to reinterpret a packet for another entry or to fall back to the A65.
 
-use simak_core::ev74::quant;
+use simak_core::ev74::{casttess, quant};
 
 /// Advertised-entry flag word: one bit per native entry of [`TABLE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -15,6 +15,8 @@ bitflags::bitflags! {
     impl Capabilities: u32 {
         /// `simaai_kernels_ev74_quant_v1`, route 0x2F.
         const QUANT_V1 = 1 << 0;
+        /// `simaai_kernels_ev74_casttess_v1`, route 0x30.
+        const CASTTESS_V1 = 1 << 1;
     }
 }
 
@@ -40,8 +42,16 @@ pub const QUANT_V1: Capability = Capability {
     flag: Capabilities::QUANT_V1,
 };
 
+/// The CastTess v1 native entry (SPEC §7: route 48 = 0x30).
+pub const CASTTESS_V1: Capability = Capability {
+    name: casttess::ENTRY,
+    version: casttess::ENTRY_VERSION,
+    route: casttess::ROUTE,
+    flag: Capabilities::CASTTESS_V1,
+};
+
 /// Every native entry this firmware build implements.
-pub const TABLE: &[Capability] = &[QUANT_V1];
+pub const TABLE: &[Capability] = &[QUANT_V1, CASTTESS_V1];
 
 /// The native entries advertised by a default build (all of [`TABLE`]).
 pub const CAPABILITIES: &[Capability] = TABLE;

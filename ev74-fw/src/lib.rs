@@ -9,10 +9,13 @@
 //!   [`Dma`] (1D/2D transfers with completion events, per-worker local memory) and
 //!   [`Platform`] (the worker ring);
 //! - [`work`]: coalescing, span kinds, work units and their partition (SPEC §8);
+//! - [`tess`]: the CastTess work model — at most 16 tile classes, bands, channel panels and
+//!   4 KiB physical blocks, weighted suffix tables and the carry cursor (SPEC §8);
 //! - [`numerics`]: the 12 numerical entries with the 16-element fast path through an
 //!   [`FpUnit`] model and the exact fallback;
 //! - [`Firmware::dispatch`]: one command — route check, descriptor read and decode (every
-//!   rule checked before a numerical entry is chosen), then execution.
+//!   rule checked before a numerical entry is chosen), then execution: Quant v1 (route
+//!   0x2F) or CastTess v1 (route 0x30).
 //!
 //! # Cargo features
 //!
@@ -24,18 +27,23 @@
 #![deny(missing_docs)]
 
 pub mod capability;
+mod casttess;
 pub mod device;
 pub mod numerics;
 mod quant;
+pub mod tess;
 pub mod work;
 
 use core::fmt;
 use core::marker::PhantomData;
 
+use simak_core::ev74::casttess as tess_codec;
 use simak_core::ev74::quant as codec;
+use simak_core::wire::casttess::{self as tess_wire, CastTessRepr};
 use simak_core::wire::quant::{DecodeError, QuantRepr, SIZE};
 
-pub use capability::{CAPABILITIES, Capabilities, Capability, QUANT_V1, capability};
+pub use capability::{CAPABILITIES, CASTTESS_V1, Capabilities, Capability, QUANT_V1, capability};
+pub use casttess::DMA_MIN_ROW_BYTES;
 pub use device::{DeviceMemory, Direction, Dma, Event, Fault, Platform, Transfer};
 pub use numerics::{BlockStats, FlushToZero, FpUnit, Ieee};
 pub use work::SpanKind;
@@ -45,7 +53,7 @@ pub use work::SpanKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Command {
-    /// Route number (0x2F for Quant v1).
+    /// Route number (0x2F for Quant v1, 0x30 for CastTess v1).
     pub route: u8,
     /// Entry version the host encoded for.
     pub version: u16,
@@ -65,14 +73,26 @@ impl Command {
             length: SIZE as u32,
         }
     }
+
+    /// A CastTess v1 command for a descriptor at bus address `descriptor`.
+    pub const fn casttess_v1(descriptor: u32) -> Command {
+        Command {
+            route: tess_codec::ROUTE,
+            version: tess_codec::ENTRY_VERSION,
+            descriptor,
+            length: tess_wire::SIZE as u32,
+        }
+    }
 }
 
 /// Why the firmware refused or aborted a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FwError {
-    /// The descriptor was rejected; nothing was written.
+    /// The Quant descriptor was rejected; nothing was written.
     Decode(DecodeError),
+    /// The CastTess descriptor was rejected; nothing was written.
+    CastTessDecode(tess_wire::DecodeError),
     /// No implemented entry has this route.
     UnknownRoute {
         /// Route.
@@ -115,10 +135,13 @@ pub enum FwError {
 
 impl FwError {
     /// The numeric status reported across the firmware boundary: decode rejections keep
-    /// their [`codec::DecodeCode`] (1..=255); firmware errors are 0x100 and up. 0 is success.
+    /// their entry's decode code ([`codec::DecodeCode`] or
+    /// [`tess_codec::DecodeCode`], 1..=255; a rule both entries share has one number);
+    /// firmware errors are 0x100 and up. 0 is success.
     pub const fn code(&self) -> u16 {
         match self {
             FwError::Decode(e) => e.code().get(),
+            FwError::CastTessDecode(e) => e.code().get(),
             FwError::UnknownRoute { .. } => 0x101,
             FwError::NotAdvertised { .. } => 0x102,
             FwError::Version { .. } => 0x103,
@@ -143,10 +166,17 @@ impl From<DecodeError> for FwError {
     }
 }
 
+impl From<tess_wire::DecodeError> for FwError {
+    fn from(e: tess_wire::DecodeError) -> Self {
+        FwError::CastTessDecode(e)
+    }
+}
+
 impl fmt::Display for FwError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             FwError::Decode(e) => write!(f, "descriptor rejected: {e}"),
+            FwError::CastTessDecode(e) => write!(f, "descriptor rejected: {e}"),
             FwError::UnknownRoute { route } => write!(f, "no entry has route 0x{route:02x}"),
             FwError::NotAdvertised { route } => {
                 write!(f, "entry of route 0x{route:02x} is not advertised")
@@ -175,15 +205,39 @@ impl fmt::Display for FwError {
 
 impl core::error::Error for FwError {}
 
+/// What a CastTess command did (all zero for Quant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TessStats {
+    /// Tile classes that occur (at most 16).
+    pub classes: u8,
+    /// Pixel-band tasks run.
+    pub band_tasks: u64,
+    /// Channel-panel tasks run.
+    pub panel_tasks: u64,
+    /// 4 KiB physical-block fallback tasks run.
+    pub block_tasks: u64,
+    /// Source DMA transfers started.
+    pub source_dma: u64,
+    /// Source rows read with direct loads (rows under [`DMA_MIN_ROW_BYTES`]).
+    pub source_direct_rows: u64,
+    /// Output DMA transfers started.
+    pub output_dma: u64,
+}
+
 /// What one command did.
+///
+/// For CastTess: `kind` is [`SpanKind::Dma`] (outputs always leave through the local
+/// slots), `units` counts tasks, `run` is the largest regular band or panel in stored
+/// values, `stats` is zero and [`Report::tess`] has the details.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Report {
     /// Span kind chosen.
     pub kind: SpanKind,
-    /// Work units.
+    /// Work units (CastTess: tasks).
     pub units: u64,
-    /// Elements per contiguous row (1 for scatter).
+    /// Elements per contiguous row (1 for scatter; CastTess: stored values per band).
     pub run: u64,
     /// Workers launched (1, or the whole ring).
     pub launched: usize,
@@ -191,6 +245,8 @@ pub struct Report {
     pub stats: BlockStats,
     /// DMA transfers started.
     pub transfers: u64,
+    /// CastTess tasks and data movement (zero for Quant).
+    pub tess: TessStats,
 }
 
 impl Report {
@@ -207,6 +263,15 @@ impl Report {
                 tail: 0,
             },
             transfers: 0,
+            tess: TessStats {
+                classes: 0,
+                band_tasks: 0,
+                panel_tasks: 0,
+                block_tasks: 0,
+                source_dma: 0,
+                source_direct_rows: 0,
+                output_dma: 0,
+            },
         }
     }
 }
@@ -240,8 +305,8 @@ impl<U: FpUnit> Firmware<U> {
     /// Runs one command on `platform`.
     ///
     /// Order: route advertised and version and length matching; descriptor read from
-    /// device memory and decoded ([`codec::decode`]: every rule, before anything else is
-    /// touched); an empty packet returns at once; the numerical entry is selected once;
+    /// device memory and decoded ([`codec::decode`] or [`tess_codec::decode`]: every rule,
+    /// before anything else is touched); an empty packet returns at once; the numerical entry is selected once;
     /// workers run 1..N−1 then 0.
     ///
     /// # Errors
@@ -269,15 +334,47 @@ impl<U: FpUnit> Firmware<U> {
                 found: command.version,
             });
         }
-        if command.length as usize != SIZE {
-            return Err(FwError::DescriptorLength {
-                found: command.length,
-            });
+        match command.route {
+            tess_codec::ROUTE => {
+                if command.length as usize != tess_wire::SIZE {
+                    return Err(FwError::DescriptorLength {
+                        found: command.length,
+                    });
+                }
+                let mut bytes = [0u8; tess_wire::SIZE];
+                platform.worker(0).read(command.descriptor, &mut bytes)?;
+                let repr = tess_codec::decode(&bytes)?;
+                self.run_casttess(platform, &repr)
+            }
+            _ => {
+                if command.length as usize != SIZE {
+                    return Err(FwError::DescriptorLength {
+                        found: command.length,
+                    });
+                }
+                let mut bytes = [0u8; SIZE];
+                platform.worker(0).read(command.descriptor, &mut bytes)?;
+                let repr = codec::decode(&bytes)?;
+                self.run_decoded(platform, &repr)
+            }
         }
-        let mut bytes = [0u8; SIZE];
-        platform.worker(0).read(command.descriptor, &mut bytes)?;
-        let repr = codec::decode(&bytes)?;
-        self.run_decoded(platform, &repr)
+    }
+
+    /// Runs an already decoded CastTess call (the part of [`Firmware::dispatch`] after
+    /// decode): an empty packet returns at once; otherwise the work model of [`tess`].
+    ///
+    /// # Errors
+    ///
+    /// [`FwError::Workers`], [`FwError::LocalMemory`], [`FwError::Fault`].
+    pub fn run_casttess<P: Platform>(
+        &self,
+        platform: &mut P,
+        repr: &CastTessRepr,
+    ) -> Result<Report, FwError> {
+        if repr.is_empty() {
+            return Ok(Report::empty());
+        }
+        casttess::execute(platform, repr)
     }
 
     /// Runs an already decoded Quant call (the part of [`Firmware::dispatch`] after decode).
@@ -303,14 +400,20 @@ mod test {
     use super::*;
 
     #[test]
-    fn quant_v1_is_advertised_with_its_route() {
+    fn entries_are_advertised_with_their_routes() {
         assert_eq!(capability(0x2f), Some(&QUANT_V1));
         assert_eq!(QUANT_V1.name, "simaai_kernels_ev74_quant_v1");
         assert_eq!(QUANT_V1.version, 1);
+        assert_eq!(capability(0x30), Some(&CASTTESS_V1));
+        assert_eq!(CASTTESS_V1.name, "simaai_kernels_ev74_casttess_v1");
+        assert_eq!(CASTTESS_V1.version, 1);
         let fw = Firmware::<Ieee>::full();
-        assert_eq!(fw.capabilities().count(), 1);
+        assert_eq!(fw.capabilities().count(), 2);
+        let quant_only = Firmware::<Ieee>::new(Capabilities::QUANT_V1);
+        assert_eq!(quant_only.capabilities().count(), 1);
         let none = Firmware::<Ieee>::new(Capabilities::empty());
         assert_eq!(none.capabilities().count(), 0);
-        assert_eq!(capability(0x30), None);
+        assert_eq!(capability(0x31), None);
+        assert_eq!(capability(0xf0), None);
     }
 }

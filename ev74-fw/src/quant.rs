@@ -43,6 +43,7 @@ pub(crate) fn execute<P: Platform>(
         launched,
         stats: BlockStats::default(),
         transfers: 0,
+        tess: crate::TessStats::default(),
     };
     // Physical IDs 1..N-1 first, worker 0 last.
     for id in (1..launched).chain(core::iter::once(0)) {

@@ -309,9 +309,23 @@ fn command_level_rejections_write_nothing() {
     let p = s.packet;
     let fw = Firmware::full;
     assert_eq!(
-        dispatch(&p, |c| c.route = 0x30, fw()),
-        FwError::UnknownRoute { route: 0x30 }
+        dispatch(&p, |c| c.route = 0x31, fw()),
+        FwError::UnknownRoute { route: 0x31 }
     );
+    // Route 0x30 is CastTess v1: a Quant packet is never reinterpreted for it.
+    assert_eq!(
+        dispatch(&p, |c| c.route = 0x30, fw()),
+        FwError::DescriptorLength { found: 224 }
+    );
+    let err = dispatch(
+        &p,
+        |c| {
+            c.route = 0x30;
+            c.length = 216;
+        },
+        fw(),
+    );
+    assert_eq!(err.code(), 2, "{err:?}");
     assert_eq!(
         dispatch(&p, |c| c.version = 2, fw()),
         FwError::Version {

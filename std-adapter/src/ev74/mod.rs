@@ -3,6 +3,7 @@
 //! - [`quant`]: the core codec re-exported (`check_inference`, `encode_relocatable`, `bind`,
 //!   `encode`, `decode`) plus [`quant::run_sim`], one call that runs a plan on a fresh
 //!   simulated device and reports its traffic;
+//! - [`casttess`]: the same for CastTess (route 0x30), with [`casttess::run_sim`];
 //! - [`sim`]: the host simulator — mapped regions in a 32-bit address space with guard
 //!   bands, a lazily completing DMA engine with traffic counters, 1–4 workers with 48 KiB of
 //!   local memory each — implementing the `simak-ev74-fw` device traits;
@@ -12,6 +13,7 @@
 //!
 //! Nothing here falls back to the A65: a missing capability or a device error is reported.
 
+pub mod casttess;
 pub mod quant;
 pub mod runtime;
 pub mod sim;

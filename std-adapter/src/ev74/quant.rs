@@ -170,24 +170,45 @@ pub fn run_sim_with(
             output_write_counts: vec![0; output.len()],
         });
     }
+    run_packet(
+        options,
+        input,
+        output,
+        QuantDescriptorV1::SIZE,
+        Command::quant_v1,
+        |input, output| Ok(encode(&device_plan, input, output)?.as_bytes().to_vec()),
+    )
+}
+
+/// Runs one packet on a fresh simulated device (shared by every entry's `run_sim`):
+/// `input` and `output` copied into guard-banded regions at the option's phases, the
+/// packet bound by `bind` to those regions and written as a `descriptor_len`-byte
+/// descriptor, the firmware dispatched with `command(descriptor)`, `output` copied back.
+pub(crate) fn run_packet(
+    options: &SimOptions,
+    input: &[u8],
+    output: &mut [u8],
+    descriptor_len: usize,
+    command: fn(u32) -> Command,
+    bind: impl FnOnce(DeviceRegion, DeviceRegion) -> Result<Vec<u8>, SimError>,
+) -> Result<SimRun, SimError> {
     let mut device = SimDevice::with_local_bytes(options.workers, options.local_bytes);
     let mem = &mut device.memory;
     let in_base = mem.allocate(input.len() as u64 + u64::from(options.input_phase))?;
     let out_base = mem.allocate(output.len() as u64 + u64::from(options.output_phase))?;
-    let descriptor = mem.allocate(QuantDescriptorV1::SIZE as u64)?;
+    let descriptor = mem.allocate(descriptor_len as u64)?;
     let in_addr = in_base + options.input_phase;
     let out_addr = out_base + options.output_phase;
     mem.host_write(in_addr, input)?;
     mem.host_write(out_addr, output)?;
-    let packet = encode(
-        &device_plan,
+    let packet = bind(
         DeviceRegion::new(in_addr, input.len() as u64),
         DeviceRegion::new(out_addr, output.len() as u64),
     )?;
-    mem.host_write(descriptor, packet.as_bytes())?;
+    mem.host_write(descriptor, &packet)?;
     mem.track_writes(out_base, true)?;
     mem.reset_stats();
-    let command = Command::quant_v1(descriptor);
+    let command = command(descriptor);
     let result = if options.workers == 0 || options.workers > simak_ev74_fw::work::MAX_WORKERS {
         Err(FwError::Workers {
             configured: options.workers,

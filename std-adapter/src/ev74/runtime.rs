@@ -710,6 +710,15 @@ const EMPTY_REPORT: Report = Report {
         tail: 0,
     },
     transfers: 0,
+    tess: simak_ev74_fw::TessStats {
+        classes: 0,
+        band_tasks: 0,
+        panel_tasks: 0,
+        block_tasks: 0,
+        source_dma: 0,
+        source_direct_rows: 0,
+        output_dma: 0,
+    },
 };
 
 /// Configuration of a [`SimTransport`].

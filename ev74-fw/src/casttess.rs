@@ -1,0 +1,726 @@
+//! The CastTess v1 native entry: partition, data movement and packing of one decoded call
+//! (SPEC §4, §5, §8).
+//!
+//! Called by [`crate::Firmware::dispatch`] after `simak_core::ev74::casttess::decode`
+//! accepted the descriptor. The tasks of [`crate::tess`] are split into contiguous ranges,
+//! one per worker; workers 1..N−1 run first, then worker 0. Per worker, tasks stream
+//! through two local slots (16 KiB source + 8 KiB output each, 48 KiB in all):
+//!
+//! - the next task's source is requested (2D DMA per pixel row or per channel, direct loads
+//!   for rows under [`DMA_MIN_ROW_BYTES`]) before the current task is packed;
+//! - packing waits for every source transfer of its slot, and for the slot's previous
+//!   output transfers before overwriting the output area;
+//! - packing converts with `simak_core::arith::cast` (integer code, chosen once per call)
+//!   straight into the final low/high byte planes, writing padding channels and the
+//!   tile's trailing padding with zero; the task's output bytes leave by DMA;
+//! - every output transfer completes before the worker returns.
+//!
+//! Each task writes only its own whole 16-byte output blocks, so every output byte is
+//! written exactly once and no clearing pass exists.
+
+use simak_core::DType;
+use simak_core::arith::cast;
+use simak_core::wire::casttess::CastTessRepr;
+
+use crate::device::{DeviceMemory, Direction, Dma, Event, Platform, Transfer};
+use crate::tess::{
+    Cursor, LOCAL_BYTES, Mode, OUTPUT_SLOT_BYTES, SLOT_BYTES, SOURCE_SLOT_BYTES, TessGeometry,
+    TileClass,
+};
+use crate::{FwError, Report, TessStats};
+
+/// Source rows shorter than this many bytes are gathered with direct loads; longer rows
+/// (and whole contiguous runs) move by DMA.
+pub const DMA_MIN_ROW_BYTES: u32 = 16;
+/// Source transfers one slot keeps in flight before waiting for them early.
+const MAX_EVENTS: usize = 32;
+
+/// An element's raw little-endian bits (zero-extended) to BF16 bits.
+type ConvertFn = fn(u32) -> u16;
+
+fn convert_f32(bits: u32) -> u16 {
+    cast::f32_to_bf16(bits)
+}
+
+fn convert_f16(bits: u32) -> u16 {
+    cast::f16_to_bf16(bits as u16)
+}
+
+fn convert_bf16(bits: u32) -> u16 {
+    cast::bf16_to_bf16(bits as u16)
+}
+
+/// The dtype-specific conversion, chosen once per call.
+fn convert_fn(dtype: DType) -> Option<ConvertFn> {
+    match dtype {
+        DType::F32 => Some(convert_f32),
+        DType::F16 => Some(convert_f16),
+        DType::BF16 => Some(convert_bf16),
+        DType::I8 => None,
+    }
+}
+
+/// Runs a decoded, nonempty call on `platform`.
+pub(crate) fn execute<P: Platform>(
+    platform: &mut P,
+    repr: &CastTessRepr,
+) -> Result<Report, FwError> {
+    let configured = platform.workers();
+    if configured == 0 || configured > crate::work::MAX_WORKERS {
+        return Err(FwError::Workers { configured });
+    }
+    let geometry = TessGeometry::new(repr).ok_or(FwError::Internal)?;
+    let convert = convert_fn(repr.dtype).ok_or(FwError::Internal)?;
+    let launched = geometry.launched(configured);
+    let ctx = Ctx {
+        repr,
+        g: &geometry,
+        convert,
+        elem: repr.dtype.size(),
+        channel_stride: geometry.role_strides[3],
+    };
+    let mut tess = TessStats {
+        classes: geometry.n_classes() as u8,
+        ..TessStats::default()
+    };
+    // Physical IDs 1..N-1 first, worker 0 last.
+    for id in (1..launched).chain(core::iter::once(0)) {
+        let (start, end) = geometry.range(id, launched);
+        if start == end {
+            continue;
+        }
+        let mut worker = platform.worker(id);
+        let available = worker.local().len();
+        if available < LOCAL_BYTES {
+            return Err(FwError::LocalMemory {
+                required: LOCAL_BYTES as u32,
+                available: available as u32,
+            });
+        }
+        ctx.run(&mut worker, start, end, &mut tess)?;
+    }
+    Ok(Report {
+        kind: crate::SpanKind::Dma,
+        units: geometry.tasks,
+        run: geometry.band,
+        launched,
+        stats: crate::BlockStats::default(),
+        transfers: tess.source_dma + tess.output_dma,
+        tess,
+    })
+}
+
+/// Bus address `base + offset`; decode proved `base + span ≤ 2^32` and offsets stay inside
+/// the span, so a failure is an internal error.
+fn bus(base: u32, offset: u64) -> Result<u32, FwError> {
+    u64::from(base)
+        .checked_add(offset)
+        .and_then(|a| u32::try_from(a).ok())
+        .ok_or(FwError::Internal)
+}
+
+fn small(x: u64) -> Result<u32, FwError> {
+    u32::try_from(x).map_err(|_| FwError::Internal)
+}
+
+fn index(x: u64) -> Result<usize, FwError> {
+    usize::try_from(x).map_err(|_| FwError::Internal)
+}
+
+/// Source transfers in flight for one slot.
+struct Events {
+    list: [Option<Event>; MAX_EVENTS],
+    n: usize,
+}
+
+impl Events {
+    const fn new() -> Events {
+        Events {
+            list: [None; MAX_EVENTS],
+            n: 0,
+        }
+    }
+
+    fn push<W: Dma>(&mut self, worker: &mut W, event: Event) -> Result<(), FwError> {
+        if self.n == MAX_EVENTS {
+            self.wait_all(worker)?;
+        }
+        self.list[self.n] = Some(event);
+        self.n += 1;
+        Ok(())
+    }
+
+    fn wait_all<W: Dma>(&mut self, worker: &mut W) -> Result<(), FwError> {
+        for e in self.list[..self.n].iter_mut() {
+            if let Some(e) = e.take() {
+                worker.wait(e)?;
+            }
+        }
+        self.n = 0;
+        Ok(())
+    }
+}
+
+/// How a band's source values sit in the local source area.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SourceLayout {
+    /// `(pixel, channel)` at `pixel · kc + channel` elements.
+    PixelMajor,
+    /// `(pixel, channel)` at `channel · np + pixel` elements.
+    ChannelMajor,
+}
+
+/// One task as prepared into a slot: what packing and the output transfers need.
+#[derive(Debug, Clone, Copy)]
+struct Task {
+    class: TileClass,
+    tile_input: u64,
+    tile_output: u64,
+    layout: SourceLayout,
+    /// Bands and panels: first pixel, pixels, first channel, stored channels of the panel,
+    /// actual channels of the panel. Blocks: `first` is the block's first byte, `count` its
+    /// length in bytes.
+    first: u64,
+    count: u64,
+    c0: u64,
+    k: u64,
+    kc: u64,
+}
+
+struct Ctx<'a> {
+    repr: &'a CastTessRepr,
+    g: &'a TessGeometry,
+    convert: ConvertFn,
+    elem: usize,
+    channel_stride: u64,
+}
+
+/// A global source run to move into local memory: `rows` rows of `row_bytes`, `pitch`
+/// bytes apart in the input and `local_pitch` apart locally.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    global: u64,
+    rows: u64,
+    row_bytes: u64,
+    pitch: u64,
+    local: usize,
+    local_pitch: u64,
+}
+
+impl Ctx<'_> {
+    fn run<W: DeviceMemory + Dma>(
+        &self,
+        worker: &mut W,
+        start: u64,
+        end: u64,
+        tess: &mut TessStats,
+    ) -> Result<(), FwError> {
+        let mut cursor = self.g.locate(start);
+        let mut sources = [Events::new(), Events::new()];
+        let mut outputs: [[Option<Event>; 2]; 2] = [[None; 2]; 2];
+        let mut slot = 0usize;
+        let mut task = self.prepare(worker, &cursor, slot, &mut sources[slot], tess)?;
+        let mut k = start;
+        loop {
+            k += 1;
+            let next = if k < end {
+                cursor.advance(self.g);
+                let other = 1 - slot;
+                Some(self.prepare(worker, &cursor, other, &mut sources[other], tess)?)
+            } else {
+                None
+            };
+            sources[slot].wait_all(worker)?;
+            for e in outputs[slot].iter_mut() {
+                if let Some(e) = e.take() {
+                    worker.wait(e)?;
+                }
+            }
+            self.pack(worker.local(), &task, slot)?;
+            outputs[slot] = self.store(worker, &task, slot, tess)?;
+            match next {
+                Some(t) => {
+                    task = t;
+                    slot = 1 - slot;
+                }
+                None => break,
+            }
+        }
+        for e in outputs.into_iter().flatten().flatten() {
+            worker.wait(e)?;
+        }
+        Ok(())
+    }
+
+    /// Moves one source run into local memory: DMA for rows of at least
+    /// [`DMA_MIN_ROW_BYTES`], direct loads otherwise.
+    fn fetch<W: DeviceMemory + Dma>(
+        &self,
+        worker: &mut W,
+        run: Run,
+        events: &mut Events,
+        tess: &mut TessStats,
+    ) -> Result<(), FwError> {
+        let row_bytes = small(run.row_bytes)?;
+        if row_bytes >= DMA_MIN_ROW_BYTES {
+            let transfer = Transfer {
+                direction: Direction::ToLocal,
+                global: bus(self.repr.input_address, run.global)?,
+                global_pitch: small(run.pitch)?,
+                local: small(run.local as u64)?,
+                local_pitch: small(run.local_pitch)?,
+                row_bytes,
+                rows: small(run.rows)?,
+            };
+            let event = worker.start(&transfer)?;
+            tess.source_dma += 1;
+            return events.push(worker, event);
+        }
+        let mut buf = [0u8; DMA_MIN_ROW_BYTES as usize];
+        let n = row_bytes as usize;
+        for r in 0..run.rows {
+            let row = buf.get_mut(..n).ok_or(FwError::Internal)?;
+            worker.read(
+                bus(self.repr.input_address, run.global + r * run.pitch)?,
+                row,
+            )?;
+            let at = run.local + index(r * run.local_pitch)?;
+            worker
+                .local()
+                .get_mut(at..at + n)
+                .ok_or(FwError::Internal)?
+                .copy_from_slice(row);
+            tess.source_direct_rows += 1;
+        }
+        Ok(())
+    }
+
+    /// Role strides of the pixel axes D, H, W.
+    fn pixel_strides(&self) -> [u64; 3] {
+        let s = self.g.role_strides;
+        [s[0], s[1], s[2]]
+    }
+
+    /// Input offset of pixel `p` (D, H, W order) of a tile at `tile_input`.
+    fn pixel_input(&self, class: &TileClass, tile_input: u64, p: u64) -> u64 {
+        let [_, th, tw, _] = class.extents;
+        let [sd, sh, sw] = self.pixel_strides();
+        tile_input + (p / (th * tw)) * sd + ((p / tw) % th) * sh + (p % tw) * sw
+    }
+
+    /// Requests the source of the task at `cursor` into slot `slot`.
+    fn prepare<W: DeviceMemory + Dma>(
+        &self,
+        worker: &mut W,
+        cursor: &Cursor,
+        slot: usize,
+        events: &mut Events,
+        tess: &mut TessStats,
+    ) -> Result<Task, FwError> {
+        let class = *cursor.class(self.g);
+        let tile_input = cursor.tile_input(self.g);
+        let mut task = Task {
+            class,
+            tile_input,
+            tile_output: cursor.tile_output,
+            layout: SourceLayout::PixelMajor,
+            first: 0,
+            count: 0,
+            c0: 0,
+            k: 0,
+            kc: 0,
+        };
+        match class.mode {
+            Mode::Bands | Mode::Panels => {
+                let band = cursor.task / class.panels;
+                let panel = cursor.task % class.panels;
+                task.first = band * class.band;
+                task.count = class.band.min(class.pixels - task.first);
+                task.c0 = panel * class.panel;
+                task.k = class.panel.min(class.stored - task.c0);
+                task.kc = task.k.min(class.extents[3].saturating_sub(task.c0));
+                if class.mode == Mode::Panels {
+                    tess.panel_tasks += 1;
+                } else {
+                    tess.band_tasks += 1;
+                }
+                self.gather_band(worker, &mut task, slot, events, tess)?;
+            }
+            Mode::Blocks => {
+                task.first = cursor.task * crate::tess::BLOCK_BYTES;
+                task.count = crate::tess::BLOCK_BYTES.min(class.bytes - task.first);
+                tess.block_tasks += 1;
+                self.gather_block(worker, &task, slot, events, tess)?;
+            }
+        }
+        Ok(task)
+    }
+
+    fn gather_band<W: DeviceMemory + Dma>(
+        &self,
+        worker: &mut W,
+        task: &mut Task,
+        slot: usize,
+        events: &mut Events,
+        tess: &mut TessStats,
+    ) -> Result<(), FwError> {
+        let [td, th, tw, _] = task.class.extents;
+        let ext = [td, th, tw];
+        let strides = self.pixel_strides();
+        // The row axis: the fastest pixel axis with more than one pixel.
+        let row_axis = if tw > 1 {
+            2
+        } else if th > 1 {
+            1
+        } else {
+            0
+        };
+        let row_stride = strides[row_axis];
+        let elem = self.elem as u64;
+        let (np, kc) = (task.count, task.kc);
+        if kc > 1 && self.channel_stride != elem && row_stride == elem && ext[row_axis] > 1 {
+            task.layout = SourceLayout::ChannelMajor;
+        }
+        if kc == 0 {
+            return Ok(());
+        }
+        let base = slot * SLOT_BYTES;
+        let p0 = task.first;
+        let mut coord = [p0 / (th * tw), (p0 / tw) % th, p0 % tw];
+        let channel_offset = task.c0 * self.channel_stride;
+        let contiguous_channels = kc == 1 || self.channel_stride == elem;
+        let pixel_bytes = kc * elem;
+        let mut i = 0u64;
+        while i < np {
+            let n = (np - i).min(ext[row_axis] - coord[row_axis]);
+            let pixel = task.tile_input
+                + coord[0] * strides[0]
+                + coord[1] * strides[1]
+                + coord[2] * strides[2]
+                + channel_offset;
+            match task.layout {
+                SourceLayout::ChannelMajor => {
+                    let run = Run {
+                        global: pixel,
+                        rows: kc,
+                        row_bytes: n * elem,
+                        pitch: self.channel_stride,
+                        local: base + index(i * elem)?,
+                        local_pitch: np * elem,
+                    };
+                    self.fetch(worker, run, events, tess)?;
+                }
+                SourceLayout::PixelMajor if contiguous_channels => {
+                    let local = base + index(i * pixel_bytes)?;
+                    let run = if n == 1 || row_stride == pixel_bytes {
+                        Run {
+                            global: pixel,
+                            rows: 1,
+                            row_bytes: n * pixel_bytes,
+                            pitch: n * pixel_bytes,
+                            local,
+                            local_pitch: n * pixel_bytes,
+                        }
+                    } else {
+                        Run {
+                            global: pixel,
+                            rows: n,
+                            row_bytes: pixel_bytes,
+                            pitch: row_stride,
+                            local,
+                            local_pitch: pixel_bytes,
+                        }
+                    };
+                    self.fetch(worker, run, events, tess)?;
+                }
+                SourceLayout::PixelMajor => {
+                    // Strided channels: one gather per pixel.
+                    for q in 0..n {
+                        let run = Run {
+                            global: pixel + q * row_stride,
+                            rows: kc,
+                            row_bytes: elem,
+                            pitch: self.channel_stride,
+                            local: base + index((i + q) * pixel_bytes)?,
+                            local_pitch: elem,
+                        };
+                        self.fetch(worker, run, events, tess)?;
+                    }
+                }
+            }
+            i += n;
+            coord[row_axis] += n;
+            if coord[row_axis] == ext[row_axis] {
+                coord[row_axis] = 0;
+                for a in (0..row_axis).rev() {
+                    coord[a] += 1;
+                    if coord[a] < ext[a] {
+                        break;
+                    }
+                    coord[a] = 0;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn gather_block<W: DeviceMemory + Dma>(
+        &self,
+        worker: &mut W,
+        task: &Task,
+        slot: usize,
+        events: &mut Events,
+        tess: &mut TessStats,
+    ) -> Result<(), FwError> {
+        let class = &task.class;
+        let tc = class.extents[3];
+        let elem = self.elem as u64;
+        let base = slot * SLOT_BYTES;
+        let mut pos = 0u64;
+        for seg in BlockWalk::new(class, task.first, task.count) {
+            if seg.channel >= tc {
+                continue;
+            }
+            let actual = seg.len.min(tc - seg.channel);
+            let global = self.pixel_input(class, task.tile_input, seg.pixel)
+                + seg.channel * self.channel_stride;
+            let local = base + index(pos * elem)?;
+            let run = if actual == 1 || self.channel_stride == elem {
+                Run {
+                    global,
+                    rows: 1,
+                    row_bytes: actual * elem,
+                    pitch: actual * elem,
+                    local,
+                    local_pitch: actual * elem,
+                }
+            } else {
+                Run {
+                    global,
+                    rows: actual,
+                    row_bytes: elem,
+                    pitch: self.channel_stride,
+                    local,
+                    local_pitch: elem,
+                }
+            };
+            self.fetch(worker, run, events, tess)?;
+            pos += actual;
+        }
+        Ok(())
+    }
+
+    /// Converts and packs the task in slot `slot` into its output area.
+    fn pack(&self, local: &mut [u8], task: &Task, slot: usize) -> Result<(), FwError> {
+        let base = slot * SLOT_BYTES;
+        let (head, tail) = local
+            .split_at_mut_checked(base + SOURCE_SLOT_BYTES)
+            .ok_or(FwError::Internal)?;
+        let src = head.get(base..).ok_or(FwError::Internal)?;
+        let out = tail.get_mut(..OUTPUT_SLOT_BYTES).ok_or(FwError::Internal)?;
+        let load: fn(&[u8], usize) -> u32 = match self.elem {
+            4 => load32,
+            _ => load16,
+        };
+        let convert = self.convert;
+        let class = &task.class;
+        match class.mode {
+            Mode::Bands | Mode::Panels => {
+                let (np, k, kc) = (index(task.count)?, index(task.k)?, index(task.kc)?);
+                let sc = index(class.stored)?;
+                let (pitch, hi) = if class.mode == Mode::Bands {
+                    (2 * sc, sc)
+                } else {
+                    (k, np * k)
+                };
+                let needed = hi + (np - 1) * pitch + k;
+                let out = out
+                    .get_mut(..needed.max(np * pitch))
+                    .ok_or(FwError::Internal)?;
+                for i in 0..np {
+                    let row = i * pitch;
+                    for j in 0..k {
+                        let v = if j < kc {
+                            let at = match task.layout {
+                                SourceLayout::PixelMajor => i * kc + j,
+                                SourceLayout::ChannelMajor => j * np + i,
+                            };
+                            convert(load(src, at))
+                        } else {
+                            0
+                        };
+                        out[row + j] = v as u8;
+                        out[hi + row + j] = (v >> 8) as u8;
+                    }
+                }
+            }
+            Mode::Blocks => {
+                let tc = class.extents[3];
+                let mut pos = 0usize;
+                let mut end = 0usize;
+                for seg in BlockWalk::new(class, task.first, task.count) {
+                    let at = index(seg.offset - task.first)?;
+                    for c in 0..seg.len {
+                        let v = if seg.channel + c < tc {
+                            pos += 1;
+                            convert(load(src, pos - 1))
+                        } else {
+                            0
+                        };
+                        out[at + index(c)?] = if seg.plane == 0 {
+                            v as u8
+                        } else {
+                            (v >> 8) as u8
+                        };
+                    }
+                    end = at + index(seg.len)?;
+                }
+                // Trailing tile padding in this block.
+                out.get_mut(end..index(task.count)?)
+                    .ok_or(FwError::Internal)?
+                    .fill(0);
+            }
+        }
+        if class.mode == Mode::Bands {
+            // The last band carries the tile's trailing padding.
+            let used = index(task.count * 2 * class.stored)?;
+            let len = index(self.band_output_len(task))?;
+            out.get_mut(used..len).ok_or(FwError::Internal)?.fill(0);
+        }
+        Ok(())
+    }
+
+    /// Output bytes of a band task: its pixels, plus the tile's trailing padding for the
+    /// last band.
+    fn band_output_len(&self, task: &Task) -> u64 {
+        let class = &task.class;
+        if task.first + task.count == class.pixels {
+            class.bytes - task.first * 2 * class.stored
+        } else {
+            task.count * 2 * class.stored
+        }
+    }
+
+    /// Starts the output transfers of the task in slot `slot`.
+    fn store<W: Dma>(
+        &self,
+        worker: &mut W,
+        task: &Task,
+        slot: usize,
+        tess: &mut TessStats,
+    ) -> Result<[Option<Event>; 2], FwError> {
+        let class = &task.class;
+        let local = small((slot * SLOT_BYTES + SOURCE_SLOT_BYTES) as u64)?;
+        let out = self.repr.output_address;
+        let mut events = [None, None];
+        let one = |global: u64, len: u64| -> Result<Transfer, FwError> {
+            Ok(Transfer {
+                direction: Direction::ToGlobal,
+                global: bus(out, global)?,
+                global_pitch: small(len)?,
+                local,
+                local_pitch: small(len)?,
+                row_bytes: small(len)?,
+                rows: 1,
+            })
+        };
+        match class.mode {
+            Mode::Bands => {
+                let at = task.tile_output + task.first * 2 * class.stored;
+                events[0] = Some(worker.start(&one(at, self.band_output_len(task))?)?);
+                tess.output_dma += 1;
+            }
+            Mode::Blocks => {
+                events[0] = Some(worker.start(&one(task.tile_output + task.first, task.count)?)?);
+                tess.output_dma += 1;
+            }
+            Mode::Panels => {
+                let row = task.tile_output + task.first * 2 * class.stored + task.c0;
+                for (plane, e) in events.iter_mut().enumerate() {
+                    let transfer = Transfer {
+                        direction: Direction::ToGlobal,
+                        global: bus(out, row + plane as u64 * class.stored)?,
+                        global_pitch: small(2 * class.stored)?,
+                        local: local + small(plane as u64 * task.count * task.k)?,
+                        local_pitch: small(task.k)?,
+                        row_bytes: small(task.k)?,
+                        rows: small(task.count)?,
+                    };
+                    *e = Some(worker.start(&transfer)?);
+                    tess.output_dma += 1;
+                }
+            }
+        }
+        Ok(events)
+    }
+}
+
+fn load32(src: &[u8], at: usize) -> u32 {
+    match src.get(at * 4..at * 4 + 4) {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+        _ => 0,
+    }
+}
+
+fn load16(src: &[u8], at: usize) -> u32 {
+    match src.get(at * 2..at * 2 + 2) {
+        Some(&[a, b]) => u32::from(u16::from_le_bytes([a, b])),
+        _ => 0,
+    }
+}
+
+/// One piece of a physical block: a run of one pixel's channels in one byte plane.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    /// Tile byte offset of the run.
+    offset: u64,
+    /// Pixel in the tile.
+    pixel: u64,
+    /// Byte plane (0 low, 1 high).
+    plane: u64,
+    /// First stored channel.
+    channel: u64,
+    /// Stored channels in the run.
+    len: u64,
+}
+
+/// The pixel/plane runs of tile bytes `[first, first + count)`, stopping at the end of the
+/// pixel bytes (what follows is trailing padding).
+struct BlockWalk {
+    x: u64,
+    end: u64,
+    stored: u64,
+}
+
+impl BlockWalk {
+    fn new(class: &TileClass, first: u64, count: u64) -> BlockWalk {
+        BlockWalk {
+            x: first,
+            end: (first + count).min(class.pixels * 2 * class.stored),
+            stored: class.stored,
+        }
+    }
+}
+
+impl Iterator for BlockWalk {
+    type Item = Segment;
+
+    fn next(&mut self) -> Option<Segment> {
+        if self.x >= self.end {
+            return None;
+        }
+        let sc = self.stored;
+        let within = self.x % (2 * sc);
+        let channel = within % sc;
+        let len = (sc - channel).min(self.end - self.x);
+        let seg = Segment {
+            offset: self.x,
+            pixel: self.x / (2 * sc),
+            plane: within / sc,
+            channel,
+            len,
+        };
+        self.x += len;
+        Some(seg)
+    }
+}

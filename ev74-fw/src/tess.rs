@@ -1,0 +1,383 @@
+//! The CastTess work model (SPEC §8): tile classes, tasks, weighted suffix tables and the
+//! carry cursor that walks a worker's tasks.
+//!
+//! - **Tile classes.** Along each role (D, H, W, C) a tile is either full or the one
+//!   boundary tile, so a call has at most [`CLASSES`] = 16 classes of tile extents. Each
+//!   class fixes its stored channels, padded size and how it is split into tasks; nothing
+//!   here grows with the tensor.
+//! - **Tasks.** A task owns whole 16-byte output blocks:
+//!   - [`Mode::Bands`]: a band of consecutive pixels (D, H, W order) of one tile with all
+//!     its stored channels; the pixel count is a multiple of `8 / gcd(sc, 8)`, so the band
+//!     occupies a multiple of 16 bytes, and holds at most [`PANEL_VALUES`] stored values.
+//!     The last band of a tile also writes the tile's trailing padding.
+//!   - [`Mode::Panels`]: planes of more than [`PANEL_VALUES`] channels that are a multiple
+//!     of 16 split into channel panels of [`PANEL_VALUES`] channels (one pixel each); a
+//!     panel writes its 16-aligned slice of the low and of the high plane.
+//!   - [`Mode::Blocks`]: the physical-block fallback for channel counts whose aligned band
+//!     cannot fit a slot (giant compact planes not divisible by 16, or
+//!     `sc · 8 / gcd(sc, 8) > 4096`): aligned 4 KiB blocks of the tile's bytes. An element
+//!     may be converted twice there, once per byte plane.
+//! - **Order.** Tasks follow the output: outer index, then tiles in C, D, H, W order (W
+//!   fastest), then the tasks of a tile. The weighted suffix tables give how many tasks
+//!   lie under one index of each level for each prefix of full/boundary choices; a
+//!   worker's first task is decoded from them once ([`TessGeometry::locate`]), later ones
+//!   advance with carry over W, H, D, C ([`Cursor::advance`]); crossing an outer slice uses
+//!   the general decoder of the outer index again.
+//!
+//! Control arithmetic is 64-bit; decode proved both spans fit the 32-bit device domain,
+//! so every offset below fits too.
+
+use simak_core::layout::TiledView;
+use simak_core::tensor::MAX_RANK;
+use simak_core::wire::casttess::CastTessRepr;
+
+/// Stored BF16 values per band or panel (and per 4 KiB block at most).
+pub const PANEL_VALUES: u64 = 4096;
+/// Source bytes per local slot (16 KiB: 4096 FP32 values).
+pub const SOURCE_SLOT_BYTES: usize = 16 * 1024;
+/// Output bytes per local slot (8 KiB: 4096 BF16 values in two byte planes).
+pub const OUTPUT_SLOT_BYTES: usize = 8 * 1024;
+/// One local slot: source then output.
+pub const SLOT_BYTES: usize = SOURCE_SLOT_BYTES + OUTPUT_SLOT_BYTES;
+/// Local memory a worker needs: two slots (48 KiB, the SPEC §8 budget).
+pub const LOCAL_BYTES: usize = 2 * SLOT_BYTES;
+/// Bytes per physical output block of the fallback.
+pub const BLOCK_BYTES: u64 = 4096;
+/// Most tile classes a call can have (full or boundary along each of four roles).
+pub const CLASSES: usize = 16;
+/// Role slots (D = 0, H = 1, W = 2, C = 3) in tile order, slowest first.
+pub const LEVELS: [usize; 4] = [3, 0, 1, 2];
+
+const _: () = assert!(LOCAL_BYTES == crate::work::LOCAL_MEMORY_BYTES);
+
+/// How a tile class is split into tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Mode {
+    /// Pixel bands with every stored channel.
+    #[default]
+    Bands,
+    /// One-pixel channel panels of a plane wider than [`PANEL_VALUES`].
+    Panels,
+    /// Aligned 4 KiB blocks of the tile's bytes.
+    Blocks,
+}
+
+/// One class of tiles: extents, sizes and task split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TileClass {
+    /// Tiles of this class per outer index (0 when the class does not occur).
+    pub count: u64,
+    /// Actual tile extents `td', th', tw', tc'`.
+    pub extents: [u64; 4],
+    /// Pixels per tile (`td'·th'·tw'`).
+    pub pixels: u64,
+    /// Stored channels `sc`.
+    pub stored: u64,
+    /// Padded tile size in bytes.
+    pub bytes: u64,
+    /// Task split.
+    pub mode: Mode,
+    /// Pixels per band (bands and panels).
+    pub band: u64,
+    /// Channels per panel (`sc` for bands).
+    pub panel: u64,
+    /// Panels per band (1 for bands).
+    pub panels: u64,
+    /// Tasks per tile.
+    pub tasks: u64,
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl TileClass {
+    fn new(extents: [u64; 4], count: u64, tiled: &TiledView) -> Option<TileClass> {
+        let [d, h, w, c] = extents;
+        let pixels = d.checked_mul(h)?.checked_mul(w)?;
+        let stored = tiled.stored_channels(c)?;
+        let bytes = tiled.tile_bytes(extents)?;
+        let mut class = TileClass {
+            count,
+            extents,
+            pixels,
+            stored,
+            bytes,
+            mode: Mode::Bands,
+            band: 0,
+            panel: stored,
+            panels: 1,
+            tasks: 0,
+        };
+        let quantum = 8 / gcd(stored, 8);
+        if stored * quantum <= PANEL_VALUES {
+            class.band = PANEL_VALUES / stored / quantum * quantum;
+            class.tasks = pixels.div_ceil(class.band);
+        } else if stored > PANEL_VALUES && stored % 16 == 0 {
+            class.mode = Mode::Panels;
+            class.band = 1;
+            class.panel = PANEL_VALUES;
+            class.panels = stored.div_ceil(PANEL_VALUES);
+            class.tasks = pixels.checked_mul(class.panels)?;
+        } else {
+            class.mode = Mode::Blocks;
+            class.tasks = bytes.div_ceil(BLOCK_BYTES);
+        }
+        Some(class)
+    }
+}
+
+/// The geometry of one CastTess call: classes, suffix tables, strides and counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TessGeometry {
+    /// Tile classes indexed by a 4-bit mask: bit `r` set = boundary tile along role `r`.
+    pub classes: [TileClass; CLASSES],
+    /// Tile extents per role.
+    pub tile: [u64; 4],
+    /// Full tiles per role (≥ 1).
+    pub full: [u64; 4],
+    /// Tiles per role (full plus an optional boundary tile).
+    pub counts: [u64; 4],
+    /// Input byte stride of each role (0 when absent or of extent 1).
+    pub role_strides: [u64; 4],
+    /// Tasks per outer index.
+    pub tasks_per_outer: u64,
+    /// Outer indices.
+    pub outer_count: u64,
+    /// Tasks of the whole call.
+    pub tasks: u64,
+    /// Output bytes per outer index.
+    pub bytes_per_outer: u64,
+    /// Stored-value count of the largest regular band (for reports).
+    pub band: u64,
+    weights: [[u64; CLASSES]; 4],
+    outer: [(u64, u64); MAX_RANK],
+    n_outer: usize,
+    tiled: TiledView,
+}
+
+/// Bits of the roles at levels `0..=level`.
+const fn prefix_mask(level: usize) -> usize {
+    let mut mask = 0;
+    let mut l = 0;
+    while l <= level && l < 4 {
+        mask |= 1 << LEVELS[l];
+        l += 1;
+    }
+    mask
+}
+
+impl TessGeometry {
+    /// The geometry of a validated, nonempty descriptor; `None` if the layout does not
+    /// admit (never after decode) or the tensor is empty.
+    pub fn new(repr: &CastTessRepr) -> Option<TessGeometry> {
+        let tiled = repr.tiled().ok()?;
+        if tiled.is_empty() {
+            return None;
+        }
+        let role_extents = *tiled.role_extents();
+        let mut tile = [0u64; 4];
+        let mut full = [0u64; 4];
+        let mut rem = [0u64; 4];
+        let mut counts = [0u64; 4];
+        let mut role_strides = [0u64; 4];
+        for r in 0..4 {
+            tile[r] = u64::from(repr.tile[r]);
+            full[r] = role_extents[r] / tile[r];
+            rem[r] = role_extents[r] % tile[r];
+            counts[r] = full[r] + u64::from(rem[r] != 0);
+            if let Some(a) = repr.axes[r] {
+                role_strides[r] = repr.input_strides[usize::from(a)];
+            }
+        }
+        let tiles = |bit: bool, r: usize| if bit { u64::from(rem[r] != 0) } else { full[r] };
+        let mut classes = [TileClass::default(); CLASSES];
+        for (mask, class) in classes.iter_mut().enumerate() {
+            let mut extents = [0u64; 4];
+            let mut count = 1u64;
+            for r in 0..4 {
+                let bit = mask & (1 << r) != 0;
+                extents[r] = if bit { rem[r] } else { tile[r] };
+                count *= tiles(bit, r);
+            }
+            if count != 0 {
+                *class = TileClass::new(extents, count, &tiled)?;
+            }
+        }
+        let mut weights = [[0u64; CLASSES]; 4];
+        for (level, table) in weights.iter_mut().enumerate() {
+            let prefix = prefix_mask(level);
+            for (mask, class) in classes.iter().enumerate() {
+                if class.count == 0 {
+                    continue;
+                }
+                let mut below = 1u64;
+                for r in 0..4 {
+                    if prefix & (1 << r) == 0 {
+                        below *= tiles(mask & (1 << r) != 0, r);
+                    }
+                }
+                table[mask & prefix] += below * class.tasks;
+            }
+        }
+        let tasks_per_outer: u64 = classes.iter().map(|c| c.count * c.tasks).sum();
+        let mut outer = [(0u64, 0u64); MAX_RANK];
+        let mut n_outer = 0;
+        for &a in tiled.outer_axes() {
+            let a = usize::from(a);
+            outer[n_outer] = (repr.extents[a], repr.input_strides[a]);
+            n_outer += 1;
+        }
+        let band = classes
+            .iter()
+            .filter(|c| c.count != 0 && c.mode != Mode::Blocks)
+            .map(|c| c.band * c.panel.min(c.stored))
+            .max()
+            .unwrap_or(0);
+        Some(TessGeometry {
+            classes,
+            tile,
+            full,
+            counts,
+            role_strides,
+            tasks_per_outer,
+            outer_count: tiled.outer_count(),
+            tasks: tasks_per_outer * tiled.outer_count(),
+            bytes_per_outer: tiled.bytes_per_outer(),
+            band,
+            weights,
+            outer,
+            n_outer,
+            tiled,
+        })
+    }
+
+    /// Number of classes that occur.
+    pub fn n_classes(&self) -> usize {
+        self.classes.iter().filter(|c| c.count != 0).count()
+    }
+
+    /// The range of tasks of worker `id` out of `launched`: contiguous and balanced.
+    pub fn range(&self, id: usize, launched: usize) -> (u64, u64) {
+        let n = launched.max(1) as u64;
+        let id = id as u64;
+        (self.tasks * id / n, self.tasks * (id + 1) / n)
+    }
+
+    /// How many workers to launch with a ring of `configured` (SPEC §8): one task runs on
+    /// worker 0 alone; otherwise the full ring.
+    pub fn launched(&self, configured: usize) -> usize {
+        if self.tasks <= 1 { 1 } else { configured }
+    }
+
+    /// Input byte offset of outer index `outer` (the general decoder: one division per
+    /// outer axis).
+    pub fn outer_input(&self, outer: u64) -> u64 {
+        let mut rest = outer;
+        let mut offset = 0u64;
+        for &(extent, stride) in self.outer[..self.n_outer].iter().rev() {
+            offset += (rest % extent) * stride;
+            rest /= extent;
+        }
+        offset
+    }
+
+    /// The class mask of the tile at per-role `index`.
+    fn class_of(&self, index: &[u64; 4]) -> usize {
+        (0..4)
+            .filter(|&r| index[r] == self.full[r])
+            .fold(0, |m, r| m | (1 << r))
+    }
+
+    /// A cursor at task `task` (the general decoder, used once per worker).
+    pub fn locate(&self, task: u64) -> Cursor {
+        let outer = task / self.tasks_per_outer;
+        let mut rest = task % self.tasks_per_outer;
+        let mut index = [0u64; 4];
+        let mut mask = 0usize;
+        for (level, &r) in LEVELS.iter().enumerate() {
+            // Weight of one full-tile index at this level, given the prefix so far.
+            let weight = self.weights[level][mask];
+            let span = self.full[r] * weight;
+            if rest < span {
+                index[r] = rest / weight;
+                rest %= weight;
+            } else {
+                rest -= span;
+                index[r] = self.full[r];
+                mask |= 1 << r;
+            }
+        }
+        let offset = self
+            .tiled
+            .tile_offset([index[0], index[1], index[2], index[3]])
+            .unwrap_or(0);
+        Cursor {
+            outer,
+            index,
+            class: mask,
+            task: rest,
+            tile_output: outer * self.bytes_per_outer + offset,
+            outer_input: self.outer_input(outer),
+        }
+    }
+}
+
+/// A position in the task order: outer index, tile, task within the tile, and the tile's
+/// byte offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    /// Outer index.
+    pub outer: u64,
+    /// Tile index per role (D, H, W, C).
+    pub index: [u64; 4],
+    /// Class mask of the tile.
+    pub class: usize,
+    /// Task within the tile.
+    pub task: u64,
+    /// Output byte offset of the tile from the output base.
+    pub tile_output: u64,
+    /// Input byte offset of the outer index from the input base.
+    pub outer_input: u64,
+}
+
+impl Cursor {
+    /// Input byte offset of the tile's first element.
+    pub fn tile_input(&self, g: &TessGeometry) -> u64 {
+        (0..4).fold(self.outer_input, |acc, r| {
+            acc + self.index[r] * g.tile[r] * g.role_strides[r]
+        })
+    }
+
+    /// The tile's class.
+    pub fn class<'g>(&self, g: &'g TessGeometry) -> &'g TileClass {
+        &g.classes[self.class]
+    }
+
+    /// Moves to the next task: within the tile, else the next tile with carry over W, H,
+    /// D, C, else the next outer index.
+    pub fn advance(&mut self, g: &TessGeometry) {
+        self.task += 1;
+        if self.task < g.classes[self.class].tasks {
+            return;
+        }
+        self.task = 0;
+        self.tile_output += g.classes[self.class].bytes;
+        for &r in LEVELS.iter().rev() {
+            self.index[r] += 1;
+            if self.index[r] < g.counts[r] {
+                self.class = g.class_of(&self.index);
+                return;
+            }
+            self.index[r] = 0;
+        }
+        self.outer += 1;
+        self.outer_input = g.outer_input(self.outer);
+        self.class = g.class_of(&self.index);
+    }
+}
