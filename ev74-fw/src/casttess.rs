@@ -24,8 +24,8 @@ use simak_core::wire::casttess::CastTessRepr;
 
 use crate::device::{DeviceMemory, Direction, Dma, Event, Platform, Transfer};
 use crate::tess::{
-    Cursor, LOCAL_BYTES, Mode, OUTPUT_SLOT_BYTES, SLOT_BYTES, SOURCE_SLOT_BYTES, TessGeometry,
-    TileClass,
+    Cursor, LOCAL_BYTES, Mode, OUTPUT_SLOT_BYTES, SLOT_BYTES, SOURCE_SLOT_BYTES, TaskSpan,
+    TessGeometry, TileClass,
 };
 use crate::{FwError, Report, TessStats};
 
@@ -177,14 +177,7 @@ struct Task {
     tile_input: u64,
     tile_output: u64,
     layout: SourceLayout,
-    /// Bands and panels: first pixel, pixels, first channel, stored channels of the panel,
-    /// actual channels of the panel. Blocks: `first` is the block's first byte, `count` its
-    /// length in bytes.
-    first: u64,
-    count: u64,
-    c0: u64,
-    k: u64,
-    kc: u64,
+    span: TaskSpan,
 }
 
 struct Ctx<'a> {
@@ -318,37 +311,23 @@ impl Ctx<'_> {
         tess: &mut TessStats,
     ) -> Result<Task, FwError> {
         let class = *cursor.class(self.g);
-        let tile_input = cursor.tile_input(self.g);
         let mut task = Task {
             class,
-            tile_input,
+            tile_input: cursor.tile_input(self.g),
             tile_output: cursor.tile_output,
             layout: SourceLayout::PixelMajor,
-            first: 0,
-            count: 0,
-            c0: 0,
-            k: 0,
-            kc: 0,
+            span: cursor.span(self.g),
         };
         match class.mode {
-            Mode::Bands | Mode::Panels => {
-                let band = cursor.task / class.panels;
-                let panel = cursor.task % class.panels;
-                task.first = band * class.band;
-                task.count = class.band.min(class.pixels - task.first);
-                task.c0 = panel * class.panel;
-                task.k = class.panel.min(class.stored - task.c0);
-                task.kc = task.k.min(class.extents[3].saturating_sub(task.c0));
-                if class.mode == Mode::Panels {
-                    tess.panel_tasks += 1;
-                } else {
-                    tess.band_tasks += 1;
-                }
+            Mode::Bands => {
+                tess.band_tasks += 1;
+                self.gather_band(worker, &mut task, slot, events, tess)?;
+            }
+            Mode::Panels => {
+                tess.panel_tasks += 1;
                 self.gather_band(worker, &mut task, slot, events, tess)?;
             }
             Mode::Blocks => {
-                task.first = cursor.task * crate::tess::BLOCK_BYTES;
-                task.count = crate::tess::BLOCK_BYTES.min(class.bytes - task.first);
                 tess.block_tasks += 1;
                 self.gather_block(worker, &task, slot, events, tess)?;
             }
@@ -377,7 +356,7 @@ impl Ctx<'_> {
         };
         let row_stride = strides[row_axis];
         let elem = self.elem as u64;
-        let (np, kc) = (task.count, task.kc);
+        let (np, kc) = (task.span.count, task.span.kc);
         if kc > 1 && self.channel_stride != elem && row_stride == elem && ext[row_axis] > 1 {
             task.layout = SourceLayout::ChannelMajor;
         }
@@ -385,9 +364,9 @@ impl Ctx<'_> {
             return Ok(());
         }
         let base = slot * SLOT_BYTES;
-        let p0 = task.first;
+        let p0 = task.span.first;
         let mut coord = [p0 / (th * tw), (p0 / tw) % th, p0 % tw];
-        let channel_offset = task.c0 * self.channel_stride;
+        let channel_offset = task.span.c0 * self.channel_stride;
         let contiguous_channels = kc == 1 || self.channel_stride == elem;
         let pixel_bytes = kc * elem;
         let mut i = 0u64;
@@ -477,7 +456,7 @@ impl Ctx<'_> {
         let elem = self.elem as u64;
         let base = slot * SLOT_BYTES;
         let mut pos = 0u64;
-        for seg in BlockWalk::new(class, task.first, task.count) {
+        for seg in BlockWalk::new(class, task.span.first, task.span.count) {
             if seg.channel >= tc {
                 continue;
             }
@@ -526,7 +505,8 @@ impl Ctx<'_> {
         let class = &task.class;
         match class.mode {
             Mode::Bands | Mode::Panels => {
-                let (np, k, kc) = (index(task.count)?, index(task.k)?, index(task.kc)?);
+                let span = &task.span;
+                let (np, k, kc) = (index(span.count)?, index(span.k)?, index(span.kc)?);
                 let sc = index(class.stored)?;
                 let (pitch, hi) = if class.mode == Mode::Bands {
                     (2 * sc, sc)
@@ -558,8 +538,8 @@ impl Ctx<'_> {
                 let tc = class.extents[3];
                 let mut pos = 0usize;
                 let mut end = 0usize;
-                for seg in BlockWalk::new(class, task.first, task.count) {
-                    let at = index(seg.offset - task.first)?;
+                for seg in BlockWalk::new(class, task.span.first, task.span.count) {
+                    let at = index(seg.offset - task.span.first)?;
                     for c in 0..seg.len {
                         let v = if seg.channel + c < tc {
                             pos += 1;
@@ -576,29 +556,18 @@ impl Ctx<'_> {
                     end = at + index(seg.len)?;
                 }
                 // Trailing tile padding in this block.
-                out.get_mut(end..index(task.count)?)
+                out.get_mut(end..index(task.span.count)?)
                     .ok_or(FwError::Internal)?
                     .fill(0);
             }
         }
         if class.mode == Mode::Bands {
             // The last band carries the tile's trailing padding.
-            let used = index(task.count * 2 * class.stored)?;
-            let len = index(self.band_output_len(task))?;
+            let used = index(task.span.count * 2 * class.stored)?;
+            let len = index(task.span.band_bytes(class))?;
             out.get_mut(used..len).ok_or(FwError::Internal)?.fill(0);
         }
         Ok(())
-    }
-
-    /// Output bytes of a band task: its pixels, plus the tile's trailing padding for the
-    /// last band.
-    fn band_output_len(&self, task: &Task) -> u64 {
-        let class = &task.class;
-        if task.first + task.count == class.pixels {
-            class.bytes - task.first * 2 * class.stored
-        } else {
-            task.count * 2 * class.stored
-        }
     }
 
     /// Starts the output transfers of the task in slot `slot`.
@@ -609,47 +578,24 @@ impl Ctx<'_> {
         slot: usize,
         tess: &mut TessStats,
     ) -> Result<[Option<Event>; 2], FwError> {
-        let class = &task.class;
-        let local = small((slot * SLOT_BYTES + SOURCE_SLOT_BYTES) as u64)?;
-        let out = self.repr.output_address;
+        let mut local = small((slot * SLOT_BYTES + SOURCE_SLOT_BYTES) as u64)?;
         let mut events = [None, None];
-        let one = |global: u64, len: u64| -> Result<Transfer, FwError> {
-            Ok(Transfer {
+        let rows = task.span.output_rows(&task.class, task.tile_output);
+        for (run, event) in rows.into_iter().zip(events.iter_mut()) {
+            let Some(run) = run else { continue };
+            let transfer = Transfer {
                 direction: Direction::ToGlobal,
-                global: bus(out, global)?,
-                global_pitch: small(len)?,
+                global: bus(self.repr.output_address, run.start)?,
+                global_pitch: small(run.pitch)?,
                 local,
-                local_pitch: small(len)?,
-                row_bytes: small(len)?,
-                rows: 1,
-            })
-        };
-        match class.mode {
-            Mode::Bands => {
-                let at = task.tile_output + task.first * 2 * class.stored;
-                events[0] = Some(worker.start(&one(at, self.band_output_len(task))?)?);
-                tess.output_dma += 1;
-            }
-            Mode::Blocks => {
-                events[0] = Some(worker.start(&one(task.tile_output + task.first, task.count)?)?);
-                tess.output_dma += 1;
-            }
-            Mode::Panels => {
-                let row = task.tile_output + task.first * 2 * class.stored + task.c0;
-                for (plane, e) in events.iter_mut().enumerate() {
-                    let transfer = Transfer {
-                        direction: Direction::ToGlobal,
-                        global: bus(out, row + plane as u64 * class.stored)?,
-                        global_pitch: small(2 * class.stored)?,
-                        local: local + small(plane as u64 * task.count * task.k)?,
-                        local_pitch: small(task.k)?,
-                        row_bytes: small(task.k)?,
-                        rows: small(task.count)?,
-                    };
-                    *e = Some(worker.start(&transfer)?);
-                    tess.output_dma += 1;
-                }
-            }
+                local_pitch: small(run.row_bytes)?,
+                row_bytes: small(run.row_bytes)?,
+                rows: small(run.rows)?,
+            };
+            *event = Some(worker.start(&transfer)?);
+            tess.output_dma += 1;
+            // A panel's high plane follows its low plane locally.
+            local += small(run.rows * run.row_bytes)?;
         }
         Ok(events)
     }

@@ -381,3 +381,290 @@ impl Cursor {
         self.class = g.class_of(&self.index);
     }
 }
+
+/// What one task covers: pixels and channels of a band or panel, or bytes of a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TaskSpan {
+    /// Bands and panels: first pixel of the tile; blocks: first byte of the tile.
+    pub first: u64,
+    /// Bands and panels: pixels; blocks: bytes.
+    pub count: u64,
+    /// First stored channel (0 for bands and blocks).
+    pub c0: u64,
+    /// Stored channels per pixel (`sc` for bands, the panel width for panels).
+    pub k: u64,
+    /// Actual (non-padding) channels among them.
+    pub kc: u64,
+}
+
+/// A run of output rows a task writes: `rows` rows of `row_bytes`, `pitch` bytes apart,
+/// the first at byte `start` of the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct OutputRows {
+    /// Output byte offset of the first row.
+    pub start: u64,
+    /// Bytes per row.
+    pub row_bytes: u64,
+    /// Bytes between row starts.
+    pub pitch: u64,
+    /// Rows (≥ 1).
+    pub rows: u64,
+}
+
+impl Cursor {
+    /// What the current task covers.
+    pub fn span(&self, g: &TessGeometry) -> TaskSpan {
+        let class = self.class(g);
+        match class.mode {
+            Mode::Bands | Mode::Panels => {
+                let band = self.task / class.panels;
+                let panel = self.task % class.panels;
+                let first = band * class.band;
+                let c0 = panel * class.panel;
+                let k = class.panel.min(class.stored - c0);
+                TaskSpan {
+                    first,
+                    count: class.band.min(class.pixels - first),
+                    c0,
+                    k,
+                    kc: k.min(class.extents[3].saturating_sub(c0)),
+                }
+            }
+            Mode::Blocks => {
+                let first = self.task * BLOCK_BYTES;
+                TaskSpan {
+                    first,
+                    count: BLOCK_BYTES.min(class.bytes - first),
+                    c0: 0,
+                    k: class.stored,
+                    kc: class.extents[3],
+                }
+            }
+        }
+    }
+}
+
+impl TaskSpan {
+    /// Output bytes of a band: its pixels, plus the tile's trailing padding for the last
+    /// band of the tile.
+    pub fn band_bytes(&self, class: &TileClass) -> u64 {
+        if self.first + self.count == class.pixels {
+            class.bytes - self.first * 2 * class.stored
+        } else {
+            self.count * 2 * class.stored
+        }
+    }
+
+    /// The output rows this task writes, per transfer: one run for bands and blocks, the
+    /// low-plane and high-plane runs for panels. Every row starts and ends on a 16-byte
+    /// boundary of a 16-byte aligned output.
+    pub fn output_rows(&self, class: &TileClass, tile_output: u64) -> [Option<OutputRows>; 2] {
+        let one = |start: u64, len: u64| OutputRows {
+            start,
+            row_bytes: len,
+            pitch: len,
+            rows: 1,
+        };
+        match class.mode {
+            Mode::Bands => [
+                Some(one(
+                    tile_output + self.first * 2 * class.stored,
+                    self.band_bytes(class),
+                )),
+                None,
+            ],
+            Mode::Blocks => [Some(one(tile_output + self.first, self.count)), None],
+            Mode::Panels => {
+                let row = tile_output + self.first * 2 * class.stored + self.c0;
+                let plane = |p: u64| OutputRows {
+                    start: row + p * class.stored,
+                    row_bytes: self.k,
+                    pitch: 2 * class.stored,
+                    rows: self.count,
+                };
+                [Some(plane(0)), Some(plane(1))]
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    extern crate std;
+
+    use std::vec;
+    use std::vec::Vec;
+
+    use simak_core::DType;
+    use simak_core::layout::{Channels, MlaTiled};
+    use simak_core::ops::casttess::{Request, check_inference};
+    use simak_core::tensor::TensorSpec;
+
+    use super::*;
+
+    fn geometry<const R: usize>(
+        shape: [u64; R],
+        axes: [Option<u8>; 4],
+        tile: [u32; 4],
+        channels: Channels,
+    ) -> TessGeometry {
+        let plan = check_inference(&Request {
+            input: TensorSpec::contiguous(shape, DType::F32),
+            layout: MlaTiled::new(axes, tile, channels),
+        })
+        .unwrap();
+        let device = simak_core::ev74::casttess::check_inference(&plan).unwrap();
+        TessGeometry::new(device.repr()).unwrap()
+    }
+
+    /// Walks every task with the carry cursor and checks the work-model invariants:
+    /// the general decoder agrees with the carry at every task, every task stays within
+    /// its budgets, and the tasks' output rows are whole 16-byte blocks covering the
+    /// capacity exactly once.
+    fn check_tasks(g: &TessGeometry) -> [u64; 3] {
+        let capacity = g.outer_count * g.bytes_per_outer;
+        let mut written = vec![0u8; capacity as usize];
+        let mut modes = [0u64; 3];
+        let mut cursor = g.locate(0);
+        assert!(g.n_classes() <= CLASSES);
+        for t in 0..g.tasks {
+            assert_eq!(g.locate(t), cursor, "task {t}");
+            let class = cursor.class(g);
+            let span = cursor.span(g);
+            match class.mode {
+                Mode::Bands | Mode::Panels => {
+                    assert!(span.count * span.k <= PANEL_VALUES, "{span:?}");
+                    assert!(span.count * span.kc * 4 <= SOURCE_SLOT_BYTES as u64);
+                }
+                Mode::Blocks => assert!(span.count <= BLOCK_BYTES),
+            }
+            modes[class.mode as usize] += 1;
+            let mut local = 0;
+            for run in span
+                .output_rows(class, cursor.tile_output)
+                .into_iter()
+                .flatten()
+            {
+                assert_eq!(run.start % 16, 0, "{run:?}");
+                assert_eq!(run.row_bytes % 16, 0, "{run:?}");
+                local += run.rows * run.row_bytes;
+                for r in 0..run.rows {
+                    let at = (run.start + r * run.pitch) as usize;
+                    for b in &mut written[at..at + run.row_bytes as usize] {
+                        *b += 1;
+                    }
+                }
+            }
+            assert!(local <= OUTPUT_SLOT_BYTES as u64);
+            cursor.advance(g);
+        }
+        assert!(written.iter().all(|&w| w == 1), "coverage");
+        modes
+    }
+
+    #[test]
+    fn tasks_cover_the_output_once_in_whole_blocks() {
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut cases = 0;
+        for _ in 0..400 {
+            let shape = [1 + next(3), 1 + next(9), 1 + next(12), 1 + next(40)];
+            let mut tile = [1u32; 4];
+            for r in 0..4 {
+                tile[r] = 1 + next(shape[r]) as u32;
+            }
+            tile[0] = 1;
+            let channels = if next(2) == 0 {
+                Channels::Compact
+            } else {
+                Channels::PadTo16
+            };
+            let g = geometry(shape, [None, Some(1), Some(2), Some(3)], tile, channels);
+            check_tasks(&g);
+            cases += 1;
+        }
+        // Rank 6 with two outer axes and a named axis in the middle.
+        let g = geometry(
+            [2, 3, 5, 2, 7, 3],
+            [Some(1), Some(2), Some(4), Some(5)],
+            [2, 2, 3, 2],
+            Channels::Compact,
+        );
+        assert_eq!(g.outer_count, 4);
+        check_tasks(&g);
+        assert_eq!(cases, 400);
+    }
+
+    #[test]
+    fn modes_follow_the_stored_channels() {
+        let cases: [(u64, Channels, Mode, u64); 9] = [
+            (1, Channels::Compact, Mode::Bands, 4096),
+            (3, Channels::Compact, Mode::Bands, 1360),
+            (17, Channels::PadTo16, Mode::Bands, 128),
+            (511, Channels::Compact, Mode::Bands, 8),
+            (513, Channels::Compact, Mode::Blocks, 0),
+            (1000, Channels::Compact, Mode::Bands, 4),
+            (4096, Channels::Compact, Mode::Bands, 1),
+            (4097, Channels::Compact, Mode::Blocks, 0),
+            (4097, Channels::PadTo16, Mode::Panels, 1),
+        ];
+        for (c, channels, mode, band) in cases {
+            let g = geometry(
+                [3, c],
+                [None, None, Some(0), Some(1)],
+                [1, 1, 2, c as u32],
+                channels,
+            );
+            let class = &g.classes[0];
+            assert_eq!((class.mode, class.band), (mode, band), "{c} {channels:?}");
+            let modes = check_tasks(&g);
+            assert_eq!(modes[mode as usize], g.tasks);
+        }
+        // A 4112-channel PadTo16 plane splits into panels of 4096 and 16 channels.
+        let g = geometry(
+            [2, 4097],
+            [None, None, Some(0), Some(1)],
+            [1, 1, 1, 4097],
+            Channels::PadTo16,
+        );
+        assert_eq!((g.classes[0].panels, g.tasks), (2, 4));
+        let spans: Vec<TaskSpan> = (0..4).map(|t| g.locate(t).span(&g)).collect();
+        assert_eq!(
+            spans.iter().map(|s| (s.c0, s.k, s.kc)).collect::<Vec<_>>(),
+            vec![
+                (0, 4096, 4096),
+                (4096, 16, 1),
+                (0, 4096, 4096),
+                (4096, 16, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn classes_and_suffix_tables() {
+        // [H=5, W=7, C=20], tile (2, 3, 16): boundary tiles on H, W and C → 8 classes.
+        let g = geometry(
+            [5, 7, 20],
+            [None, Some(0), Some(1), Some(2)],
+            [1, 2, 3, 16],
+            Channels::Compact,
+        );
+        assert_eq!(g.n_classes(), 8);
+        assert_eq!(g.counts, [1, 3, 3, 2]);
+        assert_eq!(g.tasks, 18);
+        // The last C tile starts after every tile of the first C tile.
+        let c = g.locate(9);
+        assert_eq!((c.index, c.class), ([0, 0, 0, 1], 1 << 3));
+        assert_eq!(
+            c.tile_output,
+            g.locate(8).tile_output + g.locate(8).class(&g).bytes
+        );
+    }
+}
