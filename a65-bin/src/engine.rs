@@ -1,5 +1,6 @@
 //! Runs one tensor through the library: request → `check_inference` → A65 `prepare` →
-//! `execute`, plus the statistics the summary reports.
+//! `execute` (or the simulated EV74: `ev74::quant::run_sim`), plus the statistics the
+//! summary reports.
 //!
 //! The rank is a const generic in the library (`TensorSpec<R>`, R ≤ 6); files carry it at
 //! run time, so [`plan`] dispatches with a `match` over 0..=6 to one generic function.
@@ -9,6 +10,7 @@ use std::time::Instant;
 
 use simak::a65::ExecuteError;
 use simak::a65::quant::{execute, prepare};
+use simak::ev74;
 use simak::ops::quant::{Params, Plan, Request, check_inference};
 use simak::{AdmissionError, DType, MAX_RANK, TensorSpec};
 
@@ -27,6 +29,13 @@ pub enum EngineError {
     /// The library refused the buffers this tool built (an internal failure).
     #[error("execute refused the buffers: {0}")]
     Execute(#[from] ExecuteError),
+    /// The tensor does not fit the EV74 device (its 32-bit address domain or the simulated
+    /// memory): bad input for `--backend ev74-sim`.
+    #[error("does not fit the EV74 device: {0}")]
+    Device(String),
+    /// The simulated EV74 refused the command or faulted (an internal failure).
+    #[error("the simulated EV74 failed: {0}")]
+    Sim(String),
     /// The data is shorter than the tensor's accessed span.
     #[error("data holds {found} bytes but the tensor needs {required}")]
     Short {
@@ -52,6 +61,18 @@ pub struct Tensor<'a> {
     pub data: &'a [u8],
 }
 
+/// Where a tensor is quantized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The A65 host cores (`a65::quant::execute`).
+    A65,
+    /// The EV74 firmware on the host simulator with this many workers (1 to 4).
+    Ev74Sim {
+        /// Worker ring size.
+        workers: usize,
+    },
+}
+
 /// The result of quantizing one tensor.
 #[derive(Debug, Clone)]
 pub struct Quantized {
@@ -66,8 +87,8 @@ pub struct Quantized {
     pub saturated: u64,
     /// Wall time of the `execute` call alone, in seconds.
     pub seconds: f64,
-    /// The A65 route name (diagnostic).
-    pub route: &'static str,
+    /// The route: the A65 route name (diagnostic), or `ev74-sim (N workers)`.
+    pub route: String,
 }
 
 impl Quantized {
@@ -96,18 +117,33 @@ pub fn plan(tensor: &Tensor<'_>, params: Params) -> Result<Plan, EngineError> {
     }
 }
 
-fn plan_rank<const R: usize>(tensor: &Tensor<'_>, params: Params) -> Result<Plan, EngineError> {
+/// The library's input spec of `tensor` at rank `R` (contiguous or strided in bytes).
+///
+/// # Errors
+///
+/// [`EngineError::Rank`] when the shape or strides do not have `R` entries.
+pub fn input_spec<const R: usize>(tensor: &Tensor<'_>) -> Result<TensorSpec<R>, EngineError> {
     let rank = tensor.shape.len();
     let array = |values: &[u64]| -> Result<[u64; R], EngineError> {
         <[u64; R]>::try_from(values).map_err(|_| EngineError::Rank { rank })
     };
     let extents = array(tensor.shape)?;
-    let input = match tensor.strides {
+    Ok(match tensor.strides {
         Some(s) => TensorSpec::strided(extents, array(s)?, tensor.dtype),
         None => TensorSpec::contiguous(extents, tensor.dtype),
-    };
+    })
+}
+
+fn plan_rank<const R: usize>(tensor: &Tensor<'_>, params: Params) -> Result<Plan, EngineError> {
+    let rank = tensor.shape.len();
+    let input = input_spec::<R>(tensor)?;
+    let extents = *input.extents();
     let output = match tensor.out_strides {
-        Some(s) => TensorSpec::strided(extents, array(s)?, DType::I8),
+        Some(s) => TensorSpec::strided(
+            extents,
+            <[u64; R]>::try_from(s).map_err(|_| EngineError::Rank { rank })?,
+            DType::I8,
+        ),
         None => TensorSpec::contiguous(extents, DType::I8),
     };
     Ok(check_inference(&Request {
@@ -117,13 +153,20 @@ fn plan_rank<const R: usize>(tensor: &Tensor<'_>, params: Params) -> Result<Plan
     })?)
 }
 
-/// Quantizes `tensor`: plans, prepares, times `execute`, then counts saturations.
+/// Quantizes `tensor` on `backend`: plans, prepares, times `execute` (A65) or the simulated
+/// device run (EV74), then counts saturations.
 ///
 /// # Errors
 ///
 /// As [`plan`]; [`EngineError::Short`] when the data does not cover the input span;
-/// [`EngineError::Execute`] if the library refuses the buffers (internal).
-pub fn quantize(tensor: &Tensor<'_>, params: Params) -> Result<Quantized, EngineError> {
+/// [`EngineError::Execute`] if the library refuses the buffers (internal);
+/// [`EngineError::Device`] when the tensor does not fit the EV74; [`EngineError::Sim`] when
+/// the simulated device fails.
+pub fn quantize(
+    tensor: &Tensor<'_>,
+    params: Params,
+    backend: Backend,
+) -> Result<Quantized, EngineError> {
     let plan = plan(tensor, params)?;
     let span = plan.input().span();
     if (tensor.data.len() as u64) < span {
@@ -132,7 +175,6 @@ pub fn quantize(tensor: &Tensor<'_>, params: Params) -> Result<Quantized, Engine
             found: tensor.data.len() as u64,
         });
     }
-    let prepared = prepare(&plan);
     let out_len = usize::try_from(plan.output().span()).map_err(|_| EngineError::Short {
         required: plan.output().span(),
         found: usize::MAX as u64,
@@ -140,9 +182,24 @@ pub fn quantize(tensor: &Tensor<'_>, params: Params) -> Result<Quantized, Engine
     let mut output = vec![0u8; out_len];
     // Fault the pages in now so that the timed call measures the conversion alone.
     std::hint::black_box(output.as_mut_slice()).fill(0);
-    let start = Instant::now();
-    execute(&prepared, tensor.data, &mut output)?;
-    let seconds = start.elapsed().as_secs_f64();
+    let (seconds, route) = match backend {
+        Backend::A65 => {
+            let prepared = prepare(&plan);
+            let start = Instant::now();
+            execute(&prepared, tensor.data, &mut output)?;
+            (
+                start.elapsed().as_secs_f64(),
+                prepared.implementation().to_owned(),
+            )
+        }
+        Backend::Ev74Sim { workers } => {
+            // Only the accessed span goes to the device.
+            let input = tensor.data.get(..span as usize).unwrap_or(tensor.data);
+            let start = Instant::now();
+            ev74::quant::run_sim(&plan, input, &mut output, workers).map_err(sim_error)?;
+            (start.elapsed().as_secs_f64(), ev74_route(workers))
+        }
+    };
     let saturated = count_saturated(&plan, tensor);
     Ok(Quantized {
         output,
@@ -150,14 +207,32 @@ pub fn quantize(tensor: &Tensor<'_>, params: Params) -> Result<Quantized, Engine
         elements: plan.elements(),
         saturated,
         seconds,
-        route: prepared.implementation(),
+        route,
     })
+}
+
+/// The route column of an EV74-sim run.
+pub fn ev74_route(workers: usize) -> String {
+    format!(
+        "ev74-sim ({workers} worker{})",
+        if workers == 1 { "" } else { "s" }
+    )
+}
+
+/// Sorts a simulated-run failure into bad input (the tensor does not fit the device) or
+/// an internal failure.
+fn sim_error(e: ev74::quant::SimError) -> EngineError {
+    use ev74::quant::SimError;
+    match e {
+        SimError::Represent(_) | SimError::Memory(_) => EngineError::Device(e.to_string()),
+        SimError::Bind(_) | SimError::Firmware(_) => EngineError::Sim(e.to_string()),
+    }
 }
 
 /// Counts elements whose pre-saturation value `wide + zero_point` is outside [-128, 127],
 /// using the library's exact `wide` kernel. Visits every element once through the plan's
 /// input view (any layout).
-fn count_saturated(plan: &Plan, tensor: &Tensor<'_>) -> u64 {
+pub fn count_saturated(plan: &Plan, tensor: &Tensor<'_>) -> u64 {
     let wide = plan.kernels().wide;
     let m = plan.multiplier();
     let zp = plan.zero_point();
@@ -300,6 +375,36 @@ impl<'a> Aligned<'a> {
     }
 }
 
+/// A zeroed, writable buffer whose start is aligned (safe code only: the slice starts at
+/// the first aligned byte of a slightly longer allocation).
+#[derive(Debug)]
+pub struct AlignedBuf {
+    buf: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// `len` zero bytes starting at a multiple of `align`.
+    pub fn zeroed(len: usize, align: usize) -> AlignedBuf {
+        let align = align.max(1);
+        let buf = vec![0u8; len + align - 1];
+        let start = buf.as_ptr().align_offset(align);
+        let start = if start < align { start } else { 0 };
+        AlignedBuf { buf, start, len }
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+
+    /// The bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.buf[self.start..self.start + self.len]
+    }
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -325,6 +430,7 @@ mod test {
                     data: aligned.as_slice(),
                 },
                 Params::new(1.0),
+                Backend::A65,
             )
             .unwrap();
             assert_eq!(q.output, vec![2u8; n], "rank {rank}");
@@ -362,6 +468,7 @@ mod test {
             Params::new(1.0)
                 .with_zero_point(-100)
                 .with_rounding(Rounding::TowardZero),
+            Backend::A65,
         )
         .unwrap();
         assert_eq!(q.output, [100u8, 127, 128, 156, 128, 128]);
@@ -381,7 +488,7 @@ mod test {
             out_strides: None,
             data: aligned.as_slice(),
         };
-        let q = quantize(&t, Params::new(1.0)).unwrap();
+        let q = quantize(&t, Params::new(1.0), Backend::A65).unwrap();
         assert_eq!(q.output, [1u8, 2, 3, 4, 5, 6]);
         assert_eq!(abs_max(&t).unwrap(), Some(6.0));
     }
@@ -417,5 +524,14 @@ mod test {
             ..t
         };
         assert_eq!(abs_max(&t).unwrap(), None);
+    }
+
+    #[test]
+    fn aligned_buffers_are_aligned() {
+        for len in [0, 1, 16, 33] {
+            let mut b = AlignedBuf::zeroed(len, 16);
+            assert_eq!(b.as_slice().len(), len);
+            assert!((b.as_mut_slice().as_ptr() as usize).is_multiple_of(16));
+        }
     }
 }

@@ -71,6 +71,57 @@ pub fn write_atomic(
     output: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), CliError> {
+    stage(output, write)?.commit()
+}
+
+/// Writes several outputs, each atomically, as one unit: every file is first written in
+/// full to its own temporary file (any failure removes them all and leaves every target
+/// untouched), then the temporary files are renamed over their targets in order.
+///
+/// # Errors
+///
+/// As [`write_atomic`].
+pub fn write_atomic_all(staged: Vec<Staged>) -> Result<(), CliError> {
+    for file in staged {
+        file.commit()?;
+    }
+    Ok(())
+}
+
+/// A fully written and synced temporary file, not yet renamed over its target. Dropping
+/// it removes the temporary file.
+#[derive(Debug)]
+pub struct Staged {
+    temp: tempfile::NamedTempFile,
+    output: PathBuf,
+}
+
+impl Staged {
+    /// Renames the temporary file over the target.
+    ///
+    /// # Errors
+    ///
+    /// Internal (exit 1) when the rename fails.
+    pub fn commit(self) -> Result<(), CliError> {
+        let output = self.output;
+        self.temp
+            .persist(&output)
+            .map_err(|e| e.error)
+            .with_context(|| format!("renaming the temporary file to {}", output.display()))?;
+        Ok(())
+    }
+}
+
+/// Writes the future content of `output` to a synced temporary file in its folder (see
+/// [`write_atomic`]); [`Staged::commit`] renames it over `output`.
+///
+/// # Errors
+///
+/// As [`write_atomic`].
+pub fn stage(
+    output: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<Staged, CliError> {
     let folder = folder_of(output);
     let mut builder = tempfile::Builder::new();
     builder.prefix(TEMP_PREFIX).suffix(".tmp");
@@ -107,8 +158,8 @@ pub fn write_atomic(
     temp.as_file()
         .sync_all()
         .with_context(|| format!("syncing {}", temp.path().display()))?;
-    temp.persist(output)
-        .map_err(|e| e.error)
-        .with_context(|| format!("renaming the temporary file to {}", output.display()))?;
-    Ok(())
+    Ok(Staged {
+        temp,
+        output: output.to_path_buf(),
+    })
 }

@@ -203,6 +203,166 @@ pub fn absmax_multiplier(abs_max: Option<f32>) -> Result<u32, CalibrationError> 
     Ok(m.to_bits())
 }
 
+/// Parses a comma-separated list of unsigned integers (decimal), e.g. `2,3`.
+///
+/// # Errors
+///
+/// A message naming the bad item.
+pub fn parse_u64_list(text: &str) -> Result<Vec<u64>, String> {
+    if text.trim().is_empty() {
+        return Err("an empty list".to_owned());
+    }
+    text.split(',')
+        .map(|item| {
+            let item = item.trim();
+            item.parse::<u64>()
+                .map_err(|_| format!("{item:?} is not an unsigned integer"))
+        })
+        .collect()
+}
+
+/// Parses a logical shape: a comma-separated list of extents, or `scalar` for rank 0.
+///
+/// # Errors
+///
+/// A message naming the bad item; an empty text (write `scalar` for rank 0).
+pub fn parse_shape(text: &str) -> Result<Vec<u64>, String> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("scalar") {
+        return Ok(Vec::new());
+    }
+    if t.is_empty() {
+        return Err("an empty shape (write `scalar` for rank 0)".to_owned());
+    }
+    let shape = parse_u64_list(t)?;
+    if shape.len() > simak::MAX_RANK {
+        return Err(format!(
+            "rank {} is above the supported maximum {}",
+            shape.len(),
+            simak::MAX_RANK
+        ));
+    }
+    Ok(shape)
+}
+
+/// The D, H, W, C axis map as given with `--axes`: logical axis indices, `-1` for absent.
+pub type AxesArg = [Option<u8>; 4];
+
+/// Parses `--axes D,H,W,C`: four logical axis indices in 0..=5, or -1 for an absent role.
+/// Whether they are distinct and below the rank is the library's rule (checked with the
+/// shape).
+///
+/// # Errors
+///
+/// Not exactly four items, or an item outside -1..=5.
+pub fn parse_axes(text: &str) -> Result<AxesArg, String> {
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    if items.len() != 4 {
+        return Err(format!(
+            "expected 4 comma-separated axes (D,H,W,C), found {}",
+            items.len()
+        ));
+    }
+    let mut axes = [None; 4];
+    for (slot, (item, role)) in axes.iter_mut().zip(items.iter().zip(["D", "H", "W", "C"])) {
+        let value: i64 = item
+            .parse()
+            .map_err(|_| format!("{role} axis {item:?} is not an integer"))?;
+        *slot = match value {
+            -1 => None,
+            0..=5 => Some(value as u8),
+            _ => {
+                return Err(format!(
+                    "{role} axis {value} is neither -1 (absent) nor a logical axis 0..=5"
+                ));
+            }
+        };
+    }
+    Ok(axes)
+}
+
+/// Parses `--tile D,H,W,C`: four tile extents (each checked against its axis extent by the
+/// library).
+///
+/// # Errors
+///
+/// Not exactly four items, or an item that is not a 32-bit unsigned integer.
+pub fn parse_tile(text: &str) -> Result<[u32; 4], String> {
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    if items.len() != 4 {
+        return Err(format!(
+            "expected 4 comma-separated tile extents (D,H,W,C), found {}",
+            items.len()
+        ));
+    }
+    let mut tile = [0u32; 4];
+    for (slot, (item, role)) in tile.iter_mut().zip(items.iter().zip(["D", "H", "W", "C"])) {
+        *slot = item
+            .parse()
+            .map_err(|_| format!("{role} tile {item:?} is not an integer in 0..=4294967295"))?;
+    }
+    Ok(tile)
+}
+
+/// Parses three finite binary32 values `r,g,b` (each decimal rounded once to binary32).
+///
+/// # Errors
+///
+/// Not exactly three items, or an item that is not a finite number.
+pub fn parse_rgb(text: &str) -> Result<[f32; 3], String> {
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    if items.len() != 3 {
+        return Err(format!(
+            "expected 3 comma-separated values (r,g,b), found {}",
+            items.len()
+        ));
+    }
+    let mut out = [0f32; 3];
+    for (slot, item) in out.iter_mut().zip(items) {
+        let v: f32 = item
+            .parse()
+            .map_err(|_| format!("{item:?} is not a number"))?;
+        if !v.is_finite() {
+            return Err(format!("{item:?} is not finite"));
+        }
+        *slot = v;
+    }
+    Ok(out)
+}
+
+/// Parses `--std r,g,b`: like [`parse_rgb`], each value > 0.
+///
+/// # Errors
+///
+/// As [`parse_rgb`], or a value ≤ 0.
+pub fn parse_std(text: &str) -> Result<[f32; 3], String> {
+    let values = parse_rgb(text)?;
+    if let Some(v) = values.iter().find(|v| **v <= 0.0) {
+        return Err(format!("standard deviation {v} is not > 0"));
+    }
+    Ok(values)
+}
+
+/// Parses a 32-bit device bus address: decimal or `0x` hex, in 1..=0xffffffff.
+///
+/// # Errors
+///
+/// Syntax, zero (which means unbound) or above 32 bits.
+pub fn parse_address(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    let value = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse::<u64>(),
+    }
+    .map_err(|_| format!("{t:?} is not an address (decimal or 0x hex)"))?;
+    let address =
+        u32::try_from(value).map_err(|_| format!("{t} is outside the 32-bit device domain"))?;
+    if address == 0 {
+        return Err("address 0 means unbound; bound addresses are nonzero".to_owned());
+    }
+    Ok(address)
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -315,5 +475,31 @@ mod test {
             absmax_multiplier(Some(f32::from_bits(1))),
             Err(CalibrationError::NotFinite { .. })
         ));
+    }
+
+    #[test]
+    fn lists() {
+        assert_eq!(parse_shape("2, 3"), Ok(vec![2, 3]));
+        assert_eq!(parse_shape("scalar"), Ok(vec![]));
+        assert!(parse_shape("").is_err());
+        assert!(parse_shape("1,1,1,1,1,1,1").is_err());
+        assert!(parse_shape("2,-3").is_err());
+        assert_eq!(
+            parse_axes("-1,0,1,2"),
+            Ok([None, Some(0), Some(1), Some(2)])
+        );
+        assert!(parse_axes("-1,0,1").is_err());
+        assert!(parse_axes("-2,0,1,2").is_err());
+        assert!(parse_axes("6,0,1,2").is_err());
+        assert_eq!(parse_tile("1,16,64,3"), Ok([1, 16, 64, 3]));
+        assert!(parse_tile("1,16,64").is_err());
+        assert!(parse_tile("1,16,-64,3").is_err());
+        assert_eq!(parse_rgb("0.5,1,2"), Ok([0.5, 1.0, 2.0]));
+        assert!(parse_rgb("0.5,nan,2").is_err());
+        assert!(parse_std("1,0,1").is_err());
+        assert_eq!(parse_address("0x1000"), Ok(0x1000));
+        assert_eq!(parse_address("4096"), Ok(4096));
+        assert!(parse_address("0").is_err());
+        assert!(parse_address("0x100000000").is_err());
     }
 }

@@ -4,23 +4,23 @@
 //! output then replaces its target atomically ([`crate::output::write_atomic`]).
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{self, Cursor, Write};
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use npyz::{Endianness, NpyHeader, Order, TypeChar, WriterBuilder};
+use indicatif::ProgressBar;
+use npyz::WriterBuilder;
 use safetensors::SafeTensors;
 use safetensors::tensor::{Dtype as StDtype, TensorView, View};
 use serde::Serialize;
 use simak::DType;
 use simak::ops::quant::{Params, Rounding};
 
-use crate::engine::{self, Aligned, EngineError, Quantized, Tensor};
+use crate::engine::{self, Aligned, Backend, EngineError, Quantized, Tensor};
 use crate::error::{CliError, bad_file, bad_tensor};
 use crate::output::{check_target, same_file, write_atomic};
 use crate::params::{Calibration, MultiplierArg, absmax_multiplier, exact_decimal};
+use crate::read::read_npy;
 use crate::report::{Row, Total, shape_text, table};
 
 /// How each tensor's multiplier is chosen.
@@ -47,6 +47,8 @@ pub struct QuantJob {
     pub zero_point: i32,
     /// Rounding mode.
     pub rounding: Rounding,
+    /// Where to run.
+    pub backend: Backend,
     /// `-q`: no progress bar, no table.
     pub quiet: bool,
     /// `--json`: the summary as JSON.
@@ -99,6 +101,8 @@ struct Summary {
     output: String,
     format: &'static str,
     backend: &'static str,
+    /// Worker ring size of `ev74-sim` (`null` for `a65`).
+    workers: Option<usize>,
     multiplier: Option<MultiplierEcho>,
     calibration: Option<String>,
     rounding: &'static str,
@@ -181,7 +185,14 @@ fn report(
         input: job.input.display().to_string(),
         output: job.output.display().to_string(),
         format: format.name(),
-        backend: "a65",
+        backend: match job.backend {
+            Backend::A65 => "a65",
+            Backend::Ev74Sim { .. } => "ev74-sim",
+        },
+        workers: match job.backend {
+            Backend::A65 => None,
+            Backend::Ev74Sim { workers } => Some(workers),
+        },
         multiplier,
         calibration,
         rounding: job.rounding.name(),
@@ -248,18 +259,7 @@ fn summary_text(s: &Summary) -> String {
 }
 
 fn progress(job: &QuantJob, tensors: usize, elements: u64) -> ProgressBar {
-    if job.quiet || (tensors < 4 && elements < (1 << 20)) {
-        return ProgressBar::hidden();
-    }
-    // indicatif draws nothing when stderr is not a terminal.
-    let bar = ProgressBar::with_draw_target(Some(elements), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template(
-        "{prefix} [{wide_bar}] {human_pos}/{human_len} elements, {elapsed}",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_prefix("quant");
-    bar
+    crate::report::progress("quant", job.quiet, tensors, elements)
 }
 
 /// Quantizes one tensor with the job's parameters; `name` is `None` for a `.npy` file.
@@ -274,7 +274,7 @@ fn quantize_one(
         None => bad_file(file, rule),
     };
     let engine_error = |e: EngineError| match e {
-        EngineError::Execute(_) => CliError::Internal(anyhow!(
+        EngineError::Execute(_) | EngineError::Sim(_) => CliError::Internal(anyhow!(
             "{}: {}: {e}",
             file.display(),
             name.unwrap_or("tensor")
@@ -292,7 +292,8 @@ fn quantize_one(
             (Params::from_bits(bits), a)
         }
     };
-    let q = engine::quantize(tensor, params.with_rounding(job.rounding)).map_err(engine_error)?;
+    let q = engine::quantize(tensor, params.with_rounding(job.rounding), job.backend)
+        .map_err(engine_error)?;
     Ok((q, abs_max))
 }
 
@@ -475,103 +476,24 @@ fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied
     Ok((rows, copied))
 }
 
-/// Parses an `.npy` header with npyz; returns it and the offset of the data.
-///
-/// npyz computes the element count with unchecked products, which panics on overflow in
-/// debug builds: a lying shape is caught here (quietly) and reported as malformed.
-fn npy_header(bytes: &[u8]) -> Result<(NpyHeader, usize), String> {
-    let mut cursor = Cursor::new(bytes);
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let parsed = catch_unwind(AssertUnwindSafe(|| NpyHeader::from_reader(&mut cursor)));
-    std::panic::set_hook(previous);
-    match parsed {
-        Ok(Ok(header)) => {
-            let offset = usize::try_from(cursor.position()).map_err(|e| e.to_string())?;
-            Ok((header, offset))
-        }
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("the header's shape overflows".to_owned()),
-    }
-}
-
 fn run_npy(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied>), CliError> {
     let file = job.input.as_path();
-    let (header, offset) =
-        npy_header(bytes).map_err(|e| bad_file(file, format!("malformed .npy file: {e}")))?;
-    let descr = header.dtype().descr();
-    let unsupported = || {
-        bad_file(
-            file,
-            format!("dtype {descr} is not supported (quant takes float32 and float16 .npy files)"),
-        )
-    };
-    let npyz::DType::Plain(ts) = header.dtype() else {
-        return Err(unsupported());
-    };
-    let dtype = match (ts.type_char(), ts.size_field()) {
-        (TypeChar::Float, 4) => DType::F32,
-        (TypeChar::Float, 2) => DType::F16,
-        _ => return Err(unsupported()),
-    };
-    let big_endian = ts.endianness() == Endianness::Big;
-    let elem = dtype.size();
-    let shape = header.shape().to_vec();
-    let elements = shape
-        .iter()
-        .try_fold(1u64, |n, &e| n.checked_mul(e))
-        .ok_or_else(|| {
-            bad_file(
-                file,
-                "malformed .npy file: the shape's element count overflows",
-            )
-        })?;
-    let need = elements
-        .checked_mul(elem as u64)
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| bad_file(file, "malformed .npy file: the data size overflows"))?;
-    let data = bytes.get(offset..).unwrap_or(&[]);
-    if data.len() != need {
-        return Err(bad_file(
-            file,
-            format!(
-                "malformed .npy file: the data holds {} bytes but shape {} of {descr} needs {need}",
-                data.len(),
-                shape_text(&shape)
-            ),
-        ));
-    }
-    let fortran = header.order() == Order::Fortran && shape.len() > 1;
-    // Fortran order: a strided view over the raw bytes (no copy); the output keeps the order.
-    let (in_strides, out_strides): (Option<Vec<u64>>, Option<Vec<u64>>) = if fortran {
-        let out: Vec<u64> = header.strides().to_vec();
-        let inp = out.iter().map(|&s| s * elem as u64).collect();
-        (Some(inp), Some(out))
-    } else {
-        (None, None)
-    };
-    let aligned = if big_endian {
-        Aligned::copy_with(need, elem, |dst| {
-            for (d, s) in dst.chunks_exact_mut(elem).zip(data.chunks_exact(elem)) {
-                d.copy_from_slice(s);
-                d.reverse();
-            }
-        })
-    } else {
-        Aligned::new(data, elem)
-    };
-    let tensor = Tensor {
-        dtype,
-        shape: &shape,
-        strides: in_strides.as_deref(),
-        out_strides: out_strides.as_deref(),
-        data: aligned.as_slice(),
-    };
+    let array = read_npy(
+        file,
+        bytes,
+        &[DType::F32, DType::F16],
+        "quant takes float32 and float16 .npy files",
+    )?;
+    let in_strides = array.byte_strides();
+    let tensor = array.tensor(&in_strides);
+    let elements = tensor.shape.iter().product::<u64>();
+    let shape = array.shape.clone();
+    let dtype = array.dtype;
     let bar = progress(job, 1, elements);
     let (q, abs_max) = quantize_one(job, None, &tensor)?;
     bar.inc(q.elements);
     bar.finish_and_clear();
-    let order = if fortran { Order::Fortran } else { Order::C };
+    let order = array.order();
     write_atomic(&job.output, |w| {
         let w = npyz::WriteOptions::<i8>::new()
             .default_dtype()
@@ -602,22 +524,5 @@ mod test {
         assert_eq!(Format::of(Path::new("b.NPY")), Some(Format::Npy));
         assert_eq!(Format::of(Path::new("b.npz")), None);
         assert_eq!(Format::of(Path::new("b")), None);
-    }
-
-    #[test]
-    fn npy_header_reports_the_data_offset() {
-        let mut buf = Vec::new();
-        npyz::WriteOptions::<f32>::new()
-            .default_dtype()
-            .shape(&[2, 3])
-            .writer(&mut buf)
-            .write_header_only()
-            .unwrap();
-        let header_len = buf.len();
-        buf.extend([0u8; 24]);
-        let (h, off) = npy_header(&buf).unwrap();
-        assert_eq!(off, header_len);
-        assert_eq!(h.shape(), &[2, 3]);
-        assert!(npy_header(b"not an npy file").is_err());
     }
 }

@@ -1,12 +1,17 @@
 //! The summary printed at the end of a run: a text table, or JSON with `--json`.
 
 use std::fmt::Write as _;
+use std::io::{self, Write as _};
+
+use anyhow::anyhow;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use serde::Serialize;
 use simak::DType;
 use simak::ops::quant::Params;
 
 use crate::engine::Quantized;
+use crate::error::CliError;
 use crate::params::exact_decimal;
 
 /// One quantized tensor.
@@ -38,8 +43,8 @@ pub struct Row {
     pub execute_seconds: f64,
     /// Elements per second of the `execute` call (`null` when unmeasurably fast).
     pub elements_per_second: Option<f64>,
-    /// A65 route (diagnostic name).
-    pub route: &'static str,
+    /// Route: the A65 route (diagnostic name) or `ev74-sim (N workers)`.
+    pub route: String,
 }
 
 impl Row {
@@ -70,7 +75,7 @@ impl Row {
             saturated: result.saturated,
             execute_seconds: result.seconds,
             elements_per_second: result.elements_per_second(),
-            route: result.route,
+            route: result.route.clone(),
         }
     }
 }
@@ -103,6 +108,42 @@ impl Total {
             elements_per_second: (execute_seconds > 0.0).then(|| elements as f64 / execute_seconds),
         }
     }
+}
+
+/// Prints `text` on stdout; a closed stdout (e.g. `| head`) is not a failure.
+///
+/// # Errors
+///
+/// Internal when stdout fails otherwise.
+pub fn emit(text: &str) -> Result<(), CliError> {
+    let mut stdout = io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .or_else(|e| {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(|e| CliError::Internal(anyhow!("writing the summary: {e}")))
+}
+
+/// A progress bar over `elements` on stderr, drawn only for `tensors ≥ 4` or `elements ≥
+/// 2^20`, never under `-q`, and (indicatif's rule) only when stderr is a terminal.
+pub fn progress(prefix: &'static str, quiet: bool, tensors: usize, elements: u64) -> ProgressBar {
+    if quiet || (tensors < 4 && elements < (1 << 20)) {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(elements), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix} [{wide_bar}] {human_pos}/{human_len} elements, {elapsed}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_prefix(prefix);
+    bar
 }
 
 /// Shape as `[a, b, c]` (`[]` for a scalar).
@@ -152,7 +193,7 @@ pub fn table(rows: &[Row]) -> String {
                 r.saturated.to_string(),
                 r.elements.to_string(),
                 rate_text(r.elements_per_second),
-                r.route.to_owned(),
+                r.route.clone(),
             ]
         })
         .collect();

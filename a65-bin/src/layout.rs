@@ -1,0 +1,579 @@
+//! `simak layout`: print the `MlaTiled` tile grid of a shape (SPEC §5) and optionally draw
+//! where each logical element lands in the physical buffer as an SVG.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use simak::MAX_RANK;
+use simak::layout::{MlaTiled, TileAxis, TiledView};
+
+use crate::error::{CliError, bad_file};
+use crate::output::{check_target, write_atomic};
+use crate::report::{emit, shape_text};
+
+/// Largest physical buffer (bytes) `--svg` draws: 1024 rows of 16 bytes.
+pub const SVG_MAX_BYTES: u64 = 16384;
+
+/// A parsed `simak layout` invocation.
+#[derive(Debug, Clone)]
+pub struct LayoutJob {
+    /// Logical shape (rank 1 to 6).
+    pub shape: Vec<u64>,
+    /// Layout metadata.
+    pub layout: MlaTiled,
+    /// Byte planes per element: 2 (BF16, CastTess) or 1 (INT8, QuantTess).
+    pub planes: u8,
+    /// How many tiles (in storage order) to list.
+    pub tiles: usize,
+    /// Draw the byte map here.
+    pub svg: Option<PathBuf>,
+    /// `-q`.
+    pub quiet: bool,
+    /// `--json`.
+    pub json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Role {
+    role: &'static str,
+    axis: Option<u8>,
+    extent: u64,
+    tile: u32,
+    tiles: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Class {
+    count_per_outer: u64,
+    extents: [u64; 4],
+    stored_channels: u64,
+    payload_bytes: u64,
+    bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct TileRow {
+    outer: u64,
+    index: [u64; 4],
+    extents: [u64; 4],
+    offset: u64,
+    bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    command: &'static str,
+    shape: Vec<u64>,
+    dtype: &'static str,
+    planes: usize,
+    channels: &'static str,
+    roles: Vec<Role>,
+    outer_axes: Vec<u8>,
+    outer_count: u64,
+    tile_counts: [u64; 4],
+    tiles_per_outer: u64,
+    classes: Vec<Class>,
+    bytes_per_outer: u64,
+    capacity_bytes: u64,
+    elements: u64,
+    logical_bytes: u64,
+    first_tiles: Vec<TileRow>,
+    svg: Option<String>,
+}
+
+fn dtype_name(planes: usize) -> &'static str {
+    if planes == 2 { "bf16" } else { "i8" }
+}
+
+/// The ≤ 16 tile classes (full or boundary tile per role) with their count per outer index.
+fn classes(view: &TiledView) -> Vec<Class> {
+    let mut parts = [(0u64, 0u64, 0u64, 0u64); 4];
+    for (part, (&e, &t)) in parts
+        .iter_mut()
+        .zip(view.role_extents().iter().zip(view.tile().iter()))
+    {
+        let t = u64::from(t);
+        *part = (e / t, t, u64::from(e % t != 0), e % t);
+    }
+    let mut out = Vec::new();
+    for class in 0u32..16 {
+        let mut count = 1u64;
+        let mut ext = [0u64; 4];
+        for (bit, (part, slot)) in parts.iter().zip(ext.iter_mut()).enumerate() {
+            let (n, e) = if class & (1 << bit) == 0 {
+                (part.0, part.1)
+            } else {
+                (part.2, part.3)
+            };
+            count = count.saturating_mul(n);
+            *slot = e;
+        }
+        if count == 0 {
+            continue;
+        }
+        let sc = view.stored_channels(ext[3]).unwrap_or(0);
+        let payload = ext[0] * ext[1] * ext[2] * sc * view.planes() as u64;
+        out.push(Class {
+            count_per_outer: count,
+            extents: ext,
+            stored_channels: sc,
+            payload_bytes: payload,
+            bytes: view.tile_bytes(ext).unwrap_or(0),
+        });
+    }
+    out
+}
+
+/// Every tile in storage order (outer, C, D, H, W), calling `f` until it returns false.
+fn for_each_tile(view: &TiledView, mut f: impl FnMut(TileRow) -> bool) {
+    let [cd, ch, cw, cc] = *view.tile_counts();
+    for outer in 0..view.outer_count() {
+        for ic in 0..cc {
+            for id in 0..cd {
+                for ih in 0..ch {
+                    for iw in 0..cw {
+                        let index = [id, ih, iw, ic];
+                        let extents = [
+                            view.tile_extent(TileAxis::D, id).unwrap_or(0),
+                            view.tile_extent(TileAxis::H, ih).unwrap_or(0),
+                            view.tile_extent(TileAxis::W, iw).unwrap_or(0),
+                            view.tile_extent(TileAxis::C, ic).unwrap_or(0),
+                        ];
+                        let offset =
+                            outer * view.bytes_per_outer() + view.tile_offset(index).unwrap_or(0);
+                        let row = TileRow {
+                            outer,
+                            index,
+                            extents,
+                            offset,
+                            bytes: view.tile_bytes(extents).unwrap_or(0),
+                        };
+                        if !f(row) {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs `simak layout`.
+///
+/// # Errors
+///
+/// Bad input (exit 2) for a layout the library refuses or an SVG request above
+/// [`SVG_MAX_BYTES`]; internal otherwise.
+pub fn run(job: &LayoutJob) -> Result<(), CliError> {
+    let bad = |rule: String| CliError::Input(format!("layout {}: {rule}", shape_text(&job.shape)));
+    let view = job.layout.admit(&job.shape, job.planes).map_err(|e| {
+        use simak::AdmissionError as A;
+        bad(match e {
+            A::TileAxisOutOfRange { .. } | A::TileAxisRepeated { .. } => format!("--axes: {e}"),
+            A::TileExtent { .. } => format!("--tile: {e}"),
+            other => other.to_string(),
+        })
+    })?;
+    if let Some(svg) = &job.svg {
+        if view.capacity() > SVG_MAX_BYTES {
+            return Err(bad_file(
+                svg,
+                format!(
+                    "--svg draws buffers up to {SVG_MAX_BYTES} bytes; this layout needs {} bytes (try a smaller shape)",
+                    view.capacity()
+                ),
+            ));
+        }
+        check_target(svg)?;
+    }
+    let roles: Vec<Role> = TileAxis::ALL
+        .iter()
+        .map(|&r| Role {
+            role: r.name(),
+            axis: view.layout().axes[r.slot()],
+            extent: view.role_extents()[r.slot()],
+            tile: view.tile()[r.slot()],
+            tiles: view.tile_counts()[r.slot()],
+        })
+        .collect();
+    let mut first = Vec::new();
+    if job.tiles > 0 {
+        for_each_tile(&view, |row| {
+            first.push(row);
+            first.len() < job.tiles
+        });
+    }
+    let report = Report {
+        command: "layout",
+        shape: job.shape.clone(),
+        dtype: dtype_name(view.planes()),
+        planes: view.planes(),
+        channels: view.channels().name(),
+        roles,
+        outer_axes: view.outer_axes().to_vec(),
+        outer_count: view.outer_count(),
+        tile_counts: *view.tile_counts(),
+        tiles_per_outer: view.tiles_per_outer(),
+        classes: if view.is_empty() {
+            Vec::new()
+        } else {
+            classes(&view)
+        },
+        bytes_per_outer: view.bytes_per_outer(),
+        capacity_bytes: view.capacity(),
+        elements: view.elements(),
+        logical_bytes: view.elements() * view.planes() as u64,
+        first_tiles: first,
+        svg: job.svg.as_ref().map(|p| p.display().to_string()),
+    };
+    if let Some(path) = &job.svg {
+        let text = svg(&view);
+        write_atomic(path, |w| w.write_all(text.as_bytes()))?;
+    }
+    if job.json {
+        let mut s = serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?;
+        s.push('\n');
+        emit(&s)
+    } else if job.quiet {
+        Ok(())
+    } else {
+        emit(&report_text(&report))
+    }
+}
+
+fn report_text(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "MlaTiled layout of shape {} as {} ({} byte plane{} per element), channels {}",
+        shape_text(&r.shape),
+        r.dtype,
+        r.planes,
+        if r.planes == 1 { "" } else { "s" },
+        r.channels
+    );
+    for role in &r.roles {
+        match role.axis {
+            Some(a) => {
+                let _ = writeln!(
+                    out,
+                    "  {}: logical axis {a}, extent {}, tile {}, {} tile{}",
+                    role.role.to_uppercase(),
+                    role.extent,
+                    role.tile,
+                    role.tiles,
+                    if role.tiles == 1 { "" } else { "s" }
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  {}: absent (extent 1, tile 1)",
+                    role.role.to_uppercase()
+                );
+            }
+        }
+    }
+    let outer: Vec<String> = r.outer_axes.iter().map(u8::to_string).collect();
+    let _ = writeln!(
+        out,
+        "  outer axes: {} ({} outer ind{})",
+        if outer.is_empty() {
+            "none".to_owned()
+        } else {
+            outer.join(", ")
+        },
+        r.outer_count,
+        if r.outer_count == 1 { "ex" } else { "ices" }
+    );
+    let _ = writeln!(
+        out,
+        "tile grid (D, H, W, C): {} = {} tile{} per outer index; storage order: outer, C, D, H, W (fastest)",
+        shape_text(&r.tile_counts),
+        r.tiles_per_outer,
+        if r.tiles_per_outer == 1 { "" } else { "s" }
+    );
+    if !r.classes.is_empty() {
+        let _ = writeln!(out, "tile classes (per outer index):");
+        let _ = writeln!(
+            out,
+            "  {:>8}  {:<18}  {:>6}  {:>8}  {:>8}",
+            "count", "extents (d,h,w,c)", "stored", "payload", "bytes"
+        );
+        for c in &r.classes {
+            let _ = writeln!(
+                out,
+                "  {:>8}  {:<18}  {:>6}  {:>8}  {:>8}",
+                c.count_per_outer,
+                shape_text(&c.extents),
+                c.stored_channels,
+                c.payload_bytes,
+                c.bytes
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "bytes per outer index {}; capacity {} bytes ({} elements x {} = {} logical bytes)",
+        r.bytes_per_outer, r.capacity_bytes, r.elements, r.planes, r.logical_bytes
+    );
+    if !r.first_tiles.is_empty() {
+        let _ = writeln!(out, "first tiles in storage order:");
+        let _ = writeln!(
+            out,
+            "  {:>6}  {:<16}  {:<16}  {:>10}  {:>8}",
+            "outer", "tile (d,h,w,c)", "extents", "offset", "bytes"
+        );
+        for t in &r.first_tiles {
+            let _ = writeln!(
+                out,
+                "  {:>6}  {:<16}  {:<16}  {:>10}  {:>8}",
+                t.outer,
+                shape_text(&t.index),
+                shape_text(&t.extents),
+                t.offset,
+                t.bytes
+            );
+        }
+    }
+    if let Some(p) = &r.svg {
+        let _ = writeln!(out, "byte map written to {p}");
+    }
+    out
+}
+
+/// Short name of logical axis `axis`: its role letter, or `o<axis>` for an outer axis.
+fn axis_name(view: &TiledView, axis: usize) -> String {
+    for role in TileAxis::ALL {
+        if view.layout().axes[role.slot()] == Some(axis as u8) {
+            return role.name().to_owned();
+        }
+    }
+    format!("o{axis}")
+}
+
+/// Escapes text for SVG content and attributes.
+fn esc(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Draws the physical buffer as rows of 16 bytes. Each byte a logical element maps to is
+/// colored by the element's row-major index (hue) and byte plane (light: low byte, dark:
+/// high byte), labelled with its coordinates; padding bytes are grey. Every tile starts a
+/// row (tiles are multiples of 16 bytes); a line and a label mark each tile.
+fn svg(view: &TiledView) -> String {
+    const CELL: u64 = 34;
+    const LEFT: u64 = 64;
+    const TOP: u64 = 64;
+    const RIGHT: u64 = 220;
+    let capacity = view.capacity();
+    let rows = capacity.div_ceil(16);
+    let planes = view.planes();
+    let rank = view.rank();
+    let extents = view.extents();
+    let elements = view.elements();
+    // Which (element, plane) lands on each byte.
+    let mut owner: Vec<Option<(u64, [u64; MAX_RANK], usize)>> = vec![None; capacity as usize];
+    let mut index = [0u64; MAX_RANK];
+    for linear in 0..elements {
+        for p in 0..planes {
+            if let Some(o) = view.offset_of(&index, p)
+                && let Some(slot) = owner.get_mut(o as usize)
+            {
+                *slot = Some((linear, index, p));
+            }
+        }
+        for axis in (0..rank).rev() {
+            index[axis] += 1;
+            if index[axis] < extents[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+    let names: Vec<String> = (0..rank).map(|a| axis_name(view, a)).collect();
+    let width = LEFT + 16 * CELL + RIGHT;
+    let height = TOP + rows * CELL + 24;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="monospace">"##
+    );
+    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="white"/>"##);
+    let layout = view.layout();
+    let axes: Vec<String> = TileAxis::ALL
+        .iter()
+        .map(|r| match layout.axes[r.slot()] {
+            Some(a) => format!("{}={a}", r.name().to_uppercase()),
+            None => format!("{}=-", r.name().to_uppercase()),
+        })
+        .collect();
+    let title = format!(
+        "MlaTiled {} shape {} axes {} tile {} {}: {} bytes",
+        dtype_name(planes),
+        shape_text(&extents[..rank]),
+        axes.join(" "),
+        shape_text(&layout.tile.map(u64::from)),
+        layout.channels.name(),
+        capacity
+    );
+    let _ = writeln!(
+        s,
+        r##"<text x="8" y="20" font-size="14">{}</text>"##,
+        esc(&title)
+    );
+    let legend = if planes == 2 {
+        "cell: logical coordinates (axis letters: d h w c roles, oN outer axis); light = low byte, dark = high byte; grey = zero padding"
+    } else {
+        "cell: logical coordinates (axis letters: d h w c roles, oN outer axis); grey = zero padding"
+    };
+    let _ = writeln!(
+        s,
+        r##"<text x="8" y="40" font-size="10" fill="#444">{}</text>"##,
+        esc(legend)
+    );
+    for col in 0..16u64 {
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{}" font-size="9" text-anchor="middle" fill="#666">+{col}</text>"##,
+            LEFT + col * CELL + CELL / 2,
+            TOP - 6
+        );
+    }
+    for row in 0..rows {
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{}" font-size="9" text-anchor="end" fill="#666">{}</text>"##,
+            LEFT - 6,
+            TOP + row * CELL + CELL / 2 + 3,
+            row * 16
+        );
+    }
+    for (offset, cell) in owner.iter().enumerate() {
+        let offset = offset as u64;
+        let x = LEFT + (offset % 16) * CELL;
+        let y = TOP + (offset / 16) * CELL;
+        match cell {
+            Some((linear, idx, plane)) => {
+                let hue = if elements > 1 {
+                    300 * linear / (elements - 1)
+                } else {
+                    0
+                };
+                let light = if *plane == 0 { 78 } else { 55 };
+                let coords: Vec<String> = idx[..rank].iter().map(u64::to_string).collect();
+                let named: Vec<String> = names
+                    .iter()
+                    .zip(idx[..rank].iter())
+                    .map(|(n, i)| format!("{n}={i}"))
+                    .collect();
+                let plane_name = match (planes, plane) {
+                    (1, _) => "int8",
+                    (_, 0) => "low byte",
+                    _ => "high byte",
+                };
+                let _ = writeln!(
+                    s,
+                    r##"<g><title>byte {offset}: element ({}) {plane_name}</title><rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" fill="hsl({hue},70%,{light}%)" stroke="white"/><text x="{}" y="{}" font-size="8" text-anchor="middle">{}</text>{}</g>"##,
+                    esc(&named.join(", ")),
+                    x + CELL / 2,
+                    y + CELL / 2 + 1,
+                    esc(&coords.join(",")),
+                    if planes == 2 {
+                        format!(
+                            r##"<text x="{}" y="{}" font-size="7" text-anchor="middle" fill="#333">{}</text>"##,
+                            x + CELL / 2,
+                            y + CELL - 4,
+                            if *plane == 0 { "lo" } else { "hi" }
+                        )
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    r##"<g><title>byte {offset}: zero padding</title><rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" fill="#e4e4e4" stroke="white"/></g>"##
+                );
+            }
+        }
+    }
+    for_each_tile(view, |t| {
+        let y = TOP + (t.offset / 16) * CELL;
+        let h = t.bytes.div_ceil(16) * CELL;
+        let _ = writeln!(
+            s,
+            r##"<rect x="{LEFT}" y="{y}" width="{}" height="{h}" fill="none" stroke="black" stroke-width="2"/>"##,
+            16 * CELL
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{}" font-size="10">outer {} tile {} ({} B)</text>"##,
+            LEFT + 16 * CELL + 8,
+            y + 14,
+            t.outer,
+            esc(&shape_text(&t.index)),
+            t.bytes
+        );
+        true
+    });
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use simak::layout::Channels;
+
+    #[test]
+    fn spec_example_svg_maps_twelve_bytes() {
+        let view = MlaTiled::new(
+            [None, None, Some(0), Some(1)],
+            [1, 1, 2, 3],
+            Channels::Compact,
+        )
+        .admit(&[2, 3], 2)
+        .unwrap();
+        let text = svg(&view);
+        assert_eq!(text.matches("zero padding</title>").count(), 4);
+        assert_eq!(text.matches("low byte</title>").count(), 6);
+        assert_eq!(text.matches("high byte</title>").count(), 6);
+        assert!(text.contains("byte 8: element (w=1, c=2) low byte"));
+        assert!(text.contains("byte 11: element (w=1, c=2) high byte"));
+        let c = classes(&view);
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].payload_bytes, c[0].bytes), (12, 16));
+    }
+
+    #[test]
+    fn classes_cover_boundary_tiles() {
+        let view = MlaTiled::new(
+            [None, Some(1), Some(2), Some(3)],
+            [1, 2, 3, 16],
+            Channels::PadTo16,
+        )
+        .admit(&[2, 5, 7, 17], 2)
+        .unwrap();
+        let c = classes(&view);
+        let tiles: u64 = c.iter().map(|c| c.count_per_outer).sum();
+        assert_eq!(tiles, view.tiles_per_outer());
+        let bytes: u64 = c.iter().map(|c| c.count_per_outer * c.bytes).sum();
+        assert_eq!(bytes, view.bytes_per_outer());
+        let mut n = 0;
+        let mut next = 0;
+        for_each_tile(&view, |t| {
+            assert_eq!(t.offset, next);
+            next += t.bytes;
+            n += 1;
+            true
+        });
+        assert_eq!(next, view.capacity());
+        assert_eq!(n, 2 * view.tiles_per_outer());
+    }
+}

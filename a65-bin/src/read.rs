@@ -1,0 +1,462 @@
+//! Reading tensors from files: `.npy` arrays, one tensor of a `.safetensors` file, and
+//! PNG / JPEG images decoded to HWC FP32 (for `casttess` / `quanttess`).
+//!
+//! Every failure is bad input naming the file (and the tensor where there is one).
+
+use std::io::Cursor;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+use npyz::{Endianness, NpyHeader, Order, TypeChar};
+use safetensors::SafeTensors;
+use safetensors::tensor::Dtype as StDtype;
+use simak::DType;
+
+use crate::engine::{Aligned, Tensor};
+use crate::error::{CliError, bad_file, bad_tensor};
+use crate::report::shape_text;
+
+/// Parses an `.npy` header with npyz; returns it and the offset of the data.
+///
+/// npyz computes the element count with unchecked products, which panics on overflow in
+/// debug builds: a lying shape is caught here (quietly) and reported as malformed.
+pub fn npy_header(bytes: &[u8]) -> Result<(NpyHeader, usize), String> {
+    let mut cursor = Cursor::new(bytes);
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let parsed = catch_unwind(AssertUnwindSafe(|| NpyHeader::from_reader(&mut cursor)));
+    std::panic::set_hook(previous);
+    match parsed {
+        Ok(Ok(header)) => {
+            let offset = usize::try_from(cursor.position()).map_err(|e| e.to_string())?;
+            Ok((header, offset))
+        }
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the header's shape overflows".to_owned()),
+    }
+}
+
+/// An `.npy` array: dtype, shape, order and its little-endian data, aligned to the element
+/// size (big-endian files are converted once; little-endian data is borrowed when aligned).
+#[derive(Debug)]
+pub struct NpyArray<'a> {
+    /// Element dtype (`F32`, `F16` or `I8`).
+    pub dtype: DType,
+    /// Logical shape.
+    pub shape: Vec<u64>,
+    /// Whether the data is in Fortran (column-major) order (only for rank ≥ 2).
+    pub fortran: bool,
+    /// Element strides of the storage (Fortran order), `None` for C order.
+    pub element_strides: Option<Vec<u64>>,
+    /// The data, little-endian, aligned to the element size.
+    pub data: Aligned<'a>,
+}
+
+impl NpyArray<'_> {
+    /// Byte strides of the storage (Fortran order), `None` for C order.
+    pub fn byte_strides(&self) -> Option<Vec<u64>> {
+        let elem = self.dtype.size() as u64;
+        self.element_strides
+            .as_ref()
+            .map(|s| s.iter().map(|&x| x * elem).collect())
+    }
+
+    /// The storage order.
+    pub fn order(&self) -> Order {
+        if self.fortran {
+            Order::Fortran
+        } else {
+            Order::C
+        }
+    }
+
+    /// The array as a library tensor (contiguous output strides in the same order).
+    pub fn tensor<'s>(&'s self, in_strides: &'s Option<Vec<u64>>) -> Tensor<'s> {
+        Tensor {
+            dtype: self.dtype,
+            shape: &self.shape,
+            strides: in_strides.as_deref(),
+            out_strides: self.element_strides.as_deref(),
+            data: self.data.as_slice(),
+        }
+    }
+}
+
+/// Reads an `.npy` file's array whose dtype is one of `accepted` (float32 → `F32`, float16
+/// → `F16`, int8 → `I8`); `accepts` words the rule for the error message, e.g. `quant takes
+/// float32 and float16 .npy files`.
+///
+/// # Errors
+///
+/// Bad input naming `file`: malformed header, a dtype outside `accepted`, a data size that
+/// disagrees with the shape.
+pub fn read_npy<'a>(
+    file: &Path,
+    bytes: &'a [u8],
+    accepted: &[DType],
+    accepts: &str,
+) -> Result<NpyArray<'a>, CliError> {
+    let (header, offset) =
+        npy_header(bytes).map_err(|e| bad_file(file, format!("malformed .npy file: {e}")))?;
+    let descr = header.dtype().descr();
+    let unsupported = || bad_file(file, format!("dtype {descr} is not supported ({accepts})"));
+    let npyz::DType::Plain(ts) = header.dtype() else {
+        return Err(unsupported());
+    };
+    let dtype = match (ts.type_char(), ts.size_field()) {
+        (TypeChar::Float, 4) => DType::F32,
+        (TypeChar::Float, 2) => DType::F16,
+        (TypeChar::Int, 1) => DType::I8,
+        _ => return Err(unsupported()),
+    };
+    if !accepted.contains(&dtype) {
+        return Err(unsupported());
+    }
+    let big_endian = ts.endianness() == Endianness::Big;
+    let elem = dtype.size();
+    let shape = header.shape().to_vec();
+    let elements = shape
+        .iter()
+        .try_fold(1u64, |n, &e| n.checked_mul(e))
+        .ok_or_else(|| {
+            bad_file(
+                file,
+                "malformed .npy file: the shape's element count overflows",
+            )
+        })?;
+    let need = elements
+        .checked_mul(elem as u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| bad_file(file, "malformed .npy file: the data size overflows"))?;
+    let data = bytes.get(offset..).unwrap_or(&[]);
+    if data.len() != need {
+        return Err(bad_file(
+            file,
+            format!(
+                "malformed .npy file: the data holds {} bytes but shape {} of {descr} needs {need}",
+                data.len(),
+                shape_text(&shape)
+            ),
+        ));
+    }
+    let fortran = header.order() == Order::Fortran && shape.len() > 1;
+    let element_strides = fortran.then(|| header.strides().to_vec());
+    let data = if big_endian && elem > 1 {
+        Aligned::copy_with(need, elem, |dst| {
+            for (d, s) in dst.chunks_exact_mut(elem).zip(data.chunks_exact(elem)) {
+                d.copy_from_slice(s);
+                d.reverse();
+            }
+        })
+    } else {
+        Aligned::new(data, elem)
+    };
+    Ok(NpyArray {
+        dtype,
+        shape,
+        fortran,
+        element_strides,
+        data,
+    })
+}
+
+/// The simak dtype of a safetensors dtype, if it is one simak reads.
+pub fn st_dtype(dtype: StDtype) -> Option<DType> {
+    match dtype {
+        StDtype::F32 => Some(DType::F32),
+        StDtype::BF16 => Some(DType::BF16),
+        StDtype::F16 => Some(DType::F16),
+        StDtype::I8 => Some(DType::I8),
+        _ => None,
+    }
+}
+
+/// One tensor of a `.safetensors` file.
+#[derive(Debug)]
+pub struct StTensor<'a> {
+    /// Tensor name.
+    pub name: String,
+    /// Dtype.
+    pub dtype: DType,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// Little-endian data aligned to the element size.
+    pub data: Aligned<'a>,
+}
+
+/// Picks the tensor named `name` from a `.safetensors` file, or its only tensor when `name`
+/// is `None`; its dtype must be one of `accepted` (`accepts` words the rule).
+///
+/// # Errors
+///
+/// Bad input naming the file (malformed, several tensors and no `--tensor`, unknown name)
+/// or the tensor (dtype).
+pub fn pick_safetensor<'a>(
+    file: &Path,
+    bytes: &'a [u8],
+    name: Option<&str>,
+    accepted: &[DType],
+    accepts: &str,
+) -> Result<StTensor<'a>, CliError> {
+    let malformed = |e: safetensors::SafeTensorError| {
+        bad_file(file, format!("malformed safetensors file: {e}"))
+    };
+    let st = SafeTensors::deserialize(bytes).map_err(malformed)?;
+    let (_, metadata) = SafeTensors::read_metadata(bytes).map_err(malformed)?;
+    let names = metadata.offset_keys();
+    let name = match name {
+        Some(n) => n.to_owned(),
+        None => match names.as_slice() {
+            [only] => only.clone(),
+            [] => return Err(bad_file(file, "the file holds no tensor")),
+            many => {
+                let shown: Vec<&str> = many.iter().take(4).map(String::as_str).collect();
+                return Err(bad_file(
+                    file,
+                    format!(
+                        "the file holds {} tensors ({}{}); pick one with --tensor",
+                        many.len(),
+                        shown.join(", "),
+                        if many.len() > 4 { ", …" } else { "" }
+                    ),
+                ));
+            }
+        },
+    };
+    let view = st.tensor(&name).map_err(|_| {
+        bad_tensor(
+            file,
+            &name,
+            format!("no such tensor (the file holds {} tensors)", names.len()),
+        )
+    })?;
+    let dtype = match st_dtype(view.dtype()) {
+        Some(d) if accepted.contains(&d) => d,
+        _ => {
+            return Err(bad_tensor(
+                file,
+                &name,
+                format!("dtype {} is not supported ({accepts})", view.dtype()),
+            ));
+        }
+    };
+    Ok(StTensor {
+        name,
+        dtype,
+        shape: view.shape().iter().map(|&e| e as u64).collect(),
+        data: Aligned::new(view.data(), dtype.size()),
+    })
+}
+
+/// Decoder limits for images: width and height at most this many pixels.
+pub const IMAGE_MAX_SIDE: u32 = 16384;
+/// Decoder limits for images: at most this many bytes allocated by the decoder.
+pub const IMAGE_MAX_ALLOC: u64 = 512 << 20;
+
+/// Image normalization: `(p / full_scale - mean[c]) / std[c]`, all in binary32.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Normalize {
+    /// Per-channel mean (R, G, B).
+    pub mean: [f32; 3],
+    /// Per-channel standard deviation (R, G, B).
+    pub std: [f32; 3],
+}
+
+impl Default for Normalize {
+    fn default() -> Self {
+        Normalize {
+            mean: [0.0; 3],
+            std: [1.0; 3],
+        }
+    }
+}
+
+/// A decoded image as an HWC FP32 tensor.
+#[derive(Debug)]
+pub struct DecodedImage {
+    /// `png` or `jpeg`.
+    pub format: &'static str,
+    /// Bits per sample of the source (8 or 16).
+    pub bits: u8,
+    /// Source color type, e.g. `Rgb8`.
+    pub color: String,
+    /// `[height, width, 3]`.
+    pub shape: Vec<u64>,
+    /// FP32 little-endian HWC data, 4-byte aligned.
+    pub data: Aligned<'static>,
+}
+
+/// Decodes a PNG or JPEG image under [`IMAGE_MAX_SIDE`] / [`IMAGE_MAX_ALLOC`], converts it
+/// to RGB (gray is replicated, alpha dropped), then to HWC FP32 with
+/// `(p as f32 / 255.0 - mean) / std` (65535 for 16-bit images), each step in binary32.
+///
+/// # Errors
+///
+/// Bad input naming the file: not a PNG or JPEG, malformed or truncated data, an image past
+/// the decoder limits.
+pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<DecodedImage, CliError> {
+    use image::{ColorType, ImageFormat, ImageReader, Limits};
+    let reader = ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| bad_file(file, format!("cannot read: {e}")))?;
+    let format = match reader.format() {
+        Some(ImageFormat::Png) => "png",
+        Some(ImageFormat::Jpeg) => "jpeg",
+        _ => {
+            return Err(bad_file(
+                file,
+                "not a PNG or JPEG image (the only image formats read)",
+            ));
+        }
+    };
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(IMAGE_MAX_SIDE);
+    limits.max_image_height = Some(IMAGE_MAX_SIDE);
+    limits.max_alloc = Some(IMAGE_MAX_ALLOC);
+    let mut reader = reader;
+    reader.limits(limits);
+    let image = reader.decode().map_err(|e| match e {
+        image::ImageError::Limits(l) => bad_file(
+            file,
+            format!(
+                "{format} image exceeds the decoder limits ({IMAGE_MAX_SIDE} x {IMAGE_MAX_SIDE} pixels, {} MiB): {l}",
+                IMAGE_MAX_ALLOC >> 20
+            ),
+        ),
+        other => bad_file(file, format!("malformed {format} image: {other}")),
+    })?;
+    let color = image.color();
+    let sixteen = matches!(
+        color,
+        ColorType::L16 | ColorType::La16 | ColorType::Rgb16 | ColorType::Rgba16
+    );
+    let (width, height) = (image.width() as usize, image.height() as usize);
+    let pixels = width * height;
+    let mut values: Vec<f32> = Vec::with_capacity(pixels * 3);
+    let convert = |samples: &mut dyn Iterator<Item = f32>, scale: f32, out: &mut Vec<f32>| {
+        for (k, p) in samples.enumerate() {
+            let c = k % 3;
+            out.push((p / scale - norm.mean[c]) / norm.std[c]);
+        }
+    };
+    if sixteen {
+        let rgb = image.to_rgb16();
+        convert(
+            &mut rgb.as_raw().iter().map(|&p| f32::from(p)),
+            65535.0,
+            &mut values,
+        );
+    } else {
+        let rgb = image.to_rgb8();
+        convert(
+            &mut rgb.as_raw().iter().map(|&p| f32::from(p)),
+            255.0,
+            &mut values,
+        );
+    }
+    let data = Aligned::copy_with(values.len() * 4, 4, |dst| {
+        for (d, v) in dst.chunks_exact_mut(4).zip(values.iter()) {
+            d.copy_from_slice(&v.to_le_bytes());
+        }
+    });
+    Ok(DecodedImage {
+        format,
+        bits: if sixteen { 16 } else { 8 },
+        color: format!("{color:?}"),
+        shape: vec![height as u64, width as u64, 3],
+        data,
+    })
+}
+
+/// What kind of file an input path names, by its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// `.safetensors`.
+    Safetensors,
+    /// `.npy`.
+    Npy,
+    /// `.png`, `.jpg`, `.jpeg`.
+    Image,
+}
+
+impl InputKind {
+    /// The kind of `path` by its (case-insensitive) extension.
+    pub fn of(path: &Path) -> Option<InputKind> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "safetensors" => Some(InputKind::Safetensors),
+            "npy" => Some(InputKind::Npy),
+            "png" | "jpg" | "jpeg" => Some(InputKind::Image),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use npyz::WriterBuilder;
+
+    #[test]
+    fn npy_header_reports_the_data_offset() {
+        let mut buf = Vec::new();
+        npyz::WriteOptions::<f32>::new()
+            .default_dtype()
+            .shape(&[2, 3])
+            .writer(&mut buf)
+            .write_header_only()
+            .unwrap();
+        let header_len = buf.len();
+        buf.extend([0u8; 24]);
+        let (h, off) = npy_header(&buf).unwrap();
+        assert_eq!(off, header_len);
+        assert_eq!(h.shape(), &[2, 3]);
+        assert!(npy_header(b"not an npy file").is_err());
+    }
+
+    #[test]
+    fn kinds_follow_the_extension() {
+        assert_eq!(InputKind::of(Path::new("a.PNG")), Some(InputKind::Image));
+        assert_eq!(InputKind::of(Path::new("a.jpeg")), Some(InputKind::Image));
+        assert_eq!(InputKind::of(Path::new("a.npy")), Some(InputKind::Npy));
+        assert_eq!(InputKind::of(Path::new("a.gif")), None);
+    }
+
+    #[test]
+    fn images_normalize_in_binary32() {
+        // A 2 x 1 RGB8 PNG.
+        let mut png = Vec::new();
+        image::ImageEncoder::write_image(
+            image::codecs::png::PngEncoder::new(&mut png),
+            &[0, 128, 255, 51, 1, 2],
+            2,
+            1,
+            image::ExtendedColorType::Rgb8,
+        )
+        .unwrap();
+        let norm = Normalize {
+            mean: [0.5, 0.25, 0.0],
+            std: [0.5, 2.0, 1.0],
+        };
+        let img = decode_image(Path::new("x.png"), &png, &norm).unwrap();
+        assert_eq!(img.shape, [1, 2, 3]);
+        let got: Vec<f32> = img
+            .data
+            .as_slice()
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let f = |p: u8, m: f32, s: f32| (p as f32 / 255.0 - m) / s;
+        assert_eq!(
+            got,
+            [
+                f(0, 0.5, 0.5),
+                f(128, 0.25, 2.0),
+                f(255, 0.0, 1.0),
+                f(51, 0.5, 0.5),
+                f(1, 0.25, 2.0),
+                f(2, 0.0, 1.0)
+            ]
+        );
+    }
+}

@@ -1,0 +1,678 @@
+//! `simak casttess` and `simak quanttess`: convert a tensor (`.npy`, one tensor of a
+//! `.safetensors` file, or a PNG / JPEG image as HWC FP32) into the `MlaTiled` layout
+//! (SPEC §4, §5) and write the physical buffer plus a JSON sidecar describing it.
+//!
+//! Both files are written in full to temporary files first and renamed over their targets
+//! only when both are complete ([`crate::output::write_atomic_all`]).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::anyhow;
+use serde::{Deserialize, Serialize};
+use simak::DType;
+use simak::a65;
+use simak::layout::{MlaTiled, TiledView};
+use simak::ops::quant::{Params, Rounding};
+use simak::ops::{casttess, quanttess};
+
+use crate::engine::{self, AlignedBuf, EngineError, Tensor, input_spec};
+use crate::error::{CliError, bad_file, bad_tensor};
+use crate::output::{check_target, same_file, stage, write_atomic_all};
+use crate::params::{Calibration, absmax_multiplier, exact_decimal};
+use crate::quant::Scale;
+use crate::read::{self, InputKind, Normalize};
+use crate::report::{emit, progress, rate_text, shape_text};
+
+/// Which conversion.
+#[derive(Debug, Clone)]
+pub enum TessOp {
+    /// CastTess: FP32 / FP16 / BF16 → MlaTiled BF16.
+    Cast,
+    /// QuantTess: FP32 / BF16 / FP16 → MlaTiled INT8 with Quant parameters.
+    Quant {
+        /// Multiplier choice.
+        scale: Scale,
+        /// Zero point (0 under calibration).
+        zero_point: i32,
+        /// Rounding mode.
+        rounding: Rounding,
+    },
+}
+
+impl TessOp {
+    fn name(&self) -> &'static str {
+        match self {
+            TessOp::Cast => "casttess",
+            TessOp::Quant { .. } => "quanttess",
+        }
+    }
+}
+
+/// Where the conversion runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TessBackend {
+    /// The A65 host cores.
+    A65,
+    /// The simulated EV74 with this many workers.
+    Ev74Sim {
+        /// Worker ring size, 1 to 4.
+        workers: usize,
+    },
+}
+
+/// A fully parsed `simak casttess` / `simak quanttess` invocation.
+#[derive(Debug, Clone)]
+pub struct TessJob {
+    /// Conversion and its parameters.
+    pub op: TessOp,
+    /// Input file.
+    pub input: PathBuf,
+    /// `--tensor` (safetensors only).
+    pub tensor: Option<String>,
+    /// Output physical buffer; the sidecar is this path plus `.json`.
+    pub output: PathBuf,
+    /// Layout metadata (checked against the shape by the library).
+    pub layout: MlaTiled,
+    /// Backend.
+    pub backend: TessBackend,
+    /// Image normalization, when `--mean` or `--std` was given.
+    pub normalize: Option<Normalize>,
+    /// `-q`.
+    pub quiet: bool,
+    /// `--json`.
+    pub json: bool,
+}
+
+/// The JSON sidecar written next to a tiled buffer (`OUT.bin.json`): everything needed to
+/// read the buffer back (`simak untile`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sidecar {
+    /// `casttess` or `quanttess`.
+    pub op: String,
+    /// Logical shape (row-major axis order of the input).
+    pub shape: Vec<u64>,
+    /// Input dtype: `f32`, `bf16` or `f16`.
+    pub input_dtype: String,
+    /// Output dtype: `bf16` (casttess) or `i8` (quanttess).
+    pub output_dtype: String,
+    /// Logical axis playing D, H, W, C (-1: absent).
+    pub axes: [i64; 4],
+    /// Tile extents D, H, W, C.
+    pub tile: [u32; 4],
+    /// `compact` or `pad16`.
+    pub channels: String,
+    /// Bytes of the physical buffer.
+    pub capacity_bytes: u64,
+    /// Tiles per outer index.
+    pub tiles_per_outer: u64,
+    /// Number of outer indices.
+    pub outer_count: u64,
+    /// QuantTess: multiplier bits as `0x%08x`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplier_bits: Option<String>,
+    /// QuantTess: zero point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_point: Option<i32>,
+    /// QuantTess: rounding mode name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounding: Option<String>,
+}
+
+impl Sidecar {
+    /// The sidecar of a tiled output; `quant` adds the QuantTess parameters.
+    pub fn new(op: &str, input_dtype: DType, view: &TiledView, quant: Option<Params>) -> Sidecar {
+        let layout = view.layout();
+        Sidecar {
+            op: op.to_owned(),
+            shape: view.extents()[..view.rank()].to_vec(),
+            input_dtype: input_dtype.name().to_owned(),
+            output_dtype: if view.planes() == 2 { "bf16" } else { "i8" }.to_owned(),
+            axes: layout.axes.map(|a| a.map_or(-1, i64::from)),
+            tile: layout.tile,
+            channels: layout.channels.name().to_owned(),
+            capacity_bytes: view.capacity(),
+            tiles_per_outer: view.tiles_per_outer(),
+            outer_count: view.outer_count(),
+            multiplier_bits: quant.map(|p| format!("0x{:08x}", p.multiplier_bits)),
+            zero_point: quant.map(|p| p.zero_point),
+            rounding: quant.map(|p| p.rounding.name().to_owned()),
+        }
+    }
+}
+
+/// The sidecar path of a tiled output: the output path with `.json` appended.
+pub fn sidecar_path(output: &Path) -> PathBuf {
+    let mut s = output.as_os_str().to_owned();
+    s.push(".json");
+    PathBuf::from(s)
+}
+
+#[derive(Debug, Serialize)]
+struct MultiplierEcho {
+    bits: String,
+    exact: String,
+    calibration: Option<String>,
+    abs_max: Option<f32>,
+}
+
+#[derive(Debug, Serialize)]
+struct Summary {
+    command: &'static str,
+    input: String,
+    format: &'static str,
+    tensor: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image: Option<String>,
+    output: String,
+    sidecar_path: String,
+    backend: &'static str,
+    workers: Option<usize>,
+    route: String,
+    elements: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    multiplier: Option<MultiplierEcho>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saturated: Option<u64>,
+    execute_seconds: f64,
+    elements_per_second: Option<f64>,
+    sidecar: Sidecar,
+}
+
+/// An input tensor, owned or borrowed from the file's bytes.
+struct Loaded<'a> {
+    /// Tensor name (safetensors) or file name.
+    name: String,
+    /// `npy`, `safetensors`, `png` or `jpeg`.
+    format: &'static str,
+    dtype: DType,
+    shape: Vec<u64>,
+    strides: Option<Vec<u64>>,
+    data: engine::Aligned<'a>,
+    /// Whether errors about it name a tensor (safetensors).
+    named: bool,
+    /// Images: how the pixels became FP32.
+    source: Option<String>,
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+const ACCEPTS: &str = "casttess and quanttess take F32, BF16 and F16 tensors";
+
+fn load<'a>(job: &TessJob, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<'a>, CliError> {
+    let file = job.input.as_path();
+    Ok(match kind {
+        InputKind::Npy => {
+            let a = read::read_npy(
+                file,
+                bytes,
+                &[DType::F32, DType::F16],
+                "casttess and quanttess take float32 and float16 .npy files",
+            )?;
+            let strides = a.byte_strides();
+            Loaded {
+                name: file_name(file),
+                format: "npy",
+                dtype: a.dtype,
+                shape: a.shape,
+                strides,
+                data: a.data,
+                named: false,
+                source: None,
+            }
+        }
+        InputKind::Safetensors => {
+            let t = read::pick_safetensor(
+                file,
+                bytes,
+                job.tensor.as_deref(),
+                &[DType::F32, DType::BF16, DType::F16],
+                ACCEPTS,
+            )?;
+            Loaded {
+                name: t.name,
+                format: "safetensors",
+                dtype: t.dtype,
+                shape: t.shape,
+                strides: None,
+                data: t.data,
+                named: true,
+                source: None,
+            }
+        }
+        InputKind::Image => {
+            let norm = job.normalize.unwrap_or_default();
+            let img = read::decode_image(file, bytes, &norm)?;
+            let source = format!(
+                "{} {}-bit {} -> RGB -> HWC f32 (p / {} - mean {:?}) / std {:?}",
+                img.format,
+                img.bits,
+                img.color,
+                if img.bits == 16 { 65535 } else { 255 },
+                norm.mean,
+                norm.std
+            );
+            Loaded {
+                name: file_name(file),
+                format: img.format,
+                dtype: DType::F32,
+                shape: img.shape,
+                strides: None,
+                data: img.data,
+                named: false,
+                source: Some(source),
+            }
+        }
+    })
+}
+
+/// Checks the job's options against each other and the input kind, before reading.
+fn check_options(job: &TessJob, kind: Option<InputKind>) -> Result<InputKind, CliError> {
+    let input = job.input.as_path();
+    let kind = kind.ok_or_else(|| {
+        bad_file(
+            input,
+            format!(
+                "unsupported input file type ({} reads .npy, .safetensors, .png, .jpg and .jpeg files)",
+                job.op.name()
+            ),
+        )
+    })?;
+    if let (TessOp::Quant { .. }, TessBackend::Ev74Sim { .. }) = (&job.op, job.backend) {
+        return Err(bad_file(
+            input,
+            "--backend ev74-sim: QuantTess has no EV74 entry (it runs on the A65 only); use --backend a65",
+        ));
+    }
+    if let (TessOp::Cast, TessBackend::Ev74Sim { .. }) = (&job.op, job.backend)
+        && !EV74_CASTTESS_AVAILABLE
+    {
+        return Err(bad_file(
+            input,
+            "--backend ev74-sim: the EV74 CastTess entry is not available in this build; use --backend a65",
+        ));
+    }
+    if job.tensor.is_some() && kind != InputKind::Safetensors {
+        return Err(bad_file(
+            input,
+            "--tensor applies to .safetensors inputs only",
+        ));
+    }
+    if job.normalize.is_some() && kind != InputKind::Image {
+        return Err(bad_file(
+            input,
+            "--mean and --std apply to image inputs (.png, .jpg, .jpeg) only",
+        ));
+    }
+    Ok(kind)
+}
+
+/// Whether this build has the EV74 CastTess entry on the simulator.
+const EV74_CASTTESS_AVAILABLE: bool = false;
+
+/// Runs `simak casttess` / `simak quanttess`.
+///
+/// # Errors
+///
+/// [`CliError::Input`] for bad input (exit 2, nothing written), [`CliError::Internal`]
+/// otherwise.
+pub fn run(job: &TessJob) -> Result<(), CliError> {
+    let input = job.input.as_path();
+    let kind = check_options(job, InputKind::of(input))?;
+    let sidecar_out = sidecar_path(&job.output);
+    let bytes = std::fs::read(input).map_err(|e| bad_file(input, format!("cannot read: {e}")))?;
+    for (flag, target) in [("--output", &job.output), ("the sidecar", &sidecar_out)] {
+        if same_file(input, target) {
+            return Err(bad_file(
+                input,
+                format!(
+                    "{flag} {} is the input file itself; choose another path",
+                    target.display()
+                ),
+            ));
+        }
+    }
+    check_target(&job.output)?;
+    if sidecar_out.is_dir() {
+        return Err(bad_file(
+            &sidecar_out,
+            "the sidecar path names a directory, not a file",
+        ));
+    }
+    let loaded = load(job, kind, &bytes)?;
+    let bad = |rule: &dyn std::fmt::Display| {
+        if loaded.named {
+            bad_tensor(input, &loaded.name, rule)
+        } else {
+            bad_file(input, rule)
+        }
+    };
+    let tensor = Tensor {
+        dtype: loaded.dtype,
+        shape: &loaded.shape,
+        strides: loaded.strides.as_deref(),
+        out_strides: None,
+        data: loaded.data.as_slice(),
+    };
+    let engine_error = |e: EngineError| match e {
+        EngineError::Execute(_) | EngineError::Sim(_) => {
+            CliError::Internal(anyhow!("{}: {}: {e}", input.display(), loaded.name))
+        }
+        other => bad(&other),
+    };
+    let bar = progress(
+        job.op.name(),
+        job.quiet,
+        1,
+        tensor.shape.iter().product::<u64>(),
+    );
+    let (result, multiplier, saturated, sidecar) = match &job.op {
+        TessOp::Cast => {
+            let plan = cast_plan(&tensor, job.layout).map_err(|e| bad(&layout_rule(e)))?;
+            check_span(&plan.input().span(), &tensor).map_err(engine_error)?;
+            let result = run_cast(&plan, &tensor, job.backend).map_err(engine_error)?;
+            let sidecar = Sidecar::new("casttess", tensor.dtype, plan.output(), None);
+            (result, None, None, sidecar)
+        }
+        TessOp::Quant {
+            scale,
+            zero_point,
+            rounding,
+        } => {
+            let (params, calibration) = match scale {
+                Scale::Fixed(m) => (Params::from_bits(m.bits).with_zero_point(*zero_point), None),
+                Scale::Calibrate(Calibration::Absmax) => {
+                    let a = engine::abs_max(&tensor).map_err(engine_error)?;
+                    let bits = absmax_multiplier(a).map_err(|e| bad(&e))?;
+                    (Params::from_bits(bits), a.map(|a| ("absmax".to_owned(), a)))
+                }
+            };
+            let params = params.with_rounding(*rounding);
+            let plan = quant_plan(&tensor, job.layout, params).map_err(|e| bad(&layout_rule(e)))?;
+            check_span(&plan.input().span(), &tensor).map_err(engine_error)?;
+            let result = run_quant(&plan, &tensor).map_err(engine_error)?;
+            let qplan = engine::plan(&tensor, params).map_err(engine_error)?;
+            let saturated = engine::count_saturated(&qplan, &tensor);
+            let p = plan.params();
+            let echo = MultiplierEcho {
+                bits: format!("0x{:08x}", p.multiplier_bits),
+                exact: exact_decimal(p.multiplier_bits),
+                calibration: calibration.as_ref().map(|c| c.0.clone()),
+                abs_max: calibration.map(|c| c.1),
+            };
+            let sidecar = Sidecar::new("quanttess", tensor.dtype, plan.output(), Some(p));
+            (result, Some(echo), Some(saturated), sidecar)
+        }
+    };
+    bar.inc(result.elements);
+    bar.finish_and_clear();
+    let mut json = serde_json::to_string_pretty(&sidecar).map_err(anyhow::Error::from)?;
+    json.push('\n');
+    let physical = stage(&job.output, |w| w.write_all(result.output.as_slice()))?;
+    let side = stage(&sidecar_out, |w| w.write_all(json.as_bytes()))?;
+    write_atomic_all(vec![physical, side])?;
+
+    let summary = Summary {
+        command: job.op.name(),
+        input: input.display().to_string(),
+        format: loaded.format,
+        tensor: loaded.name.clone(),
+        image: loaded.source.clone(),
+        output: job.output.display().to_string(),
+        sidecar_path: sidecar_out.display().to_string(),
+        backend: match job.backend {
+            TessBackend::A65 => "a65",
+            TessBackend::Ev74Sim { .. } => "ev74-sim",
+        },
+        workers: match job.backend {
+            TessBackend::A65 => None,
+            TessBackend::Ev74Sim { workers } => Some(workers),
+        },
+        route: result.route,
+        elements: result.elements,
+        multiplier,
+        saturated,
+        execute_seconds: result.seconds,
+        elements_per_second: (result.seconds > 0.0)
+            .then(|| result.elements as f64 / result.seconds),
+        sidecar,
+    };
+    if job.json {
+        let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
+        s.push('\n');
+        emit(&s)
+    } else if job.quiet {
+        Ok(())
+    } else {
+        emit(&summary_text(&summary))
+    }
+}
+
+fn summary_text(s: &Summary) -> String {
+    let c = &s.sidecar;
+    let axes: Vec<String> = ["D", "H", "W", "C"]
+        .iter()
+        .zip(c.axes)
+        .map(|(r, a)| {
+            if a < 0 {
+                format!("{r}=-")
+            } else {
+                format!("{r}={a}")
+            }
+        })
+        .collect();
+    let mut out = format!(
+        "simak {}: {} ({}, tensor {}) -> {} + {} (backend {})\n",
+        s.command, s.input, s.format, s.tensor, s.output, s.sidecar_path, s.backend
+    );
+    if let Some(image) = &s.image {
+        out.push_str(&format!("image: {image}\n"));
+    }
+    out.push_str(&format!(
+        "shape {} {} -> {} MlaTiled: axes {}, tile {}, channels {}\n",
+        shape_text(&c.shape),
+        c.input_dtype,
+        c.output_dtype,
+        axes.join(" "),
+        shape_text(&c.tile.map(u64::from)),
+        c.channels
+    ));
+    if let Some(m) = &s.multiplier {
+        out.push_str(&format!(
+            "multiplier {} = {} exactly{}; zero point {}; rounding {}; saturated {}\n",
+            m.bits,
+            m.exact,
+            match (&m.calibration, m.abs_max) {
+                (Some(cal), Some(a)) => format!(" ({cal}, max|x| = {a:e})"),
+                _ => String::new(),
+            },
+            c.zero_point.unwrap_or(0),
+            c.rounding.as_deref().unwrap_or(""),
+            s.saturated.unwrap_or(0)
+        ));
+    }
+    out.push_str(&format!(
+        "capacity {} bytes = {} outer x {} tiles; {} elements ({} bytes logical); execute {:.3} ms, {} elements/s; route {}\n",
+        c.capacity_bytes,
+        c.outer_count,
+        c.tiles_per_outer,
+        s.elements,
+        s.elements * if c.output_dtype == "bf16" { 2 } else { 1 },
+        s.execute_seconds * 1e3,
+        rate_text(s.elements_per_second),
+        s.route
+    ));
+    out
+}
+
+/// Words a library admission error for the command line: layout rules name the flag.
+fn layout_rule(e: EngineError) -> String {
+    use simak::AdmissionError as A;
+    match e {
+        EngineError::Admission(a @ (A::TileAxisOutOfRange { .. } | A::TileAxisRepeated { .. })) => {
+            format!("--axes: {a}")
+        }
+        EngineError::Admission(a @ A::TileExtent { .. }) => format!("--tile: {a}"),
+        other => other.to_string(),
+    }
+}
+
+fn check_span(span: &u64, tensor: &Tensor<'_>) -> Result<(), EngineError> {
+    if (tensor.data.len() as u64) < *span {
+        return Err(EngineError::Short {
+            required: *span,
+            found: tensor.data.len() as u64,
+        });
+    }
+    Ok(())
+}
+
+/// A finished conversion: the physical buffer and how it was produced.
+struct TessResult {
+    output: AlignedBuf,
+    elements: u64,
+    seconds: f64,
+    route: String,
+}
+
+macro_rules! by_rank {
+    ($tensor:expr, $f:ident, $($arg:expr),*) => {
+        match $tensor.shape.len() {
+            0 => $f::<0>($tensor, $($arg),*),
+            1 => $f::<1>($tensor, $($arg),*),
+            2 => $f::<2>($tensor, $($arg),*),
+            3 => $f::<3>($tensor, $($arg),*),
+            4 => $f::<4>($tensor, $($arg),*),
+            5 => $f::<5>($tensor, $($arg),*),
+            6 => $f::<6>($tensor, $($arg),*),
+            rank => Err(EngineError::Rank { rank }),
+        }
+    };
+}
+
+fn cast_rank<const R: usize>(
+    tensor: &Tensor<'_>,
+    layout: MlaTiled,
+) -> Result<casttess::Plan, EngineError> {
+    Ok(casttess::check_inference(&casttess::Request {
+        input: input_spec::<R>(tensor)?,
+        layout,
+    })?)
+}
+
+fn quant_rank<const R: usize>(
+    tensor: &Tensor<'_>,
+    layout: MlaTiled,
+    params: Params,
+) -> Result<quanttess::Plan, EngineError> {
+    Ok(quanttess::check_inference(&quanttess::Request {
+        input: input_spec::<R>(tensor)?,
+        layout,
+        params,
+    })?)
+}
+
+/// Checks a CastTess request for `tensor` (any rank at run time).
+fn cast_plan(tensor: &Tensor<'_>, layout: MlaTiled) -> Result<casttess::Plan, EngineError> {
+    by_rank!(tensor, cast_rank, layout)
+}
+
+/// Checks a QuantTess request for `tensor` (any rank at run time).
+fn quant_plan(
+    tensor: &Tensor<'_>,
+    layout: MlaTiled,
+    params: Params,
+) -> Result<quanttess::Plan, EngineError> {
+    by_rank!(tensor, quant_rank, layout, params)
+}
+
+/// A zeroed 16-byte-aligned buffer of the layout's capacity, its pages faulted in.
+fn output_buffer(view: &TiledView) -> Result<AlignedBuf, EngineError> {
+    let len = usize::try_from(view.capacity()).map_err(|_| EngineError::Short {
+        required: view.capacity(),
+        found: usize::MAX as u64,
+    })?;
+    let mut out = AlignedBuf::zeroed(len, simak::layout::TILE_ALIGN as usize);
+    std::hint::black_box(out.as_mut_slice()).fill(0);
+    Ok(out)
+}
+
+fn run_cast(
+    plan: &casttess::Plan,
+    tensor: &Tensor<'_>,
+    backend: TessBackend,
+) -> Result<TessResult, EngineError> {
+    let mut output = output_buffer(plan.output())?;
+    let (seconds, route) = match backend {
+        TessBackend::A65 => {
+            let prepared = a65::casttess::prepare(plan);
+            let start = Instant::now();
+            a65::casttess::execute(&prepared, tensor.data, output.as_mut_slice())?;
+            (
+                start.elapsed().as_secs_f64(),
+                prepared.implementation().to_owned(),
+            )
+        }
+        TessBackend::Ev74Sim { workers } => {
+            return Err(EngineError::Device(format!(
+                "the EV74 CastTess entry is not available in this build ({workers} workers requested)"
+            )));
+        }
+    };
+    Ok(TessResult {
+        output,
+        elements: plan.elements(),
+        seconds,
+        route,
+    })
+}
+
+fn run_quant(plan: &quanttess::Plan, tensor: &Tensor<'_>) -> Result<TessResult, EngineError> {
+    let mut output = output_buffer(plan.output())?;
+    let prepared = a65::quanttess::prepare(plan);
+    let start = Instant::now();
+    a65::quanttess::execute(&prepared, tensor.data, output.as_mut_slice())?;
+    Ok(TessResult {
+        output,
+        elements: plan.elements(),
+        seconds: start.elapsed().as_secs_f64(),
+        route: prepared.implementation().to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use simak::layout::Channels;
+
+    #[test]
+    fn sidecar_of_the_spec_example() {
+        let view = MlaTiled::new(
+            [None, None, Some(0), Some(1)],
+            [1, 1, 2, 3],
+            Channels::Compact,
+        )
+        .admit(&[2, 3], 2)
+        .unwrap();
+        let s = Sidecar::new("casttess", DType::F32, &view, None);
+        let json: serde_json::Value = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "op": "casttess", "shape": [2, 3], "input_dtype": "f32",
+                "output_dtype": "bf16", "axes": [-1, -1, 0, 1], "tile": [1, 1, 2, 3],
+                "channels": "compact", "capacity_bytes": 16, "tiles_per_outer": 1,
+                "outer_count": 1
+            })
+        );
+        assert_eq!(
+            sidecar_path(Path::new("a/out.bin")),
+            PathBuf::from("a/out.bin.json")
+        );
+    }
+}
