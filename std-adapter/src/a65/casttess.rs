@@ -38,7 +38,7 @@ use simak_core::DType;
 use simak_core::ops::casttess::Plan;
 
 use super::ExecuteError;
-use super::arch::tess::{ConvertFn, RowsFn, SplitFn, TessKernels, TessLevel, tess_kernels};
+use super::arch::tess::{ConvertFn, Rows, RowsFn, SplitFn, TessKernels, TessLevel, tess_kernels};
 use super::tess::{self, Geometry, PANEL, Packer};
 
 /// A CastTess plan prepared for the A65: kernel level and geometry selected once.
@@ -111,9 +111,8 @@ impl Packer for Cast {
         (self.split)(bf, tc, sc, out);
     }
 
-    fn rows(&self, input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool {
-        self.rows
-            .is_some_and(|rows| rows(input, stride, tc, row_px, out))
+    fn rows(&self, rows: Rows<'_>, tc: usize) -> bool {
+        self.rows.is_some_and(|f| f(rows, tc))
     }
 
     fn channels(&self, raw: &[u8], ca: usize, pixel: &mut [u8], scratch: &mut [u8]) {

@@ -13,6 +13,8 @@
 //! pixel in channel chunks.
 
 use simak_core::layout::TiledView;
+
+use super::arch::tess::Rows;
 use simak_core::{MAX_RANK, View};
 
 /// Elements per batch: the bound of every on-stack panel.
@@ -32,12 +34,11 @@ pub(crate) trait Packer {
     /// from `raw`, which holds those `n` input elements. Padding is the walker's job.
     fn channels(&self, raw: &[u8], ca: usize, pixel: &mut [u8], scratch: &mut [u8]);
 
-    /// Writes whole rows of compact pixels (`tc = sc`) in one pass when the packer has a
-    /// fused kernel for `tc`: row `r` holds `row_px` contiguous pixels from byte
-    /// `r · stride` of `input`, and the rows' pixels fill `out` in order. Returns `false`,
-    /// writing nothing, otherwise.
-    fn rows(&self, input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool {
-        let _ = (input, stride, tc, row_px, out);
+    /// Writes `rows` of compact pixels (`tc = sc`) in one pass when the packer has a fused
+    /// kernel for `tc` (see [`Rows`]). Returns `false`, writing nothing, otherwise
+    /// (whatever the rows, so an empty `rows` probes).
+    fn rows(&self, rows: Rows<'_>, tc: usize) -> bool {
+        let _ = (rows, tc);
         false
     }
 }
@@ -123,6 +124,14 @@ pub(crate) fn run<P: Packer>(g: &Geometry, packer: &P, input: &[u8], output: &mu
                 let td = g.extent(0, id);
                 for ih in 0..ch {
                     let th = g.extent(1, ih);
+                    let row_base = outer_in + id * t_d * sd + ih * t_h * sh + ic * t_c * scs;
+                    let extents = [td, th, tc];
+                    if let Some(n) =
+                        tile_row(g, packer, input, &mut output[pos..], row_base, extents)
+                    {
+                        pos += n;
+                        continue;
+                    }
                     for iw in 0..cw {
                         let tw = g.extent(2, iw);
                         let base = outer_in
@@ -157,6 +166,81 @@ pub(crate) fn run<P: Packer>(g: &Geometry, packer: &P, input: &[u8], output: &mu
             outer_index[k] = 0;
         }
     }
+}
+
+/// Writes one row of tiles (every W tile of one outer index and C, D, H tile) in input
+/// order when its rows are contiguous in the input and the packer has fused rows for
+/// compact `tc`-channel pixels: each input row goes out as one segment per W tile, so the
+/// input streams front to back (tile order would interleave `td · th` input rows). Returns
+/// the bytes written (the tiles' padding included), or `None`, writing nothing.
+fn tile_row<P: Packer>(
+    g: &Geometry,
+    packer: &P,
+    input: &[u8],
+    output: &mut [u8],
+    base: usize,
+    [td, th, tc]: [usize; 3],
+) -> Option<usize> {
+    let elem = g.elem;
+    let [sd, sh, sw, scs] = g.role_stride;
+    let cw = g.counts[2];
+    let t_w = g.tile[2];
+    let row_bytes = tc * elem;
+    let channels_packed = tc == 1 || scs == elem;
+    let sc = g.stored(tc);
+    if sc != tc || g.planes != 2 || !channels_packed || (cw > 1 || t_w > 1) && sw != row_bytes {
+        return None;
+    }
+    let probe = Rows {
+        input: &[],
+        in_stride: 0,
+        row_px: 0,
+        rows: 0,
+        out: &mut [],
+        out_stride: 0,
+    };
+    if !packer.rows(probe, tc) {
+        return None;
+    }
+    let pb = 2 * tc;
+    let full = td * th * t_w * pb;
+    let full_size = full.next_multiple_of(16);
+    let last_tw = g.extent(2, cw - 1);
+    let last = td * th * last_tw * pb;
+    let last_at = (cw - 1) * full_size;
+    let total = last_at + last.next_multiple_of(16);
+    let out = &mut output[..total];
+    for d in 0..td {
+        for h in 0..th {
+            let row = base + d * sd + h * sh;
+            let k = d * th + h;
+            if cw > 1 {
+                let rows = Rows {
+                    input: &input[row..],
+                    in_stride: t_w * row_bytes,
+                    row_px: t_w,
+                    rows: cw - 1,
+                    out: &mut out[k * t_w * pb..],
+                    out_stride: full_size,
+                };
+                packer.rows(rows, tc);
+            }
+            let rows = Rows {
+                input: &input[row + (cw - 1) * t_w * row_bytes..],
+                in_stride: 0,
+                row_px: last_tw,
+                rows: 1,
+                out: &mut out[last_at + k * last_tw * pb..],
+                out_stride: 0,
+            };
+            packer.rows(rows, tc);
+        }
+    }
+    for iw in 0..cw - 1 {
+        out[iw * full_size + full..(iw + 1) * full_size].fill(0);
+    }
+    out[last_at + last..].fill(0);
+    Some(total)
 }
 
 /// One tile: input byte offset of its first element, actual extents, stored channels.
@@ -251,8 +335,15 @@ impl Tile {
                         super::arch::tess::prefetch(ahead);
                     }
                 }
-                let end = (px + th * tw) * pb;
-                if packer.rows(&input[first..], sh, tc, tw, &mut out[px * pb..end]) {
+                let rows = Rows {
+                    input: &input[first..],
+                    in_stride: sh,
+                    row_px: tw,
+                    rows: th,
+                    out: &mut out[px * pb..(px + th * tw) * pb],
+                    out_stride: tw * pb,
+                };
+                if packer.rows(rows, tc) {
                     px += th * tw;
                     continue;
                 }
@@ -333,4 +424,69 @@ pub(crate) fn check_ports(
         return Err(super::ExecuteError::Overlap);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod test {
+    use simak_core::layout::{Channels, MlaTiled};
+    use simak_core::ops::casttess::{Request, check_inference};
+    use simak_core::{DType, TensorSpec};
+
+    use crate::a65::TessLevel;
+    use crate::a65::casttess::{execute, prepare_with_level};
+
+    /// Every level against the scalar one on rows of tiles (the input-order walk of
+    /// `tile_row`): several W tiles with padded full tiles, a partial last W tile, D and H
+    /// tiles of several rows, an outer axis, every fused channel count; dirty output with a
+    /// guard past the required span.
+    #[test]
+    fn tile_rows_match_the_scalar_level() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut cases = 0;
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            for tc in 1..=9u64 {
+                for (shape, tile) in [
+                    ([2, 3, 5, 37, tc], [2, 2, 5, tc as u32]),
+                    ([1, 1, 3, 130, tc], [1, 2, 64, tc as u32]),
+                    ([1, 2, 1, 11, tc], [1, 1, 3, tc as u32]),
+                ] {
+                    let plan = check_inference(&Request {
+                        input: TensorSpec::contiguous(shape, dtype),
+                        layout: MlaTiled::new(
+                            [Some(1), Some(2), Some(3), Some(4)],
+                            tile,
+                            Channels::Compact,
+                        ),
+                    })
+                    .unwrap();
+                    let n = shape.iter().product::<u64>() as usize * dtype.size();
+                    let input: Vec<u8> = (0..n)
+                        .map(|_| {
+                            seed ^= seed << 13;
+                            seed ^= seed >> 7;
+                            seed ^= seed << 17;
+                            seed as u8
+                        })
+                        .collect();
+                    let cap = plan.output().capacity() as usize;
+                    let run = |level| {
+                        let prepared = prepare_with_level(&plan, level)?;
+                        let mut buf = vec![0xa5u8; cap + 64 + 16];
+                        let start = (16 - buf.as_ptr() as usize % 16) % 16;
+                        execute(&prepared, &input, &mut buf[start..start + cap + 64]).unwrap();
+                        assert!(buf[start + cap..].iter().all(|&b| b == 0xa5));
+                        Some(buf[start..start + cap].to_vec())
+                    };
+                    let want = run(TessLevel::Scalar).unwrap();
+                    for level in TessLevel::ALL {
+                        if let Some(got) = run(level) {
+                            assert!(got == want, "{dtype} {shape:?} {tile:?} {}", level.name());
+                            cases += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases >= 81);
+    }
 }

@@ -36,13 +36,28 @@ pub(crate) type ConvertFn = fn(input: &[u8], output: &mut [u8]);
 /// least `pixels · tc` values; `1 ≤ tc ≤ sc`.
 pub(crate) type SplitFn = fn(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]);
 
-/// Converts and splits whole rows of compact pixels (`tc = sc`) in one pass: row `r` holds
-/// `row_px` pixels of `tc` input elements, contiguous from byte `r · stride` of `input`, and
-/// its `2 · tc · row_px` output bytes follow the previous row's in `out`; there are
-/// `out.len() / (2 · tc · row_px)` rows. Returns `false`, writing nothing, when the kernel
-/// does not handle `tc`. Panics when a row lies past `input`.
-pub(crate) type RowsFn =
-    fn(input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool;
+/// Rows of compact pixels (`tc = sc`) for a [`RowsFn`]: row `r` holds `row_px` pixels of
+/// `tc` input elements, contiguous from byte `r · in_stride` of `input`, and its
+/// `2 · tc · row_px` output bytes start at byte `r · out_stride` of `out`.
+pub(crate) struct Rows<'a> {
+    /// Input from the first row.
+    pub input: &'a [u8],
+    /// Input bytes from one row to the next.
+    pub in_stride: usize,
+    /// Pixels per row.
+    pub row_px: usize,
+    /// Number of rows.
+    pub rows: usize,
+    /// Output from the first row.
+    pub out: &'a mut [u8],
+    /// Output bytes from one row to the next.
+    pub out_stride: usize,
+}
+
+/// Converts and splits rows of `tc`-channel compact pixels in one pass; bytes between the
+/// rows' outputs are untouched. Returns `false`, writing nothing, when the kernel does not
+/// handle `tc` (whatever the rows). Panics when a row lies past `input` or `out`.
+pub(crate) type RowsFn = fn(rows: Rows<'_>, tc: usize) -> bool;
 
 /// A CastTess kernel level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -6,8 +6,10 @@
 //! converted in 32- or 16-bit lanes with the integer code of the AVX-512 level (SPEC §4),
 //! and a single `vpermt2b` / `vpermb` picks every output byte of the step (for FP32 the
 //! BF16 value is bytes 2 and 3 of the rounded 32-bit lane, so no narrowing is needed).
-//! Stores are byte-masked too, so row tails need no scalar code and nothing past a row's
-//! output is written; masked-off load bytes are never accessed.
+//! Whole steps use whole-vector loads and stores (a store's bytes past its step are
+//! rewritten by the next step); the last steps of a row use byte-masked loads and stores,
+//! so row tails need no scalar code, nothing past a row's output is written, and
+//! masked-off load bytes are never accessed.
 //!
 //! The safe wrappers here are handed out only by `super::kernels` after runtime detection
 //! of AVX-512F, AVX-512BW and AVX-512VBMI, so their calls into `#[target_feature]` code are
@@ -17,7 +19,7 @@ use core::arch::x86_64::*;
 
 use simak_core::DType;
 
-use super::super::RowsFn;
+use super::super::{Rows, RowsFn};
 use super::avx512;
 
 /// Largest channel count of the fused path.
@@ -75,89 +77,62 @@ pub(super) fn rows_fn(dtype: DType) -> RowsFn {
     }
 }
 
-/// The row geometry of [`RowsFn`] after its bounds checks: rows, input bytes per row,
-/// output bytes per row. `None` when `tc` is not a fused channel count.
-fn geometry(
-    input: &[u8],
-    stride: usize,
-    tc: usize,
-    row_px: usize,
-    out: &[u8],
-    elem: usize,
-) -> Option<(usize, usize, usize)> {
-    if !(2..=MAX_TC).contains(&tc) || row_px == 0 {
+/// Bounds of [`RowsFn`]: input and output bytes per row, or `None` when `tc` is not a
+/// fused channel count. Panics when a row lies past `input` or `out`.
+fn geometry(a: &Rows<'_>, tc: usize, elem: usize) -> Option<(usize, usize)> {
+    if !(2..=MAX_TC).contains(&tc) {
         return None;
     }
-    let row_in = row_px * tc * elem;
-    let row_out = row_px * tc * 2;
-    let rows = out.len() / row_out;
-    if rows > 0 {
-        let need = (rows - 1)
-            .checked_mul(stride)
-            .and_then(|s| s.checked_add(row_in));
+    let row_in = a.row_px * tc * elem;
+    let row_out = a.row_px * tc * 2;
+    if a.rows > 0 && a.row_px > 0 {
+        let end = |stride: usize, len: usize| {
+            (a.rows - 1)
+                .checked_mul(stride)
+                .and_then(|s| s.checked_add(len))
+        };
         assert!(
-            need.is_some_and(|n| n <= input.len()),
+            end(a.in_stride, row_in).is_some_and(|n| n <= a.input.len()),
             "rows past the input"
         );
+        assert!(
+            end(a.out_stride, row_out).is_some_and(|n| n <= a.out.len()),
+            "rows past the output"
+        );
     }
-    Some((rows, row_in, row_out))
+    Some((row_in, row_out))
 }
 
-fn rows_f32(input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool {
-    let Some((rows, row_in, row_out)) = geometry(input, stride, tc, row_px, out, 4) else {
-        return false;
+macro_rules! rows_fn {
+    ($name:ident, $elem:literal, $body:expr) => {
+        fn $name(a: Rows<'_>, tc: usize) -> bool {
+            let Some((row_in, _)) = geometry(&a, tc, $elem) else {
+                return false;
+            };
+            if a.row_px == 0 {
+                return true;
+            }
+            for r in 0..a.rows {
+                // SAFETY: AVX-512F/BW/VBMI detected (module doc); `geometry` proved row
+                // `r`'s input bytes at `r · in_stride` lie in `input` and its output bytes
+                // at `r · out_stride` lie in `out`.
+                unsafe {
+                    $body(
+                        a.input.as_ptr().wrapping_add(r * a.in_stride),
+                        a.out.as_mut_ptr().wrapping_add(r * a.out_stride),
+                        tc,
+                        row_in,
+                    )
+                };
+            }
+            true
+        }
     };
-    for r in 0..rows {
-        // SAFETY: AVX-512F/BW/VBMI detected (module doc); `geometry` proved row `r`'s
-        // `row_in` input bytes at `r · stride` lie in `input`, and its `row_out` output
-        // bytes lie in `out` (rows · row_out ≤ out.len()).
-        unsafe {
-            row_f32_body(
-                input.as_ptr().wrapping_add(r * stride),
-                out.as_mut_ptr().wrapping_add(r * row_out),
-                tc,
-                row_in,
-            )
-        };
-    }
-    true
 }
 
-fn rows_f16(input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool {
-    let Some((rows, row_in, row_out)) = geometry(input, stride, tc, row_px, out, 2) else {
-        return false;
-    };
-    for r in 0..rows {
-        // SAFETY: as in `rows_f32`, with 2-byte input elements.
-        unsafe {
-            row_b16_body::<true>(
-                input.as_ptr().wrapping_add(r * stride),
-                out.as_mut_ptr().wrapping_add(r * row_out),
-                tc,
-                row_in,
-            )
-        };
-    }
-    true
-}
-
-fn rows_bf16(input: &[u8], stride: usize, tc: usize, row_px: usize, out: &mut [u8]) -> bool {
-    let Some((rows, row_in, row_out)) = geometry(input, stride, tc, row_px, out, 2) else {
-        return false;
-    };
-    for r in 0..rows {
-        // SAFETY: as in `rows_f32`, with 2-byte input elements.
-        unsafe {
-            row_b16_body::<false>(
-                input.as_ptr().wrapping_add(r * stride),
-                out.as_mut_ptr().wrapping_add(r * row_out),
-                tc,
-                row_in,
-            )
-        };
-    }
-    true
-}
+rows_fn!(rows_f32, 4, row_f32_body);
+rows_fn!(rows_f16, 2, row_b16_body::<true>);
+rows_fn!(rows_bf16, 2, row_b16_body::<false>);
 
 /// Byte mask of the first `n` bytes of a 64-byte vector (`n` clamped to 64).
 #[inline(always)]
@@ -180,6 +155,25 @@ unsafe fn row_f32_body(src: *const u8, dst: *mut u8, tc: usize, row_in: usize) {
     let one = _mm512_set1_epi32(1);
     let bias = _mm512_set1_epi32(0x7fff);
     let mut at = 0;
+    let round = |x: __m512i| {
+        _mm512_add_epi32(
+            _mm512_add_epi32(x, bias),
+            _mm512_and_si512(_mm512_srli_epi32::<16>(x), one),
+        )
+    };
+    // Whole steps with whole vectors: the store's bytes past the step are rewritten by the
+    // next step or by the tail.
+    while at + 128 <= row_in {
+        let from = src.wrapping_add(at);
+        // SAFETY: at + 128 ≤ row_in: 128 readable bytes.
+        let a = unsafe { _mm512_loadu_si512(from.cast()) };
+        // SAFETY: as above.
+        let b = unsafe { _mm512_loadu_si512(from.wrapping_add(64).cast()) };
+        let v = _mm512_permutex2var_epi8(round(a), idx, round(b));
+        // SAFETY: at / 2 + 64 ≤ row_in / 2: 64 writable bytes.
+        unsafe { _mm512_storeu_si512(dst.wrapping_add(at / 2).cast(), v) };
+        at += in_step;
+    }
     while at < row_in {
         let left = row_in - at;
         let (m0, m1) = (mask(left), mask(left.saturating_sub(64)));
@@ -189,15 +183,7 @@ unsafe fn row_f32_body(src: *const u8, dst: *mut u8, tc: usize, row_in: usize) {
         let a = unsafe { _mm512_maskz_loadu_epi8(m0, from.cast()) };
         // SAFETY: as above, for bytes 64.. of the step.
         let b = unsafe { _mm512_maskz_loadu_epi8(m1, from.wrapping_add(64).cast()) };
-        let ra = _mm512_add_epi32(
-            _mm512_add_epi32(a, bias),
-            _mm512_and_si512(_mm512_srli_epi32::<16>(a), one),
-        );
-        let rb = _mm512_add_epi32(
-            _mm512_add_epi32(b, bias),
-            _mm512_and_si512(_mm512_srli_epi32::<16>(b), one),
-        );
-        let v = _mm512_permutex2var_epi8(ra, idx, rb);
+        let v = _mm512_permutex2var_epi8(round(a), idx, round(b));
         let n = in_step.min(left);
         // SAFETY: the mask selects the step's `n / 2` output bytes, inside `dst`'s row.
         unsafe { _mm512_mask_storeu_epi8(dst.wrapping_add(at / 2).cast(), mask(n / 2), v) };
@@ -217,8 +203,19 @@ unsafe fn row_b16_body<const F16: bool>(src: *const u8, dst: *mut u8, tc: usize,
     // SAFETY: a table entry is 64 readable bytes.
     let idx = unsafe { _mm512_loadu_si512(B16_INDEX[tc].as_ptr().cast()) };
     let step = per_step(tc) * tc * 2;
-    let full = mask(step);
+    let convert = |h: __m512i| if F16 { avx512::f16_lanes(h) } else { h };
     let mut at = 0;
+    // Whole steps with whole vectors: the store's bytes past the step are rewritten by the
+    // next step or by the tail.
+    while at + 64 <= row_in {
+        // SAFETY: at + 64 ≤ row_in: 64 readable bytes.
+        let h = unsafe { _mm512_loadu_si512(src.wrapping_add(at).cast()) };
+        let v = _mm512_permutexvar_epi8(idx, convert(h));
+        // SAFETY: at + 64 ≤ row_in: 64 writable bytes.
+        unsafe { _mm512_storeu_si512(dst.wrapping_add(at).cast(), v) };
+        at += step;
+    }
+    let full = mask(step);
     while at < row_in {
         let m = if row_in - at >= step {
             full
@@ -227,8 +224,7 @@ unsafe fn row_b16_body<const F16: bool>(src: *const u8, dst: *mut u8, tc: usize,
         };
         // SAFETY: the mask selects bytes below `row_in - at`, inside `src`'s row.
         let h = unsafe { _mm512_maskz_loadu_epi8(m, src.wrapping_add(at).cast()) };
-        let bf = if F16 { avx512::f16_lanes(h) } else { h };
-        let v = _mm512_permutexvar_epi8(idx, bf);
+        let v = _mm512_permutexvar_epi8(idx, convert(h));
         // SAFETY: the same bytes of `dst`'s row.
         unsafe { _mm512_mask_storeu_epi8(dst.wrapping_add(at).cast(), m, v) };
         at += step;
