@@ -1,7 +1,8 @@
 //! The EV74 Runtime (SPEC §9): executor, transports, device buffers, completions.
 //!
 //! - [`Executor::connect`] probes the transport's capabilities; a missing Quant v1 entry is
-//!   an error (never an A65 fallback).
+//!   an error (never an A65 fallback). CastTess v1 is checked when a CastTess packet is
+//!   submitted ([`Executor::submit_casttess`]): a device without it fails closed.
 //! - [`Executor::allocate`] hands out [`DeviceBuffer`]s: 32-bit bus addresses (never 0),
 //!   host access through [`DeviceBuffer::map`] / [`Mapping::unmap`] (copy in, write back).
 //! - [`Executor::submit`] binds the packet to the buffers, writes the descriptor into device
@@ -46,10 +47,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use simak_core::ev74::casttess;
 use simak_core::ev74::quant::{self as codec, BindError, DevicePlan, Packet};
 use simak_core::state::{Bound, Encoded};
 use simak_ev74_fw::{
-    Capabilities, Capability, Command, Firmware, FlushToZero, FwError, Ieee, QUANT_V1, Report,
+    CASTTESS_V1, Capabilities, Capability, Command, Firmware, FlushToZero, FwError, Ieee, QUANT_V1,
+    Report,
 };
 
 use super::DeviceRegion;
@@ -448,8 +451,23 @@ struct Retained {
     _input: Hold,
     _output: Hold,
     _descriptor: Hold,
-    _packet: Packet<Bound>,
+    _packet: BoundPacket,
     completion: Arc<Slot>,
+}
+
+/// A bound packet of any entry, retained with its submission.
+enum BoundPacket {
+    Quant(Packet<Bound>),
+    CastTess(casttess::Packet<Bound>),
+}
+
+impl BoundPacket {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            BoundPacket::Quant(p) => p.as_bytes(),
+            BoundPacket::CastTess(p) => p.as_bytes(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -524,6 +542,7 @@ impl Completion {
 
 struct Shared {
     transport: Arc<dyn Transport>,
+    capabilities: Vec<Capability>,
     in_flight: Mutex<HashMap<u64, Retained>>,
     next_id: AtomicU64,
 }
@@ -550,19 +569,12 @@ impl Executor {
     ///
     /// [`RuntimeError::MissingCapability`] (never a fallback), [`RuntimeError::Transport`].
     pub fn connect(transport: Arc<dyn Transport>) -> Result<Executor, RuntimeError> {
-        let caps = transport.capabilities()?;
-        let has = caps.iter().any(|c| {
-            c.name == QUANT_V1.name && c.version == QUANT_V1.version && c.route == QUANT_V1.route
-        });
-        if !has {
-            return Err(RuntimeError::MissingCapability {
-                entry: QUANT_V1.name,
-                version: QUANT_V1.version,
-            });
-        }
+        let capabilities = transport.capabilities()?;
+        require(&capabilities, &QUANT_V1)?;
         Ok(Executor {
             shared: Arc::new(Shared {
                 transport,
+                capabilities,
                 in_flight: Mutex::new(HashMap::new()),
                 next_id: AtomicU64::new(0),
             }),
@@ -609,11 +621,69 @@ impl Executor {
     ) -> Result<Completion, RuntimeError> {
         let bound = codec::bind(plan, packet, input.region(), output.region())?;
         if plan.is_empty() {
-            return Ok(Completion::done(Ok(Report {
-                units: 0,
-                ..EMPTY_REPORT
-            })));
+            return Ok(Completion::done(Ok(EMPTY_REPORT)));
         }
+        self.submit_bound(BoundPacket::Quant(bound), Command::quant_v1, input, output)
+    }
+
+    /// Submits a CastTess packet (SPEC §9), like [`Executor::submit`]: checks that the
+    /// device advertised CastTess v1 (entry name, version and route), binds `packet` to
+    /// `input` and `output` (capacity ≥ the input span and ≥ the physical output span,
+    /// 16-byte aligned output), writes the descriptor and queues the command; returns at
+    /// once. The submission retains the buffers and the bound packet until confirmed
+    /// completion. An empty plan is not submitted.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::MissingCapability`] (never a fallback), [`RuntimeError::Bind`],
+    /// [`RuntimeError::Busy`], [`RuntimeError::Transport`].
+    pub fn submit_casttess(
+        &self,
+        plan: &casttess::DevicePlan,
+        packet: &casttess::Packet<Encoded>,
+        input: &DeviceBuffer,
+        output: &DeviceBuffer,
+    ) -> Result<Completion, RuntimeError> {
+        require(&self.shared.capabilities, &CASTTESS_V1)?;
+        let bound = casttess::bind(plan, packet, input.region(), output.region())?;
+        if plan.is_empty() {
+            return Ok(Completion::done(Ok(EMPTY_REPORT)));
+        }
+        self.submit_bound(
+            BoundPacket::CastTess(bound),
+            Command::casttess_v1,
+            input,
+            output,
+        )
+    }
+
+    /// [`Executor::submit_casttess`] then [`Completion::wait`] with `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As `submit_casttess` and `wait`; on [`RuntimeError::Timeout`] the buffers stay
+    /// retained.
+    pub fn run_casttess(
+        &self,
+        plan: &casttess::DevicePlan,
+        packet: &casttess::Packet<Encoded>,
+        input: &DeviceBuffer,
+        output: &DeviceBuffer,
+        timeout: Duration,
+    ) -> Result<Option<Report>, RuntimeError> {
+        self.submit_casttess(plan, packet, input, output)?
+            .wait(timeout)
+    }
+
+    /// Writes a bound packet into a fresh descriptor buffer and queues `command(descriptor)`,
+    /// retaining the buffers and the packet until the transport confirms completion.
+    fn submit_bound(
+        &self,
+        bound: BoundPacket,
+        command: fn(u32) -> Command,
+        input: &DeviceBuffer,
+        output: &DeviceBuffer,
+    ) -> Result<Completion, RuntimeError> {
         let descriptor = self.allocate(bound.as_bytes().len() as u64)?;
         descriptor.write(0, bound.as_bytes())?;
         let slot = Arc::new(Slot::default());
@@ -637,7 +707,7 @@ impl Executor {
                 slot.finish(result);
             }
         }));
-        let command = Command::quant_v1(descriptor.address());
+        let command = command(descriptor.address());
         drop(descriptor);
         if let Err(e) = self.shared.transport.submit(command, retire) {
             lock(&self.shared.in_flight).remove(&id);
@@ -685,6 +755,21 @@ impl Executor {
             slot.finish(Err(RuntimeError::Aborted));
         }
         Ok(n)
+    }
+}
+
+/// Fails closed unless `entry` (name, version and route) is among `capabilities`.
+fn require(capabilities: &[Capability], entry: &Capability) -> Result<(), RuntimeError> {
+    let has = capabilities
+        .iter()
+        .any(|c| c.name == entry.name && c.version == entry.version && c.route == entry.route);
+    if has {
+        Ok(())
+    } else {
+        Err(RuntimeError::MissingCapability {
+            entry: entry.name,
+            version: entry.version,
+        })
     }
 }
 

@@ -1,0 +1,172 @@
+//! CastTess through the EV74 Runtime (SPEC §9): submissions on the simulated transport
+//! from several threads give the A65 bytes; a device without CastTess v1 fails closed;
+//! empty plans are not submitted; bind errors and retention are reported.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use simak::a65;
+use simak::ev74::casttess;
+use simak::ev74::runtime::{Executor, RuntimeError, SimConfig, SimTransport};
+use simak::layout::{Channels, MlaTiled};
+use simak::ops::casttess::{Plan, Request, check_inference};
+use simak::{DType, Port, TensorSpec};
+use simak_ev74_fw::Capabilities;
+use simak_tests::bytes::Aligned;
+use simak_tests::rng::Rng;
+
+const LONG: Duration = Duration::from_secs(30);
+
+fn plan(h: u64, w: u64, c: u64, dtype: DType, tile: [u32; 4], channels: Channels) -> Plan {
+    check_inference(&Request {
+        input: TensorSpec::contiguous([h, w, c], dtype),
+        layout: MlaTiled::new([None, Some(0), Some(1), Some(2)], tile, channels),
+    })
+    .unwrap()
+}
+
+fn a65_bytes(plan: &Plan, input: &[u8]) -> Vec<u8> {
+    let capacity = plan.output().capacity() as usize;
+    let mut out = Aligned::new(capacity, 0);
+    a65::casttess::execute(&a65::casttess::prepare(plan), input, out.as_mut_slice()).unwrap();
+    out.as_slice().to_vec()
+}
+
+#[test]
+fn submissions_from_four_threads_match_a65() {
+    let transport = Arc::new(SimTransport::new(SimConfig::new(4)));
+    let executor = Executor::connect(transport).unwrap();
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let executor = executor.clone();
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(0xca57 + t);
+                for k in 0..25 {
+                    let dtype = [DType::F32, DType::F16, DType::BF16][(k % 3) as usize];
+                    let (h, w, c) = (1 + rng.below(20), 1 + rng.below(40), 1 + rng.below(20));
+                    let tile = [
+                        1,
+                        1 + rng.below(h) as u32,
+                        1 + rng.below(w) as u32,
+                        1 + rng.below(c) as u32,
+                    ];
+                    let channels = if rng.chance(1, 2) {
+                        Channels::Compact
+                    } else {
+                        Channels::PadTo16
+                    };
+                    let plan = plan(h, w, c, dtype, tile, channels);
+                    let device = casttess::check_inference(&plan).unwrap();
+                    let packet = casttess::encode_relocatable(&device);
+                    let input_bytes: Vec<u8> = (0..plan.input().span())
+                        .map(|_| rng.next_u32() as u8)
+                        .collect();
+                    let capacity = plan.output().capacity();
+                    let input = executor.allocate(input_bytes.len() as u64).unwrap();
+                    let output = executor.allocate(capacity + 16).unwrap();
+                    input.write(0, &input_bytes).unwrap();
+                    output
+                        .write(0, &vec![0xa5; capacity as usize + 16])
+                        .unwrap();
+                    let report = executor
+                        .run_casttess(&device, &packet, &input, &output, LONG)
+                        .unwrap()
+                        .unwrap();
+                    assert_eq!(report.units, report.tess.band_tasks);
+                    let mut got = vec![0u8; capacity as usize + 16];
+                    output.read(0, &mut got).unwrap();
+                    assert_eq!(
+                        &got[..capacity as usize],
+                        &a65_bytes(&plan, &input_bytes)[..]
+                    );
+                    assert!(got[capacity as usize..].iter().all(|&b| b == 0xa5));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(executor.in_flight(), 0);
+}
+
+#[test]
+fn a_device_without_casttess_fails_closed() {
+    let mut config = SimConfig::new(2);
+    config.advertised = Capabilities::QUANT_V1;
+    let executor = Executor::connect(Arc::new(SimTransport::new(config))).unwrap();
+    let plan = plan(2, 3, 4, DType::F32, [1, 1, 3, 4], Channels::Compact);
+    let device = casttess::check_inference(&plan).unwrap();
+    let input = executor.allocate(96).unwrap();
+    let output = executor.allocate(64).unwrap();
+    let err = executor
+        .submit_casttess(
+            &device,
+            &casttess::encode_relocatable(&device),
+            &input,
+            &output,
+        )
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::MissingCapability {
+            entry: "simaai_kernels_ev74_casttess_v1",
+            version: 1
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "device does not advertise simaai_kernels_ev74_casttess_v1 v1"
+    );
+    assert!(!input.in_flight() && !output.in_flight());
+}
+
+#[test]
+fn empty_plans_are_not_submitted_and_bind_errors_are_reported() {
+    let executor = Executor::connect(Arc::new(SimTransport::new(SimConfig::new(2)))).unwrap();
+    let empty = plan(0, 3, 4, DType::F32, [1, 1, 3, 4], Channels::Compact);
+    let device = casttess::check_inference(&empty).unwrap();
+    let a = executor.allocate(0).unwrap();
+    let b = executor.allocate(0).unwrap();
+    let done = executor
+        .submit_casttess(&device, &casttess::encode_relocatable(&device), &a, &b)
+        .unwrap();
+    assert!(done.is_complete());
+    assert_eq!(done.wait(LONG), Ok(None));
+
+    // [2, 3, 4] FP32 with tile (1, 3, 4): two tiles of 3·4·2 = 24 → 32 bytes each.
+    let plan = plan(2, 3, 4, DType::F32, [1, 1, 3, 4], Channels::Compact);
+    let device = casttess::check_inference(&plan).unwrap();
+    let packet = casttess::encode_relocatable(&device);
+    let input = executor.allocate(96).unwrap();
+    let small = executor.allocate(48).unwrap();
+    let err = executor
+        .submit_casttess(&device, &packet, &input, &small)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::Bind(casttess::BindError::Capacity {
+            port: Port::Output,
+            required: 64,
+            found: 48
+        })
+    );
+    // A mapped buffer cannot be submitted.
+    let output = executor.allocate(64).unwrap();
+    let mapping = output.map().unwrap();
+    let err = executor
+        .submit_casttess(&device, &packet, &input, &output)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::Busy {
+            address: output.address()
+        }
+    );
+    mapping.unmap().unwrap();
+    let report = executor
+        .run_casttess(&device, &packet, &input, &output, LONG)
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.units, 2);
+}
