@@ -163,3 +163,79 @@ pub fn stage(
         output: output.to_path_buf(),
     })
 }
+
+/// Rewrites the JSON header of a serialized `.safetensors` file with its top-level keys and
+/// its `__metadata__` keys in sorted order, so that the same content always gives the same
+/// bytes (the `safetensors` crate serializes metadata from a `HashMap`, in random order).
+/// The header keeps its length (the same keys and values, reordered, padded with spaces as
+/// before), so the data section is untouched. Returns the input unchanged if the header is
+/// not what `safetensors::serialize` writes.
+pub fn sorted_safetensors_header(mut bytes: Vec<u8>) -> Vec<u8> {
+    use std::collections::BTreeMap;
+    let Some(len) = bytes
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes)
+        .and_then(|n| usize::try_from(n).ok())
+    else {
+        return bytes;
+    };
+    let Some(header) = bytes.get(8..8usize.saturating_add(len)) else {
+        return bytes;
+    };
+    let Ok(top) = serde_json::from_slice::<BTreeMap<String, serde_json::Value>>(header) else {
+        return bytes;
+    };
+    let mut sorted: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    for (key, value) in top {
+        let value = match value {
+            serde_json::Value::Object(map) if key == "__metadata__" => {
+                let inner: BTreeMap<String, serde_json::Value> = map.into_iter().collect();
+                match serde_json::to_value(inner) {
+                    Ok(v) => v,
+                    Err(_) => return bytes,
+                }
+            }
+            other => other,
+        };
+        sorted.insert(key, value);
+    }
+    let Ok(mut text) = serde_json::to_vec(&sorted) else {
+        return bytes;
+    };
+    if text.len() > len {
+        return bytes;
+    }
+    text.resize(len, b' ');
+    bytes[8..8 + len].copy_from_slice(&text);
+    bytes
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn safetensors_headers_are_sorted_in_place() {
+        let mut meta = std::collections::HashMap::new();
+        for k in ["zeta", "alpha", "mid", "beta", "omega"] {
+            meta.insert(k.to_owned(), format!("value of {k}"));
+        }
+        let data = vec![0u8; 8];
+        let view =
+            safetensors::tensor::TensorView::new(safetensors::tensor::Dtype::F32, vec![2], &data)
+                .unwrap();
+        let a = safetensors::serialize([("b", view.clone()), ("a", view)], Some(meta)).unwrap();
+        let sorted = sorted_safetensors_header(a.clone());
+        assert_eq!(sorted.len(), a.len());
+        let st = safetensors::SafeTensors::deserialize(&sorted).unwrap();
+        assert_eq!(st.tensor("a").unwrap().data(), &data[..]);
+        let text = String::from_utf8_lossy(&sorted[8..]).into_owned();
+        let pos: Vec<usize> = ["alpha", "beta", "mid", "omega", "zeta"]
+            .iter()
+            .map(|k| text.find(&format!("\"{k}\"")).unwrap())
+            .collect();
+        assert!(pos.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert_eq!(sorted_safetensors_header(b"junk".to_vec()), b"junk");
+    }
+}

@@ -472,6 +472,7 @@ fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied
     bar.finish_and_clear();
     let serialized = safetensors::serialize(outputs, Some(meta))
         .map_err(|e| CliError::Internal(anyhow!("serializing the output: {e}")))?;
+    let serialized = crate::output::sorted_safetensors_header(serialized);
     write_atomic(&job.output, |w| w.write_all(&serialized))?;
     Ok((rows, copied))
 }

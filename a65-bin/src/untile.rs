@@ -551,6 +551,7 @@ fn dequant_safetensors(
     }
     let serialized = safetensors::serialize(outputs, Some(meta))
         .map_err(|e| CliError::Internal(anyhow!("serializing the output: {e}")))?;
+    let serialized = crate::output::sorted_safetensors_header(serialized);
     write_atomic(&job.output, |w| w.write_all(&serialized))?;
     Ok((rows, copied))
 }

@@ -1,0 +1,474 @@
+//! `simak quant --backend ev74-sim` against `--backend a65` on real files, and `simak packet
+//! encode quant` / `simak packet decode` (round trip, hand-checked bytes, corrupted packets).
+
+mod common;
+
+use std::fs;
+
+use common::*;
+
+/// Quantizes `input` with both backends (ev74-sim with 1 and 4 workers) and requires
+/// byte-identical output files and the route column `ev74-sim (N workers)`.
+fn same_bytes_on_both_backends(input: &str, out_ext: &str, scale: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = data(input);
+    let a65 = dir.path().join(format!("a65.{out_ext}"));
+    let mut args = vec![
+        "quant",
+        "--input",
+        path_str(&input),
+        "--output",
+        path_str(&a65),
+        "--json",
+    ];
+    args.extend_from_slice(scale);
+    let summary = json_run(&args);
+    assert_eq!(summary["backend"], "a65");
+    let reference = fs::read(&a65).unwrap();
+    for workers in ["1", "4"] {
+        let out = dir.path().join(format!("ev74-{workers}.{out_ext}"));
+        let mut args = vec![
+            "quant",
+            "--input",
+            path_str(&input),
+            "--output",
+            path_str(&out),
+            "--backend",
+            "ev74-sim",
+            "--workers",
+            workers,
+            "--json",
+        ];
+        args.extend_from_slice(scale);
+        let summary = json_run(&args);
+        assert_eq!(summary["backend"], "ev74-sim");
+        assert_eq!(summary["workers"], workers.parse::<u64>().unwrap());
+        let route = if workers == "1" {
+            "ev74-sim (1 worker)".to_owned()
+        } else {
+            format!("ev74-sim ({workers} workers)")
+        };
+        for row in summary["tensors"].as_array().unwrap() {
+            assert_eq!(row["route"], route.as_str(), "{row}");
+        }
+        assert!(
+            fs::read(&out).unwrap() == reference,
+            "{} with {workers} workers differs from a65",
+            input.display()
+        );
+    }
+}
+
+#[test]
+fn ev74_sim_quant_equals_a65_on_minilm_f32() {
+    same_bytes_on_both_backends(
+        "minilm-l6-layer0-f32.safetensors",
+        "safetensors",
+        &["--multiplier", "37.5", "--zero-point", "-3"],
+    );
+}
+
+#[test]
+fn ev74_sim_quant_equals_a65_on_minilm_bf16() {
+    same_bytes_on_both_backends(
+        "minilm-l6-layer0-bf16.safetensors",
+        "safetensors",
+        &["--calibrate", "absmax", "--rounding", "toward-negative"],
+    );
+}
+
+#[test]
+fn ev74_sim_quant_equals_a65_on_minilm_f16() {
+    same_bytes_on_both_backends(
+        "minilm-l6-layer0-f16.safetensors",
+        "safetensors",
+        &["--multiplier", "0x42fe0000", "--rounding", "toward-zero"],
+    );
+}
+
+#[test]
+fn ev74_sim_quant_equals_a65_on_chelsea_npy() {
+    same_bytes_on_both_backends(
+        "chelsea-f32-hwc.npy",
+        "npy",
+        &["--multiplier", "255", "--zero-point", "-128"],
+    );
+}
+
+#[test]
+fn ev74_sim_text_summary_names_the_route_and_default_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.npy");
+    let run = simak(&[
+        "quant",
+        "--input",
+        path_str(&data("chelsea-f32-hwc.npy")),
+        "--output",
+        path_str(&out),
+        "--multiplier",
+        "100",
+        "--backend",
+        "ev74-sim",
+    ]);
+    assert_success(&run);
+    let text = stdout_of(&run);
+    assert!(text.contains("backend ev74-sim"), "{text}");
+    // The default ring is the full one: 4 workers.
+    assert!(text.contains("ev74-sim (4 workers)"), "{text}");
+}
+
+#[test]
+fn workers_need_the_ev74_backend_and_a_valid_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("o.npy");
+    let input = data("chelsea-f32-hwc.npy");
+    let base = [
+        "quant",
+        "--input",
+        path_str(&input),
+        "--output",
+        path_str(&out),
+        "--multiplier",
+        "2",
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut v: Vec<&str> = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    expect_bad(&with(&["--workers", "2"]), d, &["--workers", "ev74-sim"]);
+    expect_bad(
+        &with(&["--backend", "a65", "--workers", "1"]),
+        d,
+        &["--workers", "ev74-sim"],
+    );
+    for bad in ["0", "5"] {
+        expect_bad(
+            &with(&["--backend", "ev74-sim", "--workers", bad]),
+            d,
+            &["--workers", bad],
+        );
+    }
+}
+
+/// Field `name` of a `packet decode --json` listing: (offset, value).
+fn field(listing: &serde_json::Value, name: &str) -> (u64, i128) {
+    let f = listing["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no field {name}"));
+    (
+        f["offset"].as_u64().unwrap(),
+        f["value"]
+            .as_i64()
+            .map(i128::from)
+            .unwrap_or_else(|| i128::from(f["value"].as_u64().expect("integer field value"))),
+    )
+}
+
+fn le_u64(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+fn le_u32(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
+}
+
+#[test]
+fn packet_encode_relocatable_f32_2x3_matches_spec_offsets_and_decodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.bin");
+    let enc = json_run(&[
+        "packet",
+        "encode",
+        "quant",
+        "--shape",
+        "2,3",
+        "--dtype",
+        "f32",
+        "--multiplier",
+        "1",
+        "--zero-point",
+        "-3",
+        "--rounding",
+        "toward-zero",
+        "--output",
+        path_str(&p),
+        "--json",
+    ]);
+    assert_eq!(enc["verdict"]["text"], "valid (relocatable)");
+    let bytes = fs::read(&p).unwrap();
+    // Hand-checked against the SPEC §7 table, not through the decoder.
+    assert_eq!(bytes.len(), 224);
+    assert_eq!(&bytes[0..4], b"SKQT");
+    assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), 1);
+    assert_eq!(u16::from_le_bytes([bytes[6], bytes[7]]), 224);
+    assert_eq!(le_u32(&bytes, 8), 3, "FP32 code");
+    assert_eq!(le_u32(&bytes, 12), 2, "rank");
+    assert_eq!(le_u32(&bytes, 16), 3, "both contiguous");
+    assert_eq!(le_u32(&bytes, 20), 0);
+    assert_eq!((le_u64(&bytes, 24), le_u64(&bytes, 32)), (0, 0));
+    assert_eq!(
+        (le_u64(&bytes, 40), le_u64(&bytes, 48), le_u64(&bytes, 56)),
+        (6, 24, 6)
+    );
+    assert_eq!((le_u64(&bytes, 64), le_u64(&bytes, 72)), (2, 3));
+    assert_eq!((le_u64(&bytes, 112), le_u64(&bytes, 120)), (12, 4));
+    assert_eq!((le_u64(&bytes, 160), le_u64(&bytes, 168)), (3, 1));
+    for slot in 2..6 {
+        for base in [64, 112, 160] {
+            assert_eq!(le_u64(&bytes, base + 8 * slot), 0);
+        }
+    }
+    assert_eq!(le_u32(&bytes, 208), 0x3f80_0000);
+    assert_eq!(le_u32(&bytes, 212) as i32, -3);
+    assert_eq!(le_u32(&bytes, 216), 0, "toward-zero code");
+    assert_eq!(le_u32(&bytes, 220), 0);
+
+    let dec = json_run(&["packet", "decode", path_str(&p), "--json"]);
+    assert_eq!(dec["verdict"]["text"], "valid (relocatable)");
+    assert_eq!(dec["verdict"]["valid"], true);
+    assert_eq!(dec["fields"].as_array().unwrap().len(), 34);
+    let expect: [(&str, u64, i128); 12] = [
+        ("magic", 0, i128::from(u32::from_le_bytes(*b"SKQT"))),
+        ("version", 4, 1),
+        ("byte_length", 6, 224),
+        ("dtype", 8, 3),
+        ("rank", 12, 2),
+        ("flags", 16, 3),
+        ("elements", 40, 6),
+        ("input_span", 48, 24),
+        ("extents[1]", 72, 3),
+        ("output_strides[0]", 160, 3),
+        ("multiplier", 208, 0x3f80_0000),
+        ("zero_point", 212, -3),
+    ];
+    for (name, offset, value) in expect {
+        assert_eq!(field(&dec, name), (offset, value), "{name}");
+    }
+    // The text listing shows every field with its offset and the verdict last.
+    let text = simak(&["packet", "decode", path_str(&p)]);
+    assert_success(&text);
+    let text = stdout_of(&text);
+    assert!(text.contains("multiplier"), "{text}");
+    assert!(text.contains("toward-zero"), "{text}");
+    assert!(text.contains("  160  output_strides[0]"), "{text}");
+    assert_eq!(text.lines().last().unwrap(), "verdict: valid (relocatable)");
+}
+
+#[test]
+fn packet_bound_scalar_and_strided_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bound.bin");
+    json_run(&[
+        "packet",
+        "encode",
+        "quant",
+        "--shape",
+        "scalar",
+        "--dtype",
+        "f16",
+        "--multiplier",
+        "0x3e99999a",
+        "--input-address",
+        "0x1000",
+        "--output-address",
+        "8192",
+        "--output",
+        path_str(&p),
+        "--json",
+    ]);
+    let dec = json_run(&["packet", "decode", path_str(&p), "--json"]);
+    assert_eq!(dec["verdict"]["text"], "valid (bound)");
+    assert_eq!(field(&dec, "rank"), (12, 1));
+    assert_eq!(field(&dec, "extents[0]"), (64, 1));
+    assert_eq!(field(&dec, "elements"), (40, 1));
+    assert_eq!(field(&dec, "input_address"), (24, 0x1000));
+    assert_eq!(field(&dec, "output_address"), (32, 0x2000));
+    assert_eq!(field(&dec, "dtype"), (8, 4));
+
+    // BF16 [2, 3] with a padded row stride: input not contiguous, output contiguous.
+    let s = dir.path().join("strided.bin");
+    json_run(&[
+        "packet",
+        "encode",
+        "quant",
+        "--shape",
+        "2,3",
+        "--dtype",
+        "bf16",
+        "--multiplier",
+        "2",
+        "--input-strides",
+        "16,2",
+        "--output",
+        path_str(&s),
+        "--json",
+    ]);
+    let dec = json_run(&["packet", "decode", path_str(&s), "--json"]);
+    assert_eq!(dec["verdict"]["text"], "valid (relocatable)");
+    assert_eq!(field(&dec, "flags"), (16, 2));
+    assert_eq!(field(&dec, "input_span"), (48, 16 + 4 + 2));
+    assert_eq!(field(&dec, "input_strides[0]"), (112, 16));
+}
+
+#[test]
+fn corrupted_packets_exit_2_with_the_error_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.bin");
+    json_run(&[
+        "packet",
+        "encode",
+        "quant",
+        "--shape",
+        "4,5",
+        "--dtype",
+        "f32",
+        "--multiplier",
+        "3",
+        "--input-address",
+        "0x10000",
+        "--output-address",
+        "0x20000",
+        "--output",
+        path_str(&p),
+        "--json",
+    ]);
+    let good = fs::read(&p).unwrap();
+    // (corruption, numeric code, words of the error)
+    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>, u16, &str)> = vec![
+        (
+            "reserved20",
+            Box::new(|b: &mut Vec<u8>| b[20] = 1),
+            8,
+            "offset 20",
+        ),
+        (
+            "span",
+            Box::new(|b: &mut Vec<u8>| b[48] += 1),
+            26,
+            "input span",
+        ),
+        ("magic", Box::new(|b: &mut Vec<u8>| b[0] = b'X'), 2, "magic"),
+        (
+            "truncated",
+            Box::new(|b: &mut Vec<u8>| b.truncate(100)),
+            1,
+            "100 bytes",
+        ),
+        (
+            "unbound",
+            Box::new(|b: &mut Vec<u8>| b[32..40].fill(0)),
+            39,
+            "unbound",
+        ),
+        (
+            "rounding",
+            Box::new(|b: &mut Vec<u8>| b[216] = 9),
+            16,
+            "rounding",
+        ),
+    ];
+    for (name, corrupt, code, words) in cases {
+        let mut bytes = good.clone();
+        corrupt(&mut bytes);
+        let bad = dir.path().join(format!("{name}.bin"));
+        fs::write(&bad, &bytes).unwrap();
+        let out = simak(&["packet", "decode", path_str(&bad)]);
+        let code_text = format!("error code {code}");
+        assert_bad(&out, &[path_str(&bad), &code_text, words]);
+        let text = stdout_of(&out);
+        let last = text.lines().last().unwrap();
+        assert!(
+            last.starts_with("verdict: invalid") && last.contains(&code_text),
+            "{name}: {last}"
+        );
+        let json = simak(&["packet", "decode", path_str(&bad), "--json"]);
+        assert_eq!(json.status.code(), Some(2));
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(v["verdict"]["valid"], false);
+        assert_eq!(v["verdict"]["code"], code, "{name}");
+    }
+}
+
+#[test]
+fn packet_encode_refusals_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let p = d.join("p.bin");
+    let ps = path_str(&p);
+    let base = [
+        "packet",
+        "encode",
+        "quant",
+        "--dtype",
+        "f32",
+        "--multiplier",
+        "1",
+        "--output",
+        ps,
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut v: Vec<&str> = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    // Overlapping ports.
+    expect_bad(
+        &with(&[
+            "--shape",
+            "8",
+            "--input-address",
+            "0x1000",
+            "--output-address",
+            "0x1010",
+        ]),
+        d,
+        &["overlap"],
+    );
+    // Misaligned input address.
+    expect_bad(
+        &with(&[
+            "--shape",
+            "8",
+            "--input-address",
+            "0x1001",
+            "--output-address",
+            "0x2000",
+        ]),
+        d,
+        &["aligned"],
+    );
+    // Strides that overlap (nonoverlap proof), and the wrong count of strides.
+    expect_bad(
+        &with(&["--shape", "2,3", "--input-strides", "4,4"]),
+        d,
+        &["nonoverlap"],
+    );
+    expect_bad(
+        &with(&["--shape", "2,3", "--input-strides", "12"]),
+        d,
+        &["--input-strides", "rank 2"],
+    );
+    // One address alone, an empty shape, a bad zero point.
+    expect_bad(
+        &with(&["--shape", "8", "--input-address", "0x1000"]),
+        d,
+        &["--output-address"],
+    );
+    expect_bad(&with(&["--shape", ""]), d, &["scalar"]);
+    expect_bad(
+        &with(&["--shape", "8", "--zero-point", "200"]),
+        d,
+        &["zero point 200"],
+    );
+    // A CastTess magic is named as such.
+    let ct = d.join("ct.bin");
+    let mut bytes = vec![0u8; 216];
+    bytes[..4].copy_from_slice(b"SKCT");
+    fs::write(&ct, &bytes).unwrap();
+    expect_bad(&["packet", "decode", path_str(&ct)], d, &["CastTess"]);
+}
