@@ -339,7 +339,8 @@ fn corrupted_packets_exit_2_with_the_error_code() {
     ]);
     let good = fs::read(&p).unwrap();
     // (corruption, numeric code, words of the error)
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>, u16, &str)> = vec![
+    type Corrupt = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(&str, Corrupt, u16, &str)> = vec![
         (
             "reserved20",
             Box::new(|b: &mut Vec<u8>| b[20] = 1),
