@@ -112,6 +112,8 @@ fn check_traffic(
     }
     assert!(counts[capacity..].iter().all(|&c| c == 0), "{what}: guard");
     assert_eq!(run.output_bytes_written, capacity as u64, "{what}");
+    // Nothing else is written: not the input (holes included), not the descriptor.
+    assert_eq!(run.stats.bytes_written(), capacity as u64, "{what}");
     assert_eq!(run.stats.unfinished, 0, "{what}");
     assert_eq!(run.stats.faults, 0, "{what}");
     let t = report.tess;
