@@ -221,7 +221,7 @@ pub fn ev74_route(workers: usize) -> String {
 
 /// Sorts a simulated-run failure into bad input (the tensor does not fit the device) or
 /// an internal failure.
-fn sim_error(e: ev74::quant::SimError) -> EngineError {
+pub fn sim_error(e: ev74::quant::SimError) -> EngineError {
     use ev74::quant::SimError;
     match e {
         SimError::Represent(_) | SimError::Memory(_) => EngineError::Device(e.to_string()),

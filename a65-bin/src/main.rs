@@ -166,8 +166,9 @@ enum PacketCommand {
     /// Encode a descriptor with the library's codec.
     #[command(subcommand)]
     Encode(EncodeCommand),
-    /// List every field of a descriptor file with its offset, then the device's verdict:
-    /// valid (relocatable), valid (bound), or the rejection with its numeric code (exit 2).
+    /// List every field of a descriptor file (Quant v1 or CastTess v1, told apart by the
+    /// magic) with its offset, then the device's verdict: valid (relocatable), valid
+    /// (bound), or the rejection with its numeric code (exit 2).
     Decode(DecodeArgs),
 }
 
@@ -176,6 +177,35 @@ enum EncodeCommand {
     /// A 224-byte Quant v1 descriptor: relocatable (address slots zero), or bound with
     /// --input-address and --output-address.
     Quant(EncodeQuantArgs),
+    /// A 216-byte CastTess v1 descriptor: relocatable (address slots zero), or bound with
+    /// --input-address and --output-address (the output region is the layout's capacity,
+    /// 16-byte aligned).
+    Casttess(EncodeCastTessArgs),
+}
+
+#[derive(Debug, Args)]
+struct EncodeCastTessArgs {
+    /// Logical shape, e.g. 300,451,3 (rank 1 to 6).
+    #[arg(long, value_name = "SHAPE", value_parser = parse_tess_shape)]
+    shape: U64List,
+    /// Input dtype.
+    #[arg(long, value_enum)]
+    dtype: DTypeArg,
+    #[command(flatten)]
+    layout: LayoutFlags,
+    /// Input byte strides, one per axis (default: row-major contiguous).
+    #[arg(long, value_name = "BYTES,..", value_parser = parse_list)]
+    input_strides: Option<U64List>,
+    /// Input bus address (decimal or 0x hex): bind the packet (with --output-address).
+    #[arg(long, value_name = "A", value_parser = parse_address, requires = "output_address")]
+    input_address: Option<u32>,
+    /// Output bus address (decimal or 0x hex, 16-byte aligned): bind the packet (with
+    /// --input-address).
+    #[arg(long, value_name = "B", value_parser = parse_address, requires = "input_address")]
+    output_address: Option<u32>,
+    /// Where to write the 216-byte packet (atomically).
+    #[arg(long, value_name = "PATH")]
+    output: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -706,6 +736,18 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 rounding: args.rounding.into(),
                 input_strides: args.input_strides.map(|l| l.0),
                 output_strides: args.output_strides.map(|l| l.0),
+                addresses: args.input_address.zip(args.output_address),
+                output: args.output,
+                quiet,
+                json,
+            })
+        }
+        Command::Packet(PacketCommand::Encode(EncodeCommand::Casttess(args))) => {
+            packet::run_encode_casttess(&packet::EncodeCastTessJob {
+                shape: args.shape.0,
+                dtype: dtype_of(args.dtype),
+                layout: args.layout.layout(),
+                input_strides: args.input_strides.map(|l| l.0),
                 addresses: args.input_address.zip(args.output_address),
                 output: args.output,
                 quiet,

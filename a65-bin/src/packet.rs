@@ -1,5 +1,6 @@
-//! `simak packet encode quant` and `simak packet decode`: the 224-byte EV74 Quant v1
-//! descriptor (SPEC §7) as the library encodes it, and the device-side verdict on any file.
+//! `simak packet encode quant|casttess` and `simak packet decode`: the EV74 Quant v1
+//! (224 bytes) and CastTess v1 (216 bytes) descriptors of SPEC §7 as the library encodes
+//! them, and the device-side verdict on any file.
 
 use std::path::{Path, PathBuf};
 
@@ -7,9 +8,9 @@ use anyhow::anyhow;
 use serde::Serialize;
 use simak::DType;
 use simak::ev74::DeviceRegion;
-use simak::ev74::quant::{
-    self as ev74q, DecodeError, ENTRY, Field, FieldValue, QuantDescriptorV1, QuantRepr, ROUTE,
-};
+use simak::ev74::casttess::{self as ev74c, CastTessDescriptorV1, CastTessRepr};
+use simak::ev74::quant::{self as ev74q, Field, FieldValue, QuantDescriptorV1, QuantRepr};
+use simak::layout::MlaTiled;
 use simak::ops::quant::{Params, Rounding};
 
 use crate::engine::{self, Tensor};
@@ -45,49 +46,157 @@ pub struct EncodeQuantJob {
     pub json: bool,
 }
 
-/// The validation verdict on a descriptor.
+/// Which descriptor a file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// Valid, both address slots zero (or an empty packet with zero slots).
-    Relocatable,
-    /// Valid and bound: the device would accept it.
-    Bound,
-    /// Rejected with this error.
-    Invalid(DecodeError),
+pub enum Kind {
+    /// Quant v1, 224 bytes, magic `SKQT`.
+    Quant,
+    /// CastTess v1, 216 bytes, magic `SKCT`.
+    CastTess,
 }
 
-impl Verdict {
-    /// `valid (relocatable)`, `valid (bound)` or `invalid: <error> (error code N)`.
-    pub fn text(&self) -> String {
+impl Kind {
+    /// The descriptor a file most likely holds: by its magic, else by its length (216 bytes:
+    /// CastTess), else Quant (whose rules then name what is wrong).
+    pub fn guess(bytes: &[u8]) -> Kind {
+        match bytes.get(..4) {
+            Some(b"SKQT") => Kind::Quant,
+            Some(b"SKCT") => Kind::CastTess,
+            _ if bytes.len() == CastTessDescriptorV1::SIZE => Kind::CastTess,
+            _ => Kind::Quant,
+        }
+    }
+
+    /// `Quant v1` or `CastTess v1`.
+    pub fn title(self) -> &'static str {
         match self {
-            Verdict::Relocatable => "valid (relocatable)".to_owned(),
-            Verdict::Bound => "valid (bound)".to_owned(),
-            Verdict::Invalid(e) => format!(
-                "invalid: {e} (error code {}, {:?})",
-                e.code().get(),
-                e.code()
-            ),
+            Kind::Quant => "Quant v1",
+            Kind::CastTess => "CastTess v1",
+        }
+    }
+
+    fn id(self) -> &'static str {
+        match self {
+            Kind::Quant => "quant-v1",
+            Kind::CastTess => "casttess-v1",
+        }
+    }
+
+    fn size(self) -> usize {
+        match self {
+            Kind::Quant => QuantDescriptorV1::SIZE,
+            Kind::CastTess => CastTessDescriptorV1::SIZE,
+        }
+    }
+
+    fn entry(self) -> (&'static str, u8) {
+        match self {
+            Kind::Quant => (ev74q::ENTRY, ev74q::ROUTE),
+            Kind::CastTess => (ev74c::ENTRY, ev74c::ROUTE),
+        }
+    }
+
+    /// Every field with its offset (`None` unless the file has the descriptor's size).
+    fn fields(self, bytes: &[u8]) -> Option<Vec<Field>> {
+        match self {
+            Kind::Quant => QuantDescriptorV1::new_checked(bytes)
+                .ok()
+                .map(|d| d.fields().to_vec()),
+            Kind::CastTess => CastTessDescriptorV1::new_checked(bytes)
+                .ok()
+                .map(|d| d.fields().to_vec()),
         }
     }
 }
 
-/// The verdict of the device-side rules on `bytes`: every rule of the Quant v1 parser; a
-/// packet with both address slots zero is a valid relocatable packet, any other one must
+/// A rejection: the rule's message, its stable numeric code and the code's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The error's message.
+    pub message: String,
+    /// Stable numeric code.
+    pub code: u16,
+    /// The code's name.
+    pub name: String,
+}
+
+impl Rejection {
+    fn quant(e: ev74q::DecodeError) -> Rejection {
+        Rejection {
+            message: e.to_string(),
+            code: e.code().get(),
+            name: format!("{:?}", e.code()),
+        }
+    }
+
+    fn casttess(e: ev74c::DecodeError) -> Rejection {
+        Rejection {
+            message: e.to_string(),
+            code: e.code().get(),
+            name: format!("{:?}", e.code()),
+        }
+    }
+}
+
+/// The validation verdict on a descriptor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Valid, both address slots zero.
+    Relocatable,
+    /// Valid and bound: the device would accept it.
+    Bound,
+    /// Rejected.
+    Invalid(Rejection),
+}
+
+impl Verdict {
+    /// `valid (relocatable)`, `valid (bound)` or `invalid: <error> (error code N, Name)`.
+    pub fn text(&self) -> String {
+        match self {
+            Verdict::Relocatable => "valid (relocatable)".to_owned(),
+            Verdict::Bound => "valid (bound)".to_owned(),
+            Verdict::Invalid(r) => {
+                format!("invalid: {} (error code {}, {})", r.message, r.code, r.name)
+            }
+        }
+    }
+}
+
+/// The verdict of the device-side rules on `bytes`: every rule of the descriptor's parser;
+/// a packet with both address slots zero is a valid relocatable packet, any other one must
 /// pass the device's `decode` (both slots bound for a nonempty packet).
-pub fn quant_verdict(bytes: &[u8]) -> Verdict {
-    match QuantRepr::parse_bytes(bytes) {
-        Err(e) => Verdict::Invalid(e),
-        Ok(r) if r.input_address == 0 && r.output_address == 0 => Verdict::Relocatable,
-        Ok(_) => match ev74q::decode(bytes) {
-            Ok(_) => Verdict::Bound,
-            Err(e) => Verdict::Invalid(e),
+pub fn verdict(kind: Kind, bytes: &[u8]) -> Verdict {
+    match kind {
+        Kind::Quant => match QuantRepr::parse_bytes(bytes) {
+            Err(e) => Verdict::Invalid(Rejection::quant(e)),
+            Ok(r) if r.input_address == 0 && r.output_address == 0 => Verdict::Relocatable,
+            Ok(_) => match ev74q::decode(bytes) {
+                Ok(_) => Verdict::Bound,
+                Err(e) => Verdict::Invalid(Rejection::quant(e)),
+            },
+        },
+        Kind::CastTess => match CastTessRepr::parse_bytes(bytes) {
+            Err(e) => Verdict::Invalid(Rejection::casttess(e)),
+            Ok(r) if r.input_address == 0 && r.output_address == 0 => Verdict::Relocatable,
+            Ok(_) => match ev74c::decode(bytes) {
+                Ok(_) => Verdict::Bound,
+                Err(e) => Verdict::Invalid(Rejection::casttess(e)),
+            },
         },
     }
 }
 
 /// How a raw field value reads (dtype, flags, multiplier, rounding); empty otherwise.
-fn meaning(field: &Field) -> String {
+fn meaning(kind: Kind, field: &Field) -> String {
     match (field.name, field.value) {
+        ("flags", FieldValue::Hex32(bits)) if kind == Kind::CastTess => {
+            let mut parts = vec![if bits & 1 != 0 { "pad16" } else { "compact" }.to_owned()];
+            if bits & !1 != 0 {
+                parts.push(format!("unknown bits 0x{:x}", bits & !1));
+            }
+            parts.join(" | ")
+        }
+        (name, FieldValue::I32(-1)) if name.starts_with("axes[") => "absent".to_owned(),
         ("dtype", FieldValue::U32(code)) => DType::from_wire_code(code)
             .map_or_else(|| "invalid".to_owned(), |d| d.name().to_owned()),
         ("flags", FieldValue::Hex32(bits)) => {
@@ -146,6 +255,10 @@ struct VerdictJson {
 struct Listing {
     file: String,
     descriptor: &'static str,
+    #[serde(skip)]
+    title: &'static str,
+    #[serde(skip)]
+    size: usize,
     entry: &'static str,
     route: u8,
     bytes: usize,
@@ -153,49 +266,48 @@ struct Listing {
     verdict: VerdictJson,
 }
 
-fn listing(file: &Path, bytes: &[u8]) -> (Listing, Verdict) {
-    let fields = QuantDescriptorV1::new_checked(bytes)
-        .map(|d| {
-            d.fields()
+fn listing(kind: Kind, file: &Path, bytes: &[u8]) -> (Listing, Verdict) {
+    let fields = kind
+        .fields(bytes)
+        .map(|fields| {
+            fields
                 .iter()
                 .map(|f| FieldJson {
                     offset: f.offset,
                     name: f.name,
                     value: f.value.as_i128(),
                     text: f.value.to_string(),
-                    meaning: meaning(f),
+                    meaning: meaning(kind, f),
                 })
                 .collect()
         })
         .unwrap_or_default();
-    let verdict = quant_verdict(bytes);
+    let verdict = verdict(kind, bytes);
+    let rejection = match &verdict {
+        Verdict::Invalid(r) => Some(r.clone()),
+        _ => None,
+    };
     let v = VerdictJson {
-        valid: !matches!(verdict, Verdict::Invalid(_)),
+        valid: rejection.is_none(),
         state: match verdict {
             Verdict::Relocatable => Some("relocatable"),
             Verdict::Bound => Some("bound"),
             Verdict::Invalid(_) => None,
         },
-        error: match verdict {
-            Verdict::Invalid(e) => Some(e.to_string()),
-            _ => None,
-        },
-        code: match verdict {
-            Verdict::Invalid(e) => Some(e.code().get()),
-            _ => None,
-        },
-        code_name: match verdict {
-            Verdict::Invalid(e) => Some(format!("{:?}", e.code())),
-            _ => None,
-        },
+        error: rejection.as_ref().map(|r| r.message.clone()),
+        code: rejection.as_ref().map(|r| r.code),
+        code_name: rejection.as_ref().map(|r| r.name.clone()),
         text: verdict.text(),
     };
+    let (entry, route) = kind.entry();
     (
         Listing {
             file: file.display().to_string(),
-            descriptor: "quant-v1",
-            entry: ENTRY,
-            route: ROUTE,
+            descriptor: kind.id(),
+            title: kind.title(),
+            size: kind.size(),
+            entry,
+            route,
             bytes: bytes.len(),
             fields,
             verdict: v,
@@ -206,11 +318,11 @@ fn listing(file: &Path, bytes: &[u8]) -> (Listing, Verdict) {
 
 fn listing_text(l: &Listing) -> String {
     let mut out = format!(
-        "{}: Quant v1 descriptor ({} bytes; entry {}, route 0x{:02x})\n",
-        l.file, l.bytes, l.entry, l.route
+        "{}: {} descriptor ({} bytes; entry {}, route 0x{:02x})\n",
+        l.file, l.title, l.bytes, l.entry, l.route
     );
     if l.fields.is_empty() {
-        out.push_str("(not 224 bytes long: no fields to list)\n");
+        out.push_str(&format!("(not {} bytes long: no fields to list)\n", l.size));
     } else {
         out.push_str(&format!(
             "{:>6}  {:<18}  {:<20}  {}\n",
@@ -236,16 +348,11 @@ fn listing_text(l: &Listing) -> String {
 ///
 /// # Errors
 ///
-/// Bad input for an unreadable file, a CastTess packet, or an invalid packet.
+/// Bad input for an unreadable file or an invalid packet.
 pub fn run_decode(input: &Path, quiet: bool, json: bool) -> Result<(), CliError> {
     let bytes = std::fs::read(input).map_err(|e| bad_file(input, format!("cannot read: {e}")))?;
-    if bytes.get(..4) == Some(b"SKCT".as_slice()) {
-        return Err(bad_file(
-            input,
-            "a CastTess v1 packet (magic SKCT): this build has no CastTess descriptor codec",
-        ));
-    }
-    let (l, verdict) = listing(input, &bytes);
+    let kind = Kind::guess(&bytes);
+    let (l, verdict) = listing(kind, input, &bytes);
     if json {
         let mut s = serde_json::to_string_pretty(&l).map_err(anyhow::Error::from)?;
         s.push('\n');
@@ -254,15 +361,46 @@ pub fn run_decode(input: &Path, quiet: bool, json: bool) -> Result<(), CliError>
         emit(&listing_text(&l))?;
     }
     match verdict {
-        Verdict::Invalid(e) => Err(bad_file(
+        Verdict::Invalid(r) => Err(bad_file(
             input,
             format!(
-                "invalid Quant v1 packet: {e} (error code {}, {:?})",
-                e.code().get(),
-                e.code()
+                "invalid {} packet: {} (error code {}, {})",
+                kind.title(),
+                r.message,
+                r.code,
+                r.name
             ),
         )),
         _ => Ok(()),
+    }
+}
+
+/// Writes an encoded packet (after checking the device's verdict on it) and prints its
+/// listing.
+fn finish_encode(
+    kind: Kind,
+    bytes: &[u8],
+    output: &Path,
+    quiet: bool,
+    json: bool,
+) -> Result<(), CliError> {
+    check_target(output)?;
+    let (l, verdict) = listing(kind, output, bytes);
+    if let Verdict::Invalid(r) = verdict {
+        return Err(CliError::Internal(anyhow!(
+            "the library encoded a packet its decoder rejects: {}",
+            r.message
+        )));
+    }
+    write_atomic(output, |w| w.write_all(bytes))?;
+    if json {
+        let mut s = serde_json::to_string_pretty(&l).map_err(anyhow::Error::from)?;
+        s.push('\n');
+        emit(&s)
+    } else if quiet {
+        Ok(())
+    } else {
+        emit(&listing_text(&l))
     }
 }
 
@@ -312,23 +450,70 @@ pub fn run_encode_quant(job: &EncodeQuantJob) -> Result<(), CliError> {
                 .to_vec()
         }
     };
-    check_target(&job.output)?;
-    let (l, verdict) = listing(&job.output, &bytes);
-    if let Verdict::Invalid(e) = verdict {
-        return Err(CliError::Internal(anyhow!(
-            "the library encoded a packet its decoder rejects: {e}"
+    finish_encode(Kind::Quant, &bytes, &job.output, job.quiet, job.json)
+}
+
+/// A parsed `simak packet encode casttess` invocation.
+#[derive(Debug, Clone)]
+pub struct EncodeCastTessJob {
+    /// Logical shape (rank 1 to 6).
+    pub shape: Vec<u64>,
+    /// Input dtype.
+    pub dtype: DType,
+    /// Output layout.
+    pub layout: MlaTiled,
+    /// Input byte strides (`None`: row-major contiguous).
+    pub input_strides: Option<Vec<u64>>,
+    /// Input and output bus addresses: a bound packet; `None`: relocatable.
+    pub addresses: Option<(u32, u32)>,
+    /// Where to write the 216 bytes.
+    pub output: PathBuf,
+    /// `-q`.
+    pub quiet: bool,
+    /// `--json`.
+    pub json: bool,
+}
+
+/// Runs `simak packet encode casttess`.
+///
+/// # Errors
+///
+/// Bad input (exit 2) for a request the library refuses (admission, device domain,
+/// binding); internal otherwise.
+pub fn run_encode_casttess(job: &EncodeCastTessJob) -> Result<(), CliError> {
+    let bad = |rule: String| CliError::Input(format!("packet encode casttess: {rule}"));
+    let rank = job.shape.len();
+    if let Some(s) = &job.input_strides
+        && s.len() != rank
+    {
+        return Err(bad(format!(
+            "--input-strides has {} entries but the shape {} has rank {rank}",
+            s.len(),
+            shape_text(&job.shape)
         )));
     }
-    write_atomic(&job.output, |w| w.write_all(&bytes))?;
-    if job.json {
-        let mut s = serde_json::to_string_pretty(&l).map_err(anyhow::Error::from)?;
-        s.push('\n');
-        emit(&s)
-    } else if job.quiet {
-        Ok(())
-    } else {
-        emit(&listing_text(&l))
-    }
+    let tensor = Tensor {
+        dtype: job.dtype,
+        shape: &job.shape,
+        strides: job.input_strides.as_deref(),
+        out_strides: None,
+        data: &[],
+    };
+    let plan = crate::tess::cast_plan(&tensor, job.layout)
+        .map_err(|e| bad(crate::tess::layout_rule(e)))?;
+    let device_plan = ev74c::check_inference(&plan).map_err(|e| bad(e.to_string()))?;
+    let bytes: Vec<u8> = match job.addresses {
+        None => ev74c::encode_relocatable(&device_plan).as_bytes().to_vec(),
+        Some((a, b)) => {
+            let input = DeviceRegion::new(a, plan.input().span());
+            let output = DeviceRegion::new(b, plan.output().capacity());
+            ev74c::encode(&device_plan, input, output)
+                .map_err(|e| bad(format!("binding at 0x{a:x} / 0x{b:x}: {e}")))?
+                .as_bytes()
+                .to_vec()
+        }
+    };
+    finish_encode(Kind::CastTess, &bytes, &job.output, job.quiet, job.json)
 }
 
 #[cfg(test)]
@@ -350,6 +535,7 @@ mod test {
         .unwrap();
         let dp = ev74q::check_inference(&plan).unwrap();
         let reloc = ev74q::encode_relocatable(&dp);
+        let quant_verdict = |b: &[u8]| verdict(Kind::Quant, b);
         assert_eq!(quant_verdict(reloc.as_bytes()), Verdict::Relocatable);
         let bound = ev74q::encode(
             &dp,
@@ -362,15 +548,21 @@ mod test {
         half[32..40].fill(0);
         assert!(matches!(
             quant_verdict(&half),
-            Verdict::Invalid(DecodeError::OutputUnbound)
+            Verdict::Invalid(Rejection { code: 39, .. })
         ));
         assert!(matches!(
             quant_verdict(&half[..100]),
-            Verdict::Invalid(DecodeError::Length { found: 100 })
+            Verdict::Invalid(Rejection { code: 1, .. })
         ));
         assert_eq!(
-            Verdict::Invalid(DecodeError::Reserved20 { value: 1 }).text(),
+            Verdict::Invalid(Rejection::quant(ev74q::DecodeError::Reserved20 {
+                value: 1
+            }))
+            .text(),
             "invalid: reserved word at offset 20 is 0x00000001 (error code 8, Reserved20)"
         );
+        assert_eq!(Kind::guess(b"SKCT"), Kind::CastTess);
+        assert_eq!(Kind::guess(&[0u8; 216]), Kind::CastTess);
+        assert_eq!(Kind::guess(&[0u8; 10]), Kind::Quant);
     }
 }

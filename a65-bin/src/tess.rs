@@ -11,10 +11,10 @@ use std::time::Instant;
 use anyhow::anyhow;
 use serde::{Deserialize, Serialize};
 use simak::DType;
-use simak::a65;
 use simak::layout::{MlaTiled, TiledView};
 use simak::ops::quant::{Params, Rounding};
 use simak::ops::{casttess, quanttess};
+use simak::{a65, ev74};
 
 use crate::engine::{self, AlignedBuf, EngineError, Tensor, input_spec};
 use crate::error::{CliError, bad_file, bad_tensor};
@@ -289,14 +289,6 @@ fn check_options(job: &TessJob, kind: Option<InputKind>) -> Result<InputKind, Cl
             "--backend ev74-sim: QuantTess has no EV74 entry (it runs on the A65 only); use --backend a65",
         ));
     }
-    if let (TessOp::Cast, TessBackend::Ev74Sim { .. }) = (&job.op, job.backend)
-        && !EV74_CASTTESS_AVAILABLE
-    {
-        return Err(bad_file(
-            input,
-            "--backend ev74-sim: the EV74 CastTess entry is not available in this build; use --backend a65",
-        ));
-    }
     if job.tensor.is_some() && kind != InputKind::Safetensors {
         return Err(bad_file(
             input,
@@ -311,9 +303,6 @@ fn check_options(job: &TessJob, kind: Option<InputKind>) -> Result<InputKind, Cl
     }
     Ok(kind)
 }
-
-/// Whether this build has the EV74 CastTess entry on the simulator.
-const EV74_CASTTESS_AVAILABLE: bool = false;
 
 /// Runs `simak casttess` / `simak quanttess`.
 ///
@@ -511,7 +500,7 @@ fn summary_text(s: &Summary) -> String {
 }
 
 /// Words a library admission error for the command line: layout rules name the flag.
-fn layout_rule(e: EngineError) -> String {
+pub fn layout_rule(e: EngineError) -> String {
     use simak::AdmissionError as A;
     match e {
         EngineError::Admission(a @ (A::TileAxisOutOfRange { .. } | A::TileAxisRepeated { .. })) => {
@@ -578,7 +567,7 @@ fn quant_rank<const R: usize>(
 }
 
 /// Checks a CastTess request for `tensor` (any rank at run time).
-fn cast_plan(tensor: &Tensor<'_>, layout: MlaTiled) -> Result<casttess::Plan, EngineError> {
+pub fn cast_plan(tensor: &Tensor<'_>, layout: MlaTiled) -> Result<casttess::Plan, EngineError> {
     by_rank!(tensor, cast_rank, layout)
 }
 
@@ -619,9 +608,13 @@ fn run_cast(
             )
         }
         TessBackend::Ev74Sim { workers } => {
-            return Err(EngineError::Device(format!(
-                "the EV74 CastTess entry is not available in this build ({workers} workers requested)"
-            )));
+            // Only the accessed span goes to the device.
+            let span = plan.input().span() as usize;
+            let input = tensor.data.get(..span).unwrap_or(tensor.data);
+            let start = Instant::now();
+            ev74::casttess::run_sim(plan, input, output.as_mut_slice(), workers)
+                .map_err(engine::sim_error)?;
+            (start.elapsed().as_secs_f64(), engine::ev74_route(workers))
         }
     };
     Ok(TessResult {

@@ -466,10 +466,125 @@ fn packet_encode_refusals_write_nothing() {
         d,
         &["zero point 200"],
     );
-    // A CastTess magic is named as such.
-    let ct = d.join("ct.bin");
-    let mut bytes = vec![0u8; 216];
-    bytes[..4].copy_from_slice(b"SKCT");
-    fs::write(&ct, &bytes).unwrap();
-    expect_bad(&["packet", "decode", path_str(&ct)], d, &["CastTess"]);
+}
+
+#[test]
+fn casttess_packets_encode_decode_and_reject_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // SPEC §5 example, relocatable.
+    let p = d.join("ct.bin");
+    json_run(&[
+        "packet",
+        "encode",
+        "casttess",
+        "--shape",
+        "2,3",
+        "--dtype",
+        "f32",
+        "--axes",
+        "-1,-1,0,1",
+        "--tile",
+        "1,1,2,3",
+        "--output",
+        path_str(&p),
+        "--json",
+    ]);
+    let bytes = fs::read(&p).unwrap();
+    // Hand-checked against the SPEC §7 CastTess table.
+    assert_eq!(bytes.len(), 216);
+    assert_eq!(&bytes[0..4], b"SKCT");
+    assert_eq!(u16::from_le_bytes([bytes[6], bytes[7]]), 216);
+    assert_eq!((le_u32(&bytes, 8), le_u32(&bytes, 12)), (3, 2));
+    assert_eq!(le_u32(&bytes, 16), 0, "compact");
+    assert_eq!(
+        (le_u64(&bytes, 40), le_u64(&bytes, 48), le_u64(&bytes, 56)),
+        (6, 24, 16)
+    );
+    assert_eq!(&bytes[160..164], &[0xff, 0xff, 0, 1]);
+    assert_eq!(
+        (0..4)
+            .map(|k| le_u32(&bytes, 168 + 4 * k))
+            .collect::<Vec<_>>(),
+        [1, 1, 2, 3]
+    );
+    assert_eq!(le_u64(&bytes, 184), 16, "bytes per outer index");
+    assert_eq!(
+        (0..4)
+            .map(|k| le_u32(&bytes, 192 + 4 * k))
+            .collect::<Vec<_>>(),
+        [1, 1, 1, 1]
+    );
+    assert_eq!(le_u32(&bytes, 208), 16, "tile alignment");
+    let dec = json_run(&["packet", "decode", path_str(&p), "--json"]);
+    assert_eq!(dec["descriptor"], "casttess-v1");
+    assert_eq!(dec["verdict"]["text"], "valid (relocatable)");
+    assert_eq!(field(&dec, "axes[w]"), (162, 0));
+    assert_eq!(field(&dec, "axes[d]"), (160, -1));
+    assert_eq!(field(&dec, "bytes_per_outer"), (184, 16));
+
+    // Bound, PadTo16 with an outer axis.
+    let b = d.join("bound.bin");
+    json_run(&[
+        "packet",
+        "encode",
+        "casttess",
+        "--shape",
+        "2,5,7,17",
+        "--dtype",
+        "bf16",
+        "--axes",
+        "-1,1,2,3",
+        "--tile",
+        "1,2,3,16",
+        "--channels",
+        "pad16",
+        "--input-address",
+        "0x100000",
+        "--output-address",
+        "0x200000",
+        "--output",
+        path_str(&b),
+        "--json",
+    ]);
+    let dec = json_run(&["packet", "decode", path_str(&b), "--json"]);
+    assert_eq!(dec["verdict"]["text"], "valid (bound)");
+    assert_eq!(field(&dec, "flags"), (16, 1));
+    assert_eq!(field(&dec, "tile_counts[c]"), (204, 2));
+    let good = fs::read(&b).unwrap();
+    for (name, at, code) in [("reserved164", 164usize, 40u16), ("tilealign", 208, 0)] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x01;
+        let f = d.join(format!("{name}.bin"));
+        fs::write(&f, &bad).unwrap();
+        let out = simak(&["packet", "decode", path_str(&f)]);
+        let err = assert_bad(&out, &[path_str(&f), "CastTess v1", "error code"]);
+        if code != 0 {
+            assert!(err.contains(&format!("error code {code},")), "{err}");
+        }
+    }
+    // A misaligned output address is refused at binding: nothing written.
+    expect_bad(
+        &[
+            "packet",
+            "encode",
+            "casttess",
+            "--shape",
+            "2,3",
+            "--dtype",
+            "f32",
+            "--axes",
+            "-1,-1,0,1",
+            "--tile",
+            "1,1,2,3",
+            "--input-address",
+            "0x1000",
+            "--output-address",
+            "0x2008",
+            "--output",
+            path_str(&d.join("x.bin")),
+        ],
+        d,
+        &["aligned"],
+    );
 }
