@@ -513,10 +513,8 @@ impl Ctx<'_> {
                 } else {
                     (k, np * k)
                 };
-                let needed = hi + (np - 1) * pitch + k;
-                let out = out
-                    .get_mut(..needed.max(np * pitch))
-                    .ok_or(FwError::Internal)?;
+                // Bands: np pixels of 2·sc bytes; panels: two planes of np·k bytes.
+                let out = out.get_mut(..2 * np * k).ok_or(FwError::Internal)?;
                 for i in 0..np {
                     let row = i * pitch;
                     for j in 0..k {
