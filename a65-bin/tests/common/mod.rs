@@ -100,7 +100,7 @@ pub fn read_npy(path: &Path) -> (Vec<u64>, Vec<u8>, String, bool) {
     let bytes = fs::read(path).unwrap();
     let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
     let shape = npy.shape().to_vec();
-    let descr = npy.header().dtype().descr();
+    let descr = npy.header().dtype().descr().trim_matches('\'').to_owned();
     let fortran = npy.header().order() == npyz::Order::Fortran;
     let header_len = bytes.len()
         - npy.header().dtype().num_bytes().unwrap() * shape.iter().product::<u64>() as usize;
