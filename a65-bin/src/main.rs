@@ -44,7 +44,10 @@ use crate::tess::{TessBackend, TessJob, TessOp};
     version,
     about,
     long_about = "Quantize FP32 / BF16 / FP16 tensors to INT8 exactly as the simak accelerator \
-                  library does (q = saturate(round(binary32(x * m)) + zero_point)).\n\n\
+                  library does (q = saturate(round(binary32(x * m)) + zero_point)), on the A65 \
+                  host or the simulated EV74; convert tensors and images into the accelerator's \
+                  MlaTiled layout (casttess, quanttess) and back (untile, dequant); show \
+                  layouts and EV74 descriptors.\n\n\
                   Exit status: 0 on success, 2 for bad input or usage (one line on stderr, no \
                   output file written), 1 for internal failures."
 )]
