@@ -32,9 +32,41 @@ pub struct BenchJob {
     pub reps: usize,
     /// Also measure the exact integer path.
     pub exact: bool,
+    /// Input layout.
+    pub layout: BenchLayout,
+    /// Input value class.
+    pub values: BenchValues,
     /// Print JSON instead of a table.
     pub json: bool,
 }
+
+/// Input layout of a benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BenchLayout {
+    /// A contiguous 1-D tensor.
+    Contiguous,
+    /// Rows of 1024 elements, input rows padded by 16 elements; contiguous output.
+    RowPadded,
+}
+
+/// Input value class of a benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BenchValues {
+    /// The peers' workload: N(0, 100) with an exact tie every 16th element.
+    Normal,
+    /// Every element a nonzero subnormal of the input dtype (alternating signs).
+    Subnormal,
+    /// Every element a NaN.
+    Nan,
+    /// Every element a finite value whose product saturates (±1000, alternating).
+    Saturating,
+}
+
+/// Row length of the row-padded layout, and the padding per input row, in elements.
+const ROW: usize = 1024;
+const ROW_PAD: usize = 16;
 
 /// One measured kernel.
 #[derive(Debug, Serialize)]
@@ -49,6 +81,8 @@ struct Figure {
 #[derive(Debug, Serialize)]
 struct Summary {
     dtype: String,
+    layout: BenchLayout,
+    values: BenchValues,
     elements: usize,
     threads: usize,
     reps: usize,
@@ -70,6 +104,33 @@ fn workload(n: usize) -> Vec<f32> {
         *x = 2.0 * (x.floor() + 0.5);
     }
     xs
+}
+
+/// `n` input values of class `class`, as f32 (converted to `dtype` by [`encode`]; the
+/// subnormal and NaN classes are built so they stay subnormal / NaN in `dtype`).
+fn values(class: BenchValues, dtype: DType, n: usize) -> Vec<f32> {
+    match class {
+        BenchValues::Normal => workload(n),
+        BenchValues::Nan => vec![f32::NAN; n],
+        BenchValues::Saturating => (0..n)
+            .map(|i| if i % 2 == 0 { 1000.0 } else { -1000.0 })
+            .collect(),
+        BenchValues::Subnormal => {
+            // Subnormal in the input dtype: FP16 below 2^-14, BF16 and FP32 below 2^-126
+            // (multiples of each format's smallest subnormal, so the conversion is exact).
+            let tiny = match dtype {
+                DType::F16 => f32::from_bits(0x3380_0000), // 2^-24
+                DType::BF16 => f32::from_bits(0x0001_0000),
+                _ => f32::from_bits(1),
+            };
+            (0..n)
+                .map(|i| {
+                    let v = tiny * (1 + i % 100) as f32;
+                    if i % 2 == 0 { v } else { -v }
+                })
+                .collect()
+        }
+    }
 }
 
 /// Little-endian bytes of `xs` in `dtype` (nearest-even for the 16-bit types), in a buffer
@@ -204,18 +265,37 @@ fn low_bytes<const S: usize>(input: &[u8], output: &mut [u8]) {
 
 /// Runs the benchmark and prints the figures.
 pub fn run(job: &BenchJob) -> Result<(), CliError> {
-    let n = job.elements;
     let dtype = job.dtype;
+    let (n, rows, in_row) = match job.layout {
+        BenchLayout::Contiguous => (job.elements, 1, job.elements),
+        BenchLayout::RowPadded => {
+            let rows = job.elements.div_ceil(ROW);
+            (rows * ROW, rows, ROW + ROW_PAD)
+        }
+    };
     let in_bytes = n * dtype.size();
-    let words = encode(dtype, &workload(n));
-    let input = as_bytes(&words, in_bytes);
+    let words = encode(dtype, &values(job.values, dtype, rows * in_row));
+    let input = as_bytes(&words, rows * in_row * dtype.size());
     let mut output = vec![0u8; n];
-    let plan = check_inference(&Request {
-        input: TensorSpec::contiguous([n as u64], dtype),
-        output: TensorSpec::contiguous([n as u64], DType::I8),
+    let request = Request {
+        input: TensorSpec::strided(
+            [rows as u64, ROW.min(n) as u64],
+            [(in_row * dtype.size()) as u64, dtype.size() as u64],
+            dtype,
+        ),
+        output: TensorSpec::contiguous([rows as u64, ROW.min(n) as u64], DType::I8),
         params: Params::new(0.5).with_zero_point(3),
-    })
-    .map_err(|e| CliError::Input(format!("bench: {e}")))?;
+    };
+    let contiguous = Request {
+        input: TensorSpec::contiguous([1, n as u64], dtype),
+        output: TensorSpec::contiguous([1, n as u64], DType::I8),
+        params: request.params,
+    };
+    let request = match job.layout {
+        BenchLayout::Contiguous => contiguous,
+        BenchLayout::RowPadded => request,
+    };
+    let plan = check_inference(&request).map_err(|e| CliError::Input(format!("bench: {e}")))?;
     let prepared = prepare(&plan);
     let internal = |e: simak::a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
     execute(&prepared, &input, &mut output).map_err(internal)?;
@@ -263,6 +343,8 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
 
     let summary = Summary {
         dtype: dtype.name().to_string(),
+        layout: job.layout,
+        values: job.values,
         elements: n,
         threads: job.threads,
         reps: job.reps,
@@ -275,8 +357,8 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
         println!("{text}");
     } else {
         println!(
-            "quant {} -> i8, {} elements, {} thread(s), median of {} repetitions",
-            summary.dtype, n, job.threads, job.reps
+            "quant {} -> i8, {} elements ({:?} layout, {:?} values), {} thread(s), median of {} repetitions",
+            summary.dtype, n, job.layout, job.values, job.threads, job.reps
         );
         println!(
             "{:<32} {:>14} {:>14} {:>10} {:>10}",
@@ -299,6 +381,29 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn hostile_values_stay_in_their_class() {
+        for dtype in [DType::F32, DType::BF16, DType::F16] {
+            let size = dtype.size();
+            let bytes = as_bytes(
+                &encode(dtype, &values(BenchValues::Subnormal, dtype, 300)),
+                300 * size,
+            );
+            for c in bytes.chunks_exact(size) {
+                let bits = c.iter().rev().fold(0u32, |a, &b| (a << 8) | b as u32);
+                let (exp, mant) = match dtype {
+                    DType::F32 => ((bits >> 23) & 0xff, bits & 0x7f_ffff),
+                    DType::BF16 => ((bits >> 7) & 0xff, bits & 0x7f),
+                    _ => ((bits >> 10) & 0x1f, bits & 0x3ff),
+                };
+                assert!(
+                    exp == 0 && mant != 0,
+                    "{dtype}: 0x{bits:x} is not subnormal"
+                );
+            }
+        }
+    }
 
     #[test]
     fn workload_is_the_peers_distribution_with_ties() {

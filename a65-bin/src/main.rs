@@ -460,6 +460,14 @@ struct BenchQuantArgs {
     /// Also measure the exact integer path (slow).
     #[arg(long)]
     exact: bool,
+    /// Input layout: a contiguous 1-D tensor, or a 2-D tensor of 1024-element rows whose
+    /// input rows are padded by 16 elements (strided input, contiguous output).
+    #[arg(long, value_enum, default_value_t = bench::BenchLayout::Contiguous)]
+    layout: bench::BenchLayout,
+    /// Input values: the peers' N(0, 100) workload, or a hostile class (every element a
+    /// nonzero subnormal, a NaN, or a value that saturates).
+    #[arg(long, value_enum, default_value_t = bench::BenchValues::Normal)]
+    values: bench::BenchValues,
 }
 
 /// Input dtype of a benchmark.
@@ -763,6 +771,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             threads: args.threads as usize,
             reps: args.reps as usize,
             exact: args.exact,
+            layout: args.layout,
+            values: args.values,
             json,
         }),
         Command::Demo(args) => demo::run(args.seed.unwrap_or(demo::DEFAULT_SEED), quiet, json),
