@@ -8,7 +8,8 @@
 //! store its low byte).
 
 use std::hint::black_box;
-use std::sync::mpsc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -202,8 +203,9 @@ fn figure(name: &str, n: usize, in_bytes: usize, (median, min): (Duration, Durat
 
 /// Runs `prepared` on `threads` threads through `Prepared::split`: the call is split once,
 /// each piece lives on a persistent scoped worker (the first on this thread), and every
-/// timed call signals the workers to run their piece again, so thread start-up is not
-/// timed.
+/// timed call releases the workers through a shared generation counter and waits for
+/// their completion count, both spun on (no sleeping, no channel), so neither thread
+/// start-up nor wake-up latency is timed.
 fn threaded(
     prepared: &Prepared,
     threads: usize,
@@ -219,39 +221,52 @@ fn threaded(
     let Some(mut mine) = pieces.next() else {
         return Ok((Duration::ZERO, Duration::ZERO));
     };
-    std::thread::scope(|scope| {
-        let (done_tx, done_rx) = mpsc::channel::<Result<(), simak::a65::ExecuteError>>();
-        let mut workers = Vec::new();
+    let generation = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let failed = Mutex::new(None::<simak::a65::ExecuteError>);
+    let result = std::thread::scope(|scope| {
+        let mut workers = 0;
         for mut piece in pieces {
-            let (go_tx, go_rx) = mpsc::channel::<()>();
-            let done = done_tx.clone();
+            workers += 1;
+            let (generation, done, stop, failed) = (&generation, &done, &stop, &failed);
             scope.spawn(move || {
-                for () in go_rx {
-                    let _ = done.send(piece.run());
+                let mut seen = 0;
+                loop {
+                    let g = generation.load(Ordering::Acquire);
+                    if g == seen {
+                        if stop.load(Ordering::Acquire) {
+                            return;
+                        }
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    seen = g;
+                    if let Err(e) = piece.run() {
+                        *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    }
+                    done.fetch_add(1, Ordering::AcqRel);
                 }
             });
-            workers.push(go_tx);
         }
-        let mut failure = None;
+        let mut calls = 0;
         let result = time(reps, || {
-            for worker in &workers {
-                let _ = worker.send(());
-            }
+            calls += 1;
+            generation.fetch_add(1, Ordering::AcqRel);
             if let Err(e) = mine.run() {
-                failure = Some(e);
+                *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             }
-            for _ in &workers {
-                if let Ok(Err(e)) = done_rx.recv() {
-                    failure = Some(e);
-                }
+            while done.load(Ordering::Acquire) < calls * workers {
+                std::hint::spin_loop();
             }
         });
-        drop(workers);
-        match failure {
-            Some(e) => Err(internal(e)),
-            None => Ok(result),
-        }
-    })
+        stop.store(true, Ordering::Release);
+        result
+    });
+    match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(internal(e)),
+        None => Ok(result),
+    }
 }
 
 /// The trivial kernel: stores the low byte of each `S`-byte element (vectorizable: `S` is a
