@@ -3,11 +3,15 @@
 //! This crate holds everything both backends share (SPEC §1):
 //!
 //! - [`dtype`]: the element types `F32`, `BF16`, `F16`, `I8` (SPEC §2);
-//! - [`tensor`]: const-generic [`TensorSpec`](tensor::TensorSpec) (rank ≤ 6), byte strides,
-//!   and admission into the normalized [`View`](tensor::View) (spans, nonoverlap proof);
+//! - [`tensor`]: const-generic [`TensorSpec`] (rank ≤ 6), byte strides, and admission into
+//!   the normalized [`View`] (spans, nonoverlap proof);
+//! - [`layout`]: the `MlaTiled` output layout of SPEC §5 (admission, capacity, offsets,
+//!   untile);
 //! - [`ops`]: typed requests and checked plans per operation (SPEC §6);
-//! - [`arith`]: the exact integer Quant arithmetic of SPEC §3, independent of the FP
-//!   environment, specialized per dtype × rounding mode;
+//! - [`arith`]: the exact integer Quant arithmetic of SPEC §3 and the BF16 conversions of
+//!   SPEC §4, independent of the FP environment, specialized per dtype × rounding mode;
+//! - [`wire`] and [`ev74`]: the EV74 descriptors (SPEC §7), the host codec
+//!   (check, encode, bind) and the device-side decoder, one struct definition for both;
 //! - [`state`]: the sealed typestate markers `Unchecked → Checked → Encoded → Bound`.
 //!
 //! # Cargo features
