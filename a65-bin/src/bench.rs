@@ -232,15 +232,17 @@ fn threaded(
             let (generation, done, stop, failed) = (&generation, &done, &stop, &failed);
             scope.spawn(move || {
                 let mut seen = 0;
+                let mut spins = 0u32;
                 loop {
                     let g = generation.load(Ordering::Acquire);
                     if g == seen {
                         if stop.load(Ordering::Acquire) {
                             return;
                         }
-                        std::hint::spin_loop();
+                        wait_a_little(&mut spins);
                         continue;
                     }
+                    spins = 0;
                     seen = g;
                     if let Err(e) = piece.run() {
                         *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
@@ -256,8 +258,9 @@ fn threaded(
             if let Err(e) = mine.run() {
                 *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             }
+            let mut spins = 0u32;
             while done.load(Ordering::Acquire) < calls * workers {
-                std::hint::spin_loop();
+                wait_a_little(&mut spins);
             }
         });
         stop.store(true, Ordering::Release);
@@ -266,6 +269,17 @@ fn threaded(
     match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(e) => Err(internal(e)),
         None => Ok(result),
+    }
+}
+
+/// One step of a busy wait: spin first (no wake-up latency when every thread has a core),
+/// then yield the core, so that more threads than cores still make progress.
+fn wait_a_little(spins: &mut u32) {
+    if *spins < 1 << 14 {
+        *spins += 1;
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
     }
 }
 
@@ -315,6 +329,13 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
     let internal = |e: simak::a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
     execute(&prepared, &input, &mut output).map_err(internal)?;
 
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if job.threads > cores && !job.json {
+        eprintln!(
+            "simak: warning: {} threads on {cores} cores: the workers time-share, so the figures do not measure the kernel",
+            job.threads
+        );
+    }
     let mut figures = Vec::new();
     let quant = if job.threads > 1 {
         threaded(&prepared, job.threads, job.reps, &input, &mut output)?

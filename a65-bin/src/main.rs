@@ -435,10 +435,11 @@ struct LayoutArgs {
 
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
-    /// Quant of a contiguous 1-D tensor on the peers' workload (multiplier 0.5, zero point 3,
-    /// nearest-even, inputs from N(0, 100) with a fixed seed and an exact tie every 16th
-    /// element), with the auto-selected A65 route; plus a plain read of the input and a
-    /// trivial kernel with the same traffic (read each element, store its low byte).
+    /// Quant of a 1-D tensor (or row-padded 2-D, see --layout) on the peers' workload
+    /// (multiplier 0.5, zero point 3, nearest-even, inputs from N(0, 100) with a fixed seed
+    /// and an exact tie every 16th element), with the auto-selected A65 route; plus a plain
+    /// read of the input and a trivial kernel with the same traffic (read each element,
+    /// store its low byte).
     Quant(BenchQuantArgs),
 }
 
@@ -451,7 +452,8 @@ struct BenchQuantArgs {
     #[arg(long, value_name = "N", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 31))]
     elements: u64,
     /// Threads, each running one piece of every call through the partition API
-    /// (`Prepared::split`).
+    /// (`Prepared::split`); the waiting threads spin, so use at most one per core. The
+    /// references are always measured on one thread.
     #[arg(long, value_name = "T", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
     threads: u64,
     /// Repetitions; the median is reported.
@@ -461,7 +463,8 @@ struct BenchQuantArgs {
     #[arg(long)]
     exact: bool,
     /// Input layout: a contiguous 1-D tensor, or a 2-D tensor of 1024-element rows whose
-    /// input rows are padded by 16 elements (strided input, contiguous output).
+    /// input rows are padded by 16 elements (strided input, contiguous output; --elements
+    /// rounds up to whole rows).
     #[arg(long, value_enum, default_value_t = bench::BenchLayout::Contiguous)]
     layout: bench::BenchLayout,
     /// Input values: the peers' N(0, 100) workload, or a hostile class (every element a

@@ -39,6 +39,16 @@ pub enum ParamError {
         /// The library rule it breaks.
         rule: AdmissionError,
     },
+    /// A nonzero finite decimal that rounds to zero or infinity in binary32.
+    #[error(
+        "--multiplier {text:?} rounds to {to} in binary32 (finite, nonzero binary32 values lie between about 1.4e-45 and 3.4e38)"
+    )]
+    MultiplierRounds {
+        /// The text given.
+        text: String,
+        /// `zero` or `infinity`.
+        to: &'static str,
+    },
     /// The zero point is not an integer.
     #[error("--zero-point {text:?} is not an integer")]
     ZeroPointSyntax {
@@ -77,7 +87,23 @@ pub fn parse_multiplier(text: &str) -> Result<MultiplierArg, ParamError> {
         u32::from_str_radix(hex, 16).map_err(|_| syntax())?
     } else {
         // `str::parse::<f32>` is correctly rounded (nearest-even) from the decimal text.
-        trimmed.parse::<f32>().map_err(|_| syntax())?.to_bits()
+        let value = trimmed.parse::<f32>().map_err(|_| syntax())?;
+        // Say so when a nonzero finite decimal rounded away: the rule errors below would
+        // otherwise report a zero or infinite multiplier the user never wrote.
+        let exact = trimmed.parse::<f64>().unwrap_or(f64::NAN);
+        if value == 0.0 && exact != 0.0 && exact.is_finite() && exact > 0.0 {
+            return Err(ParamError::MultiplierRounds {
+                text: text.to_owned(),
+                to: "zero",
+            });
+        }
+        if value.is_infinite() && exact.is_finite() {
+            return Err(ParamError::MultiplierRounds {
+                text: text.to_owned(),
+                to: "infinity",
+            });
+        }
+        value.to_bits()
     };
     Multiplier::from_bits(bits).map_err(|rule| ParamError::MultiplierRule {
         text: text.to_owned(),
@@ -381,6 +407,25 @@ mod test {
     }
 
     #[test]
+    fn decimals_that_round_away_say_so() {
+        for (text, to) in [("1e-50", "zero"), ("5e-46", "zero"), ("1e39", "infinity")] {
+            assert!(
+                matches!(
+                    parse_multiplier(text),
+                    Err(ParamError::MultiplierRounds { to: t, .. }) if t == to
+                ),
+                "{text}"
+            );
+        }
+        // 8e-46 is above half the smallest subnormal: it rounds up to it.
+        assert_eq!(parse_multiplier("8e-46").unwrap().bits, 1);
+        assert!(matches!(
+            parse_multiplier("0"),
+            Err(ParamError::MultiplierRule { .. })
+        ));
+    }
+
+    #[test]
     fn hex_takes_exactly_eight_digits() {
         assert_eq!(parse_multiplier("0x3e99999a").unwrap().bits, 0x3e99_999a);
         assert_eq!(parse_multiplier("0X3F800000").unwrap().bits, 0x3f80_0000);
@@ -413,7 +458,7 @@ mod test {
                 ..
             })
         ));
-        for text in ["0", "-1", "-0", "1e-50"] {
+        for text in ["0", "-1", "-0", "-1e-50"] {
             assert!(
                 matches!(
                     parse_multiplier(text),

@@ -39,6 +39,8 @@ pub(crate) type SplitFn = fn(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]);
 /// Rows of compact pixels (`tc = sc`) for a [`RowsFn`]: row `r` holds `row_px` pixels of
 /// `tc` input elements, contiguous from byte `r · in_stride` of `input`, and its
 /// `2 · tc · row_px` output bytes start at byte `r · out_stride` of `out`.
+// Only the x86-64 AVX-512 VBMI level has a rows kernel so far.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Rows<'a> {
     /// Input from the first row.
     pub input: &'a [u8],
