@@ -388,3 +388,46 @@ fn half_routes_follow_the_source_predicates() {
     assert_eq!(auto(DType::BF16, pow2(7)), Route::NeonBf16Fp16);
     assert_eq!(auto(DType::BF16, 0x3fc0_0000), Route::Neon);
 }
+
+#[test]
+fn long_strided_runs_match_the_exact_path() {
+    // Runs of ≥ 64 elements that are strided on the input, the output or both: panels inside
+    // each run (gather, scatter, or both).
+    let cases: [([u64; 2], [u64; 2], [u64; 2]); 3] = [
+        // CHW view of HWC data: input strided along the run, output contiguous.
+        ([3, 200], [4, 12], [200, 1]),
+        // Contiguous input, output written with a stride along the run.
+        ([3, 200], [800, 4], [1, 3]),
+        // Both strided along the run.
+        ([2, 150], [4, 8], [1, 2]),
+    ];
+    for (extents, in_strides, out_strides) in cases {
+        let plan = check_inference(&Request {
+            input: TensorSpec::strided(extents, in_strides, DType::F32),
+            output: TensorSpec::strided(extents, out_strides, DType::I8),
+            params: Params::new(0.37).with_zero_point(-4),
+        })
+        .unwrap();
+        let input: Vec<u8> = (0..plan.input().span() / 4)
+            .flat_map(|i| ((i as f32 - 300.0) * 1.7).to_le_bytes())
+            .collect();
+        let mut want = vec![0xa5u8; plan.output().span() as usize + 7];
+        execute(
+            &prepare_with_route(&plan, Route::Exact).unwrap(),
+            &input,
+            &mut want,
+        )
+        .unwrap();
+        for route in vector_routes() {
+            let Some(p) = prepare_with_route(&plan, route) else {
+                continue;
+            };
+            let mut got = vec![0xa5u8; want.len()];
+            execute(&p, &input, &mut got).unwrap();
+            assert_eq!(
+                want, got,
+                "{route:?} {extents:?} {in_strides:?} {out_strides:?}"
+            );
+        }
+    }
+}

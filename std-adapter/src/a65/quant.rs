@@ -22,6 +22,10 @@ const PANEL: usize = 256;
 /// on-stack panels with the vector kernel (SPEC §10).
 pub const PANEL_MIN_ELEMENTS: u64 = 128;
 
+/// Strided inner runs at least this long (in elements) are panelled run by run; shorter ones
+/// share panels across runs.
+const PANEL_RUN_MIN: usize = 64;
+
 /// Inner runs shorter than this (in elements) do not use a vector kernel directly.
 const VECTOR_MIN_RUN: usize = 16;
 
@@ -341,7 +345,37 @@ fn run_checked(prepared: &Prepared, input: &[u8], output: &mut [u8]) {
                 }
             });
         }
+        Shape::Panels if len >= PANEL_RUN_MIN => {
+            // Long strided runs: panels inside each run, no per-element offsets. A side
+            // that is contiguous along the run is read or written in place.
+            let run = prepared.run;
+            let mut panel_in = [0u8; PANEL * 4];
+            let mut panel_out = [0u8; PANEL];
+            t.for_each_run(|i, o| {
+                let mut j = 0;
+                while j < len {
+                    let k = PANEL.min(len - j);
+                    let src: &[u8] = if si == elem {
+                        &input[i + j * elem..i + (j + k) * elem]
+                    } else {
+                        gather(input, i + j * si, si, elem, &mut panel_in[..k * elem]);
+                        &panel_in[..k * elem]
+                    };
+                    if so == 1 {
+                        run(m, zp, src, &mut output[o + j..o + j + k]);
+                    } else {
+                        run(m, zp, src, &mut panel_out[..k]);
+                        for (q, &b) in panel_out[..k].iter().enumerate() {
+                            output[o + (j + q) * so] = b;
+                        }
+                    }
+                    j += k;
+                }
+            });
+        }
         Shape::Panels => {
+            // Short runs: elements of consecutive runs share a panel, each with its output
+            // offset.
             let run = prepared.run;
             let mut panel_in = [0u8; PANEL * 4];
             let mut panel_out = [0u8; PANEL];
@@ -374,6 +408,26 @@ fn run_checked(prepared: &Prepared, input: &[u8], output: &mut [u8]) {
                 flush(filled, &offsets, &panel_in, &mut panel_out, output);
             }
         }
+    }
+}
+
+/// Copies `panel.len() / elem` elements of `elem` bytes from `input`, starting at byte
+/// `start` and `stride` bytes apart, into `panel`.
+#[inline(always)]
+fn gather(input: &[u8], start: usize, stride: usize, elem: usize, panel: &mut [u8]) {
+    match elem {
+        4 => gather_n::<4>(input, start, stride, panel),
+        _ => gather_n::<2>(input, start, stride, panel),
+    }
+}
+
+#[inline(always)]
+fn gather_n<const E: usize>(input: &[u8], start: usize, stride: usize, panel: &mut [u8]) {
+    let mut at = start;
+    for dst in panel.chunks_exact_mut(E) {
+        let src: &[u8; E] = input[at..at + E].try_into().unwrap_or(&[0; E]);
+        dst.copy_from_slice(src);
+        at += stride;
     }
 }
 

@@ -1,7 +1,8 @@
 //! Coordinate carry walker over two strided ports.
 //!
-//! Preparation orders the active axes (extent > 1) by decreasing input stride — the input's
-//! physical order; for an elementwise operation any visiting order is valid — then merges a
+//! Preparation orders the active axes (extent > 1) by decreasing input or output stride — one
+//! port's physical order, whichever gives the longer innermost run; for an elementwise
+//! operation any visiting order is valid — then merges a
 //! slower axis into the next faster one wherever both ports are packed across the pair. The
 //! innermost loop becomes a run handed to a numerical kernel; the outer loops advance with a
 //! carry, never dividing per element.
@@ -26,8 +27,22 @@ pub(crate) struct Traversal {
 
 impl Traversal {
     /// Coalesces two admitted views of the same logical shape whose spans fit in `usize`
-    /// (the caller's buffers prove it). Empty views give a zero-length run.
+    /// (the caller's buffers prove it), visiting axes in the input's physical order or in
+    /// the output's, whichever gives the longer innermost run (the input's on a tie). Empty
+    /// views give a zero-length run.
     pub fn new(input: &View, output: &View) -> Traversal {
+        let by_input = Traversal::ordered(input, output, false);
+        let by_output = Traversal::ordered(input, output, true);
+        if by_output.inner_len > by_input.inner_len {
+            by_output
+        } else {
+            by_input
+        }
+    }
+
+    /// Coalesces with the axes sorted by decreasing input stride, or output stride when
+    /// `by_output`.
+    fn ordered(input: &View, output: &View, by_output: bool) -> Traversal {
         let mut axes: [(usize, usize, usize); MAX_RANK] = [(0, 0, 0); MAX_RANK];
         let mut n_active = 0;
         for axis in 0..input.rank() {
@@ -41,9 +56,13 @@ impl Traversal {
                 n_active += 1;
             }
         }
-        // Slowest input axis first (strides of active axes are distinct by the nonoverlap
-        // proof, so the order is total).
-        axes[..n_active].sort_unstable_by_key(|a| core::cmp::Reverse(a.1));
+        // Slowest axis first (strides of active axes are distinct by the nonoverlap proof,
+        // so the order is total).
+        if by_output {
+            axes[..n_active].sort_unstable_by_key(|a| core::cmp::Reverse(a.2));
+        } else {
+            axes[..n_active].sort_unstable_by_key(|a| core::cmp::Reverse(a.1));
+        }
         let mut extents = [0usize; MAX_RANK];
         let mut ins = [0usize; MAX_RANK];
         let mut outs = [0usize; MAX_RANK];
