@@ -94,10 +94,12 @@ pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
         plan.rounding(),
     )?;
     let traversal = Traversal::new(plan.input(), plan.output());
-    let shape = match shape_of(plan, &traversal) {
+    let shape = match (shape_of(plan, &traversal), route) {
+        // The exact route never gathers: element by element it is the plain reference.
+        (Shape::Panels, Route::Exact) => Shape::Elements,
         // A forced vector route runs even small workloads through panels.
-        Shape::Elements if route != Route::Exact => Shape::Panels,
-        s => s,
+        (Shape::Elements, r) if r != Route::Exact => Shape::Panels,
+        (s, _) => s,
     };
     Some(build(plan, route, traversal, shape))
 }
