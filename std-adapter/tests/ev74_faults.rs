@@ -13,6 +13,8 @@
 //! - (f) a bound packet naming unmapped memory → the simulator faults →
 //!   [`RuntimeError::Device`]`(`[`FwError::Fault`]`(`[`Fault::Unmapped`]`))`, and the
 //!   device keeps working afterwards.
+//! - dropping the executor while the device still holds a command frees nothing until the
+//!   command's completion is confirmed.
 //!
 //! Every wait is bounded; the file runs in well under a few seconds.
 
@@ -704,5 +706,36 @@ fn every_fault_at_once_from_several_threads_ends_without_leaks() {
     drop(executor);
     assert_eq!(shim.regions(), 0);
     assert!(shim.live.lock().unwrap().is_empty());
+    shim.assert_no_bad_free();
+}
+
+#[test]
+fn dropping_the_executor_frees_nothing_the_device_may_still_touch() {
+    let shim = Shim::new(SimConfig::new(2));
+    let executor = Executor::connect(shim.clone()).unwrap();
+    let job = Job::new(&executor, 300, 0.5);
+    let regions = shim.regions();
+    shim.set(Mode::Hang);
+    let completion = job.submit(&executor).unwrap();
+    assert_eq!(completion.wait(SHORT), Err(RuntimeError::Timeout));
+    // The caller gives up on everything while the device still holds the command.
+    drop(executor);
+    let (input, output) = (job.input.address(), job.output.address());
+    drop(job);
+    assert_eq!(
+        shim.regions(),
+        regions + 1,
+        "input, output and descriptor stay allocated"
+    );
+    assert_eq!(shim.frees.load(Ordering::SeqCst), 0);
+    assert!(!completion.is_complete());
+    // The device wakes up and retires the command: only now is everything freed.
+    shim.unhang();
+    let report = completion.wait(BOUND).unwrap().unwrap();
+    assert_eq!(report.units, 1);
+    assert_eq!(shim.regions(), 0);
+    assert!(!shim.live.lock().unwrap().contains(&input));
+    assert!(!shim.live.lock().unwrap().contains(&output));
+    assert_eq!(shim.frees.load(Ordering::SeqCst), 3);
     shim.assert_no_bad_free();
 }

@@ -12,6 +12,9 @@
 //!   after a [`Completion::wait`] timed out. Retained buffers cannot be mapped.
 //! - [`Executor::reset`] aborts, waits for device quiescence, and only then releases what
 //!   unfinished submissions retained.
+//! - Dropping the last [`Executor`] clone does not release what unconfirmed submissions
+//!   retain: each pending retire callback keeps it until the transport confirms completion
+//!   (or drops the callback uncalled).
 //! - [`Executor::run`] is submit + wait. Empty plans are never submitted.
 //!
 //! ```
@@ -43,7 +46,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -540,10 +543,15 @@ impl Completion {
     }
 }
 
+/// Unconfirmed submissions by id. Shared with every pending retire callback, so what a
+/// submission retains outlives the [`Executor`]: dropping the executor while the device may
+/// still run a command frees nothing until that command's completion is confirmed.
+type InFlight = Arc<Mutex<HashMap<u64, Retained>>>;
+
 struct Shared {
     transport: Arc<dyn Transport>,
     capabilities: Vec<Capability>,
-    in_flight: Mutex<HashMap<u64, Retained>>,
+    in_flight: InFlight,
     next_id: AtomicU64,
 }
 
@@ -575,7 +583,7 @@ impl Executor {
             shared: Arc::new(Shared {
                 transport,
                 capabilities,
-                in_flight: Mutex::new(HashMap::new()),
+                in_flight: Arc::new(Mutex::new(HashMap::new())),
                 next_id: AtomicU64::new(0),
             }),
         })
@@ -696,9 +704,9 @@ impl Executor {
         };
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         lock(&self.shared.in_flight).insert(id, retained);
-        let weak: Weak<Shared> = Arc::downgrade(&self.shared);
+        let in_flight = self.shared.in_flight.clone();
         let retire = Retire(Box::new(move |status: Status| {
-            let retained = weak.and_then_remove(id);
+            let retained = lock(&in_flight).remove(&id);
             let result = status.map_err(RuntimeError::Device);
             if let Some(r) = retained {
                 let slot = r.completion.clone();
@@ -770,17 +778,6 @@ fn require(capabilities: &[Capability], entry: &Capability) -> Result<(), Runtim
             entry: entry.name,
             version: entry.version,
         })
-    }
-}
-
-trait TakeRetained {
-    fn and_then_remove(&self, id: u64) -> Option<Retained>;
-}
-
-impl TakeRetained for Weak<Shared> {
-    fn and_then_remove(&self, id: u64) -> Option<Retained> {
-        let shared = self.upgrade()?;
-        lock(&shared.in_flight).remove(&id)
     }
 }
 
