@@ -21,6 +21,27 @@ use crate::report::shape_text;
 /// npyz computes the element count with unchecked products, which panics on overflow in
 /// debug builds: a lying shape is caught here (quietly) and reported as malformed.
 pub fn npy_header(bytes: &[u8]) -> Result<(NpyHeader, usize), String> {
+    // npyz allocates the header's claimed length (up to 4 GiB in version 2 and 3) before
+    // reading it: check the claim against the file first.
+    if bytes.starts_with(b"\x93NUMPY") {
+        let claim = match bytes.get(6) {
+            Some(1) => bytes
+                .get(8..10)
+                .map(|b| (10, u64::from(u16::from_le_bytes([b[0], b[1]])))),
+            Some(2 | 3) => bytes
+                .get(8..12)
+                .map(|b| (12, u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))),
+            _ => None,
+        };
+        if let Some((start, len)) = claim
+            && start + len > bytes.len() as u64
+        {
+            return Err(format!(
+                "the header length {len} runs past the end of the file ({} bytes)",
+                bytes.len()
+            ));
+        }
+    }
     let mut cursor = Cursor::new(bytes);
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
