@@ -13,6 +13,8 @@
 //! - (f) a bound packet naming unmapped memory → the simulator faults →
 //!   [`RuntimeError::Device`]`(`[`FwError::Fault`]`(`[`Fault::Unmapped`]`))`, and the
 //!   device keeps working afterwards.
+//! - a transport that refuses a submission but keeps its callback (and runs the command
+//!   later) → [`RuntimeError::Transport`], yet the buffers stay retained until it confirms;
 //! - dropping the executor while the device still holds a command frees nothing until the
 //!   command's completion is confirmed.
 //!
@@ -45,6 +47,9 @@ enum Mode {
     Pass,
     /// Refuse the submission (the mailbox is closed); the retire callback is dropped.
     FailSubmit,
+    /// Report a refused submission but hand the command to the device anyway (a driver
+    /// violating the `Transport` contract: its callback is not dropped).
+    FailSubmitButRun,
     /// Replace the device status by this error.
     Status(FwError),
     /// Device retires, completion is held by the shim (released by the test).
@@ -153,6 +158,10 @@ impl Transport for Shim {
             Mode::Pass => self.inner.submit(command, retire),
             Mode::FailSubmit => {
                 drop(retire);
+                Err(TransportError::Closed)
+            }
+            Mode::FailSubmitButRun => {
+                self.hung.lock().unwrap().push((command, retire));
                 Err(TransportError::Closed)
             }
             Mode::Status(e) => self.inner.submit(
@@ -737,5 +746,37 @@ fn dropping_the_executor_frees_nothing_the_device_may_still_touch() {
     assert!(!shim.live.lock().unwrap().contains(&input));
     assert!(!shim.live.lock().unwrap().contains(&output));
     assert_eq!(shim.frees.load(Ordering::SeqCst), 3);
+    shim.assert_no_bad_free();
+}
+
+#[test]
+fn a_refused_submission_whose_callback_lives_on_stays_retained() {
+    let shim = Shim::new(SimConfig::new(2));
+    let executor = Executor::connect(shim.clone()).unwrap();
+    let job = Job::new(&executor, 300, 0.5);
+    let regions = shim.regions();
+    shim.set(Mode::FailSubmitButRun);
+    assert_eq!(
+        job.submit(&executor).unwrap_err(),
+        RuntimeError::Transport(TransportError::Closed)
+    );
+    // The driver kept the callback, so the device may still run the command: the buffers
+    // stay retained although the caller got an error.
+    assert_eq!(executor.in_flight(), 1);
+    job.assert_retained();
+    assert_eq!(shim.regions(), regions + 1);
+    assert_eq!(executor.reset(SHORT), Err(RuntimeError::NotQuiescent));
+    job.assert_retained();
+    // The device runs it after all; the confirmation releases everything once.
+    shim.unhang();
+    let deadline = Instant::now() + BOUND;
+    while executor.in_flight() > 0 {
+        assert!(Instant::now() < deadline, "never confirmed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    job.assert_released();
+    assert_eq!(job.got(), job.want());
+    assert_eq!(shim.regions(), regions);
+    assert_eq!(shim.frees.load(Ordering::SeqCst), 1);
     shim.assert_no_bad_free();
 }

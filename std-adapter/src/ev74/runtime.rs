@@ -12,6 +12,9 @@
 //!   after a [`Completion::wait`] timed out. Retained buffers cannot be mapped.
 //! - [`Executor::reset`] aborts, waits for device quiescence, and only then releases what
 //!   unfinished submissions retained.
+//! - A refused submission ([`Transport::submit`] returned an error) is released at once
+//!   only if the transport dropped its callback; a transport that kept it may still run the
+//!   command, so the buffers stay retained until it confirms completion or `reset`.
 //! - Dropping the last [`Executor`] clone does not release what unconfirmed submissions
 //!   retain: each pending retire callback keeps it until the transport confirms completion
 //!   (or drops the callback uncalled).
@@ -705,7 +708,11 @@ impl Executor {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         lock(&self.shared.in_flight).insert(id, retained);
         let in_flight = self.shared.in_flight.clone();
+        // Alive for as long as the transport holds the callback (uncalled).
+        let callback = Arc::new(());
+        let held_by_transport = callback.clone();
         let retire = Retire(Box::new(move |status: Status| {
+            let _held = &held_by_transport;
             let retained = lock(&in_flight).remove(&id);
             let result = status.map_err(RuntimeError::Device);
             if let Some(r) = retained {
@@ -718,7 +725,12 @@ impl Executor {
         let command = command(descriptor.address());
         drop(descriptor);
         if let Err(e) = self.shared.transport.submit(command, retire) {
-            lock(&self.shared.in_flight).remove(&id);
+            // A refused command was not queued and its callback was dropped: release. A
+            // transport that still holds the callback may yet run the command, so the
+            // submission stays retained until it confirms completion or `reset`.
+            if Arc::strong_count(&callback) == 1 {
+                lock(&self.shared.in_flight).remove(&id);
+            }
             return Err(e.into());
         }
         Ok(Completion { slot })
