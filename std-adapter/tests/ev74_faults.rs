@@ -282,12 +282,12 @@ impl Job {
         for b in [&self.input, &self.output] {
             assert!(b.in_flight(), "{b:?} released early");
             assert!(b.holders() >= 2);
-            assert_eq!(
-                b.map().unwrap_err(),
-                RuntimeError::Busy {
-                    address: b.address()
-                }
-            );
+            let busy = RuntimeError::Busy {
+                address: b.address(),
+            };
+            assert_eq!(b.map().unwrap_err(), busy);
+            assert_eq!(b.write(0, &[0]).unwrap_err(), busy);
+            assert_eq!(b.read(0, &mut [0]).unwrap_err(), busy);
         }
     }
 
@@ -451,6 +451,12 @@ fn a_duplicated_completion_is_ignored() {
         assert!(completion.wait(Duration::ZERO).is_ok());
         assert_eq!(job.got(), job.want());
         job.assert_released();
+    }
+    // The duplicate is delivered just after the first completion woke the waiter.
+    let deadline = Instant::now() + BOUND;
+    while shim.duplicates.load(Ordering::SeqCst) < 6 {
+        assert!(Instant::now() < deadline, "duplicates not delivered");
+        std::thread::sleep(Duration::from_millis(1));
     }
     assert_eq!(shim.duplicates.load(Ordering::SeqCst), 6);
     assert_eq!(executor.in_flight(), 0);
@@ -778,5 +784,28 @@ fn a_refused_submission_whose_callback_lives_on_stays_retained() {
     assert_eq!(job.got(), job.want());
     assert_eq!(shim.regions(), regions);
     assert_eq!(shim.frees.load(Ordering::SeqCst), 1);
+    shim.assert_no_bad_free();
+}
+
+#[test]
+fn a_submission_refused_halfway_retains_nothing() {
+    let shim = Shim::new(SimConfig::new(2));
+    let executor = Executor::connect(shim.clone()).unwrap();
+    let job = Job::new(&executor, 300, 0.5);
+    let regions = shim.regions();
+    // The output is mapped on the host: the input was already marked, then the output refused.
+    let map = job.output.map().unwrap();
+    assert_eq!(
+        job.submit(&executor).unwrap_err(),
+        RuntimeError::Busy {
+            address: job.output.address()
+        }
+    );
+    drop(map);
+    assert_eq!(executor.in_flight(), 0);
+    job.assert_released();
+    assert_eq!(shim.regions(), regions, "the descriptor was freed");
+    job.submit(&executor).unwrap().wait(BOUND).unwrap().unwrap();
+    assert_eq!(job.got(), job.want());
     shim.assert_no_bad_free();
 }
