@@ -8,13 +8,22 @@ Usage: cargo xtask <subcommand> [options]
 
 Subcommands:
   test [--require-all]  run the repository checks: fmt, clippy, test, doc, no_std,
-                        cross (AArch64 under qemu), armv7, fw_release, fuzz.
+                        cross (AArch64 under qemu), armv7, fw_release, fuzz,
+                        sweep (strided), miri.
                         A step whose tool is missing (a rustup target or component,
                         a binary on PATH) is SKIPPED with an install hint;
                         --require-all turns every skip into a failure (used by CI).
   fuzz [--seconds N]    run every cargo-fuzz target (fuzz/fuzz_targets) for N
                         seconds each (default 20) on nightly; new inputs go to
                         fuzz/target/xtask-corpus, the committed corpus is only read
+  sweep --fp32 [...]    every FP32 bit pattern through every Quant route of this CPU
+                        and the EV74 entries against the exact path, in release mode
+                        (`cargo run --release -p simak-tests --bin sweep -- ...`);
+                        options: [--multiplier BITS]... [--modes all|MODE,...]
+                        [--stride N] [--zero-point Z] [--json FILE]; see `sweep --help`
+  miri                  run the Miri subset (std-adapter/tests/miri_subset.rs: the
+                        exact A65 Quant paths and the Runtime's retention and
+                        completion) with `cargo +nightly miri test`
   help                  print this message
 ";
 
@@ -27,6 +36,10 @@ pub(crate) enum Command {
     Test(TestOptions),
     /// `cargo xtask fuzz [--seconds N]`.
     Fuzz(FuzzOptions),
+    /// `cargo xtask sweep <args>`: the arguments go to the sweep binary unchanged.
+    Sweep(Vec<String>),
+    /// `cargo xtask miri`.
+    Miri,
 }
 
 /// Options of `cargo xtask fuzz`.
@@ -82,6 +95,11 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
             }
             Ok(Command::Fuzz(options))
         }
+        "sweep" => Ok(Command::Sweep(rest.to_vec())),
+        "miri" => match rest.first() {
+            None => Ok(Command::Miri),
+            Some(other) => Err(format!("unknown option `{other}` for `miri`")),
+        },
         other => Err(format!("unknown subcommand `{other}`")),
     }
 }
@@ -121,6 +139,20 @@ mod tests {
         );
         assert!(parse_strs(&["fuzz", "--seconds", "0"]).is_err());
         assert!(parse_strs(&["fuzz", "--seconds"]).is_err());
+    }
+
+    #[test]
+    fn parses_sweep_and_miri() {
+        assert_eq!(
+            parse_strs(&["sweep", "--fp32", "--stride", "4099"]),
+            Ok(Command::Sweep(vec![
+                "--fp32".to_owned(),
+                "--stride".to_owned(),
+                "4099".to_owned()
+            ]))
+        );
+        assert_eq!(parse_strs(&["miri"]), Ok(Command::Miri));
+        assert!(parse_strs(&["miri", "--x"]).is_err());
     }
 
     #[test]

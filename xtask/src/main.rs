@@ -5,6 +5,8 @@
 
 mod flags;
 mod fuzz;
+mod miri;
+mod sweep;
 mod test;
 #[cfg(test)]
 mod tidy;
@@ -22,6 +24,8 @@ fn main() -> ExitCode {
         }
         Ok(flags::Command::Test(options)) => test::run(&project_root(), &options),
         Ok(flags::Command::Fuzz(options)) => fuzz::run(&project_root(), &options),
+        Ok(flags::Command::Sweep(args)) => sweep::run(&project_root(), &args),
+        Ok(flags::Command::Miri) => miri::run(&project_root()),
         Err(message) => {
             eprintln!("error: {message}\n");
             eprint!("{}", flags::USAGE);

@@ -173,6 +173,23 @@ pub(crate) const STEPS: &[Step] = &[
             },
         ],
     },
+    Step {
+        name: "sweep",
+        program: Program::Cargo,
+        args: &["xtask", "sweep", "--fp32", "--stride", "4099"],
+        env: &[],
+        requires: &[],
+    },
+    Step {
+        name: "miri",
+        program: Program::Cargo,
+        args: &["xtask", "miri"],
+        env: &[],
+        requires: &[
+            Requirement::NightlyComponent("miri"),
+            Requirement::NightlyComponent("rust-src"),
+        ],
+    },
 ];
 
 /// One check: a command run from the workspace root, and the tools it needs.
@@ -601,6 +618,7 @@ mod tests {
                 ]),
                 nightly_components: Some(vec![
                     "miri-x86_64-unknown-linux-gnu",
+                    "rust-src",
                     "rustc-x86_64-unknown-linux-gnu",
                 ]),
                 path: vec![
@@ -655,8 +673,14 @@ mod tests {
                 "cross",
                 "armv7",
                 "fw_release",
-                "fuzz"
+                "fuzz",
+                "sweep",
+                "miri"
             ]
+        );
+        assert_eq!(
+            describe(step("sweep")),
+            "cargo xtask sweep --fp32 --stride 4099"
         );
         assert_eq!(
             describe(step("doc")),
