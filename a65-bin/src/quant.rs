@@ -353,6 +353,7 @@ fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied
     };
     let st = SafeTensors::deserialize(bytes).map_err(malformed)?;
     let (_, metadata) = SafeTensors::read_metadata(bytes).map_err(malformed)?;
+    crate::read::unique_safetensor_names(file, bytes)?;
     let names = metadata.offset_keys();
     let view = |name: &str| st.tensor(name).map_err(malformed);
 

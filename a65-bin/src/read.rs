@@ -192,6 +192,56 @@ pub fn st_dtype(dtype: StDtype) -> Option<DType> {
     }
 }
 
+/// Checks that no name appears twice in a `.safetensors` header that
+/// [`SafeTensors::deserialize`] accepted (its JSON map keeps the last of duplicate keys, so
+/// a duplicated name would silently pick one of two descriptions).
+///
+/// # Errors
+///
+/// Bad input naming `file` and the duplicated name.
+pub fn unique_safetensor_names(file: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Keys;
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some(k) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                keys.push(k);
+            }
+            Ok(keys)
+        }
+    }
+    let header = bytes
+        .get(..8)
+        .and_then(|n| usize::try_from(u64::from_le_bytes(n.try_into().ok()?)).ok())
+        .and_then(|n| bytes.get(8..8usize.checked_add(n)?));
+    let Some(header) = header else {
+        return Err(bad_file(
+            file,
+            "malformed safetensors file: truncated header",
+        ));
+    };
+    let mut keys = serde_json::Deserializer::from_slice(header)
+        .deserialize_map(Keys)
+        .map_err(|e| bad_file(file, format!("malformed safetensors file: {e}")))?;
+    keys.sort_unstable();
+    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+        return Err(bad_file(
+            file,
+            format!(
+                "malformed safetensors file: the header names `{}` twice",
+                w[0]
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// One tensor of a `.safetensors` file.
 #[derive(Debug)]
 pub struct StTensor<'a> {
@@ -224,6 +274,7 @@ pub fn pick_safetensor<'a>(
     };
     let st = SafeTensors::deserialize(bytes).map_err(malformed)?;
     let (_, metadata) = SafeTensors::read_metadata(bytes).map_err(malformed)?;
+    unique_safetensor_names(file, bytes)?;
     let names = metadata.offset_keys();
     let name = match name {
         Some(n) => n.to_owned(),

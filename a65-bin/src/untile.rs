@@ -461,6 +461,7 @@ fn dequant_safetensors(
     };
     let st = SafeTensors::deserialize(bytes).map_err(malformed)?;
     let (_, metadata) = SafeTensors::read_metadata(bytes).map_err(malformed)?;
+    crate::read::unique_safetensor_names(file, bytes)?;
     let names = metadata.offset_keys();
     let mut meta: HashMap<String, String> = metadata.metadata().clone().unwrap_or_default();
     let key = |t: &str, k: &str| format!("simak.{t}.{k}");

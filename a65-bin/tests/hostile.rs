@@ -338,6 +338,24 @@ fn st_cases() -> Vec<Case> {
             ),
             &[m],
         ),
+        // Duplicated names whose last description is self-consistent: serde's map keeps
+        // the last one, so only an explicit check refuses them.
+        case(
+            "duplicate-identical.safetensors",
+            st(
+                r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+                &[0; 8],
+            ),
+            &[m, "`a` twice"],
+        ),
+        case(
+            "duplicate-decoy.safetensors",
+            st(
+                r#"{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+                &[0; 8],
+            ),
+            &[m, "`a` twice"],
+        ),
         case(
             "metadata-not-strings.safetensors",
             st(
