@@ -3,7 +3,9 @@
 //!
 //! - A65 Quant on the exact route (the portable path: no SIMD intrinsics, which Miri cannot
 //!   run reliably) over contiguous, strided (transposed, with output gaps) and split
-//!   inputs, against the independent f64 oracle; gaps in the output stay untouched.
+//!   inputs, against the independent f64 oracle; gaps in the output stay untouched. The
+//!   default route's on-stack panels (gather, kernel, scatter) run too: under Miri no SIMD
+//!   feature is detected, so they run with the exact kernel.
 //! - The Runtime's retention and completion logic over the simulated transport (a device
 //!   thread): a completed submission releases its buffers; a lost completion keeps them
 //!   retained (not mappable, not freed) until `reset` saw the device quiescent.
@@ -27,7 +29,7 @@ use simak_tests::bytes::Aligned;
 use simak_tests::oracle;
 
 /// Elements per side: small under Miri, larger natively.
-const SIDE: u64 = if cfg!(miri) { 6 } else { 24 };
+const SIDE: u64 = if cfg!(miri) { 10 } else { 24 };
 const LONG: Duration = Duration::from_secs(60);
 
 /// Patterns that exercise every branch of the exact path: zeros, subnormals, normals near
@@ -157,6 +159,49 @@ fn exact_route_split_pieces_cover_every_element_once() {
     );
 }
 
+#[test]
+fn default_route_panels_on_short_and_strided_runs() {
+    // Under Miri no SIMD feature is detected, so `prepare` picks the exact kernel and runs
+    // the panel gather/scatter with it; natively the fastest route runs the same traversal.
+    // [12, 16] read transposed: runs of 12 share panels. [2, 80] with an input stride of
+    // two elements: runs of 80 are panelled one by one.
+    let cases: [([u64; 2], [u64; 2], [u64; 2]); 2] =
+        [([12, 16], [4, 48], [16, 1]), ([2, 80], [640, 8], [80, 1])];
+    for (shape, in_strides, out_strides) in cases {
+        let span = (shape[0] - 1) * in_strides[0] + (shape[1] - 1) * in_strides[1] + 4;
+        let words = span.div_ceil(4);
+        let bits: Vec<u32> = (0..words).map(pattern).collect();
+        let input = Aligned::from_slice(&simak_tests::bytes::encode(DType::F32, &bits));
+        let plan = check_inference(&Request {
+            input: TensorSpec::strided(shape, in_strides, DType::F32),
+            output: TensorSpec::strided(shape, out_strides, DType::I8),
+            params: params(Rounding::TowardPositive),
+        })
+        .unwrap();
+        let prepared = a65::quant::prepare(&plan);
+        if cfg!(miri) {
+            assert_eq!(prepared.route(), Route::Exact);
+        } else if prepared.route() != Route::Exact {
+            assert!(
+                prepared.implementation().ends_with("+panels"),
+                "{}",
+                prepared.implementation()
+            );
+        }
+        let mut output = vec![0x77u8; plan.output().span() as usize];
+        a65::quant::execute_with_fp_control(&prepared, input.as_slice(), &mut output, None)
+            .unwrap();
+        for i in 0..shape[0] {
+            for j in 0..shape[1] {
+                let b = bits[((i * in_strides[0] + j * in_strides[1]) / 4) as usize];
+                let got = output[(i * out_strides[0] + j * out_strides[1]) as usize];
+                let want = oracle::quant(DType::F32, b, 0x3e99_999a, -3, Rounding::TowardPositive);
+                assert_eq!(got as i8, want, "{shape:?} [{i}, {j}] bits 0x{b:08x}");
+            }
+        }
+    }
+}
+
 /// Forwards to a [`SimTransport`], optionally losing every completion.
 struct Lossy {
     inner: SimTransport,
@@ -201,7 +246,7 @@ impl Transport for Lossy {
 }
 
 /// Elements of the runtime jobs.
-const JOB: u64 = if cfg!(miri) { 20 } else { 300 };
+const JOB: u64 = if cfg!(miri) { 64 } else { 300 };
 
 fn job_plan() -> quant::DevicePlan {
     let plan = check_inference(&Request {
