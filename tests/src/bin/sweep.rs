@@ -395,7 +395,7 @@ fn progress_line(done: u64, total: u64, elapsed: Duration) -> String {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let options = match parse(&args) {
+    let mut options = match parse(&args) {
         Ok(o) => o,
         Err(message) if message.is_empty() => {
             print!("{USAGE}");
@@ -407,6 +407,11 @@ fn main() -> ExitCode {
         }
     };
     let patterns = (1u64 << 32).div_ceil(options.stride);
+    // A strided sweep may fit one chunk: cut it finer so that every thread has work.
+    let parts = options.threads as u64 * 4;
+    if patterns.div_ceil(options.chunk) < parts {
+        options.chunk = patterns.div_ceil(parts).max(4096).min(options.chunk);
+    }
     let chunks = patterns.div_ceil(options.chunk);
     let targets = targets(&options.modes);
     let names: Vec<&str> = targets.iter().map(|t| t.name()).collect();
@@ -513,6 +518,7 @@ fn main() -> ExitCode {
         "mismatches": mismatches,
         "examples": examples,
         "threads": options.threads,
+        "chunk": options.chunk,
         "seconds": (seconds * 10.0).round() / 10.0,
     });
     let text = serde_json::to_string_pretty(&summary).expect("JSON of plain values");
