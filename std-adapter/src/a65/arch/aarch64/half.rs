@@ -51,8 +51,10 @@ fn fp16_power_of_two(k: i32) -> u16 {
     }
 }
 
-/// Compares `|x| · 2^k` with `2^e` for a finite BF16 magnitude `a` (bits without sign).
-fn bf16_scaled_cmp(a: u16, k: i32, e: i32) -> core::cmp::Ordering {
+/// Compares `|x| · 2^k` with `2^e` for a finite BF16 magnitude `a` (bits without sign):
+/// −1, 0 or 1 for less, equal or greater. A `const fn`, so the per-multiplier thresholds
+/// are a table built at compile time.
+const fn bf16_scaled_cmp(a: u16, k: i32, e: i32) -> i8 {
     let exp_field = (a >> 7) as i32;
     let mant = (a & 0x7f) as u64;
     let (sig, exp) = if exp_field == 0 {
@@ -61,26 +63,33 @@ fn bf16_scaled_cmp(a: u16, k: i32, e: i32) -> core::cmp::Ordering {
         (mant | 0x80, exp_field - 134)
     };
     if sig == 0 {
-        return core::cmp::Ordering::Less;
+        return -1;
     }
     // sig · 2^(exp + k) vs 2^e  ⇔  sig vs 2^(e − exp − k); sig < 2^8.
     let shift = e - exp - k;
     if shift < 0 {
-        core::cmp::Ordering::Greater
+        1
     } else if shift >= 9 {
-        core::cmp::Ordering::Less
+        -1
     } else {
-        sig.cmp(&(1u64 << shift))
+        let target = 1u64 << shift;
+        if sig < target {
+            -1
+        } else if sig == target {
+            0
+        } else {
+            1
+        }
     }
 }
 
 /// Smallest finite BF16 magnitude `a` with `|x| · 2^k ≥ 2^e` (or above: `>` when `strict`).
-fn bf16_threshold(k: i32, e: i32, strict: bool) -> u16 {
+const fn bf16_threshold(k: i32, e: i32, strict: bool) -> u16 {
     let (mut lo, mut hi) = (0u16, 0x7f80u16);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         let c = bf16_scaled_cmp(mid, k, e);
-        let reached = if strict { c.is_gt() } else { !c.is_lt() };
+        let reached = if strict { c > 0 } else { c >= 0 };
         if reached {
             hi = mid;
         } else {
@@ -90,7 +99,8 @@ fn bf16_threshold(k: i32, e: i32, strict: bool) -> u16 {
     lo
 }
 
-/// Per-plan constants of the BF16 route (raw magnitude thresholds and exponent offset).
+/// Constants of the BF16 route for one multiplier 2^k (raw magnitude thresholds and
+/// exponent offset).
 #[derive(Debug, Clone, Copy)]
 struct Bf16Consts {
     /// Magnitudes ≥ this map to ±256.
@@ -103,7 +113,7 @@ struct Bf16Consts {
     offset: u16,
 }
 
-fn bf16_consts(k: i32) -> Bf16Consts {
+const fn bf16_consts_of(k: i32) -> Bf16Consts {
     Bf16Consts {
         saturate: bf16_threshold(k, 8, false),
         exact: bf16_threshold(k, -1, false),
@@ -111,6 +121,28 @@ fn bf16_consts(k: i32) -> Bf16Consts {
         nonzero: bf16_threshold(k, -150, true),
         offset: ((k - 112) as u16) << 10,
     }
+}
+
+/// The constants for every eligible k (−110 ≤ k ≤ 110), computed at compile time, so a
+/// call only indexes this table.
+const BF16_CONSTS: [Bf16Consts; 221] = {
+    let mut table = [Bf16Consts {
+        saturate: 0,
+        exact: 0,
+        nonzero: 0,
+        offset: 0,
+    }; 221];
+    let mut i = 0;
+    while i < 221 {
+        table[i] = bf16_consts_of(i as i32 - 110);
+        i += 1;
+    }
+    table
+};
+
+/// The constants for 2^k; `k` outside −110..=110 (never eligible) clamps to the range.
+fn bf16_consts(k: i32) -> Bf16Consts {
+    BF16_CONSTS[(k.clamp(-110, 110) + 110) as usize]
 }
 
 /// Generates one 16-element step: FP16 lanes in v0/v1 → INT8 bytes stored at `dst`.
@@ -276,8 +308,7 @@ fn bf16_wrapper<M: exact::RoundingMode, const MODE: u32>(
 ) {
     let n = output.len().min(input.len() / 2);
     let blocks = n / 16 * 16;
-    // Thresholds: a few dozen integer steps; the run function's signature carries only the
-    // multiplier, so they are derived per call (independent of the data).
+    // The run function's signature carries only the multiplier: look its constants up.
     let c = bf16_consts(m.power_of_two().unwrap_or(0));
     // SAFETY: only handed out by `run_fn` after `available()` and `bf16_eligible`; `input`
     // holds 2·blocks bytes and `output` blocks bytes.
@@ -327,6 +358,17 @@ pub(crate) fn bf16_run_fn(m: &Multiplier, rounding: Rounding) -> Option<RunFn> {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn the_table_holds_each_k() {
+        for k in -110..=110 {
+            let (t, c) = (bf16_consts(k), bf16_consts_of(k));
+            assert_eq!(
+                (t.saturate, t.exact, t.nonzero, t.offset),
+                (c.saturate, c.exact, c.nonzero, c.offset)
+            );
+        }
+    }
 
     #[test]
     fn thresholds_are_exact() {
