@@ -38,7 +38,10 @@ use simak_core::DType;
 use simak_core::ops::casttess::Plan;
 
 use super::ExecuteError;
-use super::arch::tess::{ConvertFn, Rows, RowsFn, SplitFn, TessKernels, TessLevel, tess_kernels};
+use super::arch::tess::{
+    Band, BandFn, ConvertFn, Rows, RowsFn, STREAM_MIN, SplitFn, TessKernels, TessLevel,
+    tess_kernels,
+};
 use super::tess::{self, Geometry, PANEL, Packer};
 
 /// A CastTess plan prepared for the A65: kernel level and geometry selected once.
@@ -94,8 +97,10 @@ struct Cast {
     convert: ConvertFn,
     split: SplitFn,
     rows: Option<RowsFn>,
+    band: Option<BandFn>,
     elem: usize,
     bf16: bool,
+    stream: bool,
 }
 
 impl Packer for Cast {
@@ -113,6 +118,10 @@ impl Packer for Cast {
 
     fn rows(&self, rows: Rows<'_>, tc: usize) -> bool {
         self.rows.is_some_and(|f| f(rows, tc))
+    }
+
+    fn band(&self, band: Band<'_>, tc: usize) -> bool {
+        self.band.is_some_and(|f| f(band, tc, self.stream))
     }
 
     fn channels(&self, raw: &[u8], ca: usize, pixel: &mut [u8], scratch: &mut [u8]) {
@@ -153,8 +162,10 @@ pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(
         convert: prepared.kernels.convert,
         split: prepared.kernels.split,
         rows: prepared.kernels.rows,
+        band: prepared.kernels.band,
         elem: dtype.size(),
         bf16: dtype == DType::BF16,
+        stream: plan.output().capacity() >= STREAM_MIN as u64,
     };
     tess::run(&prepared.geometry, &packer, input, output);
     Ok(())

@@ -14,7 +14,7 @@
 
 use simak_core::layout::TiledView;
 
-use super::arch::tess::Rows;
+use super::arch::tess::{Band, Rows};
 use simak_core::{MAX_RANK, View};
 
 /// Elements per batch: the bound of every on-stack panel.
@@ -39,6 +39,13 @@ pub(crate) trait Packer {
     /// (whatever the rows, so an empty `rows` probes).
     fn rows(&self, rows: Rows<'_>, tc: usize) -> bool {
         let _ = (rows, tc);
+        false
+    }
+
+    /// Writes a whole [`Band`] of compact pixels (`tc = sc`) in one pass when the packer has
+    /// a band kernel for its shape. Returns `false`, writing nothing, otherwise.
+    fn band(&self, band: Band<'_>, tc: usize) -> bool {
+        let _ = (band, tc);
         false
     }
 }
@@ -210,30 +217,45 @@ fn tile_row<P: Packer>(
     let last_at = (cw - 1) * full_size;
     let total = last_at + last.next_multiple_of(16);
     let out = &mut output[..total];
-    for d in 0..td {
-        for h in 0..th {
-            let row = base + d * sd + h * sh;
-            let k = d * th + h;
-            if cw > 1 {
+    let band = Band {
+        input: &input[base..],
+        td,
+        th,
+        sd,
+        sh,
+        tile_px: t_w,
+        last_px: last_tw,
+        tiles: cw,
+        out: &mut out[..],
+        tile_stride: full_size,
+    };
+    // A band kernel writes every row at once; otherwise one rows call per input row.
+    if !packer.band(band, tc) {
+        for d in 0..td {
+            for h in 0..th {
+                let row = base + d * sd + h * sh;
+                let k = d * th + h;
+                if cw > 1 {
+                    let rows = Rows {
+                        input: &input[row..],
+                        in_stride: t_w * row_bytes,
+                        row_px: t_w,
+                        rows: cw - 1,
+                        out: &mut out[k * t_w * pb..],
+                        out_stride: full_size,
+                    };
+                    packer.rows(rows, tc);
+                }
                 let rows = Rows {
-                    input: &input[row..],
-                    in_stride: t_w * row_bytes,
-                    row_px: t_w,
-                    rows: cw - 1,
-                    out: &mut out[k * t_w * pb..],
-                    out_stride: full_size,
+                    input: &input[row + (cw - 1) * t_w * row_bytes..],
+                    in_stride: 0,
+                    row_px: last_tw,
+                    rows: 1,
+                    out: &mut out[last_at + k * last_tw * pb..],
+                    out_stride: 0,
                 };
                 packer.rows(rows, tc);
             }
-            let rows = Rows {
-                input: &input[row + (cw - 1) * t_w * row_bytes..],
-                in_stride: 0,
-                row_px: last_tw,
-                rows: 1,
-                out: &mut out[last_at + k * last_tw * pb..],
-                out_stride: 0,
-            };
-            packer.rows(rows, tc);
         }
     }
     for iw in 0..cw - 1 {

@@ -61,6 +61,47 @@ pub(crate) struct Rows<'a> {
 /// handle `tc` (whatever the rows). Panics when a row lies past `input` or `out`.
 pub(crate) type RowsFn = fn(rows: Rows<'_>, tc: usize) -> bool;
 
+/// One band of tiles for a [`BandFn`]: every W tile of one (outer, C, D, H) tile row, with
+/// compact pixels of `tc` channels whose rows are contiguous in the input.
+///
+/// Tile row `k = d · th + h` (`d < td`, `h < th`) of W tile `iw` reads `px` pixels from input
+/// byte `d · sd + h · sh + iw · tile_px · tc · E` and writes their `2 · tc · px` bytes at
+/// output byte `iw · tile_stride + k · 2 · tc · px`, where `px` is `tile_px`, or `last_px`
+/// for the last W tile. Bytes between the rows' outputs (tile padding) are untouched.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) struct Band<'a> {
+    /// Input from the band's first element.
+    pub input: &'a [u8],
+    /// Tile depth and height (rows per tile: `td · th`).
+    pub td: usize,
+    /// See `td`.
+    pub th: usize,
+    /// Input bytes from one depth row to the next.
+    pub sd: usize,
+    /// Input bytes from one height row to the next.
+    pub sh: usize,
+    /// Pixels per row of every W tile but the last.
+    pub tile_px: usize,
+    /// Pixels per row of the last W tile (`1 ≤ last_px ≤ tile_px`).
+    pub last_px: usize,
+    /// Number of W tiles (≥ 1).
+    pub tiles: usize,
+    /// Output of the band from its first tile.
+    pub out: &'a mut [u8],
+    /// Output bytes from one W tile to the next.
+    pub tile_stride: usize,
+}
+
+/// Converts and splits a whole [`Band`] of `tc`-channel compact pixels in one pass, with
+/// non-temporal stores when `stream` (large outputs that will not be read back soon).
+/// Returns `false`, writing nothing, when the kernel does not handle the band's shape.
+/// Panics when a row lies past `input` or `out`.
+pub(crate) type BandFn = fn(band: Band<'_>, tc: usize, stream: bool) -> bool;
+
+/// Outputs of at least this many bytes are written with streaming stores where a kernel
+/// has them: they do not fit the caches, so read-for-ownership traffic is pure loss.
+pub(crate) const STREAM_MIN: usize = 4 << 20;
+
 /// A CastTess kernel level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TessLevel {
@@ -110,6 +151,8 @@ pub(crate) struct TessKernels {
     pub split: SplitFn,
     /// Conversion and split fused over whole rows, when the level has them.
     pub rows: Option<RowsFn>,
+    /// Conversion and split fused over whole bands of tiles, when the level has them.
+    pub band: Option<BandFn>,
 }
 
 /// The kernels of `level` for `dtype`, or `None` when this CPU lacks the level's features
@@ -118,25 +161,27 @@ pub(crate) fn tess_kernels(level: TessLevel, dtype: DType) -> Option<TessKernels
     if !dtype.is_float() {
         return None;
     }
-    let (convert, split, rows): (ConvertFn, SplitFn, Option<RowsFn>) = match level {
-        TessLevel::Scalar => (fallback::convert_fn(dtype), fallback::split, None),
-        #[cfg(target_arch = "x86_64")]
-        TessLevel::Avx2 | TessLevel::Avx512 | TessLevel::Avx512Vbmi => {
-            x86_64::kernels(level, dtype)?
-        }
-        #[cfg(target_arch = "aarch64")]
-        TessLevel::Neon => {
-            let (convert, split) = aarch64::kernels(dtype);
-            (convert, split, None)
-        }
-        #[allow(unreachable_patterns)]
-        _ => return None,
-    };
+    let (convert, split, rows, band): (ConvertFn, SplitFn, Option<RowsFn>, Option<BandFn>) =
+        match level {
+            TessLevel::Scalar => (fallback::convert_fn(dtype), fallback::split, None, None),
+            #[cfg(target_arch = "x86_64")]
+            TessLevel::Avx2 | TessLevel::Avx512 | TessLevel::Avx512Vbmi => {
+                x86_64::kernels(level, dtype)?
+            }
+            #[cfg(target_arch = "aarch64")]
+            TessLevel::Neon => {
+                let (convert, split) = aarch64::kernels(dtype);
+                (convert, split, None, None)
+            }
+            #[allow(unreachable_patterns)]
+            _ => return None,
+        };
     Some(TessKernels {
         level,
         convert,
         split,
         rows,
+        band,
     })
 }
 

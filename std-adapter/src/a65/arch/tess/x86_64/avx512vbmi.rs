@@ -19,7 +19,7 @@ use core::arch::x86_64::*;
 
 use simak_core::DType;
 
-use super::super::{Rows, RowsFn};
+use super::super::{Band, BandFn, Rows, RowsFn};
 use super::avx512;
 
 /// Largest channel count of the fused path.
@@ -231,9 +231,473 @@ unsafe fn row_b16_body<const F16: bool>(src: *const u8, dst: *mut u8, tc: usize,
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// Bands of 3-channel pixels (camera frames): 32-pixel blocks, aligned and streaming stores.
+//
+// A block of 32 pixels (96 elements) becomes 192 output bytes: three whole vectors. Its 96
+// BF16 values are first packed into three vectors `p0..p2` (FP32: the high halves of the
+// rounded lanes, one `vpermt2w` per two input vectors; FP16/BF16: the loads themselves),
+// the stream of pixel-major values. Output byte `j` (pixel `j / 6`, plane `j % 6 / 3`,
+// channel `j % 3`) comes from stream byte `6·(j / 6) + 2·(j % 3) + j % 6 / 3`, at most 5
+// bytes before and 4 after `j`; so output vector `k` takes one `vpermt2b` over the two
+// vectors that start 8 bytes before it (`valignq` of neighbours) — or at 0 for `k = 0`.
+//
+// With `stream`, the output is written with 64-byte non-temporal stores on whole cache
+// lines. A row that does not start on a line boundary shifts its vectors with `valignd`;
+// the line it shares with the tile's next row is completed in a register (the carry) when
+// that row is written, so only a tile's first and last lines take masked ordinary stores.
+// ---------------------------------------------------------------------------------------
+
+/// Pixels per block.
+const BLOCK_PX: usize = 32;
+/// Output bytes per block.
+const BLOCK_OUT: usize = BLOCK_PX * 6;
+/// W tiles of a band that keep a carry; further tiles store their shared lines masked.
+const MAX_CARRY: usize = 64;
+
+/// `vpermt2b` indexes of output vector `k` (0..3) of a block, relative to its window.
+const fn block_index(k: usize) -> [u8; 64] {
+    let window = if k == 0 { 0 } else { 64 * k - 8 };
+    let mut p = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        let j = 64 * k + i;
+        let r = j % 6;
+        p[i] = (6 * (j / 6) + 2 * (r % 3) + r / 3 - window) as u8;
+        i += 1;
+    }
+    p
+}
+
+static BLOCK_INDEX: [[u8; 64]; 3] = [block_index(0), block_index(1), block_index(2)];
+
+/// `vpermt2w` indexes of the high 16 bits of the 32 lanes of two vectors.
+static HIGH_WORDS: [u16; 32] = {
+    let mut p = [0u16; 32];
+    let mut i = 0;
+    while i < 32 {
+        p[i] = (2 * i + 1) as u16;
+        i += 1;
+    }
+    p
+};
+
+/// The three output vectors of a block from its packed BF16 stream `p0..p2`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+fn split_block(p0: __m512i, p1: __m512i, p2: __m512i) -> [__m512i; 3] {
+    // SAFETY: each table entry is 64 readable bytes.
+    let idx = |k: usize| unsafe { _mm512_loadu_si512(BLOCK_INDEX[k].as_ptr().cast()) };
+    let a1 = _mm512_alignr_epi64::<7>(p1, p0);
+    let a2 = _mm512_alignr_epi64::<7>(p2, p1);
+    let a3 = _mm512_alignr_epi64::<7>(p2, p2);
+    [
+        _mm512_permutex2var_epi8(p0, idx(0), p1),
+        _mm512_permutex2var_epi8(a1, idx(1), a2),
+        _mm512_permutex2var_epi8(a2, idx(2), a3),
+    ]
+}
+
+/// The input of a block: FP32 (`E = 4`), FP16 or BF16 (`E = 2`).
+trait BlockInput {
+    /// Bytes per element.
+    const E: usize;
+    /// The three output vectors of the block at `src`.
+    ///
+    /// # Safety
+    ///
+    /// AVX-512F/BW/VBMI available; `src` valid for reading `96 · E` bytes.
+    unsafe fn block(src: *const u8) -> [__m512i; 3];
+    /// A row tail of `bytes` input bytes (fewer than a block) with the step kernels.
+    ///
+    /// # Safety
+    ///
+    /// As the row bodies: `src` readable for `bytes`, `dst` writable for the output.
+    unsafe fn tail(src: *const u8, dst: *mut u8, bytes: usize);
+}
+
+struct F32Block;
+struct F16Block;
+struct Bf16Block;
+
+impl BlockInput for F32Block {
+    const E: usize = 4;
+    #[inline(always)]
+    unsafe fn block(src: *const u8) -> [__m512i; 3] {
+        // SAFETY: the caller's contract (features detected, 384 readable bytes).
+        unsafe { block_f32(src) }
+    }
+    #[inline(always)]
+    unsafe fn tail(src: *const u8, dst: *mut u8, bytes: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { row_f32_body(src, dst, 3, bytes) }
+    }
+}
+
+impl BlockInput for F16Block {
+    const E: usize = 2;
+    #[inline(always)]
+    unsafe fn block(src: *const u8) -> [__m512i; 3] {
+        // SAFETY: the caller's contract (features detected, 192 readable bytes).
+        unsafe { block_b16::<true>(src) }
+    }
+    #[inline(always)]
+    unsafe fn tail(src: *const u8, dst: *mut u8, bytes: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { row_b16_body::<true>(src, dst, 3, bytes) }
+    }
+}
+
+impl BlockInput for Bf16Block {
+    const E: usize = 2;
+    #[inline(always)]
+    unsafe fn block(src: *const u8) -> [__m512i; 3] {
+        // SAFETY: the caller's contract (features detected, 192 readable bytes).
+        unsafe { block_b16::<false>(src) }
+    }
+    #[inline(always)]
+    unsafe fn tail(src: *const u8, dst: *mut u8, bytes: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { row_b16_body::<false>(src, dst, 3, bytes) }
+    }
+}
+
+/// A block of 96 FP32 elements: rounded (SPEC §4), packed to BF16, split.
+///
+/// # Safety
+///
+/// AVX-512F/BW/VBMI available; `src` valid for reading 384 bytes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+unsafe fn block_f32(src: *const u8) -> [__m512i; 3] {
+    let one = _mm512_set1_epi32(1);
+    let bias = _mm512_set1_epi32(0x7fff);
+    // SAFETY: the table is 64 readable bytes.
+    let high = unsafe { _mm512_loadu_si512(HIGH_WORDS.as_ptr().cast()) };
+    let rounded = |i: usize| {
+        // SAFETY: i < 6: bytes 64i..64i + 64 of the block's 384.
+        let x = unsafe { _mm512_loadu_si512(src.wrapping_add(64 * i).cast()) };
+        _mm512_add_epi32(
+            _mm512_add_epi32(x, bias),
+            _mm512_and_si512(_mm512_srli_epi32::<16>(x), one),
+        )
+    };
+    let p0 = _mm512_permutex2var_epi16(rounded(0), high, rounded(1));
+    let p1 = _mm512_permutex2var_epi16(rounded(2), high, rounded(3));
+    let p2 = _mm512_permutex2var_epi16(rounded(4), high, rounded(5));
+    split_block(p0, p1, p2)
+}
+
+/// A block of 96 16-bit elements (FP16 when `F16`, else BF16): converted, split.
+///
+/// # Safety
+///
+/// AVX-512F/BW/VBMI available; `src` valid for reading 192 bytes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+unsafe fn block_b16<const F16: bool>(src: *const u8) -> [__m512i; 3] {
+    let load = |i: usize| {
+        // SAFETY: i < 3: bytes 64i..64i + 64 of the block's 192.
+        let h = unsafe { _mm512_loadu_si512(src.wrapping_add(64 * i).cast()) };
+        if F16 { avx512::f16_lanes(h) } else { h }
+    };
+    split_block(load(0), load(1), load(2))
+}
+
+/// The band kernel of a float `dtype`.
+pub(super) fn band_fn(dtype: DType) -> BandFn {
+    match dtype {
+        DType::F32 => band::<F32Block>,
+        DType::F16 => band::<F16Block>,
+        _ => band::<Bf16Block>,
+    }
+}
+
+/// [`BandFn`] for 3-channel pixels (other channel counts: `false`).
+fn band<B: BlockInput>(mut b: Band<'_>, tc: usize, stream: bool) -> bool {
+    if tc != 3 || b.tiles == 0 || !(1..=b.tile_px).contains(&b.last_px) {
+        return false;
+    }
+    let rows = b.td * b.th;
+    if rows == 0 {
+        return true;
+    }
+    // Last input byte: the last row's last pixel; last output byte: the last row of the
+    // full tiles and of the last tile.
+    let in_end = (b.td - 1)
+        .checked_mul(b.sd)
+        .and_then(|x| x.checked_add((b.th - 1).checked_mul(b.sh)?))
+        .and_then(|x| {
+            let px = (b.tiles - 1)
+                .checked_mul(b.tile_px)?
+                .checked_add(b.last_px)?;
+            x.checked_add(px.checked_mul(3 * B::E)?)
+        });
+    assert!(
+        in_end.is_some_and(|n| n <= b.input.len()),
+        "band past the input"
+    );
+    let row_end = |tile: usize, px: usize| {
+        tile.checked_mul(b.tile_stride)
+            .and_then(|x| x.checked_add(rows.checked_mul(6 * px)?))
+    };
+    let out_end = row_end(b.tiles - 1, b.last_px)
+        .zip(if b.tiles > 1 {
+            row_end(b.tiles - 2, b.tile_px)
+        } else {
+            Some(0)
+        })
+        .map(|(a, c)| a.max(c));
+    assert!(
+        out_end.is_some_and(|n| n <= b.out.len()),
+        "band past the output"
+    );
+    // SAFETY: AVX-512F/BW/VBMI detected (module doc); every row read and written lies
+    // inside `input` and `out` (asserted above with checked arithmetic).
+    unsafe { band_body::<B>(&mut b, stream) };
+    true
+}
+
+/// Writes every row of the band (bounds proved by [`band`]).
+///
+/// # Safety
+///
+/// AVX-512F/BW/VBMI available; the band's rows lie inside its `input` and `out`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn band_body<B: BlockInput>(b: &mut Band<'_>, stream: bool) {
+    let rows = b.td * b.th;
+    let mut carry = [_mm512_setzero_si512(); MAX_CARRY];
+    let src0 = b.input.as_ptr();
+    let dst0 = b.out.as_mut_ptr();
+    for k in 0..rows {
+        let row = (k / b.th) * b.sd + (k % b.th) * b.sh;
+        for iw in 0..b.tiles {
+            let px = if iw + 1 == b.tiles {
+                b.last_px
+            } else {
+                b.tile_px
+            };
+            let src = src0.wrapping_add(row + iw * b.tile_px * 3 * B::E);
+            let dst = dst0.wrapping_add(iw * b.tile_stride + k * 6 * px);
+            // A tile's rows share lines only when each row is whole blocks (then every row
+            // of the tile has the same offset in its first line).
+            let slot = carry.get_mut(iw).filter(|_| px % BLOCK_PX == 0);
+            let edges = Edges {
+                first: k == 0,
+                last: k + 1 == rows,
+            };
+            let kernel: Segment = match (stream, dst as usize % 64) {
+                (true, 0) => segment_streamed::<B, 16>,
+                (true, 16) => segment_streamed::<B, 12>,
+                (true, 32) => segment_streamed::<B, 8>,
+                (true, 48) => segment_streamed::<B, 4>,
+                // Ordinary stores, also for rows off the 16-byte grid (tiles whose pixel
+                // count is not a multiple of 8).
+                _ => segment_stored::<B>,
+            };
+            // SAFETY: the caller's contract: this row's input and output lie in the band;
+            // a streaming kernel is picked for the row's offset in its first line; the
+            // carry of tile `iw` goes only to the rows of tile `iw`, in order.
+            unsafe { kernel(src, dst, px, slot, edges) };
+        }
+    }
+    if stream {
+        // Non-temporal stores are weakly ordered: order them before the caller's next
+        // stores (a completion flag, another thread's reads).
+        _mm_sfence();
+    }
+}
+
+/// A row kernel: input, output, pixels, the tile's carry, the row's place in its tile.
+type Segment = unsafe fn(*const u8, *mut u8, usize, Option<&mut __m512i>, Edges);
+
+/// Whether a row is its tile's first and last.
+#[derive(Clone, Copy)]
+struct Edges {
+    first: bool,
+    last: bool,
+}
+
+/// One row of `px` pixels with ordinary unaligned stores (no carry needed).
+///
+/// # Safety
+///
+/// AVX-512F/BW/VBMI available; `src` readable for `3 · E · px` bytes, `dst` writable for
+/// `6 · px`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn segment_stored<B: BlockInput>(
+    src: *const u8,
+    dst: *mut u8,
+    px: usize,
+    _carry: Option<&mut __m512i>,
+    _edges: Edges,
+) {
+    let blocks = px / BLOCK_PX;
+    for i in 0..blocks {
+        // SAFETY: block i's input lies in the row.
+        let o = unsafe { B::block(src.wrapping_add(i * BLOCK_PX * 3 * B::E)) };
+        // SAFETY: block i's 192 output bytes lie in the row.
+        unsafe { store3::<false>(dst.wrapping_add(i * BLOCK_OUT), o) };
+    }
+    let rest = px - blocks * BLOCK_PX;
+    if rest > 0 {
+        let at = blocks * BLOCK_PX;
+        // SAFETY: the remaining pixels' input and output lie in the row.
+        unsafe {
+            B::tail(
+                src.wrapping_add(at * 3 * B::E),
+                dst.wrapping_add(at * 6),
+                rest * 3 * B::E,
+            )
+        };
+    }
+}
+
+/// One row of `px` pixels with streaming stores on whole lines; `dst % 64 = 64 − 4·IMM`
+/// (`IMM = 16`: aligned). `carry` holds the tile's line shared with the previous row (on
+/// entry, unless `first`) and receives the one shared with the next (unless `last`); without
+/// a carry, shared lines take masked ordinary stores.
+///
+/// # Safety
+///
+/// AVX-512F/BW/VBMI available; `src` readable for `3 · E · px` bytes, `dst` writable for
+/// `6 · px`; with a carry and not `first`, the `64 − 4·IMM` bytes before `dst` belong to the
+/// tile's previous row, written by the previous call with the same carry.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn segment_streamed<B: BlockInput, const IMM: i32>(
+    src: *const u8,
+    dst: *mut u8,
+    px: usize,
+    carry: Option<&mut __m512i>,
+    edges: Edges,
+) {
+    let blocks = px / BLOCK_PX;
+    if IMM == 16 {
+        for i in 0..blocks {
+            // SAFETY: block i's input lies in the row.
+            let o = unsafe { B::block(src.wrapping_add(i * BLOCK_PX * 3 * B::E)) };
+            // SAFETY: block i's 192 output bytes lie in the row; they are three whole
+            // lines (`dst` is 64-byte aligned, IMM = 16).
+            unsafe { store3::<true>(dst.wrapping_add(i * BLOCK_OUT), o) };
+        }
+    } else if blocks > 0 {
+        // `head` bytes of the row fill the rest of its first line; line L of the row (from
+        // the second) holds output bytes 64L − m.. (m = 64 − head).
+        let head = 4 * IMM as usize;
+        let m = 64 - head;
+        let line = dst.wrapping_add(head);
+        let tail = rest_of(px) > 0;
+        // SAFETY: block 0's input lies in the row.
+        let o = unsafe { B::block(src) };
+        match (&carry, edges.first) {
+            (Some(c), false) => {
+                let first = _mm512_alignr_epi32::<IMM>(o[0], **c);
+                // SAFETY: the line before `line` starts m bytes before `dst`: its first m
+                // bytes are the previous row's (the carry's top m bytes, contract), so the
+                // whole aligned line is this tile's.
+                unsafe { _mm512_stream_si512(dst.wrapping_sub(m).cast(), first) };
+            }
+            // SAFETY: the first `head` bytes at `dst` are the row's.
+            _ => unsafe { _mm512_mask_storeu_epi8(dst.cast(), mask(head), o[0]) },
+        }
+        let (one, two) = (
+            _mm512_alignr_epi32::<IMM>(o[1], o[0]),
+            _mm512_alignr_epi32::<IMM>(o[2], o[1]),
+        );
+        // SAFETY: lines 1 and 2 of the row (output bytes head .. head + 128) lie in block
+        // 0's 192 bytes; `line` is 64-byte aligned.
+        unsafe { stream2(line, one, two) };
+        let mut prev = o[2];
+        for i in 1..blocks {
+            // SAFETY: block i's input lies in the row.
+            let o = unsafe { B::block(src.wrapping_add(i * BLOCK_PX * 3 * B::E)) };
+            let lines = [
+                _mm512_alignr_epi32::<IMM>(o[0], prev),
+                _mm512_alignr_epi32::<IMM>(o[1], o[0]),
+                _mm512_alignr_epi32::<IMM>(o[2], o[1]),
+            ];
+            // SAFETY: the three aligned lines from output byte 192i − m (up to 192i + 192
+            // − m) lie in the row.
+            unsafe { store3::<true>(line.wrapping_add(i * BLOCK_OUT - 64), lines) };
+            prev = o[2];
+        }
+        match carry {
+            Some(c) if !edges.last && !tail => *c = prev,
+            _ => {
+                let end = dst.wrapping_add(blocks * BLOCK_OUT - m);
+                let v = _mm512_alignr_epi32::<IMM>(_mm512_setzero_si512(), prev);
+                // SAFETY: the last m bytes of the blocks' output.
+                unsafe { _mm512_mask_storeu_epi8(end.cast(), mask(m), v) };
+            }
+        }
+    }
+    let rest = rest_of(px);
+    if rest > 0 {
+        let at = blocks * BLOCK_PX;
+        // SAFETY: the remaining pixels' input and output lie in the row.
+        unsafe {
+            B::tail(
+                src.wrapping_add(at * 3 * B::E),
+                dst.wrapping_add(at * 6),
+                rest * 3 * B::E,
+            )
+        };
+    }
+}
+
+/// Stores three vectors at `d`, `d + 64` and `d + 128`; non-temporal when `NT`.
+///
+/// # Safety
+///
+/// AVX-512F available; `d` writable for 192 bytes, and 64-byte aligned when `NT`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn store3<const NT: bool>(d: *mut u8, v: [__m512i; 3]) {
+    for (k, x) in v.into_iter().enumerate() {
+        let at = d.wrapping_add(64 * k).cast();
+        if NT {
+            // SAFETY: the caller's contract: 64 writable, aligned bytes at `at`.
+            unsafe { _mm512_stream_si512(at, x) };
+        } else {
+            // SAFETY: the caller's contract: 64 writable bytes at `at`.
+            unsafe { _mm512_storeu_si512(at, x) };
+        }
+    }
+}
+
+/// Streams two vectors to the lines at `d` and `d + 64`.
+///
+/// # Safety
+///
+/// AVX-512F available; `d` 64-byte aligned and writable for 128 bytes.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn stream2(d: *mut u8, a: __m512i, b: __m512i) {
+    // SAFETY: the caller's contract: the first line.
+    unsafe { _mm512_stream_si512(d.cast(), a) };
+    // SAFETY: the caller's contract: the second line.
+    unsafe { _mm512_stream_si512(d.wrapping_add(64).cast(), b) };
+}
+
+/// Pixels of a row past its whole blocks.
+const fn rest_of(px: usize) -> usize {
+    px % BLOCK_PX
+}
+
 #[cfg(test)]
 mod test {
-    use super::{B16_INDEX, F32_INDEX};
+    use super::{B16_INDEX, BLOCK_INDEX, F32_INDEX};
+
+    #[test]
+    fn block_indexes_stay_in_their_windows() {
+        // Pixel 0: [l0 l1 l2 h0 h1 h2] from stream bytes [0 2 4 1 3 5].
+        assert_eq!(BLOCK_INDEX[0][..6], [0, 2, 4, 1, 3, 5]);
+        // Output byte 64 is pixel 10's h1: stream byte 60 + 3 = 63, window from 56.
+        assert_eq!(BLOCK_INDEX[1][0], 63 - 56);
+        // Output byte 191 is pixel 31's h2: stream byte 191, window from 120.
+        assert_eq!(BLOCK_INDEX[2][63], 191 - 120);
+        assert!(BLOCK_INDEX.iter().flatten().all(|&i| i < 128));
+    }
 
     #[test]
     fn indexes_follow_the_pixel_layout() {
