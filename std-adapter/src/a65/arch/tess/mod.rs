@@ -13,6 +13,10 @@
 //! - [`RowsFn`] (optional, per level): both in one pass over whole rows of compact small
 //!   pixels, straight from the input rows to the output (x86-64 AVX-512 VBMI byte
 //!   permutes), with no BF16 intermediate.
+//! - [`BandFn`] (optional, per level): both over a whole band of tiles of 3-channel pixels
+//!   in input order, 32 pixels per block into whole output vectors, with non-temporal
+//!   stores on whole cache lines for outputs of at least [`STREAM_MIN`] bytes (x86-64
+//!   AVX-512 VBMI).
 //!
 //! Layout: `generic` (the split, over a 16-byte vector trait), `fallback` (portable scalar),
 //! one folder per architecture with one file per level.
