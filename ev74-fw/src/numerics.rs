@@ -178,18 +178,17 @@ impl core::fmt::Debug for Entry {
     }
 }
 
-const UNIT: Multiplier = match Multiplier::from_bits(0x3f80_0000) {
-    Ok(m) => m,
-    Err(_) => panic!("1.0 is a valid multiplier"),
-};
-
 /// Rounds a binary32 product to an integer with mode `M`, adds the zero point, saturates.
 #[inline(always)]
 fn finish<M: RoundingMode>(product: u32, zero_point: i32) -> u8 {
-    exact::saturate(exact::wide::<M>(&UNIT, F32::decode(product)), zero_point) as u8
+    exact::saturate(exact::wide_binary32::<M>(product), zero_point) as u8
 }
 
 /// One 16-element block; returns whether it took the exact path.
+///
+/// The lanes are independent and free of branches up to the block's decision (products and
+/// flags as plain array operations, which a compiler may vectorize); then the block is
+/// finished from the products or recomputed on the exact path.
 #[inline(always)]
 fn block<I: FastInput, M: RoundingMode, U: FpUnit>(
     p: &EntryParams,
@@ -197,35 +196,38 @@ fn block<I: FastInput, M: RoundingMode, U: FpUnit>(
     output: &mut [u8],
 ) -> bool {
     let mut raw = [0u32; BLOCK];
+    for (r, chunk) in raw.iter_mut().zip(input.chunks_exact(I::SIZE)) {
+        *r = I::load(chunk);
+    }
     let mut product = [0u32; BLOCK];
     let m_bits = p.multiplier.bits();
-    let mut needs_exact = p.multiplier_subnormal();
-    for ((r, pr), chunk) in raw
-        .iter_mut()
-        .zip(product.iter_mut())
-        .zip(input.chunks_exact(I::SIZE))
-    {
-        *r = I::load(chunk);
-        let x = I::to_f32_bits(*r);
+    let mut needs_exact = p.multiplier_subnormal() as u32;
+    for (pr, &r) in product.iter_mut().zip(&raw) {
+        let x = I::to_f32_bits(r);
         let magnitude = x & 0x7fff_ffff;
-        if I::MAY_BE_SUBNORMAL && magnitude != 0 && magnitude < 0x0080_0000 {
-            needs_exact = true;
-        }
         *pr = U::mul(x, m_bits);
-        if magnitude != 0 && *pr & 0x7f80_0000 == 0 {
-            needs_exact = true;
-        }
+        // A nonzero FP32 subnormal input: magnitude in [1, 2^23).
+        let subnormal_input = I::MAY_BE_SUBNORMAL & (magnitude.wrapping_sub(1) < 0x7f_ffff);
+        // A nonzero input whose product has a zero exponent (subnormal or flushed).
+        let zero_exponent = (magnitude != 0) & (*pr & 0x7f80_0000 == 0);
+        needs_exact |= (subnormal_input | zero_exponent) as u32;
     }
-    if needs_exact {
-        for (o, r) in output.iter_mut().zip(raw) {
-            *o = exact::element::<I, M>(&p.multiplier, p.zero_point, r) as u8;
-        }
+    if needs_exact != 0 {
+        exact_block::<I, M>(p, &raw, output);
     } else {
         for (o, pr) in output.iter_mut().zip(product) {
             *o = finish::<M>(pr, p.zero_point);
         }
     }
-    needs_exact
+    needs_exact != 0
+}
+
+/// A block on the exact path, from its raw element bits.
+#[inline(always)]
+fn exact_block<I: FastInput, M: RoundingMode>(p: &EntryParams, raw: &[u32], output: &mut [u8]) {
+    for (o, &r) in output.iter_mut().zip(raw) {
+        *o = exact::element::<I, M>(&p.multiplier, p.zero_point, r) as u8;
+    }
 }
 
 fn run<I: FastInput, M: RoundingMode, U: FpUnit>(
@@ -238,25 +240,42 @@ fn run<I: FastInput, M: RoundingMode, U: FpUnit>(
     let blocks = n / BLOCK;
     let (in_blocks, in_tail) = input.split_at(blocks * BLOCK * I::SIZE);
     let (out_blocks, out_tail) = output.split_at_mut(blocks * BLOCK);
-    for (ib, ob) in in_blocks
+    let blocks = in_blocks
         .chunks_exact(BLOCK * I::SIZE)
-        .zip(out_blocks.chunks_exact_mut(BLOCK))
-    {
-        if block::<I, M, U>(p, ib, ob) {
+        .zip(out_blocks.chunks_exact_mut(BLOCK));
+    if p.multiplier_subnormal() {
+        // Every block takes the exact path: no products needed to decide.
+        for (ib, ob) in blocks {
+            let mut raw = [0u32; BLOCK];
+            for (r, chunk) in raw.iter_mut().zip(ib.chunks_exact(I::SIZE)) {
+                *r = I::load(chunk);
+            }
+            exact_block::<I, M>(p, &raw, ob);
             stats.exact += 1;
-        } else {
-            stats.fast += 1;
+        }
+    } else {
+        for (ib, ob) in blocks {
+            if block::<I, M, U>(p, ib, ob) {
+                stats.exact += 1;
+            } else {
+                stats.fast += 1;
+            }
         }
     }
     for (o, chunk) in out_tail
         .iter_mut()
         .zip(in_tail.chunks_exact(I::SIZE))
-        .take(n - blocks * BLOCK)
+        .take(n - blocks_len(n))
     {
         *o = exact::element::<I, M>(&p.multiplier, p.zero_point, I::load(chunk)) as u8;
         stats.tail += 1;
     }
     stats
+}
+
+/// Elements in whole blocks among `n`.
+const fn blocks_len(n: usize) -> usize {
+    n / BLOCK * BLOCK
 }
 
 fn entry_for<I: FastInput, M: RoundingMode, U: FpUnit>() -> Entry {

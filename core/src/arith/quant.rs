@@ -306,6 +306,15 @@ pub trait RoundingMode {
     const MODE: Rounding;
     /// Whether the truncated magnitude must be incremented.
     fn increment(negative: bool, odd: bool, fraction: Fraction) -> bool;
+    /// The magnitude `value · 2^-shift` rounded to an integer with this mode (the sign is
+    /// `negative`), for `1 ≤ shift ≤ 63` and `value < 2^62`: the truncated quotient plus
+    /// [`increment`](RoundingMode::increment). The modes override it with a branch-free
+    /// bias added before the shift.
+    #[inline(always)]
+    fn round_shift(value: u64, shift: u32, negative: bool) -> u64 {
+        let (t, f) = split(value, shift);
+        t + Self::increment(negative, t & 1 != 0, f) as u64
+    }
 }
 
 /// [`Rounding::TowardZero`] as a type.
@@ -324,12 +333,23 @@ pub enum TowardNegative {}
 impl RoundingMode for TowardZero {
     const MODE: Rounding = Rounding::TowardZero;
     #[inline(always)]
+    fn round_shift(value: u64, shift: u32, _: bool) -> u64 {
+        value >> shift
+    }
+    #[inline(always)]
     fn increment(_: bool, _: bool, _: Fraction) -> bool {
         false
     }
 }
 impl RoundingMode for NearestEven {
     const MODE: Rounding = Rounding::NearestEven;
+    #[inline(always)]
+    fn round_shift(value: u64, shift: u32, _: bool) -> u64 {
+        // With a bias of one half − 1 plus the quotient's parity, the quotient moves up only
+        // for a fraction above one half, or exactly one half on an odd quotient.
+        let half = 1u64 << (shift - 1);
+        (value + (half - 1) + ((value >> shift) & 1)) >> shift
+    }
     #[inline(always)]
     fn increment(_: bool, odd: bool, fraction: Fraction) -> bool {
         match fraction {
@@ -342,6 +362,12 @@ impl RoundingMode for NearestEven {
 impl RoundingMode for TowardPositive {
     const MODE: Rounding = Rounding::TowardPositive;
     #[inline(always)]
+    fn round_shift(value: u64, shift: u32, negative: bool) -> u64 {
+        // Ceiling of the magnitude when positive, truncation when negative.
+        let bias = ((1u64 << shift) - 1) & (negative as u64).wrapping_sub(1);
+        (value + bias) >> shift
+    }
+    #[inline(always)]
     fn increment(negative: bool, _: bool, fraction: Fraction) -> bool {
         !negative && fraction != Fraction::Zero
     }
@@ -349,31 +375,24 @@ impl RoundingMode for TowardPositive {
 impl RoundingMode for TowardNegative {
     const MODE: Rounding = Rounding::TowardNegative;
     #[inline(always)]
+    fn round_shift(value: u64, shift: u32, negative: bool) -> u64 {
+        // Ceiling of the magnitude when negative, truncation when positive.
+        let bias = ((1u64 << shift) - 1) & (negative as u64).wrapping_neg();
+        (value + bias) >> shift
+    }
+    #[inline(always)]
     fn increment(negative: bool, _: bool, fraction: Fraction) -> bool {
         negative && fraction != Fraction::Zero
     }
 }
 
-/// Splits `value >> shift` into the truncated quotient and the fraction class.
-/// `shift` may be anything; at or above 64 the quotient is 0.
+/// Splits `value >> shift` into the truncated quotient and the fraction class, for
+/// `1 ≤ shift ≤ 63`.
 #[inline(always)]
 fn split(value: u64, shift: u32) -> (u64, Fraction) {
-    if shift == 0 {
-        return (value, Fraction::Zero);
-    }
-    if shift > 64 {
-        let f = if value == 0 {
-            Fraction::Zero
-        } else {
-            Fraction::Below
-        };
-        return (0, f);
-    }
-    let (quotient, remainder) = if shift == 64 {
-        (0, value)
-    } else {
-        (value >> shift, value & ((1u64 << shift) - 1))
-    };
+    debug_assert!((1..=63).contains(&shift));
+    let quotient = value >> shift;
+    let remainder = value & ((1u64 << shift) - 1);
     let half = 1u64 << (shift - 1);
     let f = if remainder == 0 {
         Fraction::Zero
@@ -390,6 +409,19 @@ fn split(value: u64, shift: u32) -> (u64, Fraction) {
 /// The wide (pre-zero-point, pre-saturation) result of one element: the binary32 product
 /// rounded to an integer with mode `M`, bounded to ±[`WIDE_LIMIT`]. NaN gives 0 (so the
 /// output is the zero point), ±∞ gives ±`WIDE_LIMIT`.
+///
+/// The exact product `|x·m| = p · 2^e` (p ≤ 48 bits) is classified by `top = ⌊log2 |x·m|⌋`
+/// before any rounding, which is exact because rounding to binary32 is monotone and the
+/// bounds 2^20 and 0.5 are binary32 values:
+///
+/// - `top ≥ 20`: the binary32 product is at least 2^20, so the result is ±`WIDE_LIMIT`;
+/// - `-1 ≤ top ≤ 19`: the binary32 product is normal with quantum `2^(top-23)`: step 2
+///   rounds p to a 24-bit significand s (nearest-even; a carry gives 2^24), and step 3
+///   rounds `s · 2^(top-23)` to an integer, a right shift by `23 - top` ∈ [4, 24];
+/// - `top ≤ -2`: the binary32 product is at most 0.5, and 0 exactly when `|x·m| ≤ 2^-150`
+///   (the tie at 2^-150 goes to even); the integer is 0 plus the mode's increment for a
+///   nonzero fraction below or at one half (the same for every mode, as the quotient 0 is
+///   even).
 #[inline(always)]
 pub fn wide<M: RoundingMode>(m: &Multiplier, x: Decoded) -> i32 {
     let (negative, sx, ex) = match x {
@@ -401,36 +433,56 @@ pub fn wide<M: RoundingMode>(m: &Multiplier, x: Decoded) -> i32 {
             exponent,
         } => (negative, significand, exponent),
     };
-    // Exact product of significands: ≤ 24 × 24 = 48 bits.
+    // Exact product of significands: nonzero, ≤ 24 × 24 = 48 bits.
     let product = sx as u64 * m.significand as u64;
-    let exponent = ex + m.exponent;
     let width = 64 - product.leading_zeros() as i32;
-    // Step 2: round once to binary32 (24-bit significand, quantum ≥ 2^-149), nearest-even.
-    let quantum = (exponent + width - 24).max(-149);
-    let (s, q) = if quantum <= exponent {
-        (product, exponent)
-    } else {
-        let (t, f) = split(product, (quantum - exponent) as u32);
-        (
-            t + NearestEven::increment(false, t & 1 != 0, f) as u64,
-            quantum,
-        )
-    };
-    if s == 0 {
-        return 0;
-    }
-    // Step 3: round s · 2^q to an integer with mode M.
-    let magnitude = if q >= 0 {
-        if q >= 20 {
-            WIDE_LIMIT as u64
+    let top = ex + m.exponent + width - 1;
+    let magnitude = if top >= 20 {
+        WIDE_LIMIT
+    } else if top >= -1 {
+        // Step 2: the 24-bit significand (≤ 2^24 after a carry) of quantum 2^(top-23).
+        let s = if width > 24 {
+            NearestEven::round_shift(product, (width - 24) as u32, false)
         } else {
-            (s << q).min(WIDE_LIMIT as u64)
-        }
+            product << (24 - width)
+        };
+        // Step 3: round s · 2^(top-23) to an integer with mode M.
+        M::round_shift(s, (23 - top) as u32, negative).min(WIDE_LIMIT as u64) as i32
     } else {
-        let (t, f) = split(s, (-q) as u32);
-        (t + M::increment(negative, t & 1 != 0, f) as u64).min(WIDE_LIMIT as u64)
+        let nonzero = top > -150 || (top == -150 && !product.is_power_of_two());
+        if nonzero {
+            M::increment(negative, false, Fraction::Below) as i32
+        } else {
+            0
+        }
     };
-    let magnitude = magnitude as i32;
+    if negative { -magnitude } else { magnitude }
+}
+
+/// [`wide`] for the multiplier 1 on binary32 `bits`: step 3 alone (a binary32 value needs no
+/// step 2), rounding the value to an integer with mode `M`, bounded to ±[`WIDE_LIMIT`]; NaN
+/// gives 0. Equal to `wide::<M>(&Multiplier::ONE, F32::decode(bits))`, without the product.
+#[inline(always)]
+pub fn wide_binary32<M: RoundingMode>(bits: u32) -> i32 {
+    let negative = bits >> 31 != 0;
+    let exp_field = ((bits >> 23) & 0xff) as i32;
+    let mantissa = bits & 0x7f_ffff;
+    let magnitude = if exp_field >= 127 + 20 {
+        // At least 2^20, an infinity or a NaN.
+        if exp_field == 0xff && mantissa != 0 {
+            return 0;
+        }
+        WIDE_LIMIT
+    } else if exp_field >= 126 {
+        // [0.5, 2^20): significand · 2^(exp_field - 150), a right shift by 4..=24.
+        let s = (mantissa | 0x80_0000) as u64;
+        M::round_shift(s, (150 - exp_field) as u32, negative).min(WIDE_LIMIT as u64) as i32
+    } else if bits & 0x7fff_ffff == 0 {
+        0
+    } else {
+        // Nonzero and below one half: the quotient is 0 (even).
+        M::increment(negative, false, Fraction::Below) as i32
+    };
     if negative { -magnitude } else { magnitude }
 }
 
@@ -570,6 +622,144 @@ mod test {
             ),
             -1
         );
+    }
+
+    /// The step-by-step formulation of SPEC §3 (round the product to binary32 by its
+    /// quantum, then to an integer), kept as a reference for the classified [`wide`].
+    fn wide_reference<M: RoundingMode>(m: &Multiplier, x: Decoded) -> i32 {
+        fn split_any(value: u64, shift: u32) -> (u64, Fraction) {
+            if shift == 0 {
+                return (value, Fraction::Zero);
+            }
+            if shift >= 64 {
+                let below = shift > 64 || value < 1 << 63;
+                let f = match (value, below) {
+                    (0, _) => Fraction::Zero,
+                    (_, true) => Fraction::Below,
+                    (v, false) if v == 1 << 63 => Fraction::Half,
+                    _ => Fraction::Above,
+                };
+                return (0, f);
+            }
+            split(value, shift)
+        }
+        let (negative, sx, ex) = match x {
+            Decoded::Zero | Decoded::Nan => return 0,
+            Decoded::Inf(neg) => return if neg { -WIDE_LIMIT } else { WIDE_LIMIT },
+            Decoded::Finite {
+                negative,
+                significand,
+                exponent,
+            } => (negative, significand, exponent),
+        };
+        let product = sx as u64 * m.significand as u64;
+        let exponent = ex + m.exponent;
+        let width = 64 - product.leading_zeros() as i32;
+        let quantum = (exponent + width - 24).max(-149);
+        let (s, q) = if quantum <= exponent {
+            (product, exponent)
+        } else {
+            let (t, f) = split_any(product, (quantum - exponent) as u32);
+            (
+                t + NearestEven::increment(false, t & 1 != 0, f) as u64,
+                quantum,
+            )
+        };
+        if s == 0 {
+            return 0;
+        }
+        let magnitude = if q >= 0 {
+            if q >= 20 {
+                WIDE_LIMIT as u64
+            } else {
+                (s << q).min(WIDE_LIMIT as u64)
+            }
+        } else {
+            let (t, f) = split_any(s, (-q) as u32);
+            (t + M::increment(negative, t & 1 != 0, f) as u64).min(WIDE_LIMIT as u64)
+        };
+        let magnitude = magnitude as i32;
+        if negative { -magnitude } else { magnitude }
+    }
+
+    fn agrees_with_reference<M: RoundingMode>(m: &Multiplier) {
+        // Every 1021st FP32 pattern plus every pattern near the class boundaries.
+        let near = |e: u32| (0..1 << 12).map(move |k| (e << 23) | (k * 2047 % 0x80_0000));
+        let patterns = (0..=u32::MAX / 1021)
+            .map(|k| k * 1021)
+            .chain((0..256).flat_map(near))
+            .chain((0..256).flat_map(near).map(|b| b | 0x8000_0000))
+            .chain([1, 2, 3, 0x7f_ffff, 0x80_0000]);
+        for bits in patterns {
+            let x = F32::decode(bits);
+            assert_eq!(
+                wide::<M>(m, x),
+                wide_reference::<M>(m, x),
+                "{bits:#010x} x {:#010x}, {}",
+                m.bits(),
+                M::MODE
+            );
+        }
+    }
+
+    #[test]
+    fn classified_wide_agrees_with_the_stepwise_formulation() {
+        for bits in [
+            0x3f00_0000,
+            0x3e99_999a,
+            0x0000_0001,
+            0x0000_0003,
+            0x0040_0001,
+            0x007f_ffff,
+            0x0080_0000,
+            0x3f80_0000,
+            0x3f7f_ffff,
+            0x4b7f_ffff,
+            0x7f00_0000,
+            0x7f7f_ffff,
+        ] {
+            let m = Multiplier::from_bits(bits).unwrap();
+            agrees_with_reference::<TowardZero>(&m);
+            agrees_with_reference::<NearestEven>(&m);
+            agrees_with_reference::<TowardPositive>(&m);
+            agrees_with_reference::<TowardNegative>(&m);
+        }
+    }
+
+    #[test]
+    fn wide_binary32_is_wide_by_one() {
+        let near = |e: u32| (0..1 << 12).map(move |k| (e << 23) | (k * 2047 % 0x80_0000));
+        let patterns = (0..=u32::MAX / 1021)
+            .map(|k| k * 1021)
+            .chain((0..256).flat_map(near))
+            .chain((0..256).flat_map(near).map(|b| b | 0x8000_0000))
+            .chain([
+                0x7f80_0000,
+                0xff80_0000,
+                0x7fc0_0000,
+                0x7f80_0001,
+                0xffff_ffff,
+            ]);
+        for bits in patterns {
+            let x = F32::decode(bits);
+            let one = &Multiplier::ONE;
+            assert_eq!(
+                wide_binary32::<TowardZero>(bits),
+                wide::<TowardZero>(one, x)
+            );
+            assert_eq!(
+                wide_binary32::<NearestEven>(bits),
+                wide::<NearestEven>(one, x)
+            );
+            assert_eq!(
+                wide_binary32::<TowardPositive>(bits),
+                wide::<TowardPositive>(one, x)
+            );
+            assert_eq!(
+                wide_binary32::<TowardNegative>(bits),
+                wide::<TowardNegative>(one, x)
+            );
+        }
     }
 
     #[test]
