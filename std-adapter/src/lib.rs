@@ -38,6 +38,16 @@
 //! The vector routes need the default FP environment (round-to-nearest, no flush-to-zero,
 //! no denormals-are-zero, masked traps); `execute` checks it and fails before writing
 //! otherwise. The exact path is independent of the FP environment.
+//!
+//! # Features
+//!
+//! - `scalar-only` (off by default; for testing): automatic selection
+//!   (`a65::quant::prepare`, `a65::quanttess::prepare`, `a65::casttess::prepare`) picks
+//!   only the exact integer path (`exact-scalar`) and the scalar CastTess kernels, and
+//!   `implementation()` reports them. The SIMD routes stay compiled and reachable through
+//!   the hidden forced-route test hooks, so the route tests still compare every route with
+//!   the (now default) exact path. [`a65::SCALAR_ONLY`] tells whether it is on;
+//!   `cargo xtask test` runs the tests once with it (step `nosimd`).
 #![deny(missing_docs)]
 // `unsafe` is allowed only in `a65::arch` (SIMD intrinsics and FP control-register reads).
 #![deny(unsafe_code)]

@@ -7,7 +7,8 @@ pub(crate) const USAGE: &str = "\
 Usage: cargo xtask <subcommand> [options]
 
 Subcommands:
-  test [--require-all]  run the repository checks: fmt, clippy, test, doc, no_std,
+  test [--require-all]  run the repository checks: fmt, clippy, test, nosimd (the
+                        tests again with SIMD routes off), doc, no_std,
                         cross (AArch64 under qemu), armv7, fw_release, fuzz,
                         sweep (strided), miri.
                         A step whose tool is missing (a rustup target or component,

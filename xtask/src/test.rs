@@ -50,6 +50,28 @@ pub(crate) const STEPS: &[Step] = &[
         env: &[],
         requires: &[],
     },
+    // The tests of the packages that select A65 routes, again with SIMD routes disabled in
+    // automatic selection (`simak`'s `scalar-only` feature): the exact and scalar paths then
+    // carry everything `prepare` normally hands to a vector route. `simak-core` and
+    // `simak-ev74-fw` do not depend on `simak`, so their tests would only repeat.
+    Step {
+        name: "nosimd",
+        program: Program::Cargo,
+        args: &[
+            "test",
+            "--no-fail-fast",
+            "-p",
+            "simak",
+            "-p",
+            "simak-cli",
+            "-p",
+            "simak-tests",
+            "--features",
+            "simak/scalar-only",
+        ],
+        env: &[],
+        requires: &[],
+    },
     Step {
         name: "doc",
         program: Program::Cargo,
@@ -668,6 +690,7 @@ mod tests {
                 "fmt",
                 "clippy",
                 "test",
+                "nosimd",
                 "doc",
                 "no_std",
                 "cross",
@@ -677,6 +700,11 @@ mod tests {
                 "sweep",
                 "miri"
             ]
+        );
+        assert_eq!(
+            describe(step("nosimd")),
+            "cargo test --no-fail-fast -p simak -p simak-cli -p simak-tests \
+             --features simak/scalar-only"
         );
         assert_eq!(
             describe(step("sweep")),

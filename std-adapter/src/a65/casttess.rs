@@ -52,11 +52,13 @@ pub struct Prepared {
     geometry: Geometry,
 }
 
-/// Prepares `plan` with the fastest kernel level this CPU offers. Reads no tensor data and
-/// allocates nothing.
+/// Prepares `plan` with the fastest kernel level this CPU offers (the scalar kernels when
+/// built with the `scalar-only` feature, see [`TessLevel::AUTO`]). Reads no tensor data
+/// and allocates nothing.
 pub fn prepare(plan: &Plan) -> Prepared {
-    TessLevel::ALL
-        .into_iter()
+    TessLevel::AUTO
+        .iter()
+        .copied()
         .find_map(|level| prepare_with_level(plan, level))
         .unwrap_or_else(|| unreachable!("the scalar level is always available"))
 }

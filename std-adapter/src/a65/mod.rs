@@ -14,6 +14,7 @@ mod walk;
 
 #[doc(hidden)]
 pub use arch::Route;
+pub use arch::SCALAR_ONLY;
 #[doc(hidden)]
 pub use arch::tess::TessLevel;
 

@@ -51,7 +51,8 @@ pub struct Prepared {
     shape: Shape,
 }
 
-/// Prepares `plan` for A65 execution with the fastest route this CPU offers. Reads no
+/// Prepares `plan` for A65 execution with the fastest route this CPU offers (the exact
+/// path when built with the `scalar-only` feature, see [`Route::AUTO`]). Reads no
 /// tensor data and allocates nothing.
 pub fn prepare(plan: &Plan) -> Prepared {
     let traversal = Traversal::new(plan.input(), plan.output());
@@ -59,8 +60,9 @@ pub fn prepare(plan: &Plan) -> Prepared {
     let route = if shape == Shape::Elements {
         Route::Exact
     } else {
-        Route::ALL
-            .into_iter()
+        Route::AUTO
+            .iter()
+            .copied()
             .find(|&r| {
                 arch::run_fn_for(r, plan.input().dtype(), plan.multiplier(), plan.rounding())
                     .is_some()

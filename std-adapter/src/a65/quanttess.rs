@@ -50,11 +50,13 @@ pub struct Prepared {
     geometry: Geometry,
 }
 
-/// Prepares `plan` with the fastest Quant route this CPU offers. Reads no tensor data and
+/// Prepares `plan` with the fastest Quant route this CPU offers (the exact path when built
+/// with the `scalar-only` feature, see [`Route::AUTO`]). Reads no tensor data and
 /// allocates nothing.
 pub fn prepare(plan: &Plan) -> Prepared {
-    Route::ALL
-        .into_iter()
+    Route::AUTO
+        .iter()
+        .copied()
         .find_map(|route| prepare_with_route(plan, route))
         .unwrap_or_else(|| unreachable!("the exact route is always available"))
 }

@@ -19,6 +19,14 @@ pub(crate) mod x86_64;
 use simak_core::arith::quant::{Multiplier, RunFn};
 use simak_core::{DType, ops::quant::Rounding};
 
+/// Whether the crate was built with the `scalar-only` feature: automatic selection
+/// (`prepare` of Quant, QuantTess and CastTess) then picks only the exact / scalar paths
+/// ([`Route::Exact`], [`TessLevel::Scalar`](tess::TessLevel::Scalar)), so that every test
+/// exercises them. The forced-route test hooks (`prepare_with_route`, `prepare_with_level`)
+/// still reach the SIMD routes, which stay compiled and are compared with the scalar
+/// default.
+pub const SCALAR_ONLY: bool = cfg!(feature = "scalar-only");
+
 /// A numerical route for contiguous runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Route {
@@ -51,6 +59,14 @@ impl Route {
         Route::Neon,
         Route::Exact,
     ];
+
+    /// The routes automatic selection tries, in order: [`Route::ALL`], or only
+    /// [`Route::Exact`] when built with the `scalar-only` feature ([`SCALAR_ONLY`]).
+    pub const AUTO: &'static [Route] = if SCALAR_ONLY {
+        &[Route::Exact]
+    } else {
+        &Route::ALL
+    };
 
     /// Diagnostic name.
     pub const fn name(self) -> &'static str {

@@ -132,6 +132,15 @@ impl TessLevel {
         TessLevel::Scalar,
     ];
 
+    /// The levels automatic selection tries, in order: [`TessLevel::ALL`], or only
+    /// [`TessLevel::Scalar`] when built with the `scalar-only` feature
+    /// ([`SCALAR_ONLY`](super::SCALAR_ONLY)).
+    pub const AUTO: &'static [TessLevel] = if super::SCALAR_ONLY {
+        &[TessLevel::Scalar]
+    } else {
+        &TessLevel::ALL
+    };
+
     /// Diagnostic name.
     pub const fn name(self) -> &'static str {
         match self {
