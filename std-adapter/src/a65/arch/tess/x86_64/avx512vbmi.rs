@@ -486,13 +486,18 @@ unsafe fn band_body<B: BlockInput>(b: &mut Band<'_>, stream: bool) {
                 first: k == 0,
                 last: k + 1 == rows,
             };
-            let kernel: Segment = match (stream, dst as usize % 64) {
-                (true, 0) => segment_streamed::<B, 16>,
-                (true, 16) => segment_streamed::<B, 12>,
-                (true, 32) => segment_streamed::<B, 8>,
-                (true, 48) => segment_streamed::<B, 4>,
-                // Ordinary stores, also for rows off the 16-byte grid (tiles whose pixel
-                // count is not a multiple of 8).
+            if !stream {
+                // SAFETY: the caller's contract: this row's input and output lie in the band.
+                unsafe { segment_stored::<B>(src, dst, px, slot, edges) };
+                continue;
+            }
+            let kernel: Segment = match dst as usize % 64 {
+                0 => segment_streamed::<B, 16>,
+                16 => segment_streamed::<B, 12>,
+                32 => segment_streamed::<B, 8>,
+                48 => segment_streamed::<B, 4>,
+                // Rows off the 16-byte grid (tiles whose pixel count is not a multiple of
+                // 8): ordinary stores.
                 _ => segment_stored::<B>,
             };
             // SAFETY: the caller's contract: this row's input and output lie in the band;
@@ -525,6 +530,7 @@ struct Edges {
 /// AVX-512F/BW/VBMI available; `src` readable for `3 · E · px` bytes, `dst` writable for
 /// `6 · px`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
 unsafe fn segment_stored<B: BlockInput>(
     src: *const u8,
     dst: *mut u8,
