@@ -43,6 +43,19 @@ impl Traversal {
     /// Coalesces with the axes sorted by decreasing input stride, or output stride when
     /// `by_output`.
     fn ordered(input: &View, output: &View, by_output: bool) -> Traversal {
+        if input.is_empty() {
+            // Nothing is visited. Only the span of an empty view is bounded (it is 0): the
+            // product of its other extents may pass `usize`, so merging axes could overflow.
+            return Traversal {
+                n_outer: 0,
+                extents: [0; MAX_RANK],
+                in_strides: [0; MAX_RANK],
+                out_strides: [0; MAX_RANK],
+                inner_len: 0,
+                inner_in_stride: 0,
+                inner_out_stride: 0,
+            };
+        }
         let mut axes: [(usize, usize, usize); MAX_RANK] = [(0, 0, 0); MAX_RANK];
         let mut n_active = 0;
         for axis in 0..input.rank() {
@@ -91,9 +104,6 @@ impl Traversal {
             inner_in_stride: 0,
             inner_out_stride: 0,
         };
-        if input.is_empty() {
-            return t;
-        }
         if n == 0 {
             t.inner_len = 1;
             return t;
