@@ -6,19 +6,7 @@
 //! 1 internal failure.
 #![forbid(unsafe_code)]
 
-mod bench;
-mod demo;
-mod engine;
-mod error;
-mod layout;
-mod output;
-mod packet;
-mod params;
-mod quant;
-mod read;
-mod report;
-mod tess;
-mod untile;
+use simak_cli::{bench, demo, engine, error, layout, packet, params, quant, read, tess, untile};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
