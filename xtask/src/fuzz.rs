@@ -4,6 +4,12 @@
 //! `fuzz/corpus/<target>/` but writes new inputs to a scratch corpus under `fuzz/target/`
 //! (ignored by git), so a run never dirties the tree. A crash fails the run; libFuzzer
 //! leaves the input under `fuzz/artifacts/<target>/`, to become a regression test.
+//!
+//! Every target runs with `-timeout=10`: one input taking 10 s is a bug (libFuzzer's
+//! default of 20 minutes would stall the run instead). The file-reader targets (`read_*`)
+//! also run under a libFuzzer malloc limit (`extra_flags`): inputs are at most 4 KiB
+//! (libFuzzer's default `-max_len`), so an allocation of hundreds of MiB is one out of
+//! proportion to the input and fails the run.
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
@@ -38,6 +44,8 @@ pub(crate) fn run(root: &Path, options: &FuzzOptions) -> ExitCode {
             .arg(&seeds)
             .arg("--")
             .arg(format!("-max_total_time={}", options.seconds))
+            .arg("-timeout=10")
+            .args(extra_flags(target))
             .current_dir(root)
             .status();
         match status {
@@ -57,6 +65,15 @@ pub(crate) fn run(root: &Path, options: &FuzzOptions) -> ExitCode {
     } else {
         println!("fuzz targets that failed: {}", failed.join(", "));
         ExitCode::FAILURE
+    }
+}
+
+/// libFuzzer flags of `target` beyond the run time: a malloc limit for the file readers
+/// (a single allocation above it is reported as a crash, with the input kept).
+pub(crate) fn extra_flags(target: &str) -> &'static [&'static str] {
+    match target {
+        "read_npy" | "read_safetensors" | "read_image" => &["-malloc_limit_mb=256"],
+        _ => &[],
     }
 }
 
@@ -81,6 +98,22 @@ mod tests {
     fn lists_the_committed_targets() {
         let root = crate::project_root();
         let names = super::targets(&root.join("fuzz/fuzz_targets")).unwrap();
-        assert!(names.contains(&"quant_decode".to_owned()), "{names:?}");
+        for target in [
+            "admission",
+            "bind",
+            "casttess_decode",
+            "quant_decode",
+            "read_image",
+            "read_npy",
+            "read_safetensors",
+        ] {
+            assert!(names.contains(&target.to_owned()), "{target}: {names:?}");
+        }
+    }
+
+    #[test]
+    fn readers_run_under_a_malloc_limit() {
+        assert_eq!(super::extra_flags("read_npy"), ["-malloc_limit_mb=256"]);
+        assert!(super::extra_flags("bind").is_empty());
     }
 }
