@@ -5,7 +5,9 @@
 //! tie (`x · 0.5 = k + 0.5`). Each figure is the median over repetitions after warm-up of
 //! the time per call; two same-process references give the machine's ceiling: a plain read
 //! of the input, and a trivial kernel with the same traffic (read each input element,
-//! store its low byte).
+//! store its low byte), both vectorized (AVX-512 where the CPU has it, with the Quant
+//! route's streaming-store policy) so that they measure memory, not instructions
+//! (`simak::a65::reference`).
 
 use std::hint::black_box;
 use std::sync::Mutex;
@@ -14,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use simak::a65::quant::{Prepared, execute, prepare, prepare_exact};
+use simak::a65::reference;
 use simak::ops::quant::{Params, Request, check_inference};
 use simak::{DType, TensorSpec};
 
@@ -283,15 +286,6 @@ fn wait_a_little(spins: &mut u32) {
     }
 }
 
-/// The trivial kernel: stores the low byte of each `S`-byte element (vectorizable: `S` is a
-/// constant).
-#[inline(never)]
-fn low_bytes<const S: usize>(input: &[u8], output: &mut [u8]) {
-    for (o, c) in output.iter_mut().zip(input.chunks_exact(S)) {
-        *o = c[0];
-    }
-}
-
 /// Runs the benchmark and prints the figures.
 pub fn run(job: &BenchJob) -> Result<(), CliError> {
     let dtype = job.dtype;
@@ -359,22 +353,13 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
     }
     // Reference: a plain read of the input (sum of its 8-byte words).
     let read = time(job.reps, || {
-        let sum = input
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-            .fold(0u64, u64::wrapping_add);
-        black_box(sum);
+        black_box(reference::read(black_box(&input)));
     });
     figures.push(figure("reference: plain read", n, in_bytes, read));
     // Reference: the same traffic as Quant, trivial arithmetic (low byte of each element).
-    let trivial = match dtype.size() {
-        4 => time(job.reps, || {
-            low_bytes::<4>(black_box(&input), black_box(&mut output))
-        }),
-        _ => time(job.reps, || {
-            low_bytes::<2>(black_box(&input), black_box(&mut output))
-        }),
-    };
+    let trivial = time(job.reps, || {
+        reference::low_bytes(dtype.size(), black_box(&input), black_box(&mut output))
+    });
     figures.push(figure("reference: trivial kernel", n, in_bytes, trivial));
 
     let summary = Summary {

@@ -16,6 +16,8 @@ mod walk;
 pub use arch::Route;
 pub use arch::SCALAR_ONLY;
 #[doc(hidden)]
+pub use arch::reference;
+#[doc(hidden)]
 pub use arch::tess::TessLevel;
 
 use core::fmt;

@@ -12,6 +12,7 @@
 
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod aarch64;
+pub mod reference;
 pub(crate) mod tess;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_64;
