@@ -371,6 +371,10 @@ pub fn pick_safetensor<'a>(
 pub const IMAGE_MAX_SIDE: u32 = 16384;
 /// Decoder limits for images: at most this many bytes allocated by the decoder.
 pub const IMAGE_MAX_ALLOC: u64 = 512 << 20;
+/// Images whose HWC FP32 tensor (12 bytes per pixel) would exceed this many bytes are
+/// refused from their header, before decoding: the conversion's copies are sized by the
+/// pixel count, which a small file can make huge (a blank PNG compresses ~1000:1).
+pub const IMAGE_MAX_TENSOR: u64 = 512 << 20;
 
 /// Image normalization: `(p / full_scale - mean[c]) / std[c]`, all in binary32.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -405,7 +409,8 @@ pub struct DecodedImage {
     pub data: Aligned<'static>,
 }
 
-/// Decodes a PNG or JPEG image under [`IMAGE_MAX_SIDE`] / [`IMAGE_MAX_ALLOC`], converts it
+/// Decodes a PNG or JPEG image under [`IMAGE_MAX_SIDE`] / [`IMAGE_MAX_ALLOC`] (after
+/// refusing, from its header, one whose FP32 tensor would exceed [`IMAGE_MAX_TENSOR`]), converts it
 /// to RGB (gray is replicated, alpha dropped), then to HWC FP32 with
 /// `(p as f32 / 255.0 - mean) / std` (65535 for 16-bit images), each step in binary32.
 ///
@@ -428,6 +433,23 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
             ));
         }
     };
+    let (width, height) = ImageReader::with_format(
+        Cursor::new(bytes),
+        reader.format().unwrap_or(ImageFormat::Png),
+    )
+    .into_dimensions()
+    .map_err(|e| bad_file(file, format!("malformed {format} image: {e}")))?;
+    let tensor = u64::from(width) * u64::from(height) * 12;
+    if tensor > IMAGE_MAX_TENSOR {
+        return Err(bad_file(
+            file,
+            format!(
+                "{format} image of {width} x {height} pixels exceeds the limits: its FP32 tensor would take {} MiB (limit {} MiB)",
+                tensor >> 20,
+                IMAGE_MAX_TENSOR >> 20
+            ),
+        ));
+    }
     let mut limits = Limits::default();
     limits.max_image_width = Some(IMAGE_MAX_SIDE);
     limits.max_image_height = Some(IMAGE_MAX_SIDE);

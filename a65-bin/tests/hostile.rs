@@ -471,6 +471,13 @@ fn image_cases() -> Vec<Case> {
             png_with_size(16385, 16385),
             &["png", "limits"],
         )),
+        // Within the decoder's side limit, but 16384² pixels make a 3 GiB FP32 tensor: refused
+        // from the header (a blank PNG of this size is a ~260 KB file).
+        huge(case(
+            "huge-tensor.png",
+            png_with_size(16384, 16384),
+            &["png", "16384 x 16384", "FP32 tensor", "limit"],
+        )),
         case("zero-size.png", png_with_size(0, 0), &["png"]),
         case("zero-width.png", png_with_size(0, 24), &["png"]),
         case("corrupt.jpg", corrupt_jpeg, &["jpeg"]),
