@@ -19,6 +19,10 @@ pub enum CliError {
     /// Exit code 1.
     #[error("internal error: {0:#}")]
     Internal(anyhow::Error),
+    /// The output could not be written (disk full, I/O error); nothing was replaced.
+    /// Exit code 1.
+    #[error("{0}")]
+    Write(String),
 }
 
 impl From<anyhow::Error> for CliError {
@@ -32,7 +36,7 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Input(_) => ExitCode::from(2),
-            CliError::Internal(_) => ExitCode::from(1),
+            CliError::Internal(_) | CliError::Write(_) => ExitCode::from(1),
         }
     }
 

@@ -9,7 +9,7 @@ use simak::MAX_RANK;
 use simak::layout::{MlaTiled, TileAxis, TiledView};
 
 use crate::error::{CliError, bad_file};
-use crate::output::{check_target, write_atomic};
+use crate::output::{check_target_of, write_atomic};
 use crate::report::{emit, shape_text};
 
 /// Largest physical buffer (bytes) `--svg` draws: 1024 rows of 16 bytes.
@@ -185,7 +185,7 @@ pub fn run(job: &LayoutJob) -> Result<(), CliError> {
                 ),
             ));
         }
-        check_target(svg)?;
+        check_target_of("--svg", svg)?;
     }
     let roles: Vec<Role> = TileAxis::ALL
         .iter()

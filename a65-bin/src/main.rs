@@ -40,8 +40,8 @@ use crate::tess::{TessBackend, TessJob, TessOp};
                   output file written), 1 for internal failures."
 )]
 struct Cli {
-    /// Quiet: no progress bar and no summary table; only errors (and --json output, or
-    /// the demo checksum) are printed.
+    /// Quiet: no progress bar and no summary table; only errors and any --json output are
+    /// printed (`demo -q` still prints its checksum line).
     #[arg(short, long, global = true, display_order = 100)]
     quiet: bool,
     /// Print the summary as JSON on stdout instead of the text table.
@@ -319,7 +319,7 @@ struct TessArgs {
     #[arg(long, value_name = "R,G,B", value_parser = parse_rgb, allow_hyphen_values = true)]
     mean: Option<[f32; 3]>,
     /// Images: per-channel standard deviation divided by (each > 0) [default: 1,1,1].
-    #[arg(long, value_name = "R,G,B", value_parser = parse_std)]
+    #[arg(long, value_name = "R,G,B", value_parser = parse_std, allow_hyphen_values = true)]
     std: Option<[f32; 3]>,
 }
 
@@ -331,7 +331,7 @@ struct CastTessArgs {
     /// simulator).
     #[arg(long, value_enum, value_name = "BACKEND", default_value_t = Backend::A65)]
     backend: Backend,
-    /// EV74 worker ring size, 1 to 4 (ev74-sim only) [default: 4].
+    /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4))]
     workers: Option<u64>,
 }
@@ -367,10 +367,10 @@ struct QuantTessArgs {
 
 #[derive(Debug, Args)]
 struct UntileArgs {
-    /// The tiled buffer (its sidecar is PATH.json).
-    #[arg(value_name = "PATH")]
+    /// The tiled buffer (its sidecar is INPUT.json).
+    #[arg(value_name = "INPUT")]
     input: PathBuf,
-    /// The logical .npy to write [default: PATH with extension .npy].
+    /// The logical .npy to write [default: INPUT with extension .npy].
     #[arg(long, value_name = "PATH")]
     output: Option<PathBuf>,
 }
@@ -378,7 +378,7 @@ struct UntileArgs {
 #[derive(Debug, Args)]
 struct DequantArgs {
     /// An int8 .npy, or a .safetensors file written by `simak quant`.
-    #[arg(value_name = "PATH")]
+    #[arg(value_name = "INPUT")]
     input: PathBuf,
     /// Output; its format follows the input.
     #[arg(long, value_name = "PATH")]
@@ -515,7 +515,7 @@ struct QuantArgs {
     /// simulator (byte-identical to a65).
     #[arg(long, value_enum, value_name = "BACKEND", default_value_t = Backend::A65)]
     backend: Backend,
-    /// EV74 worker ring size, 1 to 4 (ev74-sim only) [default: 4].
+    /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4))]
     workers: Option<u64>,
 }

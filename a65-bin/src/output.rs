@@ -40,20 +40,50 @@ fn folder_of(path: &Path) -> PathBuf {
     }
 }
 
-/// Checks that `output` can be a file target: not a directory, folder exists.
+/// Checks that `output` can be a file target of `--output`: see [`check_target_of`].
 ///
 /// # Errors
 ///
-/// Bad input (exit 2) naming `output`.
+/// As [`check_target_of`].
 pub fn check_target(output: &Path) -> Result<(), CliError> {
-    if output.is_dir() {
-        return Err(bad_file(output, "--output names a directory, not a file"));
+    check_target_of("--output", output)
+}
+
+/// Checks that `path`, given by `flag`, can be a file target: not `-` (standard output is
+/// not written: outputs are replaced atomically by rename), not a directory, not an existing
+/// device, FIFO or socket (a rename would replace the node itself), and its folder exists.
+///
+/// # Errors
+///
+/// Bad input (exit 2) naming `path` and `flag`.
+pub fn check_target_of(flag: &str, path: &Path) -> Result<(), CliError> {
+    if path.as_os_str() == "-" {
+        return Err(bad_file(
+            path,
+            format!("{flag} - (standard output) is not supported: give a file path"),
+        ));
     }
-    let folder = folder_of(output);
+    if path.is_dir() {
+        return Err(bad_file(
+            path,
+            format!("{flag} names a directory, not a file"),
+        ));
+    }
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+    {
+        return Err(bad_file(
+            path,
+            format!(
+                "{flag} names a device or other special file; simak writes regular files only (replaced atomically by rename)"
+            ),
+        ));
+    }
+    let folder = folder_of(path);
     if !folder.is_dir() {
         return Err(bad_file(
-            output,
-            format!("--output folder {} does not exist", folder.display()),
+            path,
+            format!("{flag} folder {} does not exist", folder.display()),
         ));
     }
     Ok(())
@@ -146,7 +176,7 @@ pub fn stage(
         let mut buffered = BufWriter::with_capacity(1 << 20, file);
         write(&mut buffered)
             .and_then(|()| buffered.flush())
-            .with_context(|| format!("writing {}", temp.path().display()))?;
+            .map_err(|e| write_failed(output, &e))?;
     }
     // An existing target's mode is not subject to the umask: set it exactly.
     #[cfg(unix)]
@@ -157,11 +187,17 @@ pub fn stage(
     }
     temp.as_file()
         .sync_all()
-        .with_context(|| format!("syncing {}", temp.path().display()))?;
+        .map_err(|e| write_failed(output, &e))?;
     Ok(Staged {
         temp,
         output: output.to_path_buf(),
     })
+}
+
+/// An I/O failure while writing the temporary file of `output` (exit 1; the temporary file
+/// is removed when the error drops it).
+fn write_failed(output: &Path, e: &io::Error) -> CliError {
+    CliError::Write(format!("{}: cannot write: {e}", output.display()))
 }
 
 /// Rewrites the JSON header of a serialized `.safetensors` file with its top-level keys and

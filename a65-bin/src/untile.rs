@@ -120,6 +120,10 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
         .output
         .clone()
         .unwrap_or_else(|| default_untile_output(input));
+    // The buffer first: a wrong buffer path should be reported as such, not as its sidecar.
+    if let Err(e) = std::fs::metadata(input) {
+        return Err(bad_file(input, format!("cannot read: {e}")));
+    }
     let side_text = std::fs::read_to_string(&side)
         .map_err(|e| bad_file(&side, format!("cannot read the sidecar: {e}")))?;
     let sidecar: Sidecar = serde_json::from_str(&side_text)

@@ -1202,3 +1202,75 @@ fn version_and_help() {
     ]);
     assert_eq!(backend.status.code(), Some(2));
 }
+
+#[test]
+fn special_outputs_are_refused_and_left_alone() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = data("chelsea-f32-hwc.npy");
+    let quant = |output: &str| {
+        vec![
+            "quant".to_owned(),
+            "--input".to_owned(),
+            path_str(&input).to_owned(),
+            "--output".to_owned(),
+            output.to_owned(),
+            "--multiplier".to_owned(),
+            "64".to_owned(),
+        ]
+    };
+    let args = quant("-");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect_bad(&args, d, &["--output -", "standard output"]);
+    // A FIFO stands for any special file (a device node needs privileges to create): a
+    // rename would replace the node itself, so it is refused before anything is written.
+    let fifo = d.join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        let args = quant(path_str(&fifo));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        expect_bad(&args, d, &[path_str(&fifo), "special file"]);
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+    let svg = d.join("missing").join("x.svg");
+    expect_bad(
+        &[
+            "layout",
+            "--shape",
+            "4,4,3",
+            "--axes",
+            "-1,0,1,2",
+            "--tile",
+            "1,2,2,3",
+            "--svg",
+            path_str(&svg),
+        ],
+        d,
+        &["--svg folder"],
+    );
+    let nope = d.join("nope.bin");
+    expect_bad(
+        &["untile", path_str(&nope)],
+        d,
+        &[path_str(&nope), "cannot read"],
+    );
+    let out = d.join("c.bin");
+    expect_bad(
+        &[
+            "casttess",
+            "--input",
+            path_str(&data("chelsea.png")),
+            "--output",
+            path_str(&out),
+            "--axes",
+            "-1,0,1,2",
+            "--tile",
+            "1,16,64,3",
+            "--std",
+            "-1,1,1",
+        ],
+        d,
+        &["standard deviation -1 is not > 0"],
+    );
+}
