@@ -798,6 +798,9 @@ fn usage_error(e: clap::Error) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // Best effort: without the handler an interrupt may leave a temporary file (never a
+    // partial output).
+    let _ = simak_cli::output::install_interrupt_cleanup();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::Context;
 
@@ -11,6 +12,50 @@ use crate::error::{CliError, bad_file};
 
 /// Prefix of the temporary files this tool creates next to its outputs.
 pub const TEMP_PREFIX: &str = ".simak-";
+
+/// Temporary files being written or staged, removed by the interrupt handler.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Installs the interrupt handler (SIGINT, SIGTERM, SIGHUP): every temporary output file
+/// still pending is removed, then the process exits with status 130, so an interrupted run
+/// leaves neither a partial output nor a temporary file (targets are only ever replaced by
+/// a completed rename). Call once, from `main`.
+///
+/// # Errors
+///
+/// When a handler is already installed or the signal cannot be hooked.
+pub fn install_interrupt_cleanup() -> Result<(), ctrlc::Error> {
+    ctrlc::set_handler(|| {
+        let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        for path in pending.iter() {
+            let _ = std::fs::remove_file(path);
+        }
+        std::process::exit(130);
+    })
+}
+
+/// Registers a temporary file with the interrupt handler for as long as it lives.
+#[derive(Debug)]
+struct Pending(PathBuf);
+
+impl Pending {
+    fn new(path: &Path) -> Pending {
+        PENDING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(path.to_path_buf());
+        Pending(path.to_path_buf())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = pending.iter().position(|p| *p == self.0) {
+            pending.swap_remove(k);
+        }
+    }
+}
 
 /// Whether `a` and `b` name the same existing file (canonical paths or, on Unix, the same
 /// device and inode, which also catches hard links).
@@ -124,6 +169,7 @@ pub fn write_atomic_all(staged: Vec<Staged>) -> Result<(), CliError> {
 pub struct Staged {
     temp: tempfile::NamedTempFile,
     output: PathBuf,
+    _pending: Pending,
 }
 
 impl Staged {
@@ -171,6 +217,7 @@ pub fn stage(
             format!("cannot create a file in {}: {e}", folder.display()),
         )
     })?;
+    let pending = Pending::new(temp.path());
     {
         let file: &File = temp.as_file();
         let mut buffered = BufWriter::with_capacity(1 << 20, file);
@@ -191,6 +238,7 @@ pub fn stage(
     Ok(Staged {
         temp,
         output: output.to_path_buf(),
+        _pending: pending,
     })
 }
 
