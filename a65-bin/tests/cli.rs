@@ -1274,3 +1274,66 @@ fn special_outputs_are_refused_and_left_alone() {
         &["standard deviation -1 is not > 0"],
     );
 }
+
+#[test]
+fn an_interrupted_run_leaves_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = d.join("big.npy");
+    // 32 Mi FP32 elements (128 MB): the 32 MB output takes long enough to write that the
+    // temporary file is seen by polling.
+    let n = 32usize << 20;
+    let data: Vec<u8> = (0..n)
+        .flat_map(|i| ((i % 1000) as f32).to_le_bytes())
+        .collect();
+    write_npy(&input, "<f4", &[n as u64], Order::C, &data);
+    drop(data);
+    let output = d.join("out.npy");
+    let temp_files = || {
+        fs::read_dir(d)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| name.starts_with(".simak-"))
+            .count()
+    };
+    let mut interrupted = 0;
+    for _attempt in 0..5 {
+        let mut child = Command::new(BIN)
+            .args(["quant", "-q", "--input", path_str(&input), "--output"])
+            .arg(&output)
+            .args(["--multiplier", "2"])
+            .spawn()
+            .unwrap();
+        let mut seen = false;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+            if temp_files() > 0 {
+                seen = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        if !seen {
+            child.wait().unwrap();
+            continue;
+        }
+        let killed = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        if status.code() == Some(0) {
+            // It finished between the poll and the signal: try again.
+            continue;
+        }
+        assert_eq!(status.code(), Some(130), "{status:?}");
+        assert_eq!(temp_files(), 0, "a temporary file was left behind");
+        interrupted += 1;
+        break;
+    }
+    assert_eq!(
+        interrupted, 1,
+        "never caught the run while it wrote its temporary file"
+    );
+}
