@@ -472,34 +472,32 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
         ColorType::L16 | ColorType::La16 | ColorType::Rgb16 | ColorType::Rgba16
     );
     let (width, height) = (image.width() as usize, image.height() as usize);
-    let pixels = width * height;
-    let mut values: Vec<f32> = Vec::with_capacity(pixels * 3);
-    let convert = |samples: &mut dyn Iterator<Item = f32>, scale: f32, out: &mut Vec<f32>| {
-        for (k, p) in samples.enumerate() {
+    // Straight from the RGB samples into the aligned FP32 buffer (no intermediate tensor),
+    // with the decoded image dropped first: the peak is the RGB copy plus the tensor.
+    let to_fp32 = |raw: &mut dyn Iterator<Item = f32>, scale: f32, dst: &mut [u8]| {
+        for (k, (d, p)) in dst.chunks_exact_mut(4).zip(raw).enumerate() {
             let c = k % 3;
-            out.push((p / scale - norm.mean[c]) / norm.std[c]);
+            d.copy_from_slice(&((p / scale - norm.mean[c]) / norm.std[c]).to_le_bytes());
         }
     };
-    if sixteen {
+    let len = width * height * 3 * 4;
+    let data = if sixteen {
         let rgb = image.to_rgb16();
-        convert(
-            &mut rgb.as_raw().iter().map(|&p| f32::from(p)),
-            65535.0,
-            &mut values,
-        );
+        drop(image);
+        Aligned::copy_with(len, 4, |dst| {
+            to_fp32(
+                &mut rgb.as_raw().iter().map(|&p| f32::from(p)),
+                65535.0,
+                dst,
+            );
+        })
     } else {
         let rgb = image.to_rgb8();
-        convert(
-            &mut rgb.as_raw().iter().map(|&p| f32::from(p)),
-            255.0,
-            &mut values,
-        );
-    }
-    let data = Aligned::copy_with(values.len() * 4, 4, |dst| {
-        for (d, v) in dst.chunks_exact_mut(4).zip(values.iter()) {
-            d.copy_from_slice(&v.to_le_bytes());
-        }
-    });
+        drop(image);
+        Aligned::copy_with(len, 4, |dst| {
+            to_fp32(&mut rgb.as_raw().iter().map(|&p| f32::from(p)), 255.0, dst);
+        })
+    };
     Ok(DecodedImage {
         format,
         bits: if sixteen { 16 } else { 8 },

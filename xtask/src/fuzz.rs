@@ -69,10 +69,13 @@ pub(crate) fn run(root: &Path, options: &FuzzOptions) -> ExitCode {
 }
 
 /// libFuzzer flags of `target` beyond the run time: a malloc limit for the file readers
-/// (a single allocation above it is reported as a crash, with the input kept).
+/// (a single allocation above it is reported as a crash, with the input kept). npy and
+/// safetensors allocate no more than the file's size; an image may legitimately allocate
+/// up to the decoder limit and the FP32 tensor limit of the CLI (512 MiB each).
 pub(crate) fn extra_flags(target: &str) -> &'static [&'static str] {
     match target {
-        "read_npy" | "read_safetensors" | "read_image" => &["-malloc_limit_mb=256"],
+        "read_npy" | "read_safetensors" => &["-malloc_limit_mb=256"],
+        "read_image" => &["-malloc_limit_mb=600"],
         _ => &[],
     }
 }
@@ -114,6 +117,7 @@ mod tests {
     #[test]
     fn readers_run_under_a_malloc_limit() {
         assert_eq!(super::extra_flags("read_npy"), ["-malloc_limit_mb=256"]);
+        assert_eq!(super::extra_flags("read_image"), ["-malloc_limit_mb=600"]);
         assert!(super::extra_flags("bind").is_empty());
     }
 }
