@@ -28,3 +28,25 @@ fn deeply_nested_npy_header_is_refused_at_once() {
     assert!(message.contains("nests brackets 14 deep"), "{message}");
     eprintln!("refused in {:?}", start.elapsed());
 }
+
+/// `read_image`, input `fuzz/regressions/read_image/regress_jpeg_2048x11016` (kept out of
+/// the seed corpus: every mutation of it decodes a 22.6 Mpixel image, which starved the
+/// 20-second CI run): a valid 2048 × 11016 JPEG whose 270 MB FP32 tensor used to be built in
+/// a `Vec<f32>` and then copied (tripping the fuzz malloc limit). It converts straight into
+/// the aligned buffer now; the result is the whole image.
+#[test]
+fn a_tall_jpeg_converts_into_one_buffer() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/regressions/read_image/regress_jpeg_2048x11016");
+    let bytes = std::fs::read(&path).unwrap();
+    let image = simak_cli::read::decode_image(&path, &bytes, &Default::default()).unwrap();
+    assert_eq!(image.shape, [11016, 2048, 3]);
+    assert_eq!(image.data.as_slice().len(), 11016 * 2048 * 12);
+    assert!(
+        image
+            .data
+            .as_slice()
+            .chunks_exact(4)
+            .all(|v| (0.0..=1.0).contains(&f32::from_le_bytes([v[0], v[1], v[2], v[3]])))
+    );
+}
