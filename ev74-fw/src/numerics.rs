@@ -201,7 +201,8 @@ fn block<I: FastInput, M: RoundingMode, U: FpUnit>(
     }
     let mut product = [0u32; BLOCK];
     let m_bits = p.multiplier.bits();
-    let mut needs_exact = p.multiplier_subnormal() as u32;
+    // (A subnormal multiplier never gets here: `run` sends its blocks to the exact path.)
+    let mut needs_exact = 0u32;
     for (pr, &r) in product.iter_mut().zip(&raw) {
         let x = I::to_f32_bits(r);
         let magnitude = x & 0x7fff_ffff;
@@ -213,7 +214,7 @@ fn block<I: FastInput, M: RoundingMode, U: FpUnit>(
         needs_exact |= (subnormal_input | zero_exponent) as u32;
     }
     if needs_exact != 0 {
-        exact_block::<I, M>(p, &raw, output);
+        exact_elements::<I, M>(p, input, output);
     } else {
         for (o, pr) in output.iter_mut().zip(product) {
             *o = finish::<M>(pr, p.zero_point);
@@ -222,12 +223,20 @@ fn block<I: FastInput, M: RoundingMode, U: FpUnit>(
     needs_exact != 0
 }
 
-/// A block on the exact path, from its raw element bits.
+/// The exact path over `min(output.len(), input.len() / I::SIZE)` elements; returns that
+/// count.
 #[inline(always)]
-fn exact_block<I: FastInput, M: RoundingMode>(p: &EntryParams, raw: &[u32], output: &mut [u8]) {
-    for (o, &r) in output.iter_mut().zip(raw) {
-        *o = exact::element::<I, M>(&p.multiplier, p.zero_point, r) as u8;
+fn exact_elements<I: FastInput, M: RoundingMode>(
+    p: &EntryParams,
+    input: &[u8],
+    output: &mut [u8],
+) -> usize {
+    let mut n = 0;
+    for (o, chunk) in output.iter_mut().zip(input.chunks_exact(I::SIZE)) {
+        *o = exact::element::<I, M>(&p.multiplier, p.zero_point, I::load(chunk)) as u8;
+        n += 1;
     }
+    n
 }
 
 fn run<I: FastInput, M: RoundingMode, U: FpUnit>(
@@ -246,11 +255,7 @@ fn run<I: FastInput, M: RoundingMode, U: FpUnit>(
     if p.multiplier_subnormal() {
         // Every block takes the exact path: no products needed to decide.
         for (ib, ob) in blocks {
-            let mut raw = [0u32; BLOCK];
-            for (r, chunk) in raw.iter_mut().zip(ib.chunks_exact(I::SIZE)) {
-                *r = I::load(chunk);
-            }
-            exact_block::<I, M>(p, &raw, ob);
+            exact_elements::<I, M>(p, ib, ob);
             stats.exact += 1;
         }
     } else {
@@ -262,20 +267,8 @@ fn run<I: FastInput, M: RoundingMode, U: FpUnit>(
             }
         }
     }
-    for (o, chunk) in out_tail
-        .iter_mut()
-        .zip(in_tail.chunks_exact(I::SIZE))
-        .take(n - blocks_len(n))
-    {
-        *o = exact::element::<I, M>(&p.multiplier, p.zero_point, I::load(chunk)) as u8;
-        stats.tail += 1;
-    }
+    stats.tail += exact_elements::<I, M>(p, in_tail, out_tail) as u64;
     stats
-}
-
-/// Elements in whole blocks among `n`.
-const fn blocks_len(n: usize) -> usize {
-    n / BLOCK * BLOCK
 }
 
 fn entry_for<I: FastInput, M: RoundingMode, U: FpUnit>() -> Entry {
