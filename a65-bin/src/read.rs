@@ -423,9 +423,9 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
     let reader = ImageReader::new(Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| bad_file(file, format!("cannot read: {e}")))?;
-    let format = match reader.format() {
-        Some(ImageFormat::Png) => "png",
-        Some(ImageFormat::Jpeg) => "jpeg",
+    let (format, image_format) = match reader.format() {
+        Some(f @ ImageFormat::Png) => ("png", f),
+        Some(f @ ImageFormat::Jpeg) => ("jpeg", f),
         _ => {
             return Err(bad_file(
                 file,
@@ -433,12 +433,10 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
             ));
         }
     };
-    let (width, height) = ImageReader::with_format(
-        Cursor::new(bytes),
-        reader.format().unwrap_or(ImageFormat::Png),
-    )
-    .into_dimensions()
-    .map_err(|e| bad_file(file, format!("malformed {format} image: {e}")))?;
+    // The header alone (a second reader over the same bytes: `into_dimensions` consumes it).
+    let (width, height) = ImageReader::with_format(Cursor::new(bytes), image_format)
+        .into_dimensions()
+        .map_err(|e| bad_file(file, format!("malformed {format} image: {e}")))?;
     let tensor = u64::from(width) * u64::from(height) * 12;
     if tensor > IMAGE_MAX_TENSOR {
         return Err(bad_file(

@@ -10,9 +10,9 @@
 //! 4 Mi elements: exact-path head up to a cache line, then non-temporal stores), so the
 //! ceiling is not compute-bound. Elsewhere they are portable loops.
 
-/// Elements from which `low_bytes` streams its output (as the AVX-512 Quant route).
+/// Elements from which `low_bytes` streams its output: the AVX-512 Quant route's threshold.
 #[cfg(target_arch = "x86_64")]
-const STREAM_MIN: usize = 1 << 22;
+const STREAM_MIN: usize = super::x86_64::avx512::STREAM_MIN_AVX512;
 
 /// Wrapping sum of the little-endian 64-bit words of `input` (a trailing partial word is
 /// ignored): a plain read of every byte.

@@ -8,7 +8,7 @@ super::level_select!(body, 64, STREAM_MIN_AVX512);
 
 /// Runs of at least this many elements store their output with non-temporal stores: the
 /// output then bypasses the caches (no read-for-ownership, no eviction of the input).
-const STREAM_MIN_AVX512: usize = 1 << 22;
+pub(crate) const STREAM_MIN_AVX512: usize = 1 << 22;
 
 /// Loads 16 input elements at `ptr` as binary32 lanes.
 ///

@@ -316,9 +316,10 @@ trait BlockInput {
     unsafe fn tail(src: *const u8, dst: *mut u8, bytes: usize);
 }
 
+/// FP32 blocks.
 struct F32Block;
-struct F16Block;
-struct Bf16Block;
+/// 16-bit blocks: FP16 when `F16`, else BF16.
+struct B16Block<const F16: bool>;
 
 impl BlockInput for F32Block {
     const E: usize = 4;
@@ -334,31 +335,17 @@ impl BlockInput for F32Block {
     }
 }
 
-impl BlockInput for F16Block {
+impl<const F16: bool> BlockInput for B16Block<F16> {
     const E: usize = 2;
     #[inline(always)]
     unsafe fn block(src: *const u8) -> [__m512i; 3] {
         // SAFETY: the caller's contract (features detected, 192 readable bytes).
-        unsafe { block_b16::<true>(src) }
+        unsafe { block_b16::<F16>(src) }
     }
     #[inline(always)]
     unsafe fn tail(src: *const u8, dst: *mut u8, bytes: usize) {
         // SAFETY: the caller's contract.
-        unsafe { row_b16_body::<true>(src, dst, 3, bytes) }
-    }
-}
-
-impl BlockInput for Bf16Block {
-    const E: usize = 2;
-    #[inline(always)]
-    unsafe fn block(src: *const u8) -> [__m512i; 3] {
-        // SAFETY: the caller's contract (features detected, 192 readable bytes).
-        unsafe { block_b16::<false>(src) }
-    }
-    #[inline(always)]
-    unsafe fn tail(src: *const u8, dst: *mut u8, bytes: usize) {
-        // SAFETY: the caller's contract.
-        unsafe { row_b16_body::<false>(src, dst, 3, bytes) }
+        unsafe { row_b16_body::<F16>(src, dst, 3, bytes) }
     }
 }
 
@@ -408,8 +395,8 @@ unsafe fn block_b16<const F16: bool>(src: *const u8) -> [__m512i; 3] {
 pub(super) fn band_fn(dtype: DType) -> BandFn {
     match dtype {
         DType::F32 => band::<F32Block>,
-        DType::F16 => band::<F16Block>,
-        _ => band::<Bf16Block>,
+        DType::F16 => band::<B16Block<true>>,
+        _ => band::<B16Block<false>>,
     }
 }
 
