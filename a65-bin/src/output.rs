@@ -108,21 +108,22 @@ pub fn check_target_of(flag: &str, path: &Path) -> Result<(), CliError> {
             format!("{flag} - (standard output) is not supported: give a file path"),
         ));
     }
-    if path.is_dir() {
-        return Err(bad_file(
-            path,
-            format!("{flag} names a directory, not a file"),
-        ));
-    }
-    if let Ok(meta) = std::fs::metadata(path)
-        && !meta.is_file()
-    {
-        return Err(bad_file(
-            path,
-            format!(
-                "{flag} names a device or other special file; simak writes regular files only (replaced atomically by rename)"
-            ),
-        ));
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(bad_file(
+                path,
+                format!("{flag} names a directory, not a file"),
+            ));
+        }
+        Ok(meta) if !meta.is_file() => {
+            return Err(bad_file(
+                path,
+                format!(
+                    "{flag} names a device or other special file; simak writes regular files only (replaced atomically by rename)"
+                ),
+            ));
+        }
+        _ => {}
     }
     let folder = folder_of(path);
     if !folder.is_dir() {

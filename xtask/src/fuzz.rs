@@ -8,8 +8,9 @@
 //! Every target runs with `-timeout=10`: one input taking 10 s is a bug (libFuzzer's
 //! default of 20 minutes would stall the run instead). The file-reader targets (`read_*`)
 //! also run under a libFuzzer malloc limit (`extra_flags`): inputs are at most 4 KiB
-//! (libFuzzer's default `-max_len`), so an allocation of hundreds of MiB is one out of
-//! proportion to the input and fails the run.
+//! (libFuzzer's default `-max_len`), so for npy and safetensors an allocation of hundreds
+//! of MiB is out of proportion to the input and fails the run; images may allocate up to
+//! the CLI's decoder and tensor limits (512 MiB each), and no more.
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
