@@ -42,13 +42,10 @@
 //! ```
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
-use core::fmt;
-use core::marker::PhantomData;
-
 use crate::error::Port;
 use crate::layout::TILE_ALIGN;
 use crate::ops::casttess::Plan;
-use crate::state::{Bound, Encoded, State};
+use crate::state::{Bound, Encoded};
 use crate::wire::casttess::{self as wire, CastTessRepr, SIZE};
 
 pub use crate::ev74::quant::{BindError, MAX_SPAN, RepresentError};
@@ -151,101 +148,25 @@ fn lower(plan: &Plan) -> CastTessRepr {
 /// A 216-byte CastTess v1 descriptor in lifecycle state `S` ([`Encoded`] or [`Bound`]).
 ///
 /// Immutable: binding makes a new packet.
-pub struct Packet<S: State> {
-    bytes: [u8; SIZE],
-    state: PhantomData<S>,
-}
+pub type Packet<S> = super::Packet<wire::CastTessDescriptorV1, S>;
 
-// Manual impls: derives would demand the (never built) state markers implement them too.
-impl<S: State> Clone for Packet<S> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<S: State> Copy for Packet<S> {}
-impl<S: State> PartialEq for Packet<S> {
-    fn eq(&self, other: &Self) -> bool {
-        self.bytes == other.bytes
-    }
-}
-impl<S: State> Eq for Packet<S> {}
+impl super::sealed::Sealed for wire::CastTessDescriptorV1 {}
+impl super::Descriptor for wire::CastTessDescriptorV1 {
+    type Bytes = [u8; SIZE];
 
-impl<S: State> Packet<S> {
-    /// The descriptor bytes (216, little-endian).
-    pub const fn as_bytes(&self) -> &[u8; SIZE] {
-        &self.bytes
+    fn view(bytes: &[u8; SIZE]) -> &Self {
+        zerocopy::transmute_ref!(bytes)
     }
 
-    /// The raw view of the descriptor.
-    pub fn descriptor(&self) -> &wire::CastTessDescriptorV1 {
-        // The array is exactly SIZE bytes, so the cast cannot fail; a failure would be a
-        // bug, reported by the fallback to a zeroed view.
-        wire::CastTessDescriptorV1::new_checked(&self.bytes).unwrap_or(&ZEROED)
-    }
-
-    /// The lifecycle state name (`encoded` or `bound`).
-    pub const fn state(&self) -> &'static str {
-        S::NAME
-    }
-}
-
-static ZEROED: wire::CastTessDescriptorV1 = ZERO_DESCRIPTOR;
-
-const ZERO_DESCRIPTOR: wire::CastTessDescriptorV1 = {
-    use zerocopy::little_endian::{U16, U32, U64};
-    wire::CastTessDescriptorV1 {
-        magic: [0; 4],
-        version: U16::ZERO,
-        byte_length: U16::ZERO,
-        dtype: U32::ZERO,
-        rank: U32::ZERO,
-        flags: U32::ZERO,
-        reserved_20: U32::ZERO,
-        input_address: U64::ZERO,
-        output_address: U64::ZERO,
-        elements: U64::ZERO,
-        input_span: U64::ZERO,
-        output_span: U64::ZERO,
-        extents: [U64::ZERO; 6],
-        input_strides: [U64::ZERO; 6],
-        axes: [0; 4],
-        reserved_164: U32::ZERO,
-        tile: [U32::ZERO; 4],
-        bytes_per_outer: U64::ZERO,
-        tile_counts: [U32::ZERO; 4],
-        tile_align: U32::ZERO,
-        reserved_212: U32::ZERO,
-    }
-};
-
-impl<S: State> fmt::Debug for Packet<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Packet")
-            .field("state", &S::NAME)
-            .field("descriptor", self.descriptor())
-            .finish()
-    }
-}
-
-impl Packet<Bound> {
-    /// Input bus address.
-    pub fn input_address(&self) -> u32 {
-        u32::try_from(self.descriptor().input_address.get()).unwrap_or(0)
-    }
-
-    /// Output bus address.
-    pub fn output_address(&self) -> u32 {
-        u32::try_from(self.descriptor().output_address.get()).unwrap_or(0)
+    fn addresses(&self) -> (u64, u64) {
+        (self.input_address.get(), self.output_address.get())
     }
 }
 
 /// Encodes `plan` as a relocatable packet: every field set, address slots zero. Infallible
 /// once the plan passed [`check_inference`].
 pub fn encode_relocatable(plan: &DevicePlan) -> Packet<Encoded> {
-    Packet {
-        bytes: plan.repr.to_bytes(),
-        state: PhantomData,
-    }
+    Packet::new(plan.repr.to_bytes())
 }
 
 /// Binds an encoded packet to device regions, giving a new bound packet (SPEC §6). The
@@ -267,7 +188,7 @@ pub fn bind(
     input: DeviceRegion,
     output: DeviceRegion,
 ) -> Result<Packet<Bound>, BindError> {
-    if encoded.bytes != plan.repr.to_bytes() {
+    if *encoded.as_bytes() != plan.repr.to_bytes() {
         return Err(BindError::PacketMismatch);
     }
     if !plan.is_empty() {
@@ -281,10 +202,7 @@ pub fn bind(
     let mut repr = plan.repr;
     repr.input_address = input.address;
     repr.output_address = output.address;
-    Ok(Packet {
-        bytes: repr.to_bytes(),
-        state: PhantomData,
-    })
+    Ok(Packet::new(repr.to_bytes()))
 }
 
 /// [`encode_relocatable`] then [`bind`].

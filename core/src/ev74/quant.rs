@@ -41,12 +41,10 @@
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 use core::fmt;
-use core::marker::PhantomData;
 
 use crate::error::Port;
 use crate::ops::quant::Plan;
-use crate::state::{Bound, Encoded, State};
-use crate::tensor::MAX_RANK;
+use crate::state::{Bound, Encoded};
 use crate::wire::quant::{self as wire, QuantFlags, QuantRepr, SIZE};
 
 pub use crate::wire::quant::{DecodeCode, DecodeError};
@@ -257,94 +255,25 @@ fn lower(plan: &Plan) -> QuantRepr {
 /// A 224-byte Quant v1 descriptor in lifecycle state `S` ([`Encoded`] or [`Bound`]).
 ///
 /// Immutable: binding makes a new packet.
-pub struct Packet<S: State> {
-    bytes: [u8; SIZE],
-    state: PhantomData<S>,
-}
+pub type Packet<S> = super::Packet<wire::QuantDescriptorV1, S>;
 
-// Manual impls: derives would demand the (never built) state markers implement them too.
-impl<S: State> Clone for Packet<S> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<S: State> Copy for Packet<S> {}
-impl<S: State> PartialEq for Packet<S> {
-    fn eq(&self, other: &Self) -> bool {
-        self.bytes == other.bytes
-    }
-}
-impl<S: State> Eq for Packet<S> {}
+impl super::sealed::Sealed for wire::QuantDescriptorV1 {}
+impl super::Descriptor for wire::QuantDescriptorV1 {
+    type Bytes = [u8; SIZE];
 
-impl<S: State> Packet<S> {
-    /// The descriptor bytes (224, little-endian).
-    pub const fn as_bytes(&self) -> &[u8; SIZE] {
-        &self.bytes
+    fn view(bytes: &[u8; SIZE]) -> &Self {
+        zerocopy::transmute_ref!(bytes)
     }
 
-    /// The raw view of the descriptor.
-    pub fn descriptor(&self) -> &wire::QuantDescriptorV1 {
-        // The array is exactly SIZE bytes, so the cast cannot fail; a failure would be a
-        // bug, reported by the fallback to a zeroed static view.
-        wire::QuantDescriptorV1::new_checked(&self.bytes).unwrap_or(&ZEROED)
-    }
-
-    /// The lifecycle state name (`encoded` or `bound`).
-    pub const fn state(&self) -> &'static str {
-        S::NAME
-    }
-}
-
-static ZEROED: wire::QuantDescriptorV1 = wire::QuantDescriptorV1 {
-    magic: [0; 4],
-    version: zerocopy::little_endian::U16::ZERO,
-    byte_length: zerocopy::little_endian::U16::ZERO,
-    dtype: zerocopy::little_endian::U32::ZERO,
-    rank: zerocopy::little_endian::U32::ZERO,
-    flags: zerocopy::little_endian::U32::ZERO,
-    reserved_20: zerocopy::little_endian::U32::ZERO,
-    input_address: zerocopy::little_endian::U64::ZERO,
-    output_address: zerocopy::little_endian::U64::ZERO,
-    elements: zerocopy::little_endian::U64::ZERO,
-    input_span: zerocopy::little_endian::U64::ZERO,
-    output_span: zerocopy::little_endian::U64::ZERO,
-    extents: [zerocopy::little_endian::U64::ZERO; MAX_RANK],
-    input_strides: [zerocopy::little_endian::U64::ZERO; MAX_RANK],
-    output_strides: [zerocopy::little_endian::U64::ZERO; MAX_RANK],
-    multiplier: zerocopy::little_endian::U32::ZERO,
-    zero_point: zerocopy::little_endian::I32::ZERO,
-    rounding: zerocopy::little_endian::U32::ZERO,
-    reserved_220: zerocopy::little_endian::U32::ZERO,
-};
-
-impl<S: State> fmt::Debug for Packet<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Packet")
-            .field("state", &S::NAME)
-            .field("descriptor", self.descriptor())
-            .finish()
-    }
-}
-
-impl Packet<Bound> {
-    /// Input bus address.
-    pub fn input_address(&self) -> u32 {
-        u32::try_from(self.descriptor().input_address.get()).unwrap_or(0)
-    }
-
-    /// Output bus address.
-    pub fn output_address(&self) -> u32 {
-        u32::try_from(self.descriptor().output_address.get()).unwrap_or(0)
+    fn addresses(&self) -> (u64, u64) {
+        (self.input_address.get(), self.output_address.get())
     }
 }
 
 /// Encodes `plan` as a relocatable packet: every field set, address slots zero. Infallible
 /// once the plan passed [`check_inference`].
 pub fn encode_relocatable(plan: &DevicePlan) -> Packet<Encoded> {
-    Packet {
-        bytes: plan.repr.to_bytes(),
-        state: PhantomData,
-    }
+    Packet::new(plan.repr.to_bytes())
 }
 
 /// Binds an encoded packet to device regions, giving a new bound packet (SPEC §6). The
@@ -365,7 +294,7 @@ pub fn bind(
     input: DeviceRegion,
     output: DeviceRegion,
 ) -> Result<Packet<Bound>, BindError> {
-    if encoded.bytes != plan.repr.to_bytes() {
+    if *encoded.as_bytes() != plan.repr.to_bytes() {
         return Err(BindError::PacketMismatch);
     }
     if !plan.is_empty() {
@@ -384,10 +313,7 @@ pub fn bind(
     let mut repr = plan.repr;
     repr.input_address = input.address;
     repr.output_address = output.address;
-    Ok(Packet {
-        bytes: repr.to_bytes(),
-        state: PhantomData,
-    })
+    Ok(Packet::new(repr.to_bytes()))
 }
 
 /// [`encode_relocatable`] then [`bind`].

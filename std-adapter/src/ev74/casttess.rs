@@ -43,7 +43,6 @@ pub use super::quant::{SimError, SimOptions, SimRun};
 
 use super::DeviceRegion;
 use super::quant::run_packet;
-use super::sim::DmaStats;
 
 /// Runs `plan` on a fresh simulated EV74 with `workers` workers (1 to 4), the way the
 /// Runtime would: `check_inference` → `encode` against device regions holding copies of
@@ -83,13 +82,7 @@ pub fn run_sim_with(
 ) -> Result<SimRun, SimError> {
     let device_plan = check_inference(plan)?;
     if device_plan.is_empty() {
-        return Ok(SimRun {
-            report: None,
-            stats: DmaStats::default(),
-            input_bytes_read: 0,
-            output_bytes_written: 0,
-            output_write_counts: vec![0; output.len()],
-        });
+        return Ok(SimRun::nothing(output.len()));
     }
     run_packet(
         options,

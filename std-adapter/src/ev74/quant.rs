@@ -80,6 +80,20 @@ pub struct SimRun {
     pub output_write_counts: Vec<u16>,
 }
 
+impl SimRun {
+    /// The run of an empty plan, which is never submitted: no report, no traffic, no write
+    /// to any of the `output_len` output bytes.
+    pub(crate) fn nothing(output_len: usize) -> SimRun {
+        SimRun {
+            report: None,
+            stats: DmaStats::default(),
+            input_bytes_read: 0,
+            output_bytes_written: 0,
+            output_write_counts: vec![0; output_len],
+        }
+    }
+}
+
 /// Why a simulated run failed. On [`SimError::Firmware`] with a decode rejection nothing
 /// was written to device memory; `output` is untouched unless the firmware ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,13 +176,7 @@ pub fn run_sim_with(
 ) -> Result<SimRun, SimError> {
     let device_plan = check_inference(plan)?;
     if device_plan.is_empty() {
-        return Ok(SimRun {
-            report: None,
-            stats: DmaStats::default(),
-            input_bytes_read: 0,
-            output_bytes_written: 0,
-            output_write_counts: vec![0; output.len()],
-        });
+        return Ok(SimRun::nothing(output.len()));
     }
     run_packet(
         options,
