@@ -20,7 +20,7 @@ use simak::a65::reference;
 use simak::ops::quant::{Params, Request, check_inference};
 use simak::{DType, TensorSpec};
 
-use crate::demo::Pcg32;
+use crate::demo::{Pcg32, unit};
 use crate::error::CliError;
 
 /// What to measure.
@@ -99,8 +99,8 @@ fn workload(n: usize) -> Vec<f32> {
     let mut rng = Pcg32::new(0x00b3_4c4d_2026_1129, 7);
     let mut xs: Vec<f32> = (0..n)
         .map(|_| {
-            let u = (rng.unit() as f64).max(1.0 / 16_777_216.0);
-            let v = rng.unit() as f64;
+            let u = (unit(&mut rng) as f64).max(1.0 / 16_777_216.0);
+            let v = unit(&mut rng) as f64;
             (100.0 * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
         })
         .collect();

@@ -11,9 +11,12 @@
 //! nearest-even), then quantized with several parameter sets. The summary lists every job
 //! and an FNV-1a 64 checksum over all outputs in job order.
 
+use std::hash::Hasher;
 use std::io::{self, Write};
 
 use anyhow::anyhow;
+use fnv::FnvHasher;
+use rand_core::RngCore;
 use serde::Serialize;
 use simak::DType;
 use simak::ops::quant::{Params, Rounding};
@@ -27,38 +30,13 @@ use crate::report::{Row, Total, table};
 /// The default generator seed.
 pub const DEFAULT_SEED: u64 = 0x5eed_5a3a_2024_0001;
 
-/// PCG32 (XSH RR), O'Neill's reference constants.
-pub(crate) struct Pcg32 {
-    state: u64,
-    inc: u64,
-}
+/// The demo's and the bench's generator: PCG32 (XSH RR 64/32) from `rand_pcg`, whose
+/// `Pcg32::new(state, stream)` is the PCG reference's `pcg32_srandom(state, stream)`.
+pub(crate) use rand_pcg::Pcg32;
 
-impl Pcg32 {
-    pub(crate) fn new(seed: u64, stream: u64) -> Pcg32 {
-        let mut rng = Pcg32 {
-            state: 0,
-            inc: (stream << 1) | 1,
-        };
-        rng.next_u32();
-        rng.state = rng.state.wrapping_add(seed);
-        rng.next_u32();
-        rng
-    }
-
-    pub(crate) fn next_u32(&mut self) -> u32 {
-        let old = self.state;
-        self.state = old
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(self.inc);
-        let xorshifted = (((old >> 18) ^ old) >> 27) as u32;
-        let rot = (old >> 59) as u32;
-        xorshifted.rotate_right(rot)
-    }
-
-    /// Uniform in [0, 1): 24 random bits scaled by 2^-24 (exact).
-    pub(crate) fn unit(&mut self) -> f32 {
-        (self.next_u32() >> 8) as f32 * (1.0 / 16_777_216.0)
-    }
+/// Uniform in [0, 1): the top 24 bits of the next `u32` scaled by 2^-24 (exact).
+pub(crate) fn unit(rng: &mut Pcg32) -> f32 {
+    (rng.next_u32() >> 8) as f32 * (1.0 / 16_777_216.0)
 }
 
 /// The image-like tensor, `[224, 224, 3]` HWC, values in [0, 1].
@@ -76,7 +54,7 @@ fn image(seed: u64) -> (Vec<u64>, Vec<f32>) {
                     1 => gx,
                     _ => 1.0 - 0.5 * (gx + gy),
                 };
-                let v = 0.75 * base + 0.25 * rng.unit();
+                let v = 0.75 * base + 0.25 * unit(&mut rng);
                 data.push(v.clamp(0.0, 1.0));
             }
         }
@@ -90,7 +68,7 @@ fn weights(seed: u64) -> (Vec<u64>, Vec<f32>) {
     let mut rng = Pcg32::new(seed, 2);
     let mut data: Vec<f32> = (0..n * n)
         .map(|_| {
-            let s: f32 = (0..12).map(|_| rng.unit()).sum();
+            let s: f32 = (0..12).map(|_| unit(&mut rng)).sum();
             (s - 6.0) * 0.05
         })
         .collect();
@@ -138,20 +116,6 @@ fn encode(values: &[f32], dtype: DType) -> Vec<u8> {
 }
 
 /// FNV-1a, 64 bits.
-struct Fnv1a(u64);
-
-impl Fnv1a {
-    fn new() -> Fnv1a {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-    fn update(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-}
-
 /// How a demo job picks its multiplier.
 #[derive(Debug, Clone, Copy)]
 enum Pick {
@@ -246,7 +210,7 @@ pub fn run(seed: u64, quiet: bool, json: bool) -> Result<(), CliError> {
         ));
     }
 
-    let mut hash = Fnv1a::new();
+    let mut hash = FnvHasher::default();
     let mut rows = Vec::with_capacity(jobs.len());
     for Job {
         name,
@@ -282,10 +246,10 @@ pub fn run(seed: u64, quiet: bool, json: bool) -> Result<(), CliError> {
             .with_rounding(rounding);
         let q =
             engine::quantize(&tensor, params, engine::Backend::A65).map_err(|e| internal(&e))?;
-        hash.update(&q.output);
+        hash.write(&q.output);
         rows.push(Row::new(name, shape, dtype, &q, calibration));
     }
-    let checksum = format!("0x{:016x}", hash.0);
+    let checksum = format!("0x{:016x}", hash.finish());
     let total = Total::of(&rows);
     let text = if json {
         let summary = DemoSummary {
@@ -356,8 +320,9 @@ mod test {
 
     #[test]
     fn fnv1a_reference() {
-        let mut h = Fnv1a::new();
-        h.update(b"a");
-        assert_eq!(h.0, 0xaf63_dc4c_8601_ec8c);
+        // FNV-1a 64 of "a", from the FNV reference test vectors.
+        let mut h = FnvHasher::default();
+        h.write(b"a");
+        assert_eq!(h.finish(), 0xaf63_dc4c_8601_ec8c);
     }
 }
