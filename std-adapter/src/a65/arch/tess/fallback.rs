@@ -16,11 +16,7 @@ fn convert_f16_fallback(input: &[u8], output: &mut [u8]) {
 
 /// The scalar conversion of a float `dtype` (BF16 is a copy).
 pub(crate) fn convert_fn(dtype: DType) -> ConvertFn {
-    match dtype {
-        DType::F32 => convert_f32_fallback,
-        DType::F16 => convert_f16_fallback,
-        _ => super::convert_bf16,
-    }
+    super::convert_by_dtype(dtype, convert_f32_fallback, convert_f16_fallback)
 }
 
 /// Scalar plane split; see [`super::SplitFn`].

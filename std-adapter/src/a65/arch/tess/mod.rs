@@ -204,6 +204,58 @@ pub(crate) fn convert_bf16(input: &[u8], output: &mut [u8]) {
     output[..n].copy_from_slice(&input[..n]);
 }
 
+/// A level's SIMD conversion body: converts `n` elements (a multiple of the level's block)
+/// from `input` into `2n` bytes of BF16 at `output`.
+///
+/// Calling one is sound when the level's target features are available, `input` is
+/// readable for `n` input elements and `output` writable for `2n` bytes.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+pub(crate) type ConvertBody = unsafe fn(input: *const u8, output: *mut u8, n: usize);
+
+/// A level's [`ConvertFn`] body: converts `min(output.len() / 2, input.len() / size)`
+/// elements of the float `dtype`, whole blocks of `block` elements through `body` and the
+/// remainder through the exact conversions of SPEC §4 (`simak_core::arith::cast`).
+///
+/// # Safety
+///
+/// The target features of `body` are available on this CPU.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+pub(crate) unsafe fn convert_blocks(
+    dtype: DType,
+    block: usize,
+    body: ConvertBody,
+    input: &[u8],
+    output: &mut [u8],
+) {
+    let size = dtype.size();
+    let n = (output.len() / 2).min(input.len() / size);
+    let blocks = n / block * block;
+    // SAFETY: features as the caller guarantees; `input` holds `blocks · size` readable
+    // bytes and `output` `blocks · 2` writable bytes, all the body touches.
+    unsafe { body(input.as_ptr(), output.as_mut_ptr(), blocks) };
+    simak_core::arith::cast::run(
+        dtype,
+        &input[blocks * size..n * size],
+        &mut output[blocks * 2..n * 2],
+    );
+}
+
+/// A level's conversion of a float `dtype` from its FP32 and FP16 conversions (BF16 input
+/// is a copy, [`convert_bf16`]).
+pub(crate) fn convert_by_dtype(dtype: DType, f32: ConvertFn, f16: ConvertFn) -> ConvertFn {
+    match dtype {
+        DType::F32 => f32,
+        DType::F16 => f16,
+        _ => convert_bf16,
+    }
+}
+
 /// Hints the CPU to fetch `bytes` into the caches (one hint per 64-byte line). Never
 /// faults and changes no memory; a no-op off x86-64.
 #[inline]

@@ -5,7 +5,6 @@
 use core::arch::aarch64::*;
 
 use simak_core::DType;
-use simak_core::arith::cast;
 
 use super::super::ConvertFn;
 use super::super::generic::{self, Lanes};
@@ -77,38 +76,19 @@ unsafe fn split_neon(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]) {
     unsafe { generic::split::<Neon>(bf, tc, sc, out) }
 }
 
-/// The NEON conversion of a float `dtype` (BF16 is a copy).
+/// This level's conversion of a float `dtype` (BF16 is a copy).
 pub(super) fn convert_fn(dtype: DType) -> ConvertFn {
-    match dtype {
-        DType::F32 => convert_f32,
-        DType::F16 => convert_f16,
-        _ => super::super::convert_bf16,
-    }
+    super::super::convert_by_dtype(dtype, convert_f32, convert_f16)
 }
 
 fn convert_f32(input: &[u8], output: &mut [u8]) {
-    let n = (output.len() / 2).min(input.len() / 4);
-    let blocks = n / 16 * 16;
-    // SAFETY: NEON is baseline; `input` holds `blocks · 4` readable bytes and `output`
-    // `blocks · 2` writable bytes, all the body touches.
-    unsafe { f32_body(input.as_ptr(), output.as_mut_ptr(), blocks) };
-    cast::run(
-        DType::F32,
-        &input[blocks * 4..n * 4],
-        &mut output[blocks * 2..n * 2],
-    );
+    // SAFETY: NEON is part of the AArch64 baseline.
+    unsafe { super::super::convert_blocks(DType::F32, 16, f32_body, input, output) }
 }
 
 fn convert_f16(input: &[u8], output: &mut [u8]) {
-    let n = (output.len() / 2).min(input.len() / 2);
-    let blocks = n / 16 * 16;
-    // SAFETY: as in `convert_f32`, with 2-byte input elements.
-    unsafe { f16_body(input.as_ptr(), output.as_mut_ptr(), blocks) };
-    cast::run(
-        DType::F16,
-        &input[blocks * 2..n * 2],
-        &mut output[blocks * 2..n * 2],
-    );
+    // SAFETY: as in `convert_f32`.
+    unsafe { super::super::convert_blocks(DType::F16, 16, f16_body, input, output) }
 }
 
 /// `(x + 0x7fff + ((x >> 16) & 1)) >> 16` per 32-bit lane, narrowed to 16 bits.
