@@ -296,6 +296,49 @@ pub fn sorted_safetensors_header(mut bytes: Vec<u8>) -> Vec<u8> {
     bytes
 }
 
+/// One tensor of an output safetensors file: data converted by the command (owned, with
+/// its dtype) or passed through unchanged from the input file (borrowed).
+pub enum StOut<'a> {
+    /// Converted data: `dtype` elements of the row-major `shape`, little-endian.
+    Converted {
+        /// The output dtype (I8 for `quant`, F32 for `dequant`).
+        dtype: safetensors::Dtype,
+        /// Logical extents.
+        shape: Vec<usize>,
+        /// The element bytes.
+        data: Vec<u8>,
+    },
+    /// A tensor copied from the input as it was.
+    Copied(safetensors::tensor::TensorView<'a>),
+}
+
+impl safetensors::tensor::View for StOut<'_> {
+    fn dtype(&self) -> safetensors::Dtype {
+        match self {
+            StOut::Converted { dtype, .. } => *dtype,
+            StOut::Copied(v) => v.dtype(),
+        }
+    }
+    fn shape(&self) -> &[usize] {
+        match self {
+            StOut::Converted { shape, .. } => shape,
+            StOut::Copied(v) => v.shape(),
+        }
+    }
+    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Borrowed(match self {
+            StOut::Converted { data, .. } => data,
+            StOut::Copied(v) => v.data(),
+        })
+    }
+    fn data_len(&self) -> usize {
+        match self {
+            StOut::Converted { data, .. } => data.len(),
+            StOut::Copied(v) => v.data().len(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod test {
     use super::*;

@@ -11,14 +11,14 @@ use anyhow::anyhow;
 use indicatif::ProgressBar;
 use npyz::WriterBuilder;
 use safetensors::SafeTensors;
-use safetensors::tensor::{Dtype as StDtype, TensorView, View};
+use safetensors::tensor::Dtype as StDtype;
 use serde::Serialize;
 use simak::DType;
 use simak::ops::quant::{Params, Rounding};
 
 use crate::engine::{self, Aligned, Backend, EngineError, Quantized, Tensor};
 use crate::error::{CliError, bad_file, bad_tensor};
-use crate::output::{check_target, same_file, write_atomic};
+use crate::output::{StOut, check_target, same_file, write_atomic};
 use crate::params::{Calibration, MultiplierArg, absmax_multiplier, exact_decimal};
 use crate::read::read_npy;
 use crate::report::{Row, Total, shape_text, table};
@@ -313,39 +313,6 @@ fn float_dtype(dtype: StDtype) -> Option<DType> {
     }
 }
 
-/// An output tensor: quantized (owned) or passed through (borrowed from the input).
-enum OutTensor<'a> {
-    Quantized { shape: Vec<usize>, data: Vec<u8> },
-    Copied(TensorView<'a>),
-}
-
-impl View for OutTensor<'_> {
-    fn dtype(&self) -> StDtype {
-        match self {
-            OutTensor::Quantized { .. } => StDtype::I8,
-            OutTensor::Copied(v) => v.dtype(),
-        }
-    }
-    fn shape(&self) -> &[usize] {
-        match self {
-            OutTensor::Quantized { shape, .. } => shape,
-            OutTensor::Copied(v) => v.shape(),
-        }
-    }
-    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
-        match self {
-            OutTensor::Quantized { data, .. } => std::borrow::Cow::Borrowed(data),
-            OutTensor::Copied(v) => std::borrow::Cow::Borrowed(v.data()),
-        }
-    }
-    fn data_len(&self) -> usize {
-        match self {
-            OutTensor::Quantized { data, .. } => data.len(),
-            OutTensor::Copied(v) => v.data().len(),
-        }
-    }
-}
-
 fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied>), CliError> {
     let file = job.input.as_path();
     let malformed = |e: safetensors::SafeTensorError| {
@@ -410,7 +377,7 @@ fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied
 
     let mut rows = Vec::new();
     let mut copied = Vec::new();
-    let mut outputs: Vec<(String, OutTensor<'_>)> = Vec::with_capacity(names.len());
+    let mut outputs: Vec<(String, StOut<'_>)> = Vec::with_capacity(names.len());
     let mut meta: HashMap<String, String> = metadata.metadata().clone().unwrap_or_default();
     for name in &names {
         let v = view(name)?;
@@ -423,7 +390,7 @@ fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied
                     dtype: v.dtype().to_string(),
                     shape,
                 });
-                outputs.push((name.clone(), OutTensor::Copied(v)));
+                outputs.push((name.clone(), StOut::Copied(v)));
                 continue;
             }
         };
@@ -464,7 +431,8 @@ fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied
         ));
         outputs.push((
             name.clone(),
-            OutTensor::Quantized {
+            StOut::Converted {
+                dtype: StDtype::I8,
                 shape: v.shape().to_vec(),
                 data: q.output,
             },

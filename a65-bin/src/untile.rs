@@ -1,20 +1,19 @@
 //! `simak untile` (a tiled buffer and its sidecar back to a logical `.npy`) and `simak
 //! dequant` (INT8 back to FP32 as `(q - zero_point) / multiplier`).
 
-use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use npyz::WriterBuilder;
 use safetensors::SafeTensors;
-use safetensors::tensor::{Dtype as StDtype, TensorView, View};
+use safetensors::tensor::Dtype as StDtype;
 use serde::Serialize;
 use simak::DType;
 use simak::layout::{Channels, MlaTiled};
 
 use crate::error::{CliError, bad_file, bad_tensor};
-use crate::output::{check_target, same_file, write_atomic};
+use crate::output::{StOut, check_target, same_file, write_atomic};
 use crate::params::{MultiplierArg, exact_decimal, parse_multiplier, parse_zero_point};
 use crate::read::{read_npy, st_dtype};
 use crate::report::{emit, shape_text};
@@ -281,38 +280,6 @@ struct DequantSummary {
     copied: Vec<String>,
 }
 
-enum OutTensor<'a> {
-    F32 { shape: Vec<usize>, data: Vec<u8> },
-    Copied(TensorView<'a>),
-}
-
-impl View for OutTensor<'_> {
-    fn dtype(&self) -> StDtype {
-        match self {
-            OutTensor::F32 { .. } => StDtype::F32,
-            OutTensor::Copied(v) => v.dtype(),
-        }
-    }
-    fn shape(&self) -> &[usize] {
-        match self {
-            OutTensor::F32 { shape, .. } => shape,
-            OutTensor::Copied(v) => v.shape(),
-        }
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        match self {
-            OutTensor::F32 { data, .. } => Cow::Borrowed(data),
-            OutTensor::Copied(v) => Cow::Borrowed(v.data()),
-        }
-    }
-    fn data_len(&self) -> usize {
-        match self {
-            OutTensor::F32 { data, .. } => data.len(),
-            OutTensor::Copied(v) => v.data().len(),
-        }
-    }
-}
-
 fn row(name: String, shape: &[u64], bits: u32, zero_point: i32) -> DequantRow {
     DequantRow {
         name,
@@ -515,12 +482,12 @@ fn dequant_safetensors(
     };
     let mut rows = Vec::new();
     let mut copied = Vec::new();
-    let mut outputs: Vec<(String, OutTensor<'_>)> = Vec::with_capacity(names.len());
+    let mut outputs: Vec<(String, StOut<'_>)> = Vec::with_capacity(names.len());
     for name in &names {
         let v = st.tensor(name).map_err(malformed)?;
         if !selected.contains(name) {
             copied.push(name.clone());
-            outputs.push((name.clone(), OutTensor::Copied(v)));
+            outputs.push((name.clone(), StOut::Copied(v)));
             continue;
         }
         let bits_text = &meta[&key(name, "multiplier_bits")];
@@ -536,7 +503,8 @@ fn dequant_safetensors(
         rows.push(row(name.clone(), &shape, m.bits, zp));
         outputs.push((
             name.clone(),
-            OutTensor::F32 {
+            StOut::Converted {
+                dtype: StDtype::F32,
                 shape: v.shape().to_vec(),
                 data: dequant_bytes(v.data(), zp, m.bits),
             },
