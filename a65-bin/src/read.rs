@@ -448,6 +448,20 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
             ),
         ));
     }
+    if image_format == ImageFormat::Jpeg {
+        let (width, height, color, rgb) = decode_jpeg_rgb8(file, bytes)?;
+        let len = width * height * 3 * 4;
+        let data = Aligned::copy_with(len, 4, |dst| {
+            to_fp32(norm, &mut rgb.iter().map(|&p| f32::from(p)), 255.0, dst);
+        });
+        return Ok(DecodedImage {
+            format,
+            bits: 8,
+            color: color.to_owned(),
+            shape: vec![height as u64, width as u64, 3],
+            data,
+        });
+    }
     let mut limits = Limits::default();
     limits.max_image_width = Some(IMAGE_MAX_SIDE);
     limits.max_image_height = Some(IMAGE_MAX_SIDE);
@@ -472,18 +486,13 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
     let (width, height) = (image.width() as usize, image.height() as usize);
     // Straight from the RGB samples into the aligned FP32 buffer (no intermediate tensor),
     // with the decoded image dropped first: the peak is the RGB copy plus the tensor.
-    let to_fp32 = |raw: &mut dyn Iterator<Item = f32>, scale: f32, dst: &mut [u8]| {
-        for (k, (d, p)) in dst.chunks_exact_mut(4).zip(raw).enumerate() {
-            let c = k % 3;
-            d.copy_from_slice(&((p / scale - norm.mean[c]) / norm.std[c]).to_le_bytes());
-        }
-    };
     let len = width * height * 3 * 4;
     let data = if sixteen {
         let rgb = image.to_rgb16();
         drop(image);
         Aligned::copy_with(len, 4, |dst| {
             to_fp32(
+                norm,
                 &mut rgb.as_raw().iter().map(|&p| f32::from(p)),
                 65535.0,
                 dst,
@@ -493,7 +502,12 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
         let rgb = image.to_rgb8();
         drop(image);
         Aligned::copy_with(len, 4, |dst| {
-            to_fp32(&mut rgb.as_raw().iter().map(|&p| f32::from(p)), 255.0, dst);
+            to_fp32(
+                norm,
+                &mut rgb.as_raw().iter().map(|&p| f32::from(p)),
+                255.0,
+                dst,
+            );
         })
     };
     Ok(DecodedImage {
@@ -503,6 +517,65 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
         shape: vec![height as u64, width as u64, 3],
         data,
     })
+}
+
+/// Writes `(p / scale - mean[c]) / std[c]` (binary32, channel `c = k % 3` of sample `k`) as
+/// little-endian FP32 into `dst`, one sample per 4 bytes.
+fn to_fp32(norm: &Normalize, raw: &mut dyn Iterator<Item = f32>, scale: f32, dst: &mut [u8]) {
+    for (k, (d, p)) in dst.chunks_exact_mut(4).zip(raw).enumerate() {
+        let c = k % 3;
+        d.copy_from_slice(&((p / scale - norm.mean[c]) / norm.std[c]).to_le_bytes());
+    }
+}
+
+/// Decodes a JPEG to 8-bit RGB with `zune-jpeg` (the decoder `image` wraps) in strict mode:
+/// `image` runs it lenient, which fills the missing part of a truncated or corrupt scan with
+/// grey and reports success. Returns width, height, the source color type as `image` names
+/// it, and the `width · height · 3` samples.
+fn decode_jpeg_rgb8(
+    file: &Path,
+    bytes: &[u8],
+) -> Result<(usize, usize, &'static str, Vec<u8>), CliError> {
+    use zune_core::bytestream::ZCursor;
+    use zune_core::colorspace::ColorSpace;
+    use zune_core::options::DecoderOptions;
+    let options = DecoderOptions::default()
+        .set_strict_mode(true)
+        .set_max_width(IMAGE_MAX_SIDE as usize)
+        .set_max_height(IMAGE_MAX_SIDE as usize)
+        .jpeg_set_out_colorspace(ColorSpace::RGB);
+    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(bytes), options);
+    let malformed = |e: zune_jpeg::errors::DecodeErrors| match e {
+        zune_jpeg::errors::DecodeErrors::LargeDimensions(_) => bad_file(
+            file,
+            format!(
+                "jpeg image exceeds the decoder limits ({IMAGE_MAX_SIDE} x {IMAGE_MAX_SIDE} pixels): {e}"
+            ),
+        ),
+        e => bad_file(file, format!("malformed jpeg image: {e}")),
+    };
+    decoder.decode_headers().map_err(malformed)?;
+    let (width, height) = decoder
+        .dimensions()
+        .ok_or_else(|| bad_file(file, "malformed jpeg image: no frame header"))?;
+    // The names of `image::ColorType::from_jpeg` (what `image` would report).
+    let color = match decoder.input_colorspace() {
+        Some(ColorSpace::Luma) => "L8",
+        Some(ColorSpace::LumaA) => "La8",
+        Some(ColorSpace::RGBA) => "Rgba8",
+        _ => "Rgb8",
+    };
+    let rgb = decoder.decode().map_err(malformed)?;
+    if rgb.len() != width * height * 3 {
+        return Err(bad_file(
+            file,
+            format!(
+                "malformed jpeg image: {} decoded bytes for {width} x {height} RGB pixels",
+                rgb.len()
+            ),
+        ));
+    }
+    Ok((width, height, color, rgb))
 }
 
 /// What kind of file an input path names, by its extension.

@@ -31,22 +31,43 @@ fn deeply_nested_npy_header_is_refused_at_once() {
 
 /// `read_image`, input `fuzz/regressions/read_image/regress_jpeg_2048x11016` (kept out of
 /// the seed corpus: every mutation of it decodes a 22.6 Mpixel image, which starved the
-/// 20-second CI run): a valid 2048 × 11016 JPEG whose 270 MB FP32 tensor used to be built in
-/// a `Vec<f32>` and then copied (tripping the fuzz malloc limit). It converts straight into
-/// the aligned buffer now; the result is the whole image.
+/// 20-second CI run): a fuzzer-made 2048 × 11016 JPEG whose 270 MB FP32 tensor used to be
+/// built in a `Vec<f32>` and then copied (tripping the fuzz malloc limit). JPEG is decoded in
+/// strict mode now, and this file has stray bytes between its markers, so it is refused
+/// with a clear error; a clean image of the same size converts below.
 #[test]
-fn a_tall_jpeg_converts_into_one_buffer() {
+fn the_fuzzer_made_tall_jpeg_is_refused_as_malformed() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fuzz/regressions/read_image/regress_jpeg_2048x11016");
     let bytes = std::fs::read(&path).unwrap();
-    let image = simak_cli::read::decode_image(&path, &bytes, &Default::default()).unwrap();
+    let err = simak_cli::read::decode_image(&path, &bytes, &Default::default()).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("malformed jpeg image"), "{message}");
+}
+
+/// A clean 2048 × 11016 JPEG converts straight into one aligned buffer: the whole image,
+/// every value the 8-bit sample over 255.
+#[test]
+fn a_tall_jpeg_converts_into_one_buffer() {
+    let (width, height) = (2048u32, 11016u32);
+    let img = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([(x / 8) as u8, (y / 64) as u8, 200])
+    });
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut bytes, image::ImageFormat::Jpeg).unwrap();
+    let bytes = bytes.into_inner();
+    let path = Path::new("tall.jpg");
+    let image = simak_cli::read::decode_image(path, &bytes, &Default::default()).unwrap();
     assert_eq!(image.shape, [11016, 2048, 3]);
     assert_eq!(image.data.as_slice().len(), 11016 * 2048 * 12);
+    // The oracle: `image`'s own decode of the same bytes (the same decoder, lenient).
+    let reference = image::load_from_memory(&bytes).unwrap().to_rgb8();
     assert!(
         image
             .data
             .as_slice()
             .chunks_exact(4)
-            .all(|v| (0.0..=1.0).contains(&f32::from_le_bytes([v[0], v[1], v[2], v[3]])))
+            .zip(reference.as_raw())
+            .all(|(v, &p)| f32::from_le_bytes([v[0], v[1], v[2], v[3]]) == f32::from(p) / 255.0)
     );
 }

@@ -419,6 +419,24 @@ fn jpeg_bytes() -> Vec<u8> {
     out.into_inner()
 }
 
+/// A 128 × 96 JPEG of pseudo-random pixels: most of its bytes are the scan.
+fn noisy_jpeg_bytes() -> Vec<u8> {
+    let mut state = 0x2545_f491_u32;
+    let img = image::RgbImage::from_fn(128, 96, |_, _| {
+        let mut px = [0u8; 3];
+        for p in &mut px {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            *p = state as u8;
+        }
+        image::Rgb(px)
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
+    out.into_inner()
+}
+
 /// The PNG with its IHDR width and height replaced (CRC recomputed).
 fn png_with_size(width: u32, height: u32) -> Vec<u8> {
     let mut png = png_bytes();
@@ -482,6 +500,16 @@ fn image_cases() -> Vec<Case> {
         case("zero-width.png", png_with_size(0, 24), &["png"]),
         case("corrupt.jpg", corrupt_jpeg, &["jpeg"]),
         case("truncated.jpg", jpg[..jpg.len() / 2].to_vec(), &["jpeg"]),
+        // Cut inside the entropy-coded scan of a larger image: a lenient decoder fills the
+        // rest with grey and succeeds (the `image` crate's default did).
+        case(
+            "truncated-scan.jpg",
+            {
+                let noisy = noisy_jpeg_bytes();
+                noisy[..noisy.len() * 3 / 4].to_vec()
+            },
+            &["jpeg", "malformed"],
+        ),
         case("soi-only.jpg", vec![0xff, 0xd8, 0xff], &[]),
         huge(case(
             "huge-dimensions.jpg",
