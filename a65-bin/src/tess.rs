@@ -18,7 +18,7 @@ use simak::{a65, ev74};
 
 use crate::engine::{self, AlignedBuf, EngineError, Tensor, input_spec};
 use crate::error::{CliError, bad_file, bad_tensor};
-use crate::output::{check_target, same_file, stage, write_atomic_all};
+use crate::output::{check_target, check_target_of, same_file, stage, write_atomic_all};
 use crate::params::{Calibration, absmax_multiplier, exact_decimal};
 use crate::quant::Scale;
 use crate::read::{self, InputKind, Normalize};
@@ -327,12 +327,7 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
         }
     }
     check_target(&job.output)?;
-    if sidecar_out.is_dir() {
-        return Err(bad_file(
-            &sidecar_out,
-            "the sidecar path names a directory, not a file",
-        ));
-    }
+    check_target_of("the sidecar (--output with .json appended)", &sidecar_out)?;
     let loaded = load(job, kind, &bytes)?;
     let bad = |rule: &dyn std::fmt::Display| {
         if loaded.named {

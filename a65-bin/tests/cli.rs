@@ -1233,6 +1233,49 @@ fn special_outputs_are_refused_and_left_alone() {
         expect_bad(&args, d, &[path_str(&fifo), "special file"]);
         assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
     }
+    // The same for the sidecar of casttess (`--output` with `.json` appended): a FIFO there,
+    // or a symlink to /dev/null, is refused and neither output is written.
+    let casttess = |output: &Path| -> Vec<String> {
+        [
+            "casttess",
+            "--input",
+            path_str(&input),
+            "--output",
+            path_str(output),
+            "--axes",
+            "-1,0,1,2",
+            "--tile",
+            "1,16,64,3",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+    let side_fifo = d.join("tiled.bin.json");
+    let made = Command::new("mkfifo").arg(&side_fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        let args = casttess(&d.join("tiled.bin"));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        expect_bad(&args, d, &[path_str(&side_fifo), "sidecar", "special file"]);
+        assert!(
+            fs::symlink_metadata(&side_fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+        assert!(!d.join("tiled.bin").exists());
+    }
+    let side_null = d.join("null.bin.json");
+    std::os::unix::fs::symlink("/dev/null", &side_null).unwrap();
+    let args = casttess(&d.join("null.bin"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect_bad(&args, d, &[path_str(&side_null), "sidecar", "special file"]);
+    assert!(
+        fs::symlink_metadata(&side_null)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(!d.join("null.bin").exists());
     let svg = d.join("missing").join("x.svg");
     expect_bad(
         &[
