@@ -350,7 +350,7 @@ fn listing_text(l: &Listing) -> String {
 ///
 /// Bad input for an unreadable file or an invalid packet.
 pub fn run_decode(input: &Path, quiet: bool, json: bool) -> Result<(), CliError> {
-    let bytes = std::fs::read(input).map_err(|e| bad_file(input, format!("cannot read: {e}")))?;
+    let bytes = crate::read::read_file(input, "")?;
     let kind = Kind::guess(&bytes);
     let (l, verdict) = listing(kind, input, &bytes);
     if json {

@@ -144,7 +144,7 @@ pub fn run(job: &QuantJob) -> Result<(), CliError> {
             "--tensor applies to .safetensors inputs only (a .npy file holds one tensor)",
         ));
     }
-    let bytes = std::fs::read(input).map_err(|e| bad_file(input, format!("cannot read: {e}")))?;
+    let bytes = crate::read::read_file(input, "")?;
     if same_file(input, &job.output) {
         return Err(bad_file(
             input,

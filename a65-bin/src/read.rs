@@ -578,6 +578,31 @@ fn decode_jpeg_rgb8(
     Ok((width, height, color, rgb))
 }
 
+/// Reads the whole input file `path`; `what` follows "cannot read" in its errors (`""` for
+/// an input, `" the sidecar"`). Only regular files (or symlinks to them) are read: a device or FIFO could stream
+/// forever (`/dev/zero`) or block.
+///
+/// # Errors
+///
+/// Bad input naming `path`: missing or unreadable, a special file, or too large for memory
+/// (`std::fs::read` reserves fallibly).
+pub fn read_file(path: &Path, what: &str) -> Result<Vec<u8>, CliError> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| bad_file(path, format!("cannot read{what}: {e}")))?;
+    if !meta.is_file() {
+        let kind = if meta.is_dir() {
+            "a directory"
+        } else {
+            "a device or other special file"
+        };
+        return Err(bad_file(
+            path,
+            format!("cannot read{what}: {kind}; simak reads regular files only"),
+        ));
+    }
+    std::fs::read(path).map_err(|e| bad_file(path, format!("cannot read{what}: {e}")))
+}
+
 /// What kind of file an input path names, by its extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {

@@ -314,7 +314,7 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
     let input = job.input.as_path();
     let kind = check_options(job, InputKind::of(input))?;
     let sidecar_out = sidecar_path(&job.output);
-    let bytes = std::fs::read(input).map_err(|e| bad_file(input, format!("cannot read: {e}")))?;
+    let bytes = crate::read::read_file(input, "")?;
     for (flag, target) in [("--output", &job.output), ("the sidecar", &sidecar_out)] {
         if same_file(input, target) {
             return Err(bad_file(

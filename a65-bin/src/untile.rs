@@ -123,12 +123,13 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
     if let Err(e) = std::fs::metadata(input) {
         return Err(bad_file(input, format!("cannot read: {e}")));
     }
-    let side_text = std::fs::read_to_string(&side)
-        .map_err(|e| bad_file(&side, format!("cannot read the sidecar: {e}")))?;
+    let side_bytes = crate::read::read_file(&side, " the sidecar")?;
+    let side_text = String::from_utf8(side_bytes)
+        .map_err(|e| bad_file(&side, format!("malformed sidecar: not UTF-8: {e}")))?;
     let sidecar: Sidecar = serde_json::from_str(&side_text)
         .map_err(|e| bad_file(&side, format!("malformed sidecar: {e}")))?;
     let view = admit_sidecar(&side, &sidecar)?;
-    let tiled = std::fs::read(input).map_err(|e| bad_file(input, format!("cannot read: {e}")))?;
+    let tiled = crate::read::read_file(input, "")?;
     if tiled.len() as u64 != view.capacity() {
         return Err(bad_file(
             input,
@@ -330,7 +331,7 @@ pub fn run_dequant(job: &DequantJob) -> Result<(), CliError> {
             ),
         ));
     }
-    let bytes = std::fs::read(input).map_err(|e| bad_file(input, format!("cannot read: {e}")))?;
+    let bytes = crate::read::read_file(input, "")?;
     if same_file(input, &job.output) {
         return Err(bad_file(
             input,

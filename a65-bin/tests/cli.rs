@@ -1203,6 +1203,36 @@ fn version_and_help() {
     assert_eq!(backend.status.code(), Some(2));
 }
 
+/// Inputs are read only when they are regular files: `/dev/zero` (directly or through a
+/// symlink named like a tensor file) would stream until memory runs out, a FIFO would block.
+#[test]
+fn special_inputs_are_refused_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let zero = d.join("zero.npy");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let out = d.join("q.npy");
+    expect_bad(
+        &[
+            "quant",
+            "--input",
+            path_str(&zero),
+            "--output",
+            path_str(&out),
+            "--multiplier",
+            "1",
+        ],
+        d,
+        &[path_str(&zero), "special file"],
+    );
+    expect_bad(
+        &["packet", "decode", "/dev/zero"],
+        d,
+        &["/dev/zero", "special file"],
+    );
+    assert!(!out.exists());
+}
+
 #[test]
 fn special_outputs_are_refused_and_left_alone() {
     use std::os::unix::fs::FileTypeExt as _;
