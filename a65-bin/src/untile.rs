@@ -495,11 +495,21 @@ fn dequant_safetensors(
         let m = parse_multiplier(bits_text).map_err(|e| {
             bad_tensor(file, name, format!("{}: {e}", key(name, "multiplier_bits")))
         })?;
-        let zp = match meta.get(&key(name, "zero_point")) {
-            Some(t) => parse_zero_point(t)
-                .map_err(|e| bad_tensor(file, name, format!("{}: {e}", key(name, "zero_point"))))?,
-            None => 0,
-        };
+        // Both keys or neither: a multiplier without its zero point would decode every value
+        // with an assumed 0 (simak quant writes both).
+        let zp_key = key(name, "zero_point");
+        let zp_text = meta.get(&zp_key).ok_or_else(|| {
+            bad_tensor(
+                file,
+                name,
+                format!(
+                    "{} is given but {zp_key} is missing (simak quant writes both)",
+                    key(name, "multiplier_bits")
+                ),
+            )
+        })?;
+        let zp = parse_zero_point(zp_text)
+            .map_err(|e| bad_tensor(file, name, format!("{zp_key}: {e}")))?;
         let shape: Vec<u64> = v.shape().iter().map(|&e| e as u64).collect();
         rows.push(row(name.clone(), &shape, m.bits, zp));
         outputs.push((

@@ -969,6 +969,26 @@ fn bad_inputs_exit_2_with_one_line_and_no_files() {
         d,
         &["--multiplier is required"],
     );
+    // A safetensors tensor with its multiplier but not its zero point: refused, not decoded
+    // with an assumed zero point 0.
+    let half_meta = d.join("half-meta.safetensors");
+    let q = safetensors::tensor::TensorView::new(safetensors::Dtype::I8, vec![4], &[1, 2, 3, 4])
+        .unwrap();
+    let meta = std::collections::HashMap::from([(
+        "simak.q.multiplier_bits".to_owned(),
+        "0x40000000".to_owned(),
+    )]);
+    safetensors::serialize_to_file([("q", q)], Some(meta), &half_meta).unwrap();
+    expect_bad(
+        &[
+            "dequant",
+            path_str(&half_meta),
+            "--output",
+            path_str(&d.join("y.safetensors")),
+        ],
+        d,
+        &["simak.q.zero_point is missing"],
+    );
     // layout: a repeated axis, and an SVG above the size limit.
     expect_bad(
         &[
