@@ -12,7 +12,6 @@
 //! and an FNV-1a 64 checksum over all outputs in job order.
 
 use std::hash::Hasher;
-use std::io::{self, Write};
 
 use anyhow::anyhow;
 use fnv::FnvHasher;
@@ -24,7 +23,6 @@ use simak::ops::quant::{Params, Rounding};
 use crate::engine::{self, Aligned, Tensor};
 use crate::error::CliError;
 use crate::params::absmax_multiplier;
-use crate::quant::ignore_broken_pipe;
 use crate::report::{Row, Total, table};
 
 /// The default generator seed.
@@ -270,12 +268,7 @@ pub fn run(seed: u64, quiet: bool, json: bool) -> Result<(), CliError> {
             table(&rows)
         )
     };
-    let mut stdout = io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .or_else(ignore_broken_pipe)
-        .map_err(|e| CliError::Internal(anyhow!("writing the summary: {e}")))
+    crate::report::emit(&text)
 }
 
 #[cfg(test)]

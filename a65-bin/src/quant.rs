@@ -4,7 +4,6 @@
 //! output then replaces its target atomically ([`crate::output::write_atomic`]).
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
@@ -200,7 +199,6 @@ fn report(
         copied,
         total,
     };
-    let mut stdout = io::stdout().lock();
     let text = if job.json {
         let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
         s.push('\n');
@@ -210,20 +208,7 @@ fn report(
     } else {
         summary_text(&summary)
     };
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .or_else(ignore_broken_pipe)
-        .map_err(|e| CliError::Internal(anyhow!("writing the summary: {e}")))
-}
-
-/// A closed stdout (e.g. `| head`) is not a failure of the run.
-pub fn ignore_broken_pipe(e: io::Error) -> io::Result<()> {
-    if e.kind() == io::ErrorKind::BrokenPipe {
-        Ok(())
-    } else {
-        Err(e)
-    }
+    crate::report::emit(&text)
 }
 
 fn summary_text(s: &Summary) -> String {

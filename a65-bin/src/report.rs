@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
 
-use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use serde::Serialize;
@@ -114,7 +113,7 @@ impl Total {
 ///
 /// # Errors
 ///
-/// Internal when stdout fails otherwise.
+/// [`CliError::Write`] (exit 1) when stdout fails otherwise (e.g. a full disk behind it).
 pub fn emit(text: &str) -> Result<(), CliError> {
     let mut stdout = io::stdout().lock();
     stdout
@@ -127,7 +126,7 @@ pub fn emit(text: &str) -> Result<(), CliError> {
                 Err(e)
             }
         })
-        .map_err(|e| CliError::Internal(anyhow!("writing the summary: {e}")))
+        .map_err(|e| CliError::Write(format!("standard output: cannot write the summary: {e}")))
 }
 
 /// A progress bar over `elements` on stderr, drawn only for `tensors ≥ 4` or `elements ≥

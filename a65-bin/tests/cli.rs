@@ -1203,6 +1203,27 @@ fn version_and_help() {
     assert_eq!(backend.status.code(), Some(2));
 }
 
+/// A full standard output is a write failure (exit 1, one line naming standard output), not
+/// an internal error.
+#[test]
+fn a_full_stdout_is_a_write_error() {
+    let Ok(full) = fs::OpenOptions::new().write(true).open("/dev/full") else {
+        panic!("/dev/full is missing: this test needs Linux");
+    };
+    let out = Command::new(BIN)
+        .args(["demo", "--json"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("simak: error: standard output: cannot write the summary"),
+        "{stderr}"
+    );
+}
+
 /// Inputs are read only when they are regular files: `/dev/zero` (directly or through a
 /// symlink named like a tensor file) would stream until memory runs out, a FIFO would block.
 #[test]
