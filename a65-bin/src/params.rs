@@ -325,7 +325,7 @@ pub fn parse_tile(text: &str) -> Result<[u32; 4], String> {
     for (slot, (item, role)) in tile.iter_mut().zip(items.iter().zip(["D", "H", "W", "C"])) {
         *slot = item
             .parse()
-            .map_err(|_| format!("{role} tile {item:?} is not an integer in 0..=4294967295"))?;
+            .map_err(|_| format!("{role} tile {item:?} is not an unsigned 32-bit integer"))?;
     }
     Ok(tile)
 }

@@ -234,10 +234,11 @@ pub fn table(rows: &[Row]) -> String {
     let t = Total::of(rows);
     let _ = writeln!(
         out,
-        "total: {} tensor{}, {} elements, {} saturated, execute {:.3} ms, {} elements/s",
+        "total: {} tensor{}, {} element{}, {} saturated, execute {:.3} ms, {} elements/s",
         t.tensors,
         if t.tensors == 1 { "" } else { "s" },
         t.elements,
+        if t.elements == 1 { "" } else { "s" },
         t.saturated,
         t.execute_seconds * 1e3,
         rate_text(t.elements_per_second)
