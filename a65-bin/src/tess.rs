@@ -86,7 +86,9 @@ pub struct TessJob {
 
 /// The JSON sidecar written next to a tiled buffer (`OUT.bin.json`): everything needed to
 /// read the buffer back (`simak untile`).
+/// Read strictly: unknown keys are refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Sidecar {
     /// `casttess` or `quanttess`.
     pub op: String,

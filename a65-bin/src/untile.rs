@@ -68,6 +68,12 @@ fn admit_sidecar(path: &Path, s: &Sidecar) -> Result<simak::layout::TiledView, C
             )));
         }
     };
+    if !matches!(s.input_dtype.as_str(), "f32" | "bf16" | "f16") {
+        return Err(bad(format!(
+            "sidecar: input_dtype {:?} is none of \"f32\", \"bf16\", \"f16\"",
+            s.input_dtype
+        )));
+    }
     let channels = match s.channels.as_str() {
         "compact" => Channels::Compact,
         "pad16" => Channels::PadTo16,

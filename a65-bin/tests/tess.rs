@@ -928,6 +928,14 @@ fn bad_inputs_exit_2_with_one_line_and_no_files() {
     v["axes"] = serde_json::json!([-1, 0, 0, 2]);
     fs::write(&sidecar_path, v.to_string()).unwrap();
     expect_bad(&["untile", path_str(&good)], d, &["named twice"]);
+    let mut v: Value = serde_json::from_str(&side).unwrap();
+    v["input_dtype"] = serde_json::json!("f64");
+    fs::write(&sidecar_path, v.to_string()).unwrap();
+    expect_bad(&["untile", path_str(&good)], d, &["input_dtype \"f64\""]);
+    let mut v: Value = serde_json::from_str(&side).unwrap();
+    v["tiles"] = serde_json::json!(3);
+    fs::write(&sidecar_path, v.to_string()).unwrap();
+    expect_bad(&["untile", path_str(&good)], d, &["unknown field `tiles`"]);
     fs::write(&sidecar_path, &side).unwrap();
     let bytes = fs::read(&good).unwrap();
     fs::write(&good, &bytes[..bytes.len() - 16]).unwrap();
