@@ -21,6 +21,7 @@ use simak::ops::quant::{Params, Request, check_inference};
 use simak::{DType, TensorSpec};
 
 use crate::demo::{Pcg32, unit};
+use crate::engine;
 use crate::error::CliError;
 
 /// What to measure.
@@ -95,30 +96,29 @@ struct Summary {
 }
 
 /// The peers' input: N(0, 100) by Box–Muller from PCG32, with exact ties every 16th.
-fn workload(n: usize) -> Vec<f32> {
+fn workload(n: usize) -> impl Iterator<Item = f32> {
     let mut rng = Pcg32::new(0x00b3_4c4d_2026_1129, 7);
-    let mut xs: Vec<f32> = (0..n)
-        .map(|_| {
-            let u = (unit(&mut rng) as f64).max(1.0 / 16_777_216.0);
-            let v = unit(&mut rng) as f64;
-            (100.0 * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
-        })
-        .collect();
-    for x in xs.iter_mut().step_by(16) {
-        *x = 2.0 * (x.floor() + 0.5);
-    }
-    xs
+    (0..n).map(move |i| {
+        let u = (unit(&mut rng) as f64).max(1.0 / 16_777_216.0);
+        let v = unit(&mut rng) as f64;
+        let x = (100.0 * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32;
+        if i % 16 == 0 {
+            2.0 * (x.floor() + 0.5)
+        } else {
+            x
+        }
+    })
 }
 
 /// `n` input values of class `class`, as f32 (converted to `dtype` by [`encode`]; the
 /// subnormal and NaN classes are built so they stay subnormal / NaN in `dtype`).
-fn values(class: BenchValues, dtype: DType, n: usize) -> Vec<f32> {
+fn values(class: BenchValues, dtype: DType, n: usize) -> Box<dyn Iterator<Item = f32>> {
     match class {
-        BenchValues::Normal => workload(n),
-        BenchValues::Nan => vec![f32::NAN; n],
-        BenchValues::Saturating => (0..n)
-            .map(|i| if i % 2 == 0 { 1000.0 } else { -1000.0 })
-            .collect(),
+        BenchValues::Normal => Box::new(workload(n)),
+        BenchValues::Nan => Box::new(std::iter::repeat_n(f32::NAN, n)),
+        BenchValues::Saturating => {
+            Box::new((0..n).map(|i| if i % 2 == 0 { 1000.0 } else { -1000.0 }))
+        }
         BenchValues::Subnormal => {
             // Subnormal in the input dtype: FP16 below 2^-14, BF16 and FP32 below 2^-126
             // (multiples of each format's smallest subnormal, so the conversion is exact).
@@ -127,46 +127,47 @@ fn values(class: BenchValues, dtype: DType, n: usize) -> Vec<f32> {
                 DType::BF16 => f32::from_bits(0x0001_0000),
                 _ => f32::from_bits(1),
             };
-            (0..n)
-                .map(|i| {
-                    let v = tiny * (1 + i % 100) as f32;
-                    if i % 2 == 0 { v } else { -v }
-                })
-                .collect()
+            Box::new((0..n).map(move |i| {
+                let v = tiny * (1 + i % 100) as f32;
+                if i % 2 == 0 { v } else { -v }
+            }))
         }
     }
 }
 
-/// Little-endian bytes of `xs` in `dtype` (nearest-even for the 16-bit types), in a buffer
-/// aligned to 4 bytes.
-fn encode(dtype: DType, xs: &[f32]) -> Vec<u32> {
-    let bytes: Vec<u8> = match dtype {
-        DType::BF16 => xs
-            .iter()
-            .flat_map(|x| half::bf16::from_f32(*x).to_bits().to_le_bytes())
-            .collect(),
-        DType::F16 => xs
-            .iter()
-            .flat_map(|x| half::f16::from_f32(*x).to_bits().to_le_bytes())
-            .collect(),
-        _ => xs.iter().flat_map(|x| x.to_le_bytes()).collect(),
+/// A fallible buffer of `len` bytes (capacity only, or zeroed): out of memory is one line
+/// naming `what` and the bytes (exit 2, like an input that cannot be read) instead of an
+/// abort.
+fn allocate(what: &'static str, len: u64, zeroed: bool) -> Result<Vec<u8>, CliError> {
+    let oom = || {
+        let e = engine::EngineError::OutOfMemory { what, bytes: len };
+        CliError::Input(format!("bench: {e}"))
     };
-    bytes
-        .chunks(4)
-        .map(|c| {
-            let mut w = [0u8; 4];
-            w[..c.len()].copy_from_slice(c);
-            u32::from_le_bytes(w)
-        })
-        .collect()
+    let len = usize::try_from(len).map_err(|_| oom())?;
+    if zeroed {
+        return engine::try_zeroed(what, len).map_err(|_| oom());
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| oom())?;
+    Ok(v)
 }
 
-fn as_bytes(words: &[u32], len: usize) -> Vec<u8> {
-    // A copy keeps the CLI free of `unsafe`; Vec<u8> from the allocator is at least
-    // 8-byte aligned in practice, and `execute` rechecks alignment anyway.
-    let mut out: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    out.truncate(len);
-    out
+/// Little-endian bytes of `xs` in `dtype` (nearest-even for the 16-bit types), in one
+/// fallibly allocated buffer of exactly `len` bytes (`xs` yields `len / size` values).
+/// A `Vec<u8>` from the allocator is at least 8-byte aligned in practice (the CLI has no
+/// `unsafe`), and `execute` rechecks alignment anyway.
+fn encode(dtype: DType, xs: impl Iterator<Item = f32>, len: u64) -> Result<Vec<u8>, CliError> {
+    let mut out = allocate("the input buffer", len, false)?;
+    match dtype {
+        DType::BF16 => {
+            xs.for_each(|x| out.extend_from_slice(&half::bf16::from_f32(x).to_bits().to_le_bytes()))
+        }
+        DType::F16 => {
+            xs.for_each(|x| out.extend_from_slice(&half::f16::from_f32(x).to_bits().to_le_bytes()))
+        }
+        _ => xs.for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+    }
+    Ok(out)
 }
 
 /// Times `f` (one call per invocation): warm-up, then `reps` repetitions of `inner` calls,
@@ -293,13 +294,17 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
         BenchLayout::Contiguous => (job.elements, 1, job.elements),
         BenchLayout::RowPadded => {
             let rows = job.elements.div_ceil(ROW);
-            (rows * ROW, rows, ROW + ROW_PAD)
+            (rows.saturating_mul(ROW), rows, ROW + ROW_PAD)
         }
     };
-    let in_bytes = n * dtype.size();
-    let words = encode(dtype, &values(job.values, dtype, rows * in_row));
-    let input = as_bytes(&words, rows * in_row * dtype.size());
-    let mut output = vec![0u8; n];
+    let in_bytes = n.saturating_mul(dtype.size());
+    let in_len = (rows as u64)
+        .saturating_mul(in_row as u64)
+        .saturating_mul(dtype.size() as u64);
+    // Allocated (fallibly) before any value is generated: an impossible size fails at once.
+    let mut output = allocate("the output buffer", n as u64, true)?;
+    let count = rows.saturating_mul(in_row);
+    let input = encode(dtype, values(job.values, dtype, count), in_len)?;
     let request = Request {
         input: TensorSpec::strided(
             [rows as u64, ROW.min(n) as u64],
@@ -407,10 +412,13 @@ mod test {
     fn hostile_values_stay_in_their_class() {
         for dtype in [DType::F32, DType::BF16, DType::F16] {
             let size = dtype.size();
-            let bytes = as_bytes(
-                &encode(dtype, &values(BenchValues::Subnormal, dtype, 300)),
-                300 * size,
-            );
+            let bytes = encode(
+                dtype,
+                values(BenchValues::Subnormal, dtype, 300),
+                300 * size as u64,
+            )
+            .unwrap();
+            assert_eq!(bytes.len(), 300 * size);
             for c in bytes.chunks_exact(size) {
                 let bits = c.iter().rev().fold(0u32, |a, &b| (a << 8) | b as u32);
                 let (exp, mant) = match dtype {
@@ -426,9 +434,74 @@ mod test {
         }
     }
 
+    /// The input bytes as the buffered generator built them before generation streamed
+    /// into one fallible buffer (whole `Vec<f32>`, ties patched afterwards, words, bytes).
+    fn buffered_reference(class: BenchValues, dtype: DType, n: usize) -> Vec<u8> {
+        let mut xs: Vec<f32> = match class {
+            BenchValues::Normal => {
+                let mut rng = Pcg32::new(0x00b3_4c4d_2026_1129, 7);
+                (0..n)
+                    .map(|_| {
+                        let u = (unit(&mut rng) as f64).max(1.0 / 16_777_216.0);
+                        let v = unit(&mut rng) as f64;
+                        (100.0 * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
+                    })
+                    .collect()
+            }
+            other => values(other, dtype, n).collect(),
+        };
+        if class == BenchValues::Normal {
+            for x in xs.iter_mut().step_by(16) {
+                *x = 2.0 * (x.floor() + 0.5);
+            }
+        }
+        xs.iter()
+            .flat_map(|x| match dtype {
+                DType::BF16 => half::bf16::from_f32(*x).to_bits().to_le_bytes().to_vec(),
+                DType::F16 => half::f16::from_f32(*x).to_bits().to_le_bytes().to_vec(),
+                _ => x.to_le_bytes().to_vec(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn streamed_inputs_are_the_buffered_bytes() {
+        for dtype in [DType::F32, DType::BF16, DType::F16] {
+            for class in [
+                BenchValues::Normal,
+                BenchValues::Subnormal,
+                BenchValues::Nan,
+                BenchValues::Saturating,
+            ] {
+                let n = 4099;
+                let len = (n * dtype.size()) as u64;
+                let streamed = encode(dtype, values(class, dtype, n), len).unwrap();
+                assert_eq!(
+                    streamed,
+                    buffered_reference(class, dtype, n),
+                    "{dtype} {class:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn impossible_buffers_are_errors_not_aborts() {
+        let e = allocate("the input buffer", u64::MAX / 2, false).unwrap_err();
+        assert_eq!(
+            e.line(),
+            format!(
+                "simak: error: bench: cannot allocate the input buffer ({} bytes): out of memory",
+                u64::MAX / 2
+            )
+        );
+        assert_eq!(e.exit_code(), std::process::ExitCode::from(2));
+        assert!(allocate("the output buffer", (isize::MAX as u64) - 8, true).is_err());
+    }
+
     #[test]
     fn workload_is_the_peers_distribution_with_ties() {
-        let xs = workload(1 << 16);
+        let xs: Vec<f32> = workload(1 << 16).collect();
         // Elements other than every 16th are plain N(0, 100) samples.
         let plain: Vec<f64> = (0..xs.len())
             .filter(|i| i % 16 != 0)

@@ -42,7 +42,7 @@ pub use simak_core::wire::quant::{Field, FieldValue};
 pub use super::quant::{SimError, SimOptions, SimRun};
 
 use super::DeviceRegion;
-use super::quant::run_packet;
+use super::quant::{Output, run_packet};
 
 /// Runs `plan` on a fresh simulated EV74 with `workers` workers (1 to 4), the way the
 /// Runtime would: `check_inference` → `encode` against device regions holding copies of
@@ -58,7 +58,8 @@ use super::quant::run_packet;
 /// # Errors
 ///
 /// [`SimError::Represent`] (a span beyond the 32-bit domain), [`SimError::Bind`] (e.g. an
-/// output slice shorter than the capacity), [`SimError::Memory`], [`SimError::Firmware`].
+/// output slice shorter than the capacity), [`SimError::Memory`] (also when the host cannot
+/// hold the simulated memory), [`SimError::Firmware`].
 pub fn run_sim(
     plan: &Plan,
     input: &[u8],
@@ -82,16 +83,17 @@ pub fn run_sim_with(
 ) -> Result<SimRun, SimError> {
     let device_plan = check_inference(plan)?;
     if device_plan.is_empty() {
-        return Ok(SimRun::nothing(output.len()));
+        return SimRun::nothing(output.len(), options.track_writes);
     }
-    run_packet(
+    let (run, _) = run_packet(
         options,
         input,
-        output,
+        Output::Host(output),
         CastTessDescriptorV1::SIZE,
         Command::casttess_v1,
         |input: DeviceRegion, output: DeviceRegion| {
             Ok(encode(&device_plan, input, output)?.as_bytes().to_vec())
         },
-    )
+    )?;
+    Ok(run)
 }

@@ -33,7 +33,7 @@ pub use simak_core::ev74::quant::{
 pub use simak_core::wire::quant::{Field, FieldValue, QuantDescriptorV1, QuantRepr};
 
 use super::DeviceRegion;
-use super::sim::{DmaStats, MemoryError, SimDevice};
+use super::sim::{DmaStats, MemoryError, SimDevice, try_zeroed};
 
 /// Options of a simulated run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,9 @@ pub struct SimOptions {
     pub output_phase: u32,
     /// Worker local memory in bytes (capped at the SPEC budget of 48 KiB).
     pub local_bytes: usize,
+    /// Count device writes per output byte into [`SimRun::output_write_counts`] (two host
+    /// bytes per output byte while the device runs); off, the counts are empty.
+    pub track_writes: bool,
 }
 
 impl SimOptions {
@@ -60,6 +63,7 @@ impl SimOptions {
             input_phase: 0,
             output_phase: 0,
             local_bytes: simak_ev74_fw::work::LOCAL_MEMORY_BYTES,
+            track_writes: true,
         }
     }
 }
@@ -76,21 +80,26 @@ pub struct SimRun {
     pub input_bytes_read: u64,
     /// Device bytes written to the output region.
     pub output_bytes_written: u64,
-    /// Device writes per byte of the `output` slice.
+    /// Device writes per byte of the `output` slice; empty when
+    /// [`SimOptions::track_writes`] is off.
     pub output_write_counts: Vec<u16>,
 }
 
 impl SimRun {
     /// The run of an empty plan, which is never submitted: no report, no traffic, no write
-    /// to any of the `output_len` output bytes.
-    pub(crate) fn nothing(output_len: usize) -> SimRun {
-        SimRun {
+    /// to any of the `output_len` output bytes (counted only with `track_writes`).
+    pub(crate) fn nothing(output_len: usize, track_writes: bool) -> Result<SimRun, SimError> {
+        Ok(SimRun {
             report: None,
             stats: DmaStats::default(),
             input_bytes_read: 0,
             output_bytes_written: 0,
-            output_write_counts: vec![0; output_len],
-        }
+            output_write_counts: if track_writes {
+                try_zeroed(output_len)?
+            } else {
+                Vec::new()
+            },
+        })
     }
 }
 
@@ -153,7 +162,8 @@ impl From<FwError> for SimError {
 /// # Errors
 ///
 /// [`SimError::Represent`], [`SimError::Bind`] (e.g. a slice shorter than its span),
-/// [`SimError::Firmware`].
+/// [`SimError::Memory`] (with [`MemoryError::HostAllocation`] when the host cannot hold
+/// the simulated memory), [`SimError::Firmware`].
 pub fn run_sim(
     plan: &Plan,
     input: &[u8],
@@ -176,45 +186,102 @@ pub fn run_sim_with(
 ) -> Result<SimRun, SimError> {
     let device_plan = check_inference(plan)?;
     if device_plan.is_empty() {
-        return Ok(SimRun::nothing(output.len()));
+        return SimRun::nothing(output.len(), options.track_writes);
     }
-    run_packet(
+    let (run, _) = run_packet(
         options,
         input,
-        output,
+        Output::Host(output),
         QuantDescriptorV1::SIZE,
         Command::quant_v1,
         |input, output| Ok(encode(&device_plan, input, output)?.as_bytes().to_vec()),
-    )
+    )?;
+    Ok(run)
+}
+
+/// [`run_sim_with`] into a fresh zeroed output of `output_len` bytes that is returned: the
+/// simulated device's output region itself becomes the result, so the host holds no second
+/// copy of the output while the device runs (the way to run large tensors).
+///
+/// # Errors
+///
+/// As [`run_sim`]; [`SimError::Memory`] with [`MemoryError::HostAllocation`] also when the
+/// host cannot hold the output.
+pub fn run_sim_to_vec(
+    plan: &Plan,
+    input: &[u8],
+    output_len: usize,
+    options: &SimOptions,
+) -> Result<(SimRun, Vec<u8>), SimError> {
+    let device_plan = check_inference(plan)?;
+    if device_plan.is_empty() {
+        let run = SimRun::nothing(output_len, options.track_writes)?;
+        return Ok((run, try_zeroed(output_len)?));
+    }
+    let (run, output) = run_packet(
+        options,
+        input,
+        Output::Device(output_len),
+        QuantDescriptorV1::SIZE,
+        Command::quant_v1,
+        |input, output| Ok(encode(&device_plan, input, output)?.as_bytes().to_vec()),
+    )?;
+    Ok((run, output.unwrap_or_default()))
+}
+
+/// The output of a simulated run: a host slice copied in and back, or a zeroed region of
+/// this many bytes handed to the host after the run.
+pub(crate) enum Output<'a> {
+    /// Copied into the device region before the run and back after it.
+    Host(&'a mut [u8]),
+    /// A zeroed device region of this many bytes, moved out after the run.
+    Device(usize),
+}
+
+impl Output<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Output::Host(o) => o.len(),
+            Output::Device(len) => *len,
+        }
+    }
 }
 
 /// Runs one packet on a fresh simulated device (shared by every entry's `run_sim`):
-/// `input` and `output` copied into guard-banded regions at the option's phases, the
+/// `input` and `output` placed in guard-banded regions at the option's phases, the
 /// packet bound by `bind` to those regions and written as a `descriptor_len`-byte
-/// descriptor, the firmware dispatched with `command(descriptor)`, `output` copied back.
+/// descriptor, the firmware dispatched with `command(descriptor)`, the output copied back
+/// ([`Output::Host`]) or moved out of the device and returned ([`Output::Device`]).
+///
+/// Every host allocation is fallible ([`MemoryError::HostAllocation`]).
 pub(crate) fn run_packet(
     options: &SimOptions,
     input: &[u8],
-    output: &mut [u8],
+    mut output: Output<'_>,
     descriptor_len: usize,
     command: fn(u32) -> Command,
     bind: impl FnOnce(DeviceRegion, DeviceRegion) -> Result<Vec<u8>, SimError>,
-) -> Result<SimRun, SimError> {
+) -> Result<(SimRun, Option<Vec<u8>>), SimError> {
+    let out_len = output.len();
     let mut device = SimDevice::with_local_bytes(options.workers, options.local_bytes);
     let mem = &mut device.memory;
     let in_base = mem.allocate(input.len() as u64 + u64::from(options.input_phase))?;
-    let out_base = mem.allocate(output.len() as u64 + u64::from(options.output_phase))?;
-    let descriptor = mem.allocate(descriptor_len as u64)?;
     let in_addr = in_base + options.input_phase;
-    let out_addr = out_base + options.output_phase;
     mem.host_write(in_addr, input)?;
-    mem.host_write(out_addr, output)?;
+    let out_base = mem.allocate(out_len as u64 + u64::from(options.output_phase))?;
+    let out_addr = out_base + options.output_phase;
+    if let Output::Host(output) = &output {
+        mem.host_write(out_addr, output)?;
+    }
+    let descriptor = mem.allocate(descriptor_len as u64)?;
     let packet = bind(
         DeviceRegion::new(in_addr, input.len() as u64),
-        DeviceRegion::new(out_addr, output.len() as u64),
+        DeviceRegion::new(out_addr, out_len as u64),
     )?;
     mem.host_write(descriptor, &packet)?;
-    mem.track_writes(out_base, true)?;
+    if options.track_writes {
+        mem.track_writes(out_base, true)?;
+    }
     mem.reset_stats();
     let command = command(descriptor);
     let result = if options.workers == 0 || options.workers > simak_ev74_fw::work::MAX_WORKERS {
@@ -227,18 +294,39 @@ pub(crate) fn run_packet(
         Firmware::<Ieee>::full().dispatch(&mut device, &command)
     };
     let report = result?;
-    let mem = &device.memory;
-    mem.host_read(out_addr, output)?;
+    let mem = &mut device.memory;
+    let stats = mem.stats();
+    let input_bytes_read = mem.region_traffic(in_base).map_or(0, |t| t.0);
+    let output_bytes_written = mem.region_traffic(out_base).map_or(0, |t| t.1);
+    // The input copy is no longer needed: release it before the output leaves the device.
+    mem.free(in_base)?;
     let phase = options.output_phase as usize;
-    let counts = mem
-        .write_counts(out_base)
-        .map(|c| c[phase..phase + output.len()].to_vec())
-        .unwrap_or_default();
-    Ok(SimRun {
+    let counts = match mem.take_write_counts(out_base) {
+        Some(mut c) => {
+            c.truncate(phase + out_len);
+            c.drain(..phase);
+            c
+        }
+        None => Vec::new(),
+    };
+    let moved = match &mut output {
+        Output::Host(output) => {
+            mem.host_read(out_addr, output)?;
+            None
+        }
+        Output::Device(_) => {
+            let mut data = mem.take(out_base)?;
+            data.truncate(phase + out_len);
+            data.drain(..phase);
+            Some(data)
+        }
+    };
+    let run = SimRun {
         report: Some(report),
-        stats: mem.stats(),
-        input_bytes_read: mem.region_traffic(in_base).map_or(0, |t| t.0),
-        output_bytes_written: mem.region_traffic(out_base).map_or(0, |t| t.1),
+        stats,
+        input_bytes_read,
+        output_bytes_written,
         output_write_counts: counts,
-    })
+    };
+    Ok((run, moved))
 }

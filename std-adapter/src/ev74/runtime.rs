@@ -332,10 +332,16 @@ impl DeviceBuffer {
     /// # Errors
     ///
     /// [`RuntimeError::Busy`] while mapped or retained by a submission;
-    /// [`RuntimeError::Transport`].
+    /// [`RuntimeError::Transport`] (with [`MemoryError::HostAllocation`] when the host
+    /// cannot hold the copy).
     pub fn map(&self) -> Result<Mapping<'_>, RuntimeError> {
         let mut state = self.idle_state()?;
-        let mut bytes = vec![0u8; self.inner.len as usize];
+        let len = usize::try_from(self.inner.len).map_err(|_| {
+            TransportError::Memory(MemoryError::HostAllocation {
+                bytes: self.inner.len,
+            })
+        })?;
+        let mut bytes = super::sim::try_zeroed(len).map_err(TransportError::Memory)?;
         self.inner.transport.read(self.inner.address, &mut bytes)?;
         state.mapped = true;
         Ok(Mapping {

@@ -56,6 +56,13 @@ pub enum MemoryError {
         /// Length in bytes.
         len: u64,
     },
+    /// The host could not allocate the backing store of a simulated buffer (device memory,
+    /// a host copy or per-byte write counts): the machine, not the device, ran out of
+    /// memory.
+    HostAllocation {
+        /// Host bytes requested by the failed allocation.
+        bytes: u64,
+    },
 }
 
 impl fmt::Display for MemoryError {
@@ -72,11 +79,46 @@ impl fmt::Display for MemoryError {
                     "host access of {len} bytes at 0x{address:x} is not mapped"
                 )
             }
+            MemoryError::HostAllocation { bytes } => {
+                write!(f, "cannot allocate {bytes} bytes of host memory")
+            }
         }
     }
 }
 
 impl std::error::Error for MemoryError {}
+
+/// A vector of `len` copies of `T::default()` (zero for the integer types), allocated
+/// fallibly: when the host cannot provide `len · size_of::<T>()` bytes this returns
+/// [`MemoryError::HostAllocation`] instead of aborting the process.
+///
+/// # Errors
+///
+/// [`MemoryError::HostAllocation`] with the bytes requested (saturated at `u64::MAX`).
+pub fn try_zeroed<T: Clone + Default>(len: usize) -> Result<Vec<T>, MemoryError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| MemoryError::HostAllocation {
+            bytes: (len as u64).saturating_mul(size_of::<T>() as u64),
+        })?;
+    v.resize(len, T::default());
+    Ok(v)
+}
+
+/// A fallible copy of `data` (see [`try_zeroed`]).
+///
+/// # Errors
+///
+/// [`MemoryError::HostAllocation`] with the bytes requested.
+pub fn try_copy<T: Clone>(data: &[T]) -> Result<Vec<T>, MemoryError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(data.len())
+        .map_err(|_| MemoryError::HostAllocation {
+            bytes: (data.len() as u64).saturating_mul(size_of::<T>() as u64),
+        })?;
+    v.extend_from_slice(data);
+    Ok(v)
+}
 
 /// Global traffic counters (bytes are bus bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -148,7 +190,8 @@ impl SimMemory {
     ///
     /// # Errors
     ///
-    /// [`MemoryError::OutOfMemory`].
+    /// [`MemoryError::OutOfMemory`]; [`MemoryError::HostAllocation`] when the host cannot
+    /// back the region.
     pub fn allocate(&mut self, len: u64) -> Result<u32, MemoryError> {
         let len = len.max(1);
         let mut candidate = FIRST_ADDRESS;
@@ -175,7 +218,8 @@ impl SimMemory {
     /// # Errors
     ///
     /// [`MemoryError::Placement`] when the range (with guard bands) overlaps another region,
-    /// starts at 0 or leaves the 32-bit domain.
+    /// starts at 0 or leaves the 32-bit domain; [`MemoryError::HostAllocation`] when the host
+    /// cannot back the region.
     pub fn map_at(&mut self, address: u32, len: u64) -> Result<(), MemoryError> {
         let len = len.max(1);
         let start = u64::from(address);
@@ -185,10 +229,12 @@ impl SimMemory {
                 len,
             });
         }
+        let bytes = usize::try_from(len).map_err(|_| MemoryError::HostAllocation { bytes: len })?;
+        let data = try_zeroed(bytes)?;
         self.regions.insert(
             start,
             Region {
-                data: vec![0; len as usize],
+                data,
                 reads: 0,
                 writes: 0,
                 write_counts: None,
@@ -206,6 +252,19 @@ impl SimMemory {
         self.regions
             .remove(&u64::from(address))
             .map(|_| ())
+            .ok_or(MemoryError::NotMapped { address })
+    }
+
+    /// Unmaps the region starting at `address` and hands its bytes to the host (no copy):
+    /// a buffer the device filled can become the host's result directly.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::NotMapped`].
+    pub fn take(&mut self, address: u32) -> Result<Vec<u8>, MemoryError> {
+        self.regions
+            .remove(&u64::from(address))
+            .map(|r| r.data)
             .ok_or(MemoryError::NotMapped { address })
     }
 
@@ -288,18 +347,31 @@ impl SimMemory {
     }
 
     /// Starts (or stops) counting device writes per byte of the region at `address`,
-    /// resetting the counts.
+    /// resetting the counts (two host bytes per region byte while enabled).
     ///
     /// # Errors
     ///
-    /// [`MemoryError::NotMapped`].
+    /// [`MemoryError::NotMapped`]; [`MemoryError::HostAllocation`] when the host cannot
+    /// hold the counts.
     pub fn track_writes(&mut self, address: u32, enabled: bool) -> Result<(), MemoryError> {
         let r = self
             .regions
             .get_mut(&u64::from(address))
             .ok_or(MemoryError::NotMapped { address })?;
-        r.write_counts = enabled.then(|| vec![0; r.data.len()]);
+        r.write_counts = None;
+        if enabled {
+            r.write_counts = Some(try_zeroed(r.data.len())?);
+        }
         Ok(())
+    }
+
+    /// Stops counting writes on the region at `address` and hands the counts to the host
+    /// (no copy); `None` when the region is not mapped or not tracked.
+    pub fn take_write_counts(&mut self, address: u32) -> Option<Vec<u16>> {
+        self.regions
+            .get_mut(&u64::from(address))?
+            .write_counts
+            .take()
     }
 
     /// Device writes per byte of the region at `address`, if tracked.
