@@ -371,3 +371,37 @@ fn device_errors_are_reported_not_hidden() {
         "device status 0x026: descriptor rejected: input address slot is unbound"
     );
 }
+
+#[test]
+fn dropping_everything_while_a_job_runs_still_completes_it() {
+    // The completion of the last submission then releases the last buffers, which hold the
+    // last reference to the transport, on the device thread itself: the transport must not
+    // try to join that thread (it used to panic there, and the waiter only ever timed out).
+    let executor = Executor::connect(Arc::new(SimTransport::new(SimConfig::new(1)))).unwrap();
+    let n = 1u64 << 20;
+    let plan = quant::check_inference(&plan_1d(n, DType::F32, 4, Params::new(2.0))).unwrap();
+    let packet = quant::encode_relocatable(&plan);
+    let input = executor.allocate(4 * n).unwrap();
+    let output = executor.allocate(n).unwrap();
+    let completion = executor.submit(&plan, &packet, &input, &output).unwrap();
+    drop(executor);
+    drop(input);
+    drop(output);
+    let report = completion.wait(LONG).unwrap().unwrap();
+    assert_eq!(report.launched, 1);
+}
+
+#[test]
+fn a_ring_outside_one_to_four_fails_every_command() {
+    for workers in [0, 5] {
+        let transport = Arc::new(SimTransport::new(SimConfig::new(workers)));
+        let executor = Executor::connect(transport).unwrap();
+        let (plan, packet, input, output) = small_job(&executor);
+        assert_eq!(
+            executor.run(&plan, &packet, &input, &output, LONG),
+            Err(RuntimeError::Device(simak_ev74_fw::FwError::Workers {
+                configured: workers
+            }))
+        );
+    }
+}

@@ -178,10 +178,33 @@ impl Prepared {
     /// Splits the call into at most `parts` disjoint pieces that callers may run on their
     /// own threads (simak has no thread pool). The pieces cover every element once; their
     /// output byte ranges are disjoint. Pieces are split along the axis with the largest
-    /// output stride, so fewer than `parts` come back when that axis is short.
+    /// output stride, so fewer than `parts` come back when that axis is short; `parts` 0
+    /// counts as 1, and an empty plan gives no pieces.
     ///
-    /// `input` and `output` are the whole call's buffers, as for [`execute`]; they are
-    /// checked once here, before anything is written.
+    /// `input` and `output` are the whole call's buffers (bytes), as for [`execute`]; they
+    /// are checked once here, before anything is written.
+    ///
+    /// ```
+    /// use simak::ops::quant::{check_inference, Params, Request};
+    /// use simak::{a65, DType, TensorSpec};
+    ///
+    /// let plan = check_inference(&Request {
+    ///     input: TensorSpec::contiguous([4, 1024], DType::F32),
+    ///     output: TensorSpec::contiguous([4, 1024], DType::I8),
+    ///     params: Params::new(0.5),
+    /// })?;
+    /// let prepared = a65::quant::prepare(&plan);
+    /// let input: Vec<u8> = (0..4096).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    /// let mut output = vec![0u8; 4096];
+    /// let pieces = prepared.split(2, &input, &mut output)?;
+    /// std::thread::scope(|s| {
+    ///     let runs: Vec<_> = pieces.into_iter().map(|mut p| s.spawn(move || p.run())).collect();
+    ///     runs.into_iter().try_for_each(|r| r.join().expect("no panic"))
+    /// })?;
+    /// assert_eq!(output[4095] as i8, 127); // 4095 × 0.5 saturates
+    /// assert_eq!(output[7] as i8, 4); // 3.5 rounds to even
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///

@@ -47,7 +47,9 @@ pub struct SimOptions {
     pub input_phase: u32,
     /// Bytes between the output allocation's start and the bound output address.
     pub output_phase: u32,
-    /// Worker local memory in bytes (capped at the SPEC budget of 48 KiB).
+    /// Worker local memory in bytes (capped at the SPEC budget of 48 KiB). A command whose
+    /// two-slot panel budget does not fit fails with `FwError::LocalMemory` (a small command
+    /// may need far less than a large one, so the check depends on the plan).
     pub local_bytes: usize,
     /// Count device writes per output byte into [`SimRun::output_write_counts`] (two host
     /// bytes per output byte while the device runs); off, the counts are empty.

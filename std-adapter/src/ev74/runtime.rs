@@ -824,7 +824,8 @@ const EMPTY_REPORT: Report = Report {
 /// Configuration of a [`SimTransport`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SimConfig {
-    /// Worker ring size (1 to 4).
+    /// Worker ring size, 1 to 4; outside that range every command fails with
+    /// `FwError::Workers` (as `run_sim`).
     pub workers: usize,
     /// Entries the simulated firmware advertises.
     pub advertised: Capabilities,
@@ -879,7 +880,8 @@ impl fmt::Debug for SimTransport {
 }
 
 impl SimTransport {
-    /// Starts the device thread.
+    /// Starts the device thread (named `ev74-sim`). If the thread cannot be started, every
+    /// submission fails with [`TransportError::Closed`].
     pub fn new(config: SimConfig) -> SimTransport {
         let shared = Arc::new(SimShared {
             device: Mutex::new(SimDevice::new(config.workers)),
@@ -915,11 +917,19 @@ fn device_loop(shared: &SimShared, receiver: &mpsc::Receiver<Job>) {
         } else {
             let mut device = lock(&shared.device);
             let fw_advertised = shared.config.advertised;
-            Some(if shared.config.flush_to_zero {
-                Firmware::<FlushToZero>::new(fw_advertised).dispatch(&mut *device, &job.command)
-            } else {
-                Firmware::<Ieee>::new(fw_advertised).dispatch(&mut *device, &job.command)
-            })
+            let workers = shared.config.workers;
+            Some(
+                if workers == 0 || workers > simak_ev74_fw::work::MAX_WORKERS {
+                    // As `run_sim`: a ring outside 1..=4 runs nothing.
+                    Err(FwError::Workers {
+                        configured: workers,
+                    })
+                } else if shared.config.flush_to_zero {
+                    Firmware::<FlushToZero>::new(fw_advertised).dispatch(&mut *device, &job.command)
+                } else {
+                    Firmware::<Ieee>::new(fw_advertised).dispatch(&mut *device, &job.command)
+                },
+            )
             // Releasing the device lock publishes every write to the host (coherency).
         };
         if let Some(status) = status {
@@ -1001,7 +1011,13 @@ impl Drop for SimTransport {
     fn drop(&mut self) {
         lock(&self.sender).take();
         if let Some(t) = lock(&self.thread).take() {
-            let _ = t.join();
+            // The last reference can go on the device thread itself: a completion callback
+            // that releases the last buffers of a dropped executor drops the transport
+            // there. That thread cannot join itself; with the sender gone its loop ends once
+            // the callback returns.
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
     }
 }
