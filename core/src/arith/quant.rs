@@ -200,30 +200,24 @@ pub enum Bf16 {}
 #[derive(Debug)]
 pub enum F16 {}
 
-/// Decodes the IEEE binary format with `EXP` exponent and `MANT` fraction bits held in the
-/// low bits of `bits`: FP32 is (8, 23), FP16 (5, 10); BF16 is FP32 of `bits << 16`. A finite
-/// value is `significand · 2^exponent` exactly.
 #[inline(always)]
-fn decode_ieee<const EXP: u32, const MANT: u32>(bits: u32) -> Decoded {
-    let exp_max = (1u32 << EXP) - 1;
-    // Exponent of the least significant significand bit at biased exponent field 1.
-    let min_exponent = 2 - (1i32 << (EXP - 1)) - MANT as i32;
-    let negative = (bits >> (EXP + MANT)) & 1 != 0;
-    let exp_field = (bits >> MANT) & exp_max;
-    let mantissa = bits & ((1u32 << MANT) - 1);
+fn decode_f32(bits: u32) -> Decoded {
+    let negative = bits >> 31 != 0;
+    let exp_field = (bits >> 23) & 0xff;
+    let mantissa = bits & 0x7f_ffff;
     match exp_field {
-        e if e == exp_max && mantissa != 0 => Decoded::Nan,
-        e if e == exp_max => Decoded::Inf(negative),
+        0xff if mantissa != 0 => Decoded::Nan,
+        0xff => Decoded::Inf(negative),
         0 if mantissa == 0 => Decoded::Zero,
         0 => Decoded::Finite {
             negative,
             significand: mantissa,
-            exponent: min_exponent,
+            exponent: -149,
         },
         _ => Decoded::Finite {
             negative,
-            significand: mantissa | (1u32 << MANT),
-            exponent: min_exponent + exp_field as i32 - 1,
+            significand: mantissa | 0x80_0000,
+            exponent: exp_field as i32 - 150,
         },
     }
 }
@@ -240,7 +234,7 @@ impl InputFormat for F32 {
     }
     #[inline(always)]
     fn decode(bits: u32) -> Decoded {
-        decode_ieee::<8, 23>(bits)
+        decode_f32(bits)
     }
 }
 
@@ -256,7 +250,7 @@ impl InputFormat for Bf16 {
     }
     #[inline(always)]
     fn decode(bits: u32) -> Decoded {
-        decode_ieee::<8, 23>(bits << 16)
+        decode_f32(bits << 16)
     }
 }
 
@@ -272,7 +266,24 @@ impl InputFormat for F16 {
     }
     #[inline(always)]
     fn decode(bits: u32) -> Decoded {
-        decode_ieee::<5, 10>(bits)
+        let negative = (bits >> 15) & 1 != 0;
+        let exp_field = (bits >> 10) & 0x1f;
+        let mantissa = bits & 0x3ff;
+        match exp_field {
+            0x1f if mantissa != 0 => Decoded::Nan,
+            0x1f => Decoded::Inf(negative),
+            0 if mantissa == 0 => Decoded::Zero,
+            0 => Decoded::Finite {
+                negative,
+                significand: mantissa,
+                exponent: -24,
+            },
+            _ => Decoded::Finite {
+                negative,
+                significand: mantissa | 0x400,
+                exponent: exp_field as i32 - 25,
+            },
+        }
     }
 }
 
