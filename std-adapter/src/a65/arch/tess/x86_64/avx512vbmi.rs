@@ -532,18 +532,8 @@ unsafe fn segment_stored<B: BlockInput>(
         // SAFETY: block i's 192 output bytes lie in the row.
         unsafe { store3::<false>(dst.wrapping_add(i * BLOCK_OUT), o) };
     }
-    let rest = px - blocks * BLOCK_PX;
-    if rest > 0 {
-        let at = blocks * BLOCK_PX;
-        // SAFETY: the remaining pixels' input and output lie in the row.
-        unsafe {
-            B::tail(
-                src.wrapping_add(at * 3 * B::E),
-                dst.wrapping_add(at * 6),
-                rest * 3 * B::E,
-            )
-        };
-    }
+    // SAFETY: the row's `px` pixels lie at `src` and `dst` (this function's contract).
+    unsafe { row_rest::<B>(src, dst, px) };
 }
 
 /// One row of `px` pixels with streaming stores on whole lines; `dst % 64 = 64 − 4·IMM`
@@ -624,18 +614,8 @@ unsafe fn segment_streamed<B: BlockInput, const IMM: i32>(
             }
         }
     }
-    let rest = rest_of(px);
-    if rest > 0 {
-        let at = blocks * BLOCK_PX;
-        // SAFETY: the remaining pixels' input and output lie in the row.
-        unsafe {
-            B::tail(
-                src.wrapping_add(at * 3 * B::E),
-                dst.wrapping_add(at * 6),
-                rest * 3 * B::E,
-            )
-        };
-    }
+    // SAFETY: the row's `px` pixels lie at `src` and `dst` (this function's contract).
+    unsafe { row_rest::<B>(src, dst, px) };
 }
 
 /// Stores three vectors at `d`, `d + 64` and `d + 128`; non-temporal when `NT`.
@@ -675,6 +655,30 @@ unsafe fn stream2(d: *mut u8, a: __m512i, b: __m512i) {
 /// Pixels of a row past its whole blocks.
 const fn rest_of(px: usize) -> usize {
     px % BLOCK_PX
+}
+
+/// The pixels of a row of `px` past its whole blocks, with the step kernels (nothing when
+/// `px` is a multiple of [`BLOCK_PX`]).
+///
+/// # Safety
+///
+/// AVX-512F/BW/VBMI available; `src` readable for `3 · E · px` bytes and `dst` writable
+/// for `6 · px` (the whole row).
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+unsafe fn row_rest<B: BlockInput>(src: *const u8, dst: *mut u8, px: usize) {
+    let rest = rest_of(px);
+    if rest > 0 {
+        let at = px - rest;
+        // SAFETY: pixels `at..px` of the row: their input and output lie in it.
+        unsafe {
+            B::tail(
+                src.wrapping_add(at * 3 * B::E),
+                dst.wrapping_add(at * 6),
+                rest * 3 * B::E,
+            )
+        };
+    }
 }
 
 #[cfg(test)]
