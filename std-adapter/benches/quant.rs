@@ -1,7 +1,7 @@
 //! Criterion benchmarks of A65 Quant: every route at 4 Ki, 64 Ki, 1 Mi and 16 Mi elements
 //! (contiguous), plus a row-padded strided case and a transposed-output (panel) case.
 //!
-//! Workload of the peers' script (`../shared/bench/`): multiplier 0.5, zero point 3, inputs
+//! Workload of the peers' script (`bench/peers/`): multiplier 0.5, zero point 3, inputs
 //! drawn from N(0, 100) with a fixed seed.
 #![allow(missing_docs)]
 

@@ -7,8 +7,9 @@
 //!
 //! The other modules are shared qualification fixtures: [`rng`] (a fixed-seed SplitMix64),
 //! [`profiles`] (multiplier profiles), [`bytes`] (little-endian encoding and aligned byte
-//! buffers), [`lib_run`] (running a request through the library's A65 path) and [`peer`]
-//! (the third-party vectors of `shared/peer/`).
+//! buffers), [`lib_run`] (running a request through the library's A65 path), [`data`] (the
+//! files of `tests/data/`, with their origins in its README) and [`peer`] (the third-party
+//! vectors of `tests/data/peer/`).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -371,16 +372,51 @@ pub mod lib_run {
     }
 }
 
+pub mod data {
+    //! The test files kept in the repository under `tests/data/` (origins and licences in
+    //! `tests/data/README.md`).
+
+    use std::path::{Path, PathBuf};
+
+    /// The data folder: `tests/data/` of the repository.
+    pub const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data");
+
+    /// The path of `name` (a path relative to [`DIR`], such as `peer/onnx-cast-bf16.json`).
+    ///
+    /// # Panics
+    ///
+    /// When the file is not there, naming the path it looked for.
+    pub fn path(name: &str) -> PathBuf {
+        let path = Path::new(DIR).join(name);
+        assert!(
+            path.is_file(),
+            "test data file {} is missing (see tests/data/README.md)",
+            path.display()
+        );
+        path
+    }
+
+    /// The bytes of `name` (see [`path`]).
+    ///
+    /// # Panics
+    ///
+    /// When the file is missing or unreadable, naming its path.
+    pub fn read(name: &str) -> Vec<u8> {
+        let path = path(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+    }
+}
+
 pub mod peer {
-    //! Loader for the third-party vectors of `shared/peer/` (see its README).
+    //! Loader for the third-party vectors of `tests/data/peer/` (see its README).
 
     use std::path::{Path, PathBuf};
 
     use serde_json::Value;
     use simak_core::DType;
 
-    /// The peer folder, relative to this package's manifest.
-    pub const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/peer/");
+    /// The peer folder: `tests/data/peer/` of the repository.
+    pub const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/peer/");
 
     /// One peer entry, as far as the tests need it.
     #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! Third-party vectors (`shared/peer/*.json`): every `agreeing` entry whose op is
+//! Third-party vectors (`tests/data/peer/*.json`): every `agreeing` entry whose op is
 //! `quantize` must match through the library, with the entry's shape (`[]` = rank 0).
 //! Cast entries belong to CastTess and are skipped here, explicitly by op.
 
@@ -118,4 +118,34 @@ fn peer_dtypes_are_parsed_faithfully() {
     }
     println!("peer: {f16} FP16 quantize entries");
     assert!(f16 > 0);
+}
+
+/// The peer files are kept exactly as they were produced: each one's SHA-256 is the one
+/// listed in `tests/data/README.md`, and every file is listed.
+#[test]
+fn peer_files_are_the_ones_received() {
+    use sha2::{Digest, Sha256};
+    let readme = String::from_utf8(simak_tests::data::read("README.md")).unwrap();
+    let listed: Vec<(String, String)> = readme
+        .lines()
+        .filter_map(|line| {
+            let (sum, name) = line.split_once("  ")?;
+            (sum.len() == 64 && name.starts_with("peer/"))
+                .then(|| (sum.to_owned(), name.trim().to_owned()))
+        })
+        .collect();
+    let files = peer::files();
+    assert_eq!(
+        listed.len(),
+        files.len(),
+        "every peer file has a listed SHA-256"
+    );
+    for (sum, name) in listed {
+        let bytes = simak_tests::data::read(&name);
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(digest, sum, "{name} differs from the file received");
+    }
 }

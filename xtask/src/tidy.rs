@@ -1,5 +1,6 @@
 //! Repository checks run as a `#[test]`: banned stubs and test attributes, trailing
-//! whitespace, and module docs.
+//! whitespace, module docs, no reference to a folder outside the repository, and the size
+//! limits of committed files.
 //!
 //! The banned patterns are assembled from pieces so that this file does not match itself.
 
@@ -11,6 +12,83 @@ const MODULE_DOC_ROOTS: &[&str] = &["core/src", "std-adapter/src", "ev74-fw/src"
 
 /// Extensions checked for trailing whitespace.
 const WHITESPACE_EXTENSIONS: &[&str] = &["rs", "toml", "md"];
+
+/// Extensions of the text files (sources, tests, docs, READMEs, scripts) that must not name
+/// a folder outside the repository.
+const TEXT_EXTENSIONS: &[&str] = &[
+    "rs", "toml", "md", "sh", "py", "pyi", "txt", "yml", "yaml", "h", "hpp", "c", "cpp", "in",
+];
+
+/// Largest committed file, in bytes.
+const MAX_FILE_BYTES: u64 = 2 << 20;
+/// Largest total of `tests/data/`, in bytes.
+const MAX_DATA_BYTES: u64 = 12 << 20;
+
+/// The sibling folder of the development layout that a fresh clone does not have; assembled
+/// from pieces so that this file does not match itself.
+fn outside_folder() -> String {
+    ["..", "/", "shared"].concat()
+}
+
+/// Finds lines naming the folder outside the repository; each entry is "line N: ...".
+fn check_outside_references(text: &str) -> Vec<String> {
+    let folder = outside_folder();
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| line.contains(folder.as_str()))
+        .map(|(line_idx, _)| {
+            format!(
+                "line {}: names `{folder}`, which a fresh clone does not have; copy what is \
+                 needed into the repository (tests/data/, bench/peers/, docs/contract.md)",
+                line_idx + 1
+            )
+        })
+        .collect()
+}
+
+/// The committed files (`git ls-files`), or every workspace file when git cannot tell.
+fn committed_files(root: &Path) -> Vec<PathBuf> {
+    let listed = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root)
+        .output();
+    match listed {
+        Ok(out) if out.status.success() => out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|name| !name.is_empty())
+            .map(|name| root.join(String::from_utf8_lossy(name).as_ref()))
+            .filter(|path| path.is_file())
+            .collect(),
+        _ => workspace_files(root),
+    }
+}
+
+/// Size problems among `(relative path, bytes)` pairs: a file over [`MAX_FILE_BYTES`], and
+/// `tests/data/` over [`MAX_DATA_BYTES`] in all.
+fn check_sizes(files: &[(PathBuf, u64)]) -> Vec<String> {
+    let mut problems: Vec<String> = files
+        .iter()
+        .filter(|(_, bytes)| *bytes > MAX_FILE_BYTES)
+        .map(|(path, bytes)| {
+            format!(
+                "{}: {bytes} bytes, above the {MAX_FILE_BYTES}-byte limit for a committed file",
+                path.display()
+            )
+        })
+        .collect();
+    let data: u64 = files
+        .iter()
+        .filter(|(path, _)| path.starts_with("tests/data"))
+        .map(|(_, bytes)| bytes)
+        .sum();
+    if data > MAX_DATA_BYTES {
+        problems.push(format!(
+            "tests/data: {data} bytes in all, above the {MAX_DATA_BYTES}-byte limit"
+        ));
+    }
+    problems
+}
 
 /// Code patterns that must not appear in any `.rs` file, with the reason.
 fn banned_patterns() -> [(String, &'static str); 4] {
@@ -108,7 +186,8 @@ fn tidy() {
     for path in workspace_files(&root) {
         let ext = extension(&path);
         let is_rs = ext == "rs";
-        if !is_rs && !WHITESPACE_EXTENSIONS.contains(&ext) {
+        let is_text = TEXT_EXTENSIONS.contains(&ext) || ext.is_empty();
+        if !is_text {
             continue;
         }
         let Ok(text) = fs::read_to_string(&path) else {
@@ -118,7 +197,10 @@ fn tidy() {
         n_checked += 1;
         let relative = path.strip_prefix(&root).unwrap_or(&path);
         let shown = relative.display();
-        let mut found = check_trailing_whitespace(&text);
+        let mut found = check_outside_references(&text);
+        if is_rs || WHITESPACE_EXTENSIONS.contains(&ext) {
+            found.extend(check_trailing_whitespace(&text));
+        }
         if is_rs {
             found.extend(check_banned(&text));
             let needs_doc = MODULE_DOC_ROOTS
@@ -135,6 +217,15 @@ fn tidy() {
         "tidy found no files under {}",
         root.display()
     );
+    let sizes: Vec<(PathBuf, u64)> = committed_files(&root)
+        .into_iter()
+        .map(|path| {
+            let bytes = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let relative = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
+            (relative, bytes)
+        })
+        .collect();
+    problems.extend(check_sizes(&sizes));
     assert!(
         problems.is_empty(),
         "tidy found {} problem(s):\n{}",
@@ -153,6 +244,32 @@ fn banned_patterns_are_found() {
     assert!(problems[0].starts_with("line 2: "), "{}", problems[0]);
     assert!(problems[1].starts_with("line 4: "), "{}", problems[1]);
     assert!(check_banned("fn todo() {}\n// ignore this\n").is_empty());
+}
+
+#[test]
+fn outside_references_are_found() {
+    let line = ["see ", "..", "/shared/SPEC.md"].concat();
+    let problems = check_outside_references(&format!("ok\n{line}\nshared memory\n"));
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].starts_with("line 2: "), "{}", problems[0]);
+}
+
+#[test]
+fn size_limits_are_enforced() {
+    let mib = 1u64 << 20;
+    let ok = [
+        (PathBuf::from("tests/data/a.bin"), 2 * mib),
+        (PathBuf::from("README.md"), 10),
+    ];
+    assert!(check_sizes(&ok).is_empty());
+    let big = [(PathBuf::from("core/x.bin"), 2 * mib + 1)];
+    assert_eq!(check_sizes(&big).len(), 1);
+    let many: Vec<(PathBuf, u64)> = (0..7)
+        .map(|k| (PathBuf::from(format!("tests/data/{k}.bin")), 2 * mib))
+        .collect();
+    let problems = check_sizes(&many);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].starts_with("tests/data: "), "{}", problems[0]);
 }
 
 #[test]
