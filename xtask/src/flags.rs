@@ -10,10 +10,15 @@ Subcommands:
   test [--require-all]  run the repository checks: fmt, clippy, test, nosimd (the
                         tests again with SIMD routes off), doc, no_std,
                         cross (AArch64 under qemu), armv7, fw_release, fuzz,
-                        sweep (strided), miri.
-                        A step whose tool is missing (a rustup target or component,
-                        a binary on PATH) is SKIPPED with an install hint;
-                        --require-all turns every skip into a failure (used by CI).
+                        sweep (strided), miri (`cargo xtask test --help` lists each
+                        step's command and the tools it needs).
+                        A step whose tools are missing (rustup targets or components,
+                        binaries on PATH) is SKIPPED with every missing piece and its
+                        install hint; --require-all turns every skip into a failure
+                        (used by CI).
+  fresh-clone           clone the committed repository into target/fresh/simak with
+                        nothing beside it, run `cargo test --workspace` there, and
+                        print the time and the disk use
   fuzz [--seconds N]    run every cargo-fuzz target (fuzz/fuzz_targets) for N
                         seconds each (default 20) on nightly; new inputs go to
                         fuzz/target/xtask-corpus, the committed corpus is only read
@@ -35,6 +40,10 @@ pub(crate) enum Command {
     Help,
     /// `cargo xtask test [--require-all]`.
     Test(TestOptions),
+    /// `cargo xtask test --help`: the steps and options.
+    TestHelp,
+    /// `cargo xtask fresh-clone`.
+    FreshClone,
     /// `cargo xtask fuzz [--seconds N]`.
     Fuzz(FuzzOptions),
     /// `cargo xtask sweep <args>`: the arguments go to the sweep binary unchanged.
@@ -73,6 +82,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
             for arg in rest {
                 match arg.as_str() {
                     "--require-all" => options.require_all = true,
+                    "-h" | "--help" => return Ok(Command::TestHelp),
                     other => return Err(format!("unknown option `{other}` for `test`")),
                 }
             }
@@ -97,6 +107,10 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
             Ok(Command::Fuzz(options))
         }
         "sweep" => Ok(Command::Sweep(rest.to_vec())),
+        "fresh-clone" => match rest.first() {
+            None => Ok(Command::FreshClone),
+            Some(other) => Err(format!("unknown option `{other}` for `fresh-clone`")),
+        },
         "miri" => match rest.first() {
             None => Ok(Command::Miri),
             Some(other) => Err(format!("unknown option `{other}` for `miri`")),
@@ -126,6 +140,10 @@ mod tests {
             parse_strs(&["test", "--require-all"]),
             Ok(Command::Test(TestOptions { require_all: true }))
         );
+        assert_eq!(parse_strs(&["test", "--help"]), Ok(Command::TestHelp));
+        assert_eq!(parse_strs(&["test", "-h"]), Ok(Command::TestHelp));
+        assert_eq!(parse_strs(&["fresh-clone"]), Ok(Command::FreshClone));
+        assert!(parse_strs(&["fresh-clone", "--x"]).is_err());
     }
 
     #[test]

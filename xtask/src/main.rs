@@ -4,6 +4,7 @@
 //! are parsed into one [`flags::Command`] and handed to the matching module's `run`.
 
 mod flags;
+mod fresh;
 mod fuzz;
 mod miri;
 mod sweep;
@@ -23,6 +24,11 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(flags::Command::Test(options)) => test::run(&project_root(), &options),
+        Ok(flags::Command::TestHelp) => {
+            print!("{}", test::help());
+            ExitCode::SUCCESS
+        }
+        Ok(flags::Command::FreshClone) => fresh::run(&project_root()),
         Ok(flags::Command::Fuzz(options)) => fuzz::run(&project_root(), &options),
         Ok(flags::Command::Sweep(args)) => sweep::run(&project_root(), &args),
         Ok(flags::Command::Miri) => miri::run(&project_root()),

@@ -384,18 +384,66 @@ fn has_component(components: &[String], component: &str) -> bool {
 pub(crate) enum Decision {
     /// Every requirement is met.
     Run,
-    /// A requirement is missing and skips are allowed.
-    Skip(Missing),
-    /// A requirement is missing and `--require-all` is set.
-    FailMissing(Missing),
+    /// Requirements are missing (all of them listed) and skips are allowed.
+    Skip(Vec<Missing>),
+    /// Requirements are missing (all of them listed) and `--require-all` is set.
+    FailMissing(Vec<Missing>),
 }
 
-/// Decides whether a step runs, from its first missing requirement.
+/// Decides whether a step runs, from every requirement it has (so that a skipped step
+/// names everything missing at once, not only the first).
 pub(crate) fn decide(step: &Step, probe: &dyn Probe, require_all: bool) -> Decision {
-    match step.requires.iter().try_for_each(|r| check(r, probe)) {
-        Ok(()) => Decision::Run,
-        Err(missing) if require_all => Decision::FailMissing(missing),
-        Err(missing) => Decision::Skip(missing),
+    let missing: Vec<Missing> = step
+        .requires
+        .iter()
+        .filter_map(|r| check(r, probe).err())
+        .collect();
+    match missing.is_empty() {
+        true => Decision::Run,
+        false if require_all => Decision::FailMissing(missing),
+        false => Decision::Skip(missing),
+    }
+}
+
+/// The text of `cargo xtask test --help`: the options, then each step with its command and
+/// the tools it needs.
+pub(crate) fn help() -> String {
+    let mut text = String::from(
+        "Usage: cargo xtask test [--require-all]\n\n\
+         Runs the repository checks below in order, from the workspace root. Every step runs\n\
+         (a failure does not stop the others); the summary table lists each step as PASSED,\n\
+         FAILED or SKIPPED with its seconds, and the exit status is 1 if any step failed.\n\n\
+         Options:\n\
+         \x20 --require-all  a step whose tools are missing fails instead of being skipped\n\
+         \x20                (CI runs this through .ci/run, which installs the tools first)\n\
+         \x20 -h, --help     print this message\n\n\
+         Steps:\n",
+    );
+    for step in STEPS {
+        text.push_str(&format!("  {:<10} {}\n", step.name, describe(step)));
+        for requirement in step.requires {
+            text.push_str(&format!("  {:<10}   needs {}\n", "", needs(requirement)));
+        }
+    }
+    text
+}
+
+/// A requirement as a phrase for the help text.
+fn needs(requirement: &Requirement) -> String {
+    match *requirement {
+        Requirement::RustupTarget(t) => format!("rustup target {t} (rustup target add {t})"),
+        Requirement::RustupComponent(c) => {
+            format!("rustup component {c} (rustup component add {c})")
+        }
+        Requirement::NightlyComponent(c) => {
+            format!("nightly component {c} (rustup toolchain install nightly --component {c})")
+        }
+        Requirement::Binary { name, apt_package } => {
+            format!("`{name}` on PATH (apt-get install {apt_package})")
+        }
+        Requirement::CargoTool { name, krate } => {
+            format!("`{name}` on PATH (cargo install {krate} --locked)")
+        }
     }
 }
 
@@ -449,11 +497,15 @@ pub(crate) fn run(root: &Path, options: &TestOptions) -> ExitCode {
         let status = match decide(step, &probe, options.require_all) {
             Decision::Run => run_step(root, step),
             Decision::Skip(missing) => {
-                println!("{missing}");
+                for m in &missing {
+                    println!("{m}");
+                }
                 Status::Skipped
             }
             Decision::FailMissing(missing) => {
-                println!("{missing}");
+                for m in &missing {
+                    println!("{m}");
+                }
                 println!(
                     "FAILED: --require-all does not allow skipping `{}`",
                     step.name
@@ -745,11 +797,11 @@ mod tests {
         );
         assert_eq!(
             decide(step("no_std"), &probe, false),
-            Decision::Skip(missing.clone())
+            Decision::Skip(vec![missing.clone()])
         );
         assert_eq!(
             decide(step("no_std"), &probe, true),
-            Decision::FailMissing(missing)
+            Decision::FailMissing(vec![missing])
         );
         assert_eq!(decide(step("test"), &probe, true), Decision::Run);
     }
@@ -764,13 +816,46 @@ mod tests {
         let Decision::Skip(missing) = decide(step("fmt"), &probe, false) else {
             panic!("fmt must be skipped without rustup");
         };
-        assert_eq!(missing.install, "rustup component add rustfmt");
-        assert!(missing.why.contains("no rustup"), "{}", missing.why);
+        assert_eq!(missing.len(), 1);
+        assert_eq!(missing[0].install, "rustup component add rustfmt");
+        assert!(missing[0].why.contains("no rustup"), "{}", missing[0].why);
         assert!(matches!(
             decide(step("no_std"), &probe, false),
             Decision::Skip(_)
         ));
         assert_eq!(decide(step("test"), &probe, false), Decision::Run);
+    }
+
+    #[test]
+    fn a_skipped_step_lists_every_missing_piece() {
+        let probe = FakeProbe {
+            targets: Some(vec!["x86_64-unknown-linux-gnu"]),
+            path: vec![],
+            ..FakeProbe::complete()
+        };
+        let Decision::Skip(missing) = decide(step("cross"), &probe, false) else {
+            panic!("cross must be skipped");
+        };
+        let installs: Vec<&str> = missing.iter().map(|m| m.install.as_str()).collect();
+        assert_eq!(
+            installs,
+            [
+                "rustup target add aarch64-unknown-linux-gnu",
+                "apt-get install qemu-user",
+                "apt-get install gcc-aarch64-linux-gnu",
+            ]
+        );
+    }
+
+    #[test]
+    fn help_lists_every_step_with_its_command_and_tools() {
+        let text = help();
+        for step in STEPS {
+            assert!(text.contains(&describe(step)), "{}", step.name);
+        }
+        assert!(text.contains("--require-all"));
+        assert!(text.contains("needs `qemu-aarch64` on PATH (apt-get install qemu-user)"));
+        assert!(text.contains("needs nightly component miri"));
     }
 
     #[test]
