@@ -1,6 +1,6 @@
 //! `simak bench quant`: in-process throughput of A65 Quant on the peers' workload.
 //!
-//! Workload (as `../shared/bench/peers.py`): multiplier 0.5, zero point 3, nearest-even,
+//! Workload (as `bench/peers/peers.py`): multiplier 0.5, zero point 3, nearest-even,
 //! inputs drawn from N(0, 100) with a fixed seed, every 16th element replaced by an exact
 //! tie (`x · 0.5 = k + 0.5`). Each figure is the median over repetitions after warm-up of
 //! the time per call; two same-process references give the machine's ceiling: a plain read
@@ -330,10 +330,10 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if job.threads > cores && !job.json {
-        eprintln!(
+        crate::report::emit_stderr(&format!(
             "simak: warning: {} threads on {cores} cores: the workers time-share, so the figures do not measure the kernel",
             job.threads
-        );
+        ));
     }
     let mut figures = Vec::new();
     let quant = if job.threads > 1 {
@@ -377,21 +377,25 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
         route: prepared.implementation().to_string(),
         figures,
     };
-    if job.json {
-        let text = serde_json::to_string_pretty(&summary)
+    let text = if job.json {
+        let mut text = serde_json::to_string_pretty(&summary)
             .map_err(|e| CliError::Internal(anyhow::anyhow!(e)))?;
-        println!("{text}");
+        text.push('\n');
+        text
     } else {
-        println!(
-            "quant {} -> i8, {} elements ({:?} layout, {:?} values), {} thread(s), median of {} repetitions",
+        use std::fmt::Write as _;
+        let mut text = format!(
+            "quant {} -> i8, {} elements ({:?} layout, {:?} values), {} thread(s), median of {} repetitions\n",
             summary.dtype, n, job.layout, job.values, job.threads, job.reps
         );
-        println!(
+        let _ = writeln!(
+            text,
             "{:<32} {:>14} {:>14} {:>10} {:>10}",
             "kernel", "median ns/call", "min ns/call", "Gelem/s", "in GB/s"
         );
         for f in &summary.figures {
-            println!(
+            let _ = writeln!(
+                text,
                 "{:<32} {:>14.0} {:>14.0} {:>10.3} {:>10.2}",
                 f.name,
                 f.median_ns_per_call,
@@ -400,8 +404,9 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
                 f.input_gb_per_s
             );
         }
-    }
-    Ok(())
+        text
+    };
+    crate::report::emit(&text)
 }
 
 #[cfg(test)]

@@ -222,7 +222,8 @@ pub fn run(seed: u64, quiet: bool, json: bool) -> Result<(), CliError> {
     } in jobs
     {
         let bytes = encode(values, dtype);
-        let data = Aligned::new(&bytes, dtype.size());
+        let internal = |e: &dyn std::fmt::Display| CliError::Internal(anyhow!("demo {name}: {e}"));
+        let data = Aligned::new(&bytes, dtype.size()).map_err(|e| internal(&e))?;
         let tensor = Tensor {
             dtype,
             shape,
@@ -230,20 +231,19 @@ pub fn run(seed: u64, quiet: bool, json: bool) -> Result<(), CliError> {
             out_strides: None,
             data: data.as_slice(),
         };
-        let internal = |e: &dyn std::fmt::Display| CliError::Internal(anyhow!("demo {name}: {e}"));
         let (bits, calibration) = match pick {
             Pick::Fixed(bits) => (bits, None),
             Pick::Absmax => {
                 let a = engine::abs_max(&tensor).map_err(|e| internal(&e))?;
                 let bits = absmax_multiplier(a).map_err(|e| internal(&e))?;
-                (bits, a.map(|a| ("absmax", a)))
+                (bits, Some(("absmax", a)))
             }
         };
         let params = Params::from_bits(bits)
             .with_zero_point(zero_point)
             .with_rounding(rounding);
-        let q =
-            engine::quantize(&tensor, params, engine::Backend::A65).map_err(|e| internal(&e))?;
+        let q = engine::quantize(&tensor, params, engine::Backend::A65, &|_| {})
+            .map_err(|e| internal(&e))?;
         hash.write(&q.output);
         rows.push(Row::new(name, shape, dtype, &q, calibration));
     }

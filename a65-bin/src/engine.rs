@@ -163,18 +163,23 @@ fn plan_rank<const R: usize>(tensor: &Tensor<'_>, params: Params) -> Result<Plan
 }
 
 /// Quantizes `tensor` on `backend`: plans, prepares, times `execute` (A65) or the simulated
-/// device run (EV74), then counts saturations.
+/// device run (EV74), then counts saturations. A large tensor runs in pieces along its
+/// slowest output axis ([`pieces`]), each a request of its own over the same strides, and
+/// `progress` is called with each piece's elements as it completes (every element is
+/// independent, so the bytes are those of one call).
 ///
 /// # Errors
 ///
 /// As [`plan`]; [`EngineError::Short`] when the data does not cover the input span;
 /// [`EngineError::Execute`] if the library refuses the buffers (internal);
 /// [`EngineError::Device`] when the tensor does not fit the EV74; [`EngineError::Sim`] when
-/// the simulated device fails.
+/// the simulated device fails; [`EngineError::OutOfMemory`] when the output cannot be
+/// allocated.
 pub fn quantize(
     tensor: &Tensor<'_>,
     params: Params,
     backend: Backend,
+    progress: &dyn Fn(u64),
 ) -> Result<Quantized, EngineError> {
     let plan = plan(tensor, params)?;
     let span = plan.input().span();
@@ -188,34 +193,53 @@ pub fn quantize(
         required: plan.output().span(),
         found: usize::MAX as u64,
     })?;
-    let (output, seconds, route) = match backend {
-        Backend::A65 => {
-            // Zeroing writes every page now, so the timed call measures the conversion alone.
-            let mut output = try_zeroed("the output buffer", out_len)?;
-            let prepared = prepare(&plan);
-            let start = Instant::now();
-            execute(&prepared, tensor.data, &mut output)?;
-            (
-                output,
-                start.elapsed().as_secs_f64(),
-                prepared.implementation().to_owned(),
-            )
+    // Zeroing writes every page now, so the timed calls measure the conversion alone.
+    let mut output = try_zeroed("the output buffer", out_len)?;
+    let in_strides = plan.input().strides()[..plan.input().rank()].to_vec();
+    let out_strides = plan.output().strides()[..plan.output().rank()].to_vec();
+    let mut seconds = 0.0;
+    let mut route = String::new();
+    for piece in pieces(tensor.shape, &out_strides, 1) {
+        let part = piece.of(tensor, &in_strides, &out_strides);
+        let part_plan = self::plan(&part.tensor(), params)?;
+        let out_at = piece.offset(&out_strides);
+        let out = output.get_mut(out_at..).ok_or(EngineError::Short {
+            required: out_at as u64,
+            found: out_len as u64,
+        })?;
+        let start = Instant::now();
+        match backend {
+            Backend::A65 => {
+                let prepared = prepare(&part_plan);
+                execute(&prepared, part.data, out)?;
+                if route.is_empty() {
+                    route = prepared.implementation().to_owned();
+                }
+            }
+            Backend::Ev74Sim { workers } => {
+                // Only the accessed span goes to the device; per-byte write counts (a test
+                // aid, two bytes per output byte) are not kept.
+                let span = part_plan.input().span() as usize;
+                let input = part.data.get(..span).unwrap_or(part.data);
+                let options = ev74::quant::SimOptions {
+                    track_writes: false,
+                    ..ev74::quant::SimOptions::new(workers)
+                };
+                let out_span = (part_plan.output().span() as usize).min(out.len());
+                let out = &mut out[..out_span];
+                ev74::quant::run_sim_with(&part_plan, input, out, &options).map_err(sim_error)?;
+                route = ev74_route(workers);
+            }
         }
-        Backend::Ev74Sim { workers } => {
-            // Only the accessed span goes to the device; the device's output region becomes
-            // the output (no host copy next to it), and per-byte write counts (a test aid,
-            // two bytes per output byte) are not kept.
-            let input = tensor.data.get(..span as usize).unwrap_or(tensor.data);
-            let options = ev74::quant::SimOptions {
-                track_writes: false,
-                ..ev74::quant::SimOptions::new(workers)
-            };
-            let start = Instant::now();
-            let (_, output) =
-                ev74::quant::run_sim_to_vec(&plan, input, out_len, &options).map_err(sim_error)?;
-            (output, start.elapsed().as_secs_f64(), ev74_route(workers))
-        }
-    };
+        seconds += start.elapsed().as_secs_f64();
+        progress(part_plan.elements());
+    }
+    if route.is_empty() {
+        route = match backend {
+            Backend::A65 => prepare(&plan).implementation().to_owned(),
+            Backend::Ev74Sim { workers } => ev74_route(workers),
+        };
+    }
     let saturated = count_saturated(&plan, tensor);
     Ok(Quantized {
         output,
@@ -225,6 +249,117 @@ pub fn quantize(
         seconds,
         route,
     })
+}
+
+/// Elements above which a tensor runs in pieces (so that progress advances within it).
+pub const PIECE_MIN_ELEMENTS: u64 = 1 << 20;
+/// Elements per piece to aim for.
+const PIECE_ELEMENTS: u64 = 1 << 19;
+
+/// Rows `start..start + len` of logical axis `axis`: one piece of a tensor that runs as a
+/// request of its own (same strides, extents narrowed along `axis`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// The logical axis cut.
+    pub axis: usize,
+    /// First row.
+    pub start: u64,
+    /// Rows.
+    pub len: u64,
+}
+
+impl Piece {
+    /// The piece covering the whole tensor (axis 0, or nothing for rank 0).
+    fn whole(shape: &[u64]) -> Piece {
+        Piece {
+            axis: 0,
+            start: 0,
+            len: shape.first().copied().unwrap_or(1),
+        }
+    }
+
+    /// Byte offset of the piece's first element under `strides`.
+    pub fn offset(&self, strides: &[u64]) -> usize {
+        strides
+            .get(self.axis)
+            .map_or(0, |&s| (self.start * s) as usize)
+    }
+
+    /// The piece of `tensor` (whose byte strides are `in_strides`, its output's
+    /// `out_strides`): narrowed extents, explicit strides, data from the piece's first
+    /// element.
+    pub fn of<'a>(&self, tensor: &Tensor<'a>, in_strides: &[u64], out_strides: &[u64]) -> Part<'a> {
+        let mut shape = tensor.shape.to_vec();
+        if let Some(extent) = shape.get_mut(self.axis) {
+            *extent = self.len;
+        }
+        let at = self.offset(in_strides);
+        Part {
+            dtype: tensor.dtype,
+            shape,
+            strides: in_strides.to_vec(),
+            out_strides: out_strides.to_vec(),
+            data: tensor.data.get(at..).unwrap_or(&[]),
+        }
+    }
+}
+
+/// An owned piece of a tensor ([`Piece::of`]).
+#[derive(Debug, Clone)]
+pub struct Part<'a> {
+    dtype: DType,
+    shape: Vec<u64>,
+    strides: Vec<u64>,
+    out_strides: Vec<u64>,
+    /// The input bytes from the piece's first element.
+    pub data: &'a [u8],
+}
+
+impl Part<'_> {
+    /// The piece as a [`Tensor`].
+    pub fn tensor(&self) -> Tensor<'_> {
+        Tensor {
+            dtype: self.dtype,
+            shape: &self.shape,
+            strides: Some(&self.strides),
+            out_strides: Some(&self.out_strides),
+            data: self.data,
+        }
+    }
+}
+
+/// Splits a tensor of `shape` into pieces along the axis with the largest output stride
+/// (the slowest in `out_strides`, so each piece's outputs are one range of whole rows), in
+/// whole multiples of `granule` rows, of about [`PIECE_ELEMENTS`] each. A tensor below
+/// [`PIECE_MIN_ELEMENTS`] elements, or whose slowest axis has one row, is one piece.
+pub fn pieces(shape: &[u64], out_strides: &[u64], granule: u64) -> Vec<Piece> {
+    let elements: u64 = shape.iter().product();
+    let axis = (0..shape.len()).filter(|&a| shape[a] > 1).max_by_key(|&a| {
+        (
+            out_strides.get(a).copied().unwrap_or(0),
+            std::cmp::Reverse(a),
+        )
+    });
+    match axis {
+        Some(axis) if elements >= PIECE_MIN_ELEMENTS => along(axis, shape[axis], granule, elements),
+        _ => vec![Piece::whole(shape)],
+    }
+}
+
+/// Pieces of `extent` rows of `axis` in multiples of `granule` rows, about
+/// [`PIECE_ELEMENTS`] of the tensor's `elements` each.
+pub fn along(axis: usize, extent: u64, granule: u64, elements: u64) -> Vec<Piece> {
+    let granule = granule.max(1);
+    let per_row = (elements / extent.max(1)).max(1);
+    let rows = (PIECE_ELEMENTS / per_row).max(1).next_multiple_of(granule);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < extent {
+        let len = rows.min(extent - start);
+        out.push(Piece { axis, start, len });
+        start += len;
+    }
+    out
 }
 
 /// The route column of an EV74-sim run.
@@ -370,31 +505,38 @@ pub struct Aligned<'a> {
 
 impl<'a> Aligned<'a> {
     /// `data` as-is when its address is a multiple of `align`, else an aligned copy.
-    pub fn new(data: &'a [u8], align: usize) -> Aligned<'a> {
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError::OutOfMemory`] when the copy cannot be allocated.
+    pub fn new(data: &'a [u8], align: usize) -> Result<Aligned<'a>, EngineError> {
         if align <= 1 || (data.as_ptr() as usize).is_multiple_of(align) {
-            return Aligned {
+            return Ok(Aligned {
                 bytes: Cow::Borrowed(data),
                 start: 0,
                 len: data.len(),
-            };
+            });
         }
         Self::copy_with(data.len(), align, |dst| dst.copy_from_slice(data))
     }
 
     /// An aligned buffer of `len` bytes filled by `fill` (which receives exactly `len` bytes).
-    pub fn copy_with(len: usize, align: usize, fill: impl FnOnce(&mut [u8])) -> Aligned<'a> {
-        let align = align.max(1);
-        let mut buf = vec![0u8; len + align - 1];
-        let start = buf.as_ptr().align_offset(align);
-        // `align_offset` on a byte pointer always succeeds in practice; fall back to a
-        // start of 0 otherwise (execute would then report the misalignment).
-        let start = if start < align { start } else { 0 };
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError::OutOfMemory`] when the buffer cannot be allocated.
+    pub fn copy_with(
+        len: usize,
+        align: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<Aligned<'a>, EngineError> {
+        let (mut buf, start) = aligned_zeroed("an aligned copy of the input", len, align)?;
         fill(&mut buf[start..start + len]);
-        Aligned {
+        Ok(Aligned {
             bytes: Cow::Owned(buf),
             start,
             len,
-        }
+        })
     }
 
     /// Whether this is a copy.
@@ -409,6 +551,26 @@ impl<'a> Aligned<'a> {
     }
 }
 
+/// `len + align - 1` zero bytes, allocated fallibly, and the offset of the first multiple
+/// of `align` in them (safe code only: the caller slices from there).
+fn aligned_zeroed(
+    what: &'static str,
+    len: usize,
+    align: usize,
+) -> Result<(Vec<u8>, usize), EngineError> {
+    let align = align.max(1);
+    let total = len.checked_add(align - 1).ok_or(EngineError::OutOfMemory {
+        what,
+        bytes: u64::MAX,
+    })?;
+    let buf = try_zeroed(what, total)?;
+    let start = buf.as_ptr().align_offset(align);
+    // `align_offset` on a byte pointer always succeeds in practice; fall back to a start of
+    // 0 otherwise (execute would then report the misalignment).
+    let start = if start < align { start } else { 0 };
+    Ok((buf, start))
+}
+
 /// A zeroed, writable buffer whose start is aligned (safe code only: the slice starts at
 /// the first aligned byte of a slightly longer allocation).
 #[derive(Debug)]
@@ -419,13 +581,15 @@ pub struct AlignedBuf {
 }
 
 impl AlignedBuf {
-    /// `len` zero bytes starting at a multiple of `align`.
-    pub fn zeroed(len: usize, align: usize) -> AlignedBuf {
-        let align = align.max(1);
-        let buf = vec![0u8; len + align - 1];
-        let start = buf.as_ptr().align_offset(align);
-        let start = if start < align { start } else { 0 };
-        AlignedBuf { buf, start, len }
+    /// `len` zero bytes starting at a multiple of `align`; `what` names the buffer in the
+    /// error.
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError::OutOfMemory`] when the buffer cannot be allocated.
+    pub fn zeroed(what: &'static str, len: usize, align: usize) -> Result<AlignedBuf, EngineError> {
+        let (buf, start) = aligned_zeroed(what, len, align)?;
+        Ok(AlignedBuf { buf, start, len })
     }
 
     /// The bytes.
@@ -454,7 +618,7 @@ mod test {
             let shape = vec![2u64; rank];
             let n = 1usize << rank;
             let data = f32_bytes(&vec![1.5f32; n]);
-            let aligned = Aligned::new(&data, 4);
+            let aligned = Aligned::new(&data, 4).unwrap();
             let q = quantize(
                 &Tensor {
                     dtype: DType::F32,
@@ -465,6 +629,7 @@ mod test {
                 },
                 Params::new(1.0),
                 Backend::A65,
+                &|_| {},
             )
             .unwrap();
             assert_eq!(q.output, vec![2u8; n], "rank {rank}");
@@ -490,7 +655,7 @@ mod test {
     fn saturation_uses_the_wide_value() {
         // 200 with zp -100 → 100, not saturated; 300 + 0 saturates; -inf saturates; NaN not.
         let data = f32_bytes(&[200.0, 300.0, f32::NEG_INFINITY, f32::NAN, -228.0, -229.0]);
-        let aligned = Aligned::new(&data, 4);
+        let aligned = Aligned::new(&data, 4).unwrap();
         let q = quantize(
             &Tensor {
                 dtype: DType::F32,
@@ -503,6 +668,7 @@ mod test {
                 .with_zero_point(-100)
                 .with_rounding(Rounding::TowardZero),
             Backend::A65,
+            &|_| {},
         )
         .unwrap();
         assert_eq!(q.output, [100u8, 127, 128, 156, 128, 128]);
@@ -514,7 +680,7 @@ mod test {
     fn strided_views_visit_every_element_once() {
         // A 2 × 3 Fortran-order tensor: element (i, j) at (i + 2 j) · 4 bytes.
         let data = f32_bytes(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
-        let aligned = Aligned::new(&data, 4);
+        let aligned = Aligned::new(&data, 4).unwrap();
         let t = Tensor {
             dtype: DType::F32,
             shape: &[2, 3],
@@ -522,18 +688,63 @@ mod test {
             out_strides: None,
             data: aligned.as_slice(),
         };
-        let q = quantize(&t, Params::new(1.0), Backend::A65).unwrap();
+        let q = quantize(&t, Params::new(1.0), Backend::A65, &|_| {}).unwrap();
         assert_eq!(q.output, [1u8, 2, 3, 4, 5, 6]);
         assert_eq!(abs_max(&t).unwrap(), Some(6.0));
+    }
+
+    /// A tensor above [`PIECE_MIN_ELEMENTS`] runs in pieces along its slowest output axis:
+    /// progress advances more than once, sums to the element count, and the bytes are
+    /// those of one library call, for C- and Fortran-order outputs and both backends.
+    #[test]
+    fn large_tensors_run_in_pieces_with_the_bytes_of_one_call() {
+        let (rows, cols) = (1031u64, 2053u64);
+        let n = (rows * cols) as usize;
+        assert!(n as u64 >= PIECE_MIN_ELEMENTS);
+        let values: Vec<f32> = (0..n).map(|i| (i % 509) as f32 * 0.37 - 90.0).collect();
+        let data = f32_bytes(&values);
+        let aligned = Aligned::new(&data, 4).unwrap();
+        let params = Params::new(0.75).with_zero_point(-3);
+        for out_strides in [None, Some([1u64, rows])] {
+            let t = Tensor {
+                dtype: DType::F32,
+                shape: &[rows, cols],
+                strides: None,
+                out_strides: out_strides.as_ref().map(|s| &s[..]),
+                data: aligned.as_slice(),
+            };
+            let whole = plan(&t, params).unwrap();
+            let mut reference = vec![0u8; whole.output().span() as usize];
+            execute(&prepare(&whole), aligned.as_slice(), &mut reference).unwrap();
+            for backend in [Backend::A65, Backend::Ev74Sim { workers: 3 }] {
+                let steps = std::cell::RefCell::new(Vec::new());
+                let q = quantize(&t, params, backend, &|k| steps.borrow_mut().push(k)).unwrap();
+                let steps = steps.into_inner();
+                assert!(steps.len() > 1, "{backend:?}: {} piece(s)", steps.len());
+                assert_eq!(steps.iter().sum::<u64>(), n as u64);
+                assert!(q.output == reference, "{backend:?} {out_strides:?}");
+            }
+        }
+        let cut = pieces(&[rows, cols], &[1, rows], 1);
+        assert!(
+            cut.iter().all(|p| p.axis == 1),
+            "Fortran order cuts the last axis"
+        );
+        assert_eq!(cut.iter().map(|p| p.len).sum::<u64>(), cols);
+        assert_eq!(
+            pieces(&[8, 8], &[8, 1], 1).len(),
+            1,
+            "small tensors are one piece"
+        );
     }
 
     #[test]
     fn aligned_copies_only_when_needed() {
         let data = vec![0u8; 17];
-        let whole = Aligned::new(&data, 1);
+        let whole = Aligned::new(&data, 1).unwrap();
         assert!(!whole.is_copy());
         let off = &data[1..];
-        let a = Aligned::new(off, 4);
+        let a = Aligned::new(off, 4).unwrap();
         assert_eq!(a.as_slice().len(), 16);
         assert!((a.as_slice().as_ptr() as usize).is_multiple_of(4));
     }
@@ -541,7 +752,7 @@ mod test {
     #[test]
     fn abs_max_skips_non_finite() {
         let data = f32_bytes(&[f32::INFINITY, -3.0, f32::NAN, 2.0, -0.0]);
-        let aligned = Aligned::new(&data, 4);
+        let aligned = Aligned::new(&data, 4).unwrap();
         let t = Tensor {
             dtype: DType::F32,
             shape: &[5],
@@ -551,7 +762,7 @@ mod test {
         };
         assert_eq!(abs_max(&t).unwrap(), Some(3.0));
         let zeros = f32_bytes(&[0.0, -0.0, f32::NAN]);
-        let aligned = Aligned::new(&zeros, 4);
+        let aligned = Aligned::new(&zeros, 4).unwrap();
         let t = Tensor {
             shape: &[3],
             data: aligned.as_slice(),
@@ -563,7 +774,7 @@ mod test {
     #[test]
     fn aligned_buffers_are_aligned() {
         for len in [0, 1, 16, 33] {
-            let mut b = AlignedBuf::zeroed(len, 16);
+            let mut b = AlignedBuf::zeroed("a test buffer", len, 16).unwrap();
             assert_eq!(b.as_slice().len(), len);
             assert!((b.as_mut_slice().as_ptr() as usize).is_multiple_of(16));
         }

@@ -9,7 +9,7 @@ use simak::MAX_RANK;
 use simak::layout::{MlaTiled, TileAxis, TiledView};
 
 use crate::error::{CliError, bad_file};
-use crate::output::{check_target_of, write_atomic};
+use crate::output::{Format, Target};
 use crate::report::{emit, shape_text};
 
 /// Largest physical buffer (bytes) `--svg` draws: 1024 rows of 16 bytes.
@@ -175,8 +175,8 @@ pub fn run(job: &LayoutJob) -> Result<(), CliError> {
             other => other.to_string(),
         })
     })?;
-    if let Some(svg) = &job.svg {
-        if view.capacity() > SVG_MAX_BYTES {
+    let svg_target = match &job.svg {
+        Some(svg) if view.capacity() > SVG_MAX_BYTES => {
             return Err(bad_file(
                 svg,
                 format!(
@@ -185,8 +185,9 @@ pub fn run(job: &LayoutJob) -> Result<(), CliError> {
                 ),
             ));
         }
-        check_target_of("--svg", svg)?;
-    }
+        Some(svg) => Some(Target::new("--svg", svg, Format::Svg)?),
+        None => None,
+    };
     let roles: Vec<Role> = TileAxis::ALL
         .iter()
         .map(|&r| Role {
@@ -227,9 +228,9 @@ pub fn run(job: &LayoutJob) -> Result<(), CliError> {
         first_tiles: first,
         svg: job.svg.as_ref().map(|p| p.display().to_string()),
     };
-    if let Some(path) = &job.svg {
+    if let Some(target) = &svg_target {
         let text = svg(&view);
-        write_atomic(path, |w| w.write_all(text.as_bytes()))?;
+        target.write(|w| w.write_all(text.as_bytes()))?;
     }
     if job.json {
         let mut s = serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?;
@@ -365,8 +366,35 @@ fn esc(text: &str) -> String {
 /// colored by the element's row-major index (hue) and byte plane (light: low byte, dark:
 /// high byte), labelled with its coordinates; padding bytes are grey. Every tile starts a
 /// row (tiles are multiples of 16 bytes); a line and a label mark each tile.
+/// Height of a byte cell of the SVG, in pixels.
+const CELL_HEIGHT: u64 = 34;
+/// Font size of a cell's coordinate label, in pixels.
+const LABEL_FONT: u64 = 8;
+/// Baseline distance of a label's lines, in pixels.
+const LINE_STEP: u64 = 9;
+/// Coordinates per label line (a rank-4 to rank-6 label takes two lines).
+const LABEL_COORDS: usize = 3;
+
+/// A cell's label: its logical coordinates, comma-separated, at most [`LABEL_COORDS`] a line.
+fn label_lines(index: &[u64]) -> Vec<String> {
+    index
+        .chunks(LABEL_COORDS)
+        .map(|c| c.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
+        .collect()
+}
+
+/// Width of a byte cell whose longest label line has `chars` characters: at least 34
+/// pixels, and the line's monospace width (0.6 em a character) plus a 3-pixel margin on
+/// each side.
+fn cell_width(chars: usize) -> u64 {
+    (chars as u64 * LABEL_FONT * 3)
+        .div_ceil(5)
+        .saturating_add(6)
+        .max(34)
+}
+
 fn svg(view: &TiledView) -> String {
-    const CELL: u64 = 34;
+    const CELL: u64 = CELL_HEIGHT;
     const LEFT: u64 = 64;
     const TOP: u64 = 64;
     const RIGHT: u64 = 220;
@@ -396,7 +424,17 @@ fn svg(view: &TiledView) -> String {
         }
     }
     let names: Vec<String> = (0..rank).map(|a| axis_name(view, a)).collect();
-    let width = LEFT + 16 * CELL + RIGHT;
+    // Cells are as wide as their longest label line needs (coordinates in lines of at most
+    // LABEL_COORDS), so that labels of neighbouring cells never overlap at any rank.
+    let longest = owner
+        .iter()
+        .flatten()
+        .flat_map(|(_, idx, _)| label_lines(&idx[..rank]))
+        .map(|line| line.chars().count())
+        .max()
+        .unwrap_or(0);
+    let cw = cell_width(longest);
+    let width = LEFT + 16 * cw + RIGHT;
     let height = TOP + rows * CELL + 24;
     let mut s = String::new();
     let _ = writeln!(
@@ -440,7 +478,7 @@ fn svg(view: &TiledView) -> String {
         let _ = writeln!(
             s,
             r##"<text x="{}" y="{}" font-size="9" text-anchor="middle" fill="#666">+{col}</text>"##,
-            LEFT + col * CELL + CELL / 2,
+            LEFT + col * cw + cw / 2,
             TOP - 6
         );
     }
@@ -455,7 +493,7 @@ fn svg(view: &TiledView) -> String {
     }
     for (offset, cell) in owner.iter().enumerate() {
         let offset = offset as u64;
-        let x = LEFT + (offset % 16) * CELL;
+        let x = LEFT + (offset % 16) * cw;
         let y = TOP + (offset / 16) * CELL;
         match cell {
             Some((linear, idx, plane)) => {
@@ -465,7 +503,20 @@ fn svg(view: &TiledView) -> String {
                     0
                 };
                 let light = if *plane == 0 { 78 } else { 55 };
-                let coords: Vec<String> = idx[..rank].iter().map(u64::to_string).collect();
+                let lines = label_lines(&idx[..rank]);
+                let top = y + CELL / 2 + 1 - (lines.len().saturating_sub(1) as u64) * LINE_STEP / 2;
+                let label: String = lines
+                    .iter()
+                    .enumerate()
+                    .map(|(k, line)| {
+                        format!(
+                            r##"<text x="{}" y="{}" font-size="{LABEL_FONT}" text-anchor="middle">{}</text>"##,
+                            x + cw / 2,
+                            top + k as u64 * LINE_STEP,
+                            esc(line)
+                        )
+                    })
+                    .collect();
                 let named: Vec<String> = names
                     .iter()
                     .zip(idx[..rank].iter())
@@ -478,16 +529,13 @@ fn svg(view: &TiledView) -> String {
                 };
                 let _ = writeln!(
                     s,
-                    r##"<g><title>byte {offset}: element ({}) {plane_name}</title><rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" fill="hsl({hue},70%,{light}%)" stroke="white"/><text x="{}" y="{}" font-size="8" text-anchor="middle">{}</text>{}</g>"##,
+                    r##"<g><title>byte {offset}: element ({}) {plane_name}</title><rect x="{x}" y="{y}" width="{cw}" height="{CELL}" fill="hsl({hue},70%,{light}%)" stroke="white"/>{label}{}</g>"##,
                     esc(&named.join(", ")),
-                    x + CELL / 2,
-                    y + CELL / 2 + 1,
-                    esc(&coords.join(",")),
                     if planes == 2 {
                         format!(
                             r##"<text x="{}" y="{}" font-size="7" text-anchor="middle" fill="#333">{}</text>"##,
-                            x + CELL / 2,
-                            y + CELL - 4,
+                            x + cw / 2,
+                            y + CELL - 3,
                             if *plane == 0 { "lo" } else { "hi" }
                         )
                     } else {
@@ -498,7 +546,7 @@ fn svg(view: &TiledView) -> String {
             None => {
                 let _ = writeln!(
                     s,
-                    r##"<g><title>byte {offset}: zero padding</title><rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" fill="#e4e4e4" stroke="white"/></g>"##
+                    r##"<g><title>byte {offset}: zero padding</title><rect x="{x}" y="{y}" width="{cw}" height="{CELL}" fill="#e4e4e4" stroke="white"/></g>"##
                 );
             }
         }
@@ -509,12 +557,12 @@ fn svg(view: &TiledView) -> String {
         let _ = writeln!(
             s,
             r##"<rect x="{LEFT}" y="{y}" width="{}" height="{h}" fill="none" stroke="black" stroke-width="2"/>"##,
-            16 * CELL
+            16 * cw
         );
         let _ = writeln!(
             s,
             r##"<text x="{}" y="{}" font-size="10">outer {} tile {} ({} B)</text>"##,
-            LEFT + 16 * CELL + 8,
+            LEFT + 16 * cw + 8,
             y + 14,
             t.outer,
             esc(&shape_text(&t.index)),
@@ -549,6 +597,76 @@ mod test {
         let c = classes(&view);
         assert_eq!(c.len(), 1);
         assert_eq!((c[0].payload_bytes, c[0].bytes), (12, 16));
+    }
+
+    /// The text boxes of an SVG: `(left, top, right, bottom)` from each `<text>` element's
+    /// `x`, `y`, `font-size` and `text-anchor` (monospace, 0.6 em a character, ascent 0.8
+    /// em, descent 0.2 em).
+    fn text_boxes(svg: &str) -> Vec<(f64, f64, f64, f64, String)> {
+        let attr = |tag: &str, name: &str| -> Option<f64> {
+            let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+            tag[at..].split('"').next()?.parse().ok()
+        };
+        let mut boxes = Vec::new();
+        for piece in svg.split("<text").skip(1) {
+            let (tag, rest) = piece.split_once('>').unwrap();
+            let content = rest.split("</text>").next().unwrap().to_owned();
+            let (x, y, size) = (
+                attr(tag, "x").unwrap(),
+                attr(tag, "y").unwrap(),
+                attr(tag, "font-size").unwrap(),
+            );
+            let w = content.chars().count() as f64 * 0.6 * size;
+            let left = match () {
+                _ if tag.contains("text-anchor=\"middle\"") => x - w / 2.0,
+                _ if tag.contains("text-anchor=\"end\"") => x - w,
+                _ => x,
+            };
+            boxes.push((left, y - 0.8 * size, left + w, y + 0.2 * size, content));
+        }
+        boxes
+    }
+
+    #[test]
+    fn svg_labels_never_overlap_at_rank_4_to_6() {
+        type Case = (&'static [u64], [Option<u8>; 4], [u32; 4]);
+        let cases: [Case; 3] = [
+            (
+                &[2, 3, 12, 5],
+                [Some(0), Some(1), Some(2), Some(3)],
+                [2, 2, 8, 5],
+            ),
+            (
+                &[2, 2, 3, 11, 3],
+                [None, Some(2), Some(3), Some(4)],
+                [1, 3, 8, 3],
+            ),
+            (
+                &[2, 2, 2, 3, 10, 3],
+                [Some(2), Some(3), Some(4), Some(5)],
+                [1, 2, 4, 3],
+            ),
+        ];
+        for (shape, axes, tile) in cases {
+            let view = MlaTiled::new(axes, tile, Channels::Compact)
+                .admit(shape, 2)
+                .unwrap();
+            let text = svg(&view);
+            let boxes = text_boxes(&text);
+            let labels = boxes.iter().filter(|b| b.4.contains(',')).count();
+            assert!(
+                labels as u64 >= view.elements() * 2,
+                "every byte is labelled"
+            );
+            // Pairs of boxes that both lie in the byte map (skip the title lines on top).
+            let map: Vec<_> = boxes.iter().filter(|b| b.1 >= 50.0).collect();
+            for (i, a) in map.iter().enumerate() {
+                for b in &map[i + 1..] {
+                    let apart = a.2 <= b.0 || b.2 <= a.0 || a.3 <= b.1 || b.3 <= a.1;
+                    assert!(apart, "rank {}: {a:?} overlaps {b:?}", shape.len());
+                }
+            }
+        }
     }
 
     #[test]

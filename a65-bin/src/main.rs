@@ -37,7 +37,11 @@ use crate::tess::{TessBackend, TessJob, TessOp};
                   MlaTiled layout (casttess, quanttess) and back (untile, dequant); show \
                   layouts and EV74 descriptors.\n\n\
                   Exit status: 0 on success, 2 for bad input or usage (one line on stderr, no \
-                  output file written), 1 for internal failures."
+                  output file written), 1 for internal failures.\n\n\
+                  Outputs: only files named on the command line are replaced (a derived \
+                  default name that exists is refused), atomically, keeping their mode; a \
+                  symbolic link is written through. \"SPEC §N\" in these texts refers to \
+                  section N of docs/contract.md in the simak repository."
 )]
 struct Cli {
     /// Quiet: no progress bar and no summary table; only errors and any --json output are
@@ -66,6 +70,12 @@ enum Command {
         simak.<tensor>.rounding, simak.<tensor>.input_dtype and simak.<tensor>.calibration.\n\n\
         .npy: a float32 or float16 array (little- or big-endian, C or Fortran order) becomes \
         an int8 .npy of the same shape and order.\n\n\
+        From ONNX QuantizeLinear (y = saturate(round(x / scale) + zero_point)): pass \
+        --multiplier with 1/scale rounded once to binary32. When 1/scale is exact (scale a \
+        power of two) every result agrees; otherwise x * M and x / scale can round to \
+        different binary32 values, and at exact ties the integer can differ by one (scale \
+        0.039215686 = 1/25.5: x = -5 gives the tie -127.5 here, -128 under nearest-even, \
+        while a library that divides gets -127.49999, -127). docs/contract.md §3.\n\n\
         The output is written to a temporary file in the output's folder and renamed over \
         --output on success (an existing file is replaced atomically); on any error nothing \
         is written. A summary table (tensor, shape, dtype, multiplier bits, zero point, \
@@ -82,8 +92,9 @@ enum Command {
         copied.\n\n\
         Inputs: .npy (float32, float16; C or Fortran order), .safetensors (the tensor named \
         by --tensor, or the only one; F32, BF16, F16), PNG and JPEG images (decoded under \
-        limits of 16384 x 16384 pixels and 512 MiB, converted to RGB, then HWC FP32 [H, W, 3] \
-        as (p / 255 - mean) / std in binary32; 65535 for 16-bit images).\n\n\
+        limits of 16384 x 16384 pixels and --image-limit, 1024 MiB by default, which admits \
+        a 48-megapixel photo; converted to RGB, then HWC FP32 [H, W, 3] as (p / 255 - mean) \
+        / std in binary32; 65535 for 16-bit images).\n\n\
         --axes D,H,W,C names the logical axis playing each role (-1 absent); the other \
         axes are outer axes. --tile D,H,W,C gives the tile extents. Writes the physical \
         buffer (capacity bytes, zero padding) to --output and a JSON sidecar to \
@@ -321,6 +332,12 @@ struct TessArgs {
     /// Images: per-channel standard deviation divided by (each > 0) [default: 1,1,1].
     #[arg(long, value_name = "R,G,B", value_parser = parse_std, allow_hyphen_values = true)]
     std: Option<[f32; 3]>,
+    /// Images: the largest FP32 tensor an image may decode to, in MiB (12 bytes per pixel;
+    /// also the decoder's allocation limit). The default, 1024, admits a 48-megapixel RGB
+    /// photo (8000 x 6000 x 3 FP32, 576 MB).
+    #[arg(long, value_name = "MIB", default_value_t = simak_cli::read::IMAGE_DEFAULT_LIMIT >> 20,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
+    image_limit: u64,
 }
 
 #[derive(Debug, Args)]
@@ -370,7 +387,8 @@ struct UntileArgs {
     /// The tiled buffer (its sidecar is INPUT.json).
     #[arg(value_name = "INPUT")]
     input: PathBuf,
-    /// The logical .npy to write [default: INPUT with extension .npy].
+    /// The logical .npy to write [default: INPUT with extension .npy, which must not exist:
+    /// only a file named here is ever replaced].
     #[arg(long, value_name = "PATH")]
     output: Option<PathBuf>,
 }
@@ -490,13 +508,16 @@ struct QuantArgs {
     output: PathBuf,
     /// The multiplier M (it multiplies: q = x * M). A decimal such as 0.0078125, rounded
     /// once to the nearest binary32, or exact bits as 0x followed by 8 hex digits
-    /// (0x3e99999a). Must be finite and > 0 (subnormals allowed).
+    /// (0x3e99999a). Must be finite and > 0 (subnormals allowed). From an ONNX
+    /// QuantizeLinear scale s: M = 1/s rounded to binary32 (see the long help).
     #[arg(long, value_name = "M", allow_hyphen_values = true)]
     multiplier: Option<String>,
     /// Pick the multiplier per tensor from its data instead of --multiplier. absmax:
     /// m = 127f32 / max|x| over the finite elements, computed as one binary32 division
     /// (nearest-even) of 127 by the exact f32 value of max|x|; zero point 0. A tensor with
-    /// no finite nonzero element, or whose m is not finite, is an error.
+    /// no finite nonzero element (all zero, NaN or infinite, or empty) gets m = 1.0, ONNX
+    /// Runtime's rule for a zero range, and the summary says so; a tensor whose m is not
+    /// finite (max|x| below about 7.5e-37) is an error.
     #[arg(long, value_enum, value_name = "METHOD")]
     calibrate: Option<Calibration>,
     /// Zero point Z added after rounding, in [-128, 127]. Default 0. Not with --calibrate.
@@ -597,6 +618,7 @@ fn tess_job(tess: TessArgs, op: TessOp, backend: TessBackend, quiet: bool, json:
         output: tess.output,
         backend,
         normalize,
+        image_limit: tess.image_limit << 20,
         quiet,
         json,
     }
@@ -791,7 +813,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
                 .collect();
             let line = kept.join(" ");
             let line = line.strip_prefix("error: ").unwrap_or(&line);
-            eprintln!("{}", CliError::Input(format!("usage: {line}")).line());
+            simak_cli::report::emit_stderr(&CliError::Input(format!("usage: {line}")).line());
             ExitCode::from(2)
         }
     }
@@ -808,7 +830,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}", e.line());
+            simak_cli::report::emit_stderr(&e.line());
             e.exit_code()
         }
     }

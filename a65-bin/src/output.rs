@@ -1,6 +1,20 @@
-//! Atomic output: a temporary file in the output's folder, renamed over the target on
-//! success. On any failure the temporary file is removed and the target is untouched.
+//! Output files: every target is checked before any work ([`Target::new`]), then written
+//! in full to an unnamed temporary file in its folder and published over the target by one
+//! link or rename ([`Target::stage`], [`Staged::commit`]). On any failure the target is
+//! untouched and nothing is left behind.
+//!
+//! - **Unnamed staging.** On Linux the data goes to an `O_TMPFILE` file (no name until it is
+//!   complete), linked into place on success, so even a killed run (`kill -9`) leaves no
+//!   file. Where the filesystem cannot (no `O_TMPFILE`, no `/proc`), a named
+//!   `.simak-*.tmp` file is used, removed on error and by the interrupt handler.
+//! - **Modes.** A new output gets `0666` less the umask (the kernel applies it when the
+//!   file is created); a replaced one keeps its mode exactly. Which of the two is decided
+//!   once per file, so concurrent writers cannot mix them.
+//! - **Names.** An output must be named by the user: a derived default name that exists is
+//!   refused ([`Target::derived`]). Its extension must match the format written
+//!   ([`Format`]). A symbolic link is written through to its target, never replaced.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -10,16 +24,17 @@ use anyhow::Context;
 
 use crate::error::{CliError, bad_file};
 
-/// Prefix of the temporary files this tool creates next to its outputs.
+/// Prefix of the named temporary files this tool may create next to its outputs.
 pub const TEMP_PREFIX: &str = ".simak-";
 
-/// Temporary files being written or staged, removed by the interrupt handler.
+/// Temporary files being written or staged under a name, removed by the interrupt handler.
 static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Installs the interrupt handler (SIGINT, SIGTERM, SIGHUP): every temporary output file
-/// still pending is removed, then the process exits with status 130, so an interrupted run
-/// leaves neither a partial output nor a temporary file (targets are only ever replaced by
-/// a completed rename). Call once, from `main`.
+/// Installs the interrupt handler (SIGINT, SIGTERM, SIGHUP): every named temporary output
+/// file still pending is removed, then the process exits with status 130, so an interrupted
+/// run leaves neither a partial output nor a temporary file (targets are only ever replaced
+/// by a completed link or rename; unnamed staging files vanish with the process). Call
+/// once, from `main`.
 ///
 /// # Errors
 ///
@@ -34,7 +49,7 @@ pub fn install_interrupt_cleanup() -> Result<(), ctrlc::Error> {
     })
 }
 
-/// Registers a temporary file with the interrupt handler for as long as it lives.
+/// Registers a named temporary file with the interrupt handler for as long as it lives.
 #[derive(Debug)]
 struct Pending(PathBuf);
 
@@ -85,168 +100,420 @@ fn folder_of(path: &Path) -> PathBuf {
     }
 }
 
-/// Checks that `output` can be a file target of `--output`: see [`check_target_of`].
-///
-/// # Errors
-///
-/// As [`check_target_of`].
-pub fn check_target(output: &Path) -> Result<(), CliError> {
-    check_target_of("--output", output)
+/// The format of an output file, which its extension must match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A NumPy `.npy` file.
+    Npy,
+    /// A `.safetensors` file.
+    Safetensors,
+    /// A JSON file (`.json`).
+    Json,
+    /// An SVG drawing (`.svg`).
+    Svg,
+    /// Raw bytes (a tiled buffer, a descriptor): any extension but those of the formats
+    /// above and of the image inputs, which would misname the content.
+    Raw,
 }
 
-/// Checks that `path`, given by `flag`, can be a file target: not `-` (standard output is
-/// not written: outputs are replaced atomically by rename), not a directory, not an existing
-/// device, FIFO or socket (a rename would replace the node itself), and its folder exists.
-///
-/// # Errors
-///
-/// Bad input (exit 2) naming `path` and `flag`.
-pub fn check_target_of(flag: &str, path: &Path) -> Result<(), CliError> {
-    if path.as_os_str() == "-" {
-        return Err(bad_file(
-            path,
-            format!("{flag} - (standard output) is not supported: give a file path"),
-        ));
+impl Format {
+    /// The extension this format requires, if any.
+    fn extension(self) -> Option<&'static str> {
+        match self {
+            Format::Npy => Some("npy"),
+            Format::Safetensors => Some("safetensors"),
+            Format::Json => Some("json"),
+            Format::Svg => Some("svg"),
+            Format::Raw => None,
+        }
     }
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
+
+    /// What the format is called in messages.
+    fn name(self) -> &'static str {
+        match self {
+            Format::Npy => ".npy",
+            Format::Safetensors => ".safetensors",
+            Format::Json => "JSON",
+            Format::Svg => "SVG",
+            Format::Raw => "raw bytes",
+        }
+    }
+}
+
+/// Extensions that name a structured format, which raw bytes must not be given.
+const STRUCTURED: &[&str] = &["npy", "safetensors", "json", "svg", "png", "jpg", "jpeg"];
+
+/// Checks that the extension of `path` matches `format`.
+fn check_extension(flag: &str, path: &Path, format: Format) -> Result<(), CliError> {
+    let ext = path
+        .extension()
+        .and_then(OsStr::to_str)
+        .map(str::to_ascii_lowercase);
+    match (format.extension(), ext.as_deref()) {
+        (Some(want), Some(have)) if want == have => Ok(()),
+        (Some(want), _) => Err(bad_file(
+            path,
+            format!(
+                "{flag} must end in .{want}: the file written is {}",
+                format.name()
+            ),
+        )),
+        (None, Some(have)) if STRUCTURED.contains(&have) => Err(bad_file(
+            path,
+            format!(
+                "{flag} ends in .{have}, but the file written is raw bytes, not that format; choose another name (for example .bin)"
+            ),
+        )),
+        (None, _) => Ok(()),
+    }
+}
+
+/// Follows `path` through symbolic links (up to 40, as the kernel does) to the file that
+/// would be written: an existing file, or the not-yet-existing target of a dangling link.
+fn resolve_links(flag: &str, path: &Path) -> Result<PathBuf, CliError> {
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&current).map_err(|e| {
+                    bad_file(path, format!("{flag}: cannot read the symbolic link: {e}"))
+                })?;
+                current = if target.is_absolute() {
+                    target
+                } else {
+                    folder_of(&current).join(target)
+                };
+            }
+            _ => return Ok(current),
+        }
+    }
+    Err(bad_file(
+        path,
+        format!("{flag}: too many levels of symbolic links"),
+    ))
+}
+
+/// An output file, checked before any work is done; [`Target::stage`] writes it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The path as the user gave it (for messages).
+    shown: PathBuf,
+    /// The file actually written: `shown` with symbolic links followed.
+    path: PathBuf,
+    /// The folder of `path`.
+    folder: PathBuf,
+}
+
+impl Target {
+    /// Checks a path the user named with `flag` as a target for `format`, before any work:
+    ///
+    /// - not `-` (standard output is not written: outputs are published by link or rename);
+    /// - not ending in `/` (a folder);
+    /// - a symbolic link is followed: its target is written;
+    /// - not an existing directory, device, FIFO or socket;
+    /// - its extension matches `format`;
+    /// - the file name fits the filesystem's name limit, and the folder exists and takes a
+    ///   new file (checked by creating and dropping an unnamed file there).
+    ///
+    /// # Errors
+    ///
+    /// Bad input (exit 2) naming the path and `flag`.
+    pub fn new(flag: &str, path: &Path, format: Format) -> Result<Target, CliError> {
+        let raw = path.as_os_str();
+        if raw == "-" {
             return Err(bad_file(
                 path,
-                format!("{flag} names a directory, not a file"),
+                format!("{flag} - (standard output) is not supported: give a file path"),
             ));
         }
-        Ok(meta) if !meta.is_file() => {
+        if raw.is_empty() {
+            return Err(CliError::Input(format!(
+                "{flag} is empty: give a file path"
+            )));
+        }
+        let bytes = raw.as_encoded_bytes();
+        if bytes.ends_with(b"/") || path.file_name().is_none() {
+            return Err(bad_file(
+                path,
+                format!("{flag} names a folder (it ends in a separator), not a file"),
+            ));
+        }
+        let resolved = resolve_links(flag, path)?;
+        match std::fs::metadata(&resolved) {
+            Ok(meta) if meta.is_dir() => {
+                return Err(bad_file(
+                    path,
+                    format!("{flag} names a directory, not a file"),
+                ));
+            }
+            Ok(meta) if !meta.is_file() => {
+                return Err(bad_file(
+                    path,
+                    format!(
+                        "{flag} names a device or other special file; simak writes regular files only (published by link or rename)"
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        check_extension(flag, path, format)?;
+        let folder = folder_of(&resolved);
+        if !folder.is_dir() {
+            return Err(bad_file(
+                path,
+                format!("{flag} folder {} does not exist", folder.display()),
+            ));
+        }
+        let target = Target {
+            shown: path.to_path_buf(),
+            path: resolved,
+            folder,
+        };
+        target.check_name_length(flag)?;
+        // Probe: a file can be created in the folder (permissions, read-only filesystems).
+        drop(target.create(flag)?);
+        Ok(target)
+    }
+
+    /// A default output name the tool derived itself (`what` says how, `flag` is the option
+    /// that names it instead): as [`Target::new`], and it must not exist, since no command
+    /// replaces a file the user did not name.
+    ///
+    /// # Errors
+    ///
+    /// Bad input (exit 2) naming the path, when it exists or [`Target::new`] refuses it.
+    pub fn derived(
+        what: &str,
+        flag: &str,
+        path: &Path,
+        format: Format,
+    ) -> Result<Target, CliError> {
+        if std::fs::symlink_metadata(path).is_ok() {
             return Err(bad_file(
                 path,
                 format!(
-                    "{flag} names a device or other special file; simak writes regular files only (replaced atomically by rename)"
+                    "exists, and {what} would replace it; simak only replaces files named on the command line: pass {flag} PATH"
                 ),
             ));
         }
-        _ => {}
+        Target::new(what, path, format)
     }
-    let folder = folder_of(path);
-    if !folder.is_dir() {
-        return Err(bad_file(
-            path,
-            format!("{flag} folder {} does not exist", folder.display()),
-        ));
+
+    /// The file name must fit the folder's filesystem (`NAME_MAX`, usually 255 bytes).
+    fn check_name_length(&self, flag: &str) -> Result<(), CliError> {
+        let name_len = self
+            .path
+            .file_name()
+            .map_or(0, |n| n.as_encoded_bytes().len());
+        #[cfg(unix)]
+        let limit = rustix::fs::statvfs(&self.folder).map_or(255, |v| v.f_namemax);
+        #[cfg(not(unix))]
+        let limit = 255;
+        // Named staging adds at most this many bytes around a random part.
+        if name_len as u64 > limit {
+            return Err(bad_file(
+                &self.shown,
+                format!(
+                    "{flag}: the file name is {name_len} bytes long, above this filesystem's limit of {limit}"
+                ),
+            ));
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// Creates the staging file for this target in its folder.
+    fn create(&self, flag: &str) -> Result<Staging, CliError> {
+        let refused = |e: &dyn std::fmt::Display| {
+            bad_file(
+                &self.shown,
+                format!(
+                    "{flag}: cannot create a file in {}: {e}",
+                    self.folder.display()
+                ),
+            )
+        };
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::{Mode, OFlags};
+            let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
+            match rustix::fs::open(&self.folder, flags, Mode::from_raw_mode(0o666)) {
+                Ok(fd) if Path::new("/proc/self/fd").is_dir() => {
+                    return Ok(Staging::Unnamed(File::from(fd)));
+                }
+                Ok(_) => {}
+                // The filesystem has no O_TMPFILE: fall back to a named file below.
+                Err(e)
+                    if e == rustix::io::Errno::OPNOTSUPP
+                        || e == rustix::io::Errno::ISDIR
+                        || e == rustix::io::Errno::INVAL
+                        || e == rustix::io::Errno::NOSYS => {}
+                Err(e) => return Err(refused(&io::Error::from(e))),
+            }
+        }
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(TEMP_PREFIX).suffix(".tmp");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            // Subject to the umask at creation, as any new file.
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let temp = builder.tempfile_in(&self.folder).map_err(|e| refused(&e))?;
+        let pending = Pending::new(temp.path());
+        Ok(Staging::Named(temp, pending))
+    }
+
+    /// Writes the future content of the target to a staging file in its folder, flushed
+    /// and synced; [`Staged::commit`] publishes it. The mode is settled here: an existing
+    /// target's mode is copied exactly, a new one keeps the creation mode (`0666` less the
+    /// umask).
+    ///
+    /// # Errors
+    ///
+    /// Bad input (exit 2) when no file can be created in the folder any more;
+    /// [`CliError::Write`] (exit 1) when writing fails (disk full, I/O error).
+    pub fn stage(
+        &self,
+        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<Staged, CliError> {
+        let staging = self.create("output")?;
+        {
+            let file = staging.file();
+            let mut buffered = BufWriter::with_capacity(1 << 20, file);
+            write(&mut buffered)
+                .and_then(|()| buffered.flush())
+                .map_err(|e| self.write_failed(&e))?;
+        }
+        #[cfg(unix)]
+        if let Ok(existing) = std::fs::metadata(&self.path) {
+            staging
+                .file()
+                .set_permissions(existing.permissions())
+                .with_context(|| format!("setting the mode of {}", self.shown.display()))?;
+        }
+        staging
+            .file()
+            .sync_all()
+            .map_err(|e| self.write_failed(&e))?;
+        Ok(Staged {
+            staging,
+            target: self.clone(),
+        })
+    }
+
+    /// Writes the target as [`Target::stage`] and publishes it at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`Target::stage`] and [`Staged::commit`].
+    pub fn write(
+        &self,
+        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<(), CliError> {
+        self.stage(write)?.commit()
+    }
+
+    /// An I/O failure while writing the staging file of the target (exit 1; the staging
+    /// file goes when the error drops it).
+    fn write_failed(&self, e: &io::Error) -> CliError {
+        CliError::Write(format!("{}: cannot write: {e}", self.shown.display()))
+    }
 }
 
-/// Writes `output` atomically: `write` fills a temporary file in the same folder, which is
-/// flushed, synced and renamed over `output`. An existing `output` keeps its permissions;
-/// a new one gets `0666` less the umask.
+/// Where a target's content is staged.
+#[derive(Debug)]
+enum Staging {
+    /// An `O_TMPFILE` file: no name until it is linked.
+    Unnamed(File),
+    /// A named temporary file in the target's folder.
+    Named(tempfile::NamedTempFile, Pending),
+}
+
+impl Staging {
+    fn file(&self) -> &File {
+        match self {
+            Staging::Unnamed(file) => file,
+            Staging::Named(temp, _) => temp.as_file(),
+        }
+    }
+}
+
+/// A fully written and synced staging file, not yet published. Dropping it discards it.
+#[derive(Debug)]
+pub struct Staged {
+    staging: Staging,
+    target: Target,
+}
+
+impl Staged {
+    /// Publishes the staged file as the target: linked into place when the target does not
+    /// exist, else linked under a temporary name and renamed over it (one atomic step for a
+    /// reader).
+    ///
+    /// # Errors
+    ///
+    /// [`CliError::Write`] (exit 1) when the link or rename fails; the target is untouched.
+    pub fn commit(self) -> Result<(), CliError> {
+        let target = &self.target;
+        let failed = |e: &dyn std::fmt::Display| {
+            CliError::Write(format!(
+                "{}: cannot publish the output: {e}",
+                target.shown.display()
+            ))
+        };
+        match self.staging {
+            Staging::Named(temp, _pending) => temp
+                .persist(&target.path)
+                .map(drop)
+                .map_err(|e| failed(&e.error)),
+            #[cfg(target_os = "linux")]
+            Staging::Unnamed(file) => {
+                use std::os::fd::AsRawFd;
+                let source = format!("/proc/self/fd/{}", file.as_raw_fd());
+                let link = |to: &Path| {
+                    rustix::fs::linkat(
+                        rustix::fs::CWD,
+                        source.as_str(),
+                        rustix::fs::CWD,
+                        to,
+                        rustix::fs::AtFlags::SYMLINK_FOLLOW,
+                    )
+                };
+                match link(&target.path) {
+                    Ok(()) => return Ok(()),
+                    Err(e) if e == rustix::io::Errno::EXIST => {}
+                    Err(e) => return Err(failed(&io::Error::from(e))),
+                }
+                // The target exists: link under a fresh temporary name (tempfile picks it
+                // and retries on a clash), then rename it over the target.
+                let linked = tempfile::Builder::new()
+                    .prefix(TEMP_PREFIX)
+                    .suffix(".tmp")
+                    .make_in(&target.folder, |temp| link(temp).map_err(io::Error::from))
+                    .map_err(|e| failed(&e))?;
+                let _pending = Pending::new(linked.path());
+                linked
+                    .persist(&target.path)
+                    .map(drop)
+                    .map_err(|e| failed(&e.error))
+            }
+            #[cfg(not(target_os = "linux"))]
+            Staging::Unnamed(_) => Err(failed(&"unnamed staging is Linux-only")),
+        }
+    }
+}
+
+/// Publishes several staged files in order (each atomically): everything was written in
+/// full before the first is published.
 ///
 /// # Errors
 ///
-/// Bad input (exit 2) when the temporary file cannot be created in the output's folder;
-/// internal (exit 1) when writing or renaming fails.
-pub fn write_atomic(
-    output: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<(), CliError> {
-    stage(output, write)?.commit()
-}
-
-/// Writes several outputs, each atomically, as one unit: every file is first written in
-/// full to its own temporary file (any failure removes them all and leaves every target
-/// untouched), then the temporary files are renamed over their targets in order.
-///
-/// # Errors
-///
-/// As [`write_atomic`].
-pub fn write_atomic_all(staged: Vec<Staged>) -> Result<(), CliError> {
+/// As [`Staged::commit`].
+pub fn commit_all(staged: Vec<Staged>) -> Result<(), CliError> {
     for file in staged {
         file.commit()?;
     }
     Ok(())
-}
-
-/// A fully written and synced temporary file, not yet renamed over its target. Dropping
-/// it removes the temporary file.
-#[derive(Debug)]
-pub struct Staged {
-    temp: tempfile::NamedTempFile,
-    output: PathBuf,
-    _pending: Pending,
-}
-
-impl Staged {
-    /// Renames the temporary file over the target.
-    ///
-    /// # Errors
-    ///
-    /// Internal (exit 1) when the rename fails.
-    pub fn commit(self) -> Result<(), CliError> {
-        let output = self.output;
-        self.temp
-            .persist(&output)
-            .map_err(|e| e.error)
-            .with_context(|| format!("renaming the temporary file to {}", output.display()))?;
-        Ok(())
-    }
-}
-
-/// Writes the future content of `output` to a synced temporary file in its folder (see
-/// [`write_atomic`]); [`Staged::commit`] renames it over `output`.
-///
-/// # Errors
-///
-/// As [`write_atomic`].
-pub fn stage(
-    output: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<Staged, CliError> {
-    let folder = folder_of(output);
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(TEMP_PREFIX).suffix(".tmp");
-    #[cfg(unix)]
-    let permissions = match std::fs::metadata(output) {
-        Ok(existing) => existing.permissions(),
-        Err(_) => {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::Permissions::from_mode(0o666)
-        }
-    };
-    #[cfg(unix)]
-    builder.permissions(permissions.clone());
-    let temp = builder.tempfile_in(&folder).map_err(|e| {
-        bad_file(
-            output,
-            format!("cannot create a file in {}: {e}", folder.display()),
-        )
-    })?;
-    let pending = Pending::new(temp.path());
-    {
-        let file: &File = temp.as_file();
-        let mut buffered = BufWriter::with_capacity(1 << 20, file);
-        write(&mut buffered)
-            .and_then(|()| buffered.flush())
-            .map_err(|e| write_failed(output, &e))?;
-    }
-    // An existing target's mode is not subject to the umask: set it exactly.
-    #[cfg(unix)]
-    if output.exists() {
-        temp.as_file()
-            .set_permissions(permissions)
-            .with_context(|| format!("setting permissions of {}", temp.path().display()))?;
-    }
-    temp.as_file()
-        .sync_all()
-        .map_err(|e| write_failed(output, &e))?;
-    Ok(Staged {
-        temp,
-        output: output.to_path_buf(),
-        _pending: pending,
-    })
-}
-
-/// An I/O failure while writing the temporary file of `output` (exit 1; the temporary file
-/// is removed when the error drops it).
-fn write_failed(output: &Path, e: &io::Error) -> CliError {
-    CliError::Write(format!("{}: cannot write: {e}", output.display()))
 }
 
 /// Rewrites the JSON header of a serialized `.safetensors` file with its top-level keys and

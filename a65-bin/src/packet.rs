@@ -15,7 +15,7 @@ use simak::ops::quant::{Params, Rounding};
 
 use crate::engine::{self, Tensor};
 use crate::error::{CliError, bad_file};
-use crate::output::{check_target, write_atomic};
+use crate::output::{Format, Target};
 use crate::params::{MultiplierArg, exact_decimal};
 use crate::report::{emit, shape_text};
 
@@ -384,7 +384,7 @@ fn finish_encode(
     quiet: bool,
     json: bool,
 ) -> Result<(), CliError> {
-    check_target(output)?;
+    let target = Target::new("--output", output, Format::Raw)?;
     let (l, verdict) = listing(kind, output, bytes);
     if let Verdict::Invalid(r) = verdict {
         return Err(CliError::Internal(anyhow!(
@@ -392,7 +392,7 @@ fn finish_encode(
             r.message
         )));
     }
-    write_atomic(output, |w| w.write_all(bytes))?;
+    target.write(|w| w.write_all(bytes))?;
     if json {
         let mut s = serde_json::to_string_pretty(&l).map_err(anyhow::Error::from)?;
         s.push('\n');

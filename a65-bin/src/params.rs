@@ -195,12 +195,18 @@ impl fmt::Display for Calibration {
     }
 }
 
+/// The multiplier absmax calibration gives a tensor with no finite nonzero element (every
+/// element zero, NaN or infinite, or no element at all): 1.0, the rule ONNX Runtime applies
+/// to a zero range (its scale becomes 1).
+pub const ZERO_RANGE_MULTIPLIER: f32 = 1.0;
+
+/// What the summary says of a tensor calibrated with [`ZERO_RANGE_MULTIPLIER`].
+pub const ZERO_RANGE_NOTE: &str =
+    "no finite nonzero element: absmax used multiplier 1.0 (ONNX Runtime's rule for a zero range)";
+
 /// Why absmax calibration found no multiplier for a tensor.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 pub enum CalibrationError {
-    /// Every element is zero, NaN or infinite (or the tensor is empty).
-    #[error("--calibrate absmax needs a finite nonzero element, and this tensor has none")]
-    NoFiniteNonzero,
     /// `127 / max|x|` is not a finite binary32 (max|x| is too small).
     #[error("--calibrate absmax: 127 / max|x| with max|x| = {abs_max:e} is not a finite binary32")]
     NotFinite {
@@ -211,16 +217,16 @@ pub enum CalibrationError {
 
 /// The absmax multiplier: `m = 127f32 / abs_max`, one IEEE binary32 division (correctly
 /// rounded, nearest-even), where `abs_max` is the largest finite magnitude as an `f32` (exact
-/// for FP32, BF16 and FP16 elements).
+/// for FP32, BF16 and FP16 elements). `None` (no finite nonzero element) gives
+/// [`ZERO_RANGE_MULTIPLIER`].
 ///
 /// # Errors
 ///
-/// [`CalibrationError::NoFiniteNonzero`] when `abs_max` is `None` or zero;
 /// [`CalibrationError::NotFinite`] when the quotient overflows to infinity.
 pub fn absmax_multiplier(abs_max: Option<f32>) -> Result<u32, CalibrationError> {
     let abs_max = match abs_max {
         Some(a) if a > 0.0 && a.is_finite() => a,
-        _ => return Err(CalibrationError::NoFiniteNonzero),
+        _ => return Ok(ZERO_RANGE_MULTIPLIER.to_bits()),
     };
     let m = 127f32 / abs_max;
     if !m.is_finite() || m <= 0.0 {
@@ -508,14 +514,8 @@ mod test {
         assert_eq!(absmax_multiplier(Some(127.0)), Ok(0x3f80_0000));
         assert_eq!(absmax_multiplier(Some(0.5)), Ok(254f32.to_bits()));
         assert_eq!(absmax_multiplier(Some(3.0)), Ok((127f32 / 3f32).to_bits()));
-        assert_eq!(
-            absmax_multiplier(None),
-            Err(CalibrationError::NoFiniteNonzero)
-        );
-        assert_eq!(
-            absmax_multiplier(Some(0.0)),
-            Err(CalibrationError::NoFiniteNonzero)
-        );
+        assert_eq!(absmax_multiplier(None), Ok(0x3f80_0000));
+        assert_eq!(absmax_multiplier(Some(0.0)), Ok(0x3f80_0000));
         assert!(matches!(
             absmax_multiplier(Some(f32::from_bits(1))),
             Err(CalibrationError::NotFinite { .. })

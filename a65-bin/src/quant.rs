@@ -1,7 +1,8 @@
 //! `simak quant`: quantize the float tensors of a `.safetensors` or `.npy` file to INT8.
 //!
-//! Nothing is written until every selected tensor has been checked and quantized; the
-//! output then replaces its target atomically ([`crate::output::write_atomic`]).
+//! The output target is checked before the input is read; nothing is written until every
+//! selected tensor has been checked and quantized, then the output is published atomically
+//! ([`crate::output::Target`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -17,7 +18,7 @@ use simak::ops::quant::{Params, Rounding};
 
 use crate::engine::{self, Aligned, Backend, EngineError, Quantized, Tensor};
 use crate::error::{CliError, bad_file, bad_tensor};
-use crate::output::{StOut, check_target, same_file, write_atomic};
+use crate::output::{self, StOut, Target, same_file};
 use crate::params::{Calibration, MultiplierArg, absmax_multiplier, exact_decimal};
 use crate::read::read_npy;
 use crate::report::{Row, Total, shape_text, table};
@@ -76,6 +77,14 @@ impl Format {
             Format::Npy => "npy",
         }
     }
+
+    /// The output format: that of the input.
+    fn output(self) -> output::Format {
+        match self {
+            Format::Safetensors => output::Format::Safetensors,
+            Format::Npy => output::Format::Npy,
+        }
+    }
 }
 
 /// A tensor passed through unchanged (safetensors only).
@@ -124,26 +133,13 @@ pub fn run(job: &QuantJob) -> Result<(), CliError> {
             "unsupported input file type (quant reads .safetensors and .npy files)",
         )
     })?;
-    if let Some(out) = Format::of(&job.output)
-        && out != format
-    {
-        return Err(bad_file(
-            input,
-            format!(
-                "--output {} names a .{} file, but the output format follows the input (.{})",
-                job.output.display(),
-                out.name(),
-                format.name()
-            ),
-        ));
-    }
     if format == Format::Npy && !job.tensors.is_empty() {
         return Err(bad_file(
             input,
             "--tensor applies to .safetensors inputs only (a .npy file holds one tensor)",
         ));
     }
-    let bytes = crate::read::read_file(input, "")?;
+    let target = Target::new("--output", &job.output, format.output())?;
     if same_file(input, &job.output) {
         return Err(bad_file(
             input,
@@ -153,10 +149,10 @@ pub fn run(job: &QuantJob) -> Result<(), CliError> {
             ),
         ));
     }
-    check_target(&job.output)?;
+    let bytes = crate::read::read_file(input, "")?;
     let (rows, copied) = match format {
-        Format::Safetensors => run_safetensors(job, &bytes)?,
-        Format::Npy => run_npy(job, &bytes)?,
+        Format::Safetensors => run_safetensors(job, &target, &bytes)?,
+        Format::Npy => run_npy(job, &target, &bytes)?,
     };
     report(job, format, rows, copied)
 }
@@ -247,11 +243,13 @@ fn progress(job: &QuantJob, tensors: usize, elements: u64) -> ProgressBar {
     crate::report::progress("quant", job.quiet, tensors, elements)
 }
 
-/// Quantizes one tensor with the job's parameters; `name` is `None` for a `.npy` file.
+/// Quantizes one tensor with the job's parameters; `name` is `None` for a `.npy` file;
+/// `bar` advances as the tensor's pieces complete.
 fn quantize_one(
     job: &QuantJob,
     name: Option<&str>,
     tensor: &Tensor<'_>,
+    bar: &ProgressBar,
 ) -> Result<(Quantized, Option<f32>), CliError> {
     let file = job.input.as_path();
     let bad = |rule: &dyn std::fmt::Display| match name {
@@ -277,15 +275,20 @@ fn quantize_one(
             (Params::from_bits(bits), a)
         }
     };
-    let q = engine::quantize(tensor, params.with_rounding(job.rounding), job.backend)
-        .map_err(engine_error)?;
+    let q = engine::quantize(
+        tensor,
+        params.with_rounding(job.rounding),
+        job.backend,
+        &|n| bar.inc(n),
+    )
+    .map_err(engine_error)?;
     Ok((q, abs_max))
 }
 
-fn calibration_of(job: &QuantJob, abs_max: Option<f32>) -> Option<(&'static str, f32)> {
-    match (&job.scale, abs_max) {
-        (Scale::Calibrate(Calibration::Absmax), Some(a)) => Some(("absmax", a)),
-        _ => None,
+fn calibration_of(job: &QuantJob, abs_max: Option<f32>) -> Option<(&'static str, Option<f32>)> {
+    match job.scale {
+        Scale::Calibrate(Calibration::Absmax) => Some(("absmax", abs_max)),
+        Scale::Fixed(_) => None,
     }
 }
 
@@ -298,7 +301,11 @@ fn float_dtype(dtype: StDtype) -> Option<DType> {
     }
 }
 
-fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied>), CliError> {
+fn run_safetensors(
+    job: &QuantJob,
+    target: &Target,
+    bytes: &[u8],
+) -> Result<(Vec<Row>, Vec<Copied>), CliError> {
     let file = job.input.as_path();
     let malformed = |e: safetensors::SafeTensorError| {
         bad_file(file, format!("malformed safetensors file: {e}"))
@@ -379,7 +386,7 @@ fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied
                 continue;
             }
         };
-        let data = Aligned::new(v.data(), dtype.size());
+        let data = Aligned::new(v.data(), dtype.size()).map_err(|e| bad_tensor(file, name, e))?;
         let tensor = Tensor {
             dtype,
             shape: &shape,
@@ -387,8 +394,7 @@ fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied
             out_strides: None,
             data: data.as_slice(),
         };
-        let (q, abs_max) = quantize_one(job, Some(name), &tensor)?;
-        bar.inc(q.elements);
+        let (q, abs_max) = quantize_one(job, Some(name), &tensor, &bar)?;
         let p = q.params;
         meta.insert(
             format!("simak.{name}.multiplier_bits"),
@@ -427,11 +433,15 @@ fn run_safetensors(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied
     let serialized = safetensors::serialize(outputs, Some(meta))
         .map_err(|e| CliError::Internal(anyhow!("serializing the output: {e}")))?;
     let serialized = crate::output::sorted_safetensors_header(serialized);
-    write_atomic(&job.output, |w| w.write_all(&serialized))?;
+    target.write(|w| w.write_all(&serialized))?;
     Ok((rows, copied))
 }
 
-fn run_npy(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied>), CliError> {
+fn run_npy(
+    job: &QuantJob,
+    target: &Target,
+    bytes: &[u8],
+) -> Result<(Vec<Row>, Vec<Copied>), CliError> {
     let file = job.input.as_path();
     let array = read_npy(
         file,
@@ -445,11 +455,10 @@ fn run_npy(job: &QuantJob, bytes: &[u8]) -> Result<(Vec<Row>, Vec<Copied>), CliE
     let shape = array.shape.clone();
     let dtype = array.dtype;
     let bar = progress(job, 1, elements);
-    let (q, abs_max) = quantize_one(job, None, &tensor)?;
-    bar.inc(q.elements);
+    let (q, abs_max) = quantize_one(job, None, &tensor, &bar)?;
     bar.finish_and_clear();
     let order = array.order();
-    write_atomic(&job.output, |w| {
+    target.write(|w| {
         let w = npyz::WriteOptions::<i8>::new()
             .default_dtype()
             .shape(&shape)

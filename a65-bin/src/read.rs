@@ -218,7 +218,8 @@ pub fn read_npy<'a>(
         })
     } else {
         Aligned::new(data, elem)
-    };
+    }
+    .map_err(|e| bad_file(file, e))?;
     Ok(NpyArray {
         dtype,
         shape,
@@ -360,21 +361,18 @@ pub fn pick_safetensor<'a>(
         }
     };
     Ok(StTensor {
-        name,
         dtype,
         shape: view.shape().iter().map(|&e| e as u64).collect(),
-        data: Aligned::new(view.data(), dtype.size()),
+        data: Aligned::new(view.data(), dtype.size()).map_err(|e| bad_tensor(file, &name, e))?,
+        name,
     })
 }
 
 /// Decoder limits for images: width and height at most this many pixels.
 pub const IMAGE_MAX_SIDE: u32 = 16384;
-/// Decoder limits for images: at most this many bytes allocated by the decoder.
-pub const IMAGE_MAX_ALLOC: u64 = 512 << 20;
-/// Images whose HWC FP32 tensor (12 bytes per pixel) would exceed this many bytes are
-/// refused from their header, before decoding: the conversion's copies are sized by the
-/// pixel count, which a small file can make huge (a blank PNG compresses ~1000:1).
-pub const IMAGE_MAX_TENSOR: u64 = 512 << 20;
+/// The default image limit in bytes (`--image-limit`, in MiB, sets another): 1 GiB, which
+/// admits a 48-megapixel RGB photo (8000 × 6000 × 3 FP32 = 576 MB). See [`decode_image`].
+pub const IMAGE_DEFAULT_LIMIT: u64 = 1 << 30;
 
 /// Image normalization: `(p / full_scale - mean[c]) / std[c]`, all in binary32.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -409,8 +407,11 @@ pub struct DecodedImage {
     pub data: Aligned<'static>,
 }
 
-/// Decodes a PNG or JPEG image under [`IMAGE_MAX_SIDE`] / [`IMAGE_MAX_ALLOC`] (after
-/// refusing, from its header, one whose FP32 tensor would exceed [`IMAGE_MAX_TENSOR`]), converts it
+/// Decodes a PNG or JPEG image under [`IMAGE_MAX_SIDE`] pixels a side and `limit` bytes:
+/// an image whose HWC FP32 tensor (12 bytes per pixel) would exceed `limit` is refused from
+/// its header, before decoding (the conversion's copies are sized by the pixel count, which
+/// a small file can make huge: a blank PNG compresses ~1000:1), and the decoder may
+/// allocate at most `limit` bytes ([`IMAGE_DEFAULT_LIMIT`] by default). Converts it
 /// to RGB (gray is replicated, alpha dropped), then to HWC FP32 with
 /// `(p as f32 / 255.0 - mean) / std` (65535 for 16-bit images), each step in binary32.
 ///
@@ -418,7 +419,12 @@ pub struct DecodedImage {
 ///
 /// Bad input naming the file: not a PNG or JPEG, malformed or truncated data, an image past
 /// the decoder limits.
-pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<DecodedImage, CliError> {
+pub fn decode_image(
+    file: &Path,
+    bytes: &[u8],
+    norm: &Normalize,
+    limit: u64,
+) -> Result<DecodedImage, CliError> {
     use image::{ColorType, ImageFormat, ImageReader, Limits};
     let reader = ImageReader::new(Cursor::new(bytes))
         .with_guessed_format()
@@ -438,13 +444,13 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
         .into_dimensions()
         .map_err(|e| bad_file(file, format!("malformed {format} image: {e}")))?;
     let tensor = u64::from(width) * u64::from(height) * 12;
-    if tensor > IMAGE_MAX_TENSOR {
+    if tensor > limit {
         return Err(bad_file(
             file,
             format!(
-                "{format} image of {width} x {height} pixels exceeds the limits: its FP32 tensor would take {} MiB (limit {} MiB)",
-                tensor >> 20,
-                IMAGE_MAX_TENSOR >> 20
+                "{format} image of {width} x {height} pixels exceeds the limits: its FP32 tensor would take {} MiB (limit {} MiB; --image-limit sets another)",
+                tensor.div_ceil(1 << 20),
+                limit >> 20
             ),
         ));
     }
@@ -453,7 +459,8 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
         let len = width * height * 3 * 4;
         let data = Aligned::copy_with(len, 4, |dst| {
             to_fp32(norm, &mut rgb.iter().map(|&p| f32::from(p)), 255.0, dst);
-        });
+        })
+        .map_err(|e| bad_file(file, e))?;
         return Ok(DecodedImage {
             format,
             bits: 8,
@@ -465,15 +472,15 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
     let mut limits = Limits::default();
     limits.max_image_width = Some(IMAGE_MAX_SIDE);
     limits.max_image_height = Some(IMAGE_MAX_SIDE);
-    limits.max_alloc = Some(IMAGE_MAX_ALLOC);
+    limits.max_alloc = Some(limit);
     let mut reader = reader;
     reader.limits(limits);
     let image = reader.decode().map_err(|e| match e {
         image::ImageError::Limits(l) => bad_file(
             file,
             format!(
-                "{format} image exceeds the decoder limits ({IMAGE_MAX_SIDE} x {IMAGE_MAX_SIDE} pixels, {} MiB): {l}",
-                IMAGE_MAX_ALLOC >> 20
+                "{format} image exceeds the decoder limits ({IMAGE_MAX_SIDE} x {IMAGE_MAX_SIDE} pixels, {} MiB; --image-limit sets another): {l}",
+                limit >> 20
             ),
         ),
         other => bad_file(file, format!("malformed {format} image: {other}")),
@@ -485,11 +492,11 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
     );
     let (width, height) = (image.width() as usize, image.height() as usize);
     // Straight from the RGB samples into the aligned FP32 buffer (no intermediate tensor),
-    // with the decoded image dropped first: the peak is the RGB copy plus the tensor.
+    // from samples that are the decoded buffer itself when the image is RGB already
+    // (`into_rgb8`): the peak is the RGB samples plus the tensor.
     let len = width * height * 3 * 4;
     let data = if sixteen {
-        let rgb = image.to_rgb16();
-        drop(image);
+        let rgb = image.into_rgb16();
         Aligned::copy_with(len, 4, |dst| {
             to_fp32(
                 norm,
@@ -499,8 +506,7 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
             );
         })
     } else {
-        let rgb = image.to_rgb8();
-        drop(image);
+        let rgb = image.into_rgb8();
         Aligned::copy_with(len, 4, |dst| {
             to_fp32(
                 norm,
@@ -509,7 +515,8 @@ pub fn decode_image(file: &Path, bytes: &[u8], norm: &Normalize) -> Result<Decod
                 dst,
             );
         })
-    };
+    }
+    .map_err(|e| bad_file(file, e))?;
     Ok(DecodedImage {
         format,
         bits: if sixteen { 16 } else { 8 },
@@ -673,7 +680,7 @@ mod test {
             mean: [0.5, 0.25, 0.0],
             std: [0.5, 2.0, 1.0],
         };
-        let img = decode_image(Path::new("x.png"), &png, &norm).unwrap();
+        let img = decode_image(Path::new("x.png"), &png, &norm, IMAGE_DEFAULT_LIMIT).unwrap();
         assert_eq!(img.shape, [1, 2, 3]);
         let got: Vec<f32> = img
             .data

@@ -28,8 +28,13 @@ pub struct Row {
     pub multiplier: String,
     /// `absmax` when the multiplier was calibrated, else `null`.
     pub calibration: Option<String>,
-    /// The largest finite magnitude found by calibration, else `null`.
+    /// The largest finite magnitude found by calibration, else `null` (also when the tensor
+    /// has no finite nonzero element: see `note`).
     pub abs_max: Option<f32>,
+    /// Anything the summary must say about this tensor's parameters (absmax on a tensor
+    /// with no finite nonzero element).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<&'static str>,
     /// Zero point.
     pub zero_point: i32,
     /// Rounding mode name.
@@ -47,13 +52,14 @@ pub struct Row {
 }
 
 impl Row {
-    /// A row for `name` from a quantization result.
+    /// A row for `name` from a quantization result; `calibration` names the method and
+    /// the largest finite magnitude it found (`None`: no finite nonzero element).
     pub fn new(
         name: String,
         shape: &[u64],
         dtype: DType,
         result: &Quantized,
-        calibration: Option<(&str, f32)>,
+        calibration: Option<(&str, Option<f32>)>,
     ) -> Row {
         let Params {
             multiplier_bits,
@@ -67,7 +73,10 @@ impl Row {
             multiplier_bits: format!("0x{multiplier_bits:08x}"),
             multiplier: exact_decimal(multiplier_bits),
             calibration: calibration.map(|(c, _)| c.to_owned()),
-            abs_max: calibration.map(|(_, a)| a),
+            abs_max: calibration.and_then(|(_, a)| a),
+            note: calibration
+                .is_some_and(|(_, a)| a.is_none())
+                .then_some(crate::params::ZERO_RANGE_NOTE),
             zero_point,
             rounding: rounding.name(),
             elements: result.elements,
@@ -127,6 +136,13 @@ pub fn emit(text: &str) -> Result<(), CliError> {
             }
         })
         .map_err(|e| CliError::Write(format!("standard output: cannot write the summary: {e}")))
+}
+
+/// Prints one line on stderr (errors and warnings). A failing stderr is ignored: there is
+/// nowhere left to report it, and the exit status still tells.
+pub fn emit_stderr(line: &str) {
+    let mut stderr = io::stderr().lock();
+    let _ = writeln!(stderr, "{line}").and_then(|()| stderr.flush());
 }
 
 /// A progress bar over `elements` on stderr, drawn only for `tensors ≥ 4` or `elements ≥
@@ -230,6 +246,11 @@ pub fn table(rows: &[Row]) -> String {
     line(&header.map(str::to_owned));
     for row in &cells {
         line(row);
+    }
+    for r in rows {
+        if let Some(note) = r.note {
+            let _ = writeln!(out, "note: {}: {note}", r.name);
+        }
     }
     let t = Total::of(rows);
     let _ = writeln!(

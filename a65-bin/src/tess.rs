@@ -2,8 +2,13 @@
 //! `.safetensors` file, or a PNG / JPEG image as HWC FP32) into the `MlaTiled` layout
 //! (SPEC §4, §5) and write the physical buffer plus a JSON sidecar describing it.
 //!
-//! Both files are written in full to temporary files first and renamed over their targets
-//! only when both are complete ([`crate::output::write_atomic_all`]).
+//! Both targets are checked before the input is read. Both files are written in full to
+//! staging files first and published only when both are complete, the buffer before its
+//! sidecar ([`crate::output::commit_all`]); the sidecar records the buffer's length and
+//! CRC-32, so a reader can tell a buffer and a sidecar of different runs apart.
+//!
+//! A large tensor runs in pieces ([`tile_pieces`]), each a request of its own whose tiles
+//! are one range of the output, so that the progress bar advances within it.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -16,9 +21,9 @@ use simak::ops::quant::{Params, Rounding};
 use simak::ops::{casttess, quanttess};
 use simak::{a65, ev74};
 
-use crate::engine::{self, AlignedBuf, EngineError, Tensor, input_spec};
+use crate::engine::{self, AlignedBuf, EngineError, Piece, Tensor, input_spec};
 use crate::error::{CliError, bad_file, bad_tensor};
-use crate::output::{check_target, check_target_of, same_file, stage, write_atomic_all};
+use crate::output::{Format, Target, commit_all, same_file};
 use crate::params::{Calibration, absmax_multiplier, exact_decimal};
 use crate::quant::Scale;
 use crate::read::{self, InputKind, Normalize};
@@ -78,6 +83,8 @@ pub struct TessJob {
     pub backend: TessBackend,
     /// Image normalization, when `--mean` or `--std` was given.
     pub normalize: Option<Normalize>,
+    /// Images: the largest FP32 tensor (and decoder allocation) in bytes.
+    pub image_limit: u64,
     /// `-q`.
     pub quiet: bool,
     /// `--json`.
@@ -119,6 +126,16 @@ pub struct Sidecar {
     /// QuantTess: rounding mode name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounding: Option<String>,
+    /// CRC-32 (IEEE 802.3, as zlib's `crc32`) of the buffer's `capacity_bytes` bytes, as
+    /// `0x%08x`: ties the sidecar to the buffer written with it. Optional when read only so
+    /// that its absence gets a precise error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_crc32: Option<String>,
+}
+
+/// The sidecar's `buffer_crc32` of a buffer.
+pub fn buffer_crc32(buffer: &[u8]) -> String {
+    format!("0x{:08x}", crc32fast::hash(buffer))
 }
 
 impl Sidecar {
@@ -139,6 +156,7 @@ impl Sidecar {
             multiplier_bits: quant.map(|p| format!("0x{:08x}", p.multiplier_bits)),
             zero_point: quant.map(|p| p.zero_point),
             rounding: quant.map(|p| p.rounding.name().to_owned()),
+            buffer_crc32: None,
         }
     }
 }
@@ -156,6 +174,8 @@ struct MultiplierEcho {
     exact: String,
     calibration: Option<String>,
     abs_max: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -249,7 +269,7 @@ fn load<'a>(job: &TessJob, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<'a
         }
         InputKind::Image => {
             let norm = job.normalize.unwrap_or_default();
-            let img = read::decode_image(file, bytes, &norm)?;
+            let img = read::decode_image(file, bytes, &norm, job.image_limit)?;
             let source = format!(
                 "{} {}-bit {} -> RGB -> HWC f32 (p / {} - mean {:?}) / std {:?}",
                 img.format,
@@ -316,7 +336,12 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
     let input = job.input.as_path();
     let kind = check_options(job, InputKind::of(input))?;
     let sidecar_out = sidecar_path(&job.output);
-    let bytes = crate::read::read_file(input, "")?;
+    let buffer_target = Target::new("--output", &job.output, Format::Raw)?;
+    let sidecar_target = Target::new(
+        "the sidecar (--output with .json appended)",
+        &sidecar_out,
+        Format::Json,
+    )?;
     for (flag, target) in [("--output", &job.output), ("the sidecar", &sidecar_out)] {
         if same_file(input, target) {
             return Err(bad_file(
@@ -328,8 +353,7 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
             ));
         }
     }
-    check_target(&job.output)?;
-    check_target_of("the sidecar (--output with .json appended)", &sidecar_out)?;
+    let bytes = crate::read::read_file(input, "")?;
     let loaded = load(job, kind, &bytes)?;
     let bad = |rule: &dyn std::fmt::Display| {
         if loaded.named {
@@ -357,11 +381,12 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
         1,
         tensor.shape.iter().product::<u64>(),
     );
-    let (result, multiplier, saturated, sidecar) = match &job.op {
+    let advance = |n: u64| bar.inc(n);
+    let (result, multiplier, saturated, mut sidecar) = match &job.op {
         TessOp::Cast => {
             let plan = cast_plan(&tensor, job.layout).map_err(|e| bad(&layout_rule(e)))?;
             check_span(&plan.input().span(), &tensor).map_err(engine_error)?;
-            let result = run_cast(&plan, &tensor, job.backend).map_err(engine_error)?;
+            let result = run_cast(&plan, &tensor, job.backend, &advance).map_err(engine_error)?;
             let sidecar = Sidecar::new("casttess", tensor.dtype, plan.output(), None);
             (result, None, None, sidecar)
         }
@@ -375,13 +400,13 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
                 Scale::Calibrate(Calibration::Absmax) => {
                     let a = engine::abs_max(&tensor).map_err(engine_error)?;
                     let bits = absmax_multiplier(a).map_err(|e| bad(&e))?;
-                    (Params::from_bits(bits), a.map(|a| ("absmax".to_owned(), a)))
+                    (Params::from_bits(bits), Some(("absmax".to_owned(), a)))
                 }
             };
             let params = params.with_rounding(*rounding);
             let plan = quant_plan(&tensor, job.layout, params).map_err(|e| bad(&layout_rule(e)))?;
             check_span(&plan.input().span(), &tensor).map_err(engine_error)?;
-            let result = run_quant(&plan, &tensor).map_err(engine_error)?;
+            let result = run_quant(&plan, &tensor, &advance).map_err(engine_error)?;
             let qplan = engine::plan(&tensor, params).map_err(engine_error)?;
             let saturated = engine::count_saturated(&qplan, &tensor);
             let p = plan.params();
@@ -389,19 +414,23 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
                 bits: format!("0x{:08x}", p.multiplier_bits),
                 exact: exact_decimal(p.multiplier_bits),
                 calibration: calibration.as_ref().map(|c| c.0.clone()),
-                abs_max: calibration.map(|c| c.1),
+                abs_max: calibration.as_ref().and_then(|c| c.1),
+                note: calibration
+                    .as_ref()
+                    .is_some_and(|c| c.1.is_none())
+                    .then_some(crate::params::ZERO_RANGE_NOTE),
             };
             let sidecar = Sidecar::new("quanttess", tensor.dtype, plan.output(), Some(p));
             (result, Some(echo), Some(saturated), sidecar)
         }
     };
-    bar.inc(result.elements);
     bar.finish_and_clear();
+    sidecar.buffer_crc32 = Some(buffer_crc32(result.output.as_slice()));
     let mut json = serde_json::to_string_pretty(&sidecar).map_err(anyhow::Error::from)?;
     json.push('\n');
-    let physical = stage(&job.output, |w| w.write_all(result.output.as_slice()))?;
-    let side = stage(&sidecar_out, |w| w.write_all(json.as_bytes()))?;
-    write_atomic_all(vec![physical, side])?;
+    let physical = buffer_target.stage(|w| w.write_all(result.output.as_slice()))?;
+    let side = sidecar_target.stage(|w| w.write_all(json.as_bytes()))?;
+    commit_all(vec![physical, side])?;
 
     let summary = Summary {
         command: job.op.name(),
@@ -481,6 +510,9 @@ fn summary_text(s: &Summary) -> String {
             c.rounding.as_deref().unwrap_or(""),
             s.saturated.unwrap_or(0)
         ));
+        if let Some(note) = m.note {
+            out.push_str(&format!("note: {note}\n"));
+        }
     }
     out.push_str(&format!(
         "capacity {} bytes = {} outer x {} tiles; {} elements ({} bytes logical); execute {:.3} ms, {} elements/s; route {}\n",
@@ -579,59 +611,214 @@ fn quant_plan(
 
 /// A zeroed 16-byte-aligned buffer of the layout's capacity, its pages faulted in.
 fn output_buffer(view: &TiledView) -> Result<AlignedBuf, EngineError> {
-    let len = usize::try_from(view.capacity()).map_err(|_| EngineError::Short {
-        required: view.capacity(),
-        found: usize::MAX as u64,
+    let len = usize::try_from(view.capacity()).map_err(|_| EngineError::OutOfMemory {
+        what: "the tiled output buffer",
+        bytes: view.capacity(),
     })?;
-    let mut out = AlignedBuf::zeroed(len, simak::layout::TILE_ALIGN as usize);
-    std::hint::black_box(out.as_mut_slice()).fill(0);
-    Ok(out)
+    AlignedBuf::zeroed(
+        "the tiled output buffer",
+        len,
+        simak::layout::TILE_ALIGN as usize,
+    )
+}
+
+/// One piece of a tiled conversion: the rows of [`Piece`] with the layout's tile, whose
+/// role extent along the cut axis is clipped to the piece (a boundary piece holds the
+/// boundary tiles, whose bytes depend only on their actual extents).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TilePiece {
+    /// The rows of the cut axis.
+    pub piece: Piece,
+    /// The layout of the piece's request.
+    pub layout: MlaTiled,
+}
+
+/// Splits a tiled conversion into pieces whose tiles are consecutive in storage order, so
+/// that each piece's output is one range of the buffer (pieces in order, ranges adjacent).
+/// Storage runs outer indices, then C, D, H and W tiles (SPEC §5), so the cut is the
+/// slowest level with more than one entry: the first outer axis longer than 1 (when every
+/// outer axis before it has one index), else whole C tiles, else D, else H tile rows, else
+/// W tiles. A tensor below [`engine::PIECE_MIN_ELEMENTS`] is one piece.
+pub fn tile_pieces(view: &TiledView) -> Vec<TilePiece> {
+    let layout = *view.layout();
+    let shape = &view.extents()[..view.rank()];
+    let elements = view.elements();
+    let whole = vec![TilePiece {
+        piece: Piece {
+            axis: 0,
+            start: 0,
+            len: shape.first().copied().unwrap_or(1),
+        },
+        layout,
+    }];
+    if elements < engine::PIECE_MIN_ELEMENTS {
+        return whole;
+    }
+    let cut = view
+        .outer_axes()
+        .iter()
+        .map(|&a| usize::from(a))
+        .find(|&a| shape[a] > 1)
+        .map(|a| (a, 1, None))
+        .or_else(|| {
+            // Slots D = 0, H = 1, W = 2, C = 3, in storage order C, D, H, W.
+            [3usize, 0, 1, 2].into_iter().find_map(|slot| {
+                let axis = layout.axes[slot]?;
+                (view.tile_counts()[slot] > 1).then_some((
+                    usize::from(axis),
+                    u64::from(layout.tile[slot]),
+                    Some(slot),
+                ))
+            })
+        });
+    let Some((axis, granule, slot)) = cut else {
+        return whole;
+    };
+    engine::along(axis, shape[axis], granule, elements)
+        .into_iter()
+        .map(|piece| {
+            let mut layout = layout;
+            if let Some(slot) = slot {
+                layout.tile[slot] = layout.tile[slot].min(piece.len as u32);
+            }
+            TilePiece { piece, layout }
+        })
+        .collect()
+}
+
+/// Runs `run` on each piece of a tiled conversion with its own input tensor and output
+/// range, calling `progress` with each piece's elements; checks that the pieces' ranges
+/// tile the whole buffer.
+fn run_pieces(
+    view: &TiledView,
+    tensor: &Tensor<'_>,
+    in_strides: &[u64],
+    output: &mut [u8],
+    progress: &dyn Fn(u64),
+    mut run: impl FnMut(&Tensor<'_>, MlaTiled, &mut [u8]) -> Result<u64, EngineError>,
+) -> Result<(), EngineError> {
+    let mut at = 0usize;
+    for p in tile_pieces(view) {
+        let part = p.piece.of(tensor, in_strides, &[]);
+        let out = output.get_mut(at..).ok_or(EngineError::Short {
+            required: at as u64,
+            found: view.capacity(),
+        })?;
+        let written = run(&part.tensor(), p.layout, out)?;
+        at += written as usize;
+        progress(p.piece.len * (view.elements() / view.extents()[p.piece.axis].max(1)));
+    }
+    if at as u64 != view.capacity() {
+        return Err(EngineError::Short {
+            required: view.capacity(),
+            found: at as u64,
+        });
+    }
+    Ok(())
 }
 
 fn run_cast(
     plan: &casttess::Plan,
     tensor: &Tensor<'_>,
     backend: TessBackend,
+    progress: &dyn Fn(u64),
 ) -> Result<TessResult, EngineError> {
     let mut output = output_buffer(plan.output())?;
-    let (seconds, route) = match backend {
-        TessBackend::A65 => {
-            let prepared = a65::casttess::prepare(plan);
+    let in_strides = &plan.input().strides()[..plan.input().rank()];
+    let mut seconds = 0.0;
+    let mut route = String::new();
+    run_pieces(
+        plan.output(),
+        tensor,
+        in_strides,
+        output.as_mut_slice(),
+        progress,
+        |part, layout, out| {
+            let part_plan = cast_plan(part, layout)?;
+            let capacity = part_plan.output().capacity();
+            let found = out.len() as u64;
+            let out = out.get_mut(..capacity as usize).ok_or(EngineError::Short {
+                required: capacity,
+                found,
+            })?;
             let start = Instant::now();
-            a65::casttess::execute(&prepared, tensor.data, output.as_mut_slice())?;
-            (
-                start.elapsed().as_secs_f64(),
-                prepared.implementation().to_owned(),
-            )
-        }
-        TessBackend::Ev74Sim { workers } => {
-            // Only the accessed span goes to the device.
-            let span = plan.input().span() as usize;
-            let input = tensor.data.get(..span).unwrap_or(tensor.data);
-            let start = Instant::now();
-            ev74::casttess::run_sim(plan, input, output.as_mut_slice(), workers)
-                .map_err(engine::sim_error)?;
-            (start.elapsed().as_secs_f64(), engine::ev74_route(workers))
-        }
-    };
+            match backend {
+                TessBackend::A65 => {
+                    let prepared = a65::casttess::prepare(&part_plan);
+                    a65::casttess::execute(&prepared, part.data, out)?;
+                    if route.is_empty() {
+                        route = prepared.implementation().to_owned();
+                    }
+                }
+                TessBackend::Ev74Sim { workers } => {
+                    // Only the accessed span goes to the device.
+                    let span = part_plan.input().span() as usize;
+                    let input = part.data.get(..span).unwrap_or(part.data);
+                    ev74::casttess::run_sim(&part_plan, input, out, workers)
+                        .map_err(engine::sim_error)?;
+                    route = engine::ev74_route(workers);
+                }
+            }
+            seconds += start.elapsed().as_secs_f64();
+            Ok(capacity)
+        },
+    )?;
     Ok(TessResult {
         output,
         elements: plan.elements(),
         seconds,
-        route,
+        route: match backend {
+            TessBackend::A65 if route.is_empty() => {
+                a65::casttess::prepare(plan).implementation().to_owned()
+            }
+            _ => route,
+        },
     })
 }
 
-fn run_quant(plan: &quanttess::Plan, tensor: &Tensor<'_>) -> Result<TessResult, EngineError> {
+fn run_quant(
+    plan: &quanttess::Plan,
+    tensor: &Tensor<'_>,
+    progress: &dyn Fn(u64),
+) -> Result<TessResult, EngineError> {
     let mut output = output_buffer(plan.output())?;
-    let prepared = a65::quanttess::prepare(plan);
-    let start = Instant::now();
-    a65::quanttess::execute(&prepared, tensor.data, output.as_mut_slice())?;
+    let in_strides = &plan.input().strides()[..plan.input().rank()];
+    let params = plan.params();
+    let mut seconds = 0.0;
+    let mut route = String::new();
+    run_pieces(
+        plan.output(),
+        tensor,
+        in_strides,
+        output.as_mut_slice(),
+        progress,
+        |part, layout, out| {
+            let part_plan = quant_plan(part, layout, params)?;
+            let capacity = part_plan.output().capacity();
+            let found = out.len() as u64;
+            let out = out.get_mut(..capacity as usize).ok_or(EngineError::Short {
+                required: capacity,
+                found,
+            })?;
+            let prepared = a65::quanttess::prepare(&part_plan);
+            let start = Instant::now();
+            a65::quanttess::execute(&prepared, part.data, out)?;
+            seconds += start.elapsed().as_secs_f64();
+            if route.is_empty() {
+                route = prepared.implementation().to_owned();
+            }
+            Ok(capacity)
+        },
+    )?;
     Ok(TessResult {
         output,
         elements: plan.elements(),
-        seconds: start.elapsed().as_secs_f64(),
-        route: prepared.implementation().to_owned(),
+        seconds,
+        route: if route.is_empty() {
+            a65::quanttess::prepare(plan).implementation().to_owned()
+        } else {
+            route
+        },
     })
 }
 
@@ -639,6 +826,100 @@ fn run_quant(plan: &quanttess::Plan, tensor: &Tensor<'_>) -> Result<TessResult, 
 mod test {
     use super::*;
     use simak::layout::Channels;
+
+    /// Every level a tiled conversion can be cut at (an outer axis; C, D, H and W tiles,
+    /// with boundary tiles in the last piece): the pieces' ranges tile the buffer, progress
+    /// advances more than once and sums to the elements, and the bytes equal one library
+    /// call on the whole plan, for CastTess on both backends and QuantTess.
+    #[test]
+    fn tiled_pieces_give_the_bytes_of_one_call() {
+        type Case = (&'static [u64], [Option<u8>; 4], [u32; 4], Channels);
+        let cases: [Case; 5] = [
+            // outer axis 0 (extent 3), HWC tiles below it
+            (
+                &[3, 300, 500, 3],
+                [None, Some(1), Some(2), Some(3)],
+                [1, 16, 64, 3],
+                Channels::Compact,
+            ),
+            // C tiles slowest: 40 channels in tiles of 16 (boundary 8)
+            (
+                &[200, 150, 40],
+                [None, Some(0), Some(1), Some(2)],
+                [1, 8, 32, 16],
+                Channels::PadTo16,
+            ),
+            // D tiles
+            (
+                &[37, 100, 300],
+                [Some(0), Some(1), Some(2), None],
+                [4, 16, 64, 1],
+                Channels::Compact,
+            ),
+            // H tile rows of an HWC frame
+            (
+                &[723, 517, 3],
+                [None, Some(0), Some(1), Some(2)],
+                [1, 16, 64, 3],
+                Channels::Compact,
+            ),
+            // W tiles of a 1-D tensor
+            (
+                &[1 << 20 | 77],
+                [None, None, Some(0), None],
+                [1, 1, 64, 1],
+                Channels::Compact,
+            ),
+        ];
+        for (shape, axes, tile, channels) in cases {
+            let n: u64 = shape.iter().product();
+            let values: Vec<f32> = (0..n).map(|i| (i % 1021) as f32 * 0.013 - 6.0).collect();
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let data = engine::Aligned::new(&bytes, 4).unwrap();
+            let tensor = Tensor {
+                dtype: DType::F32,
+                shape,
+                strides: None,
+                out_strides: None,
+                data: data.as_slice(),
+            };
+            let layout = MlaTiled::new(axes, tile, channels);
+            let plan = cast_plan(&tensor, layout).unwrap();
+            assert!(tile_pieces(plan.output()).len() > 1, "{shape:?} is cut");
+            let mut reference = output_buffer(plan.output()).unwrap();
+            a65::casttess::execute(
+                &a65::casttess::prepare(&plan),
+                tensor.data,
+                reference.as_mut_slice(),
+            )
+            .unwrap();
+            for backend in [TessBackend::A65, TessBackend::Ev74Sim { workers: 2 }] {
+                let steps = std::cell::RefCell::new(Vec::new());
+                let r = run_cast(&plan, &tensor, backend, &|k| steps.borrow_mut().push(k)).unwrap();
+                let steps = steps.into_inner();
+                assert!(steps.len() > 1);
+                assert_eq!(steps.iter().sum::<u64>(), n, "{shape:?}");
+                assert!(
+                    r.output.as_slice() == reference.as_slice(),
+                    "{shape:?} {backend:?}"
+                );
+            }
+            let params = Params::new(3.0).with_zero_point(7);
+            let qplan = quant_plan(&tensor, layout, params).unwrap();
+            let mut qref = output_buffer(qplan.output()).unwrap();
+            a65::quanttess::execute(
+                &a65::quanttess::prepare(&qplan),
+                tensor.data,
+                qref.as_mut_slice(),
+            )
+            .unwrap();
+            let q = run_quant(&qplan, &tensor, &|_| {}).unwrap();
+            assert!(
+                q.output.as_slice() == qref.as_slice(),
+                "quanttess {shape:?}"
+            );
+        }
+    }
 
     #[test]
     fn sidecar_of_the_spec_example() {

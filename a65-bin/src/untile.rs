@@ -13,11 +13,11 @@ use simak::DType;
 use simak::layout::{Channels, MlaTiled};
 
 use crate::error::{CliError, bad_file, bad_tensor};
-use crate::output::{StOut, check_target, same_file, write_atomic};
+use crate::output::{Format, StOut, Target, same_file};
 use crate::params::{MultiplierArg, exact_decimal, parse_multiplier, parse_zero_point};
 use crate::read::{read_npy, st_dtype};
-use crate::report::{emit, shape_text};
-use crate::tess::{Sidecar, sidecar_path};
+use crate::report::{emit, progress, shape_text};
+use crate::tess::{Sidecar, buffer_crc32, sidecar_path, tile_pieces};
 
 /// A parsed `simak untile` invocation.
 #[derive(Debug, Clone)]
@@ -116,8 +116,9 @@ fn admit_sidecar(path: &Path, s: &Sidecar) -> Result<simak::layout::TiledView, C
 ///
 /// # Errors
 ///
-/// Bad input (exit 2) for a missing or inconsistent sidecar, a buffer whose size is not the
-/// layout's capacity, an output equal to an input; internal otherwise.
+/// Bad input (exit 2) for a missing or inconsistent sidecar, a buffer whose length or
+/// CRC-32 is not the sidecar's (a pair from different runs), an output equal to an input,
+/// a default output name that exists; internal otherwise.
 pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
     let input = job.input.as_path();
     let side = sidecar_path(input);
@@ -128,23 +129,6 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
     // The buffer first: a wrong buffer path should be reported as such, not as its sidecar.
     if let Err(e) = std::fs::metadata(input) {
         return Err(bad_file(input, format!("cannot read: {e}")));
-    }
-    let side_bytes = crate::read::read_file(&side, " the sidecar")?;
-    let side_text = String::from_utf8(side_bytes)
-        .map_err(|e| bad_file(&side, format!("malformed sidecar: not UTF-8: {e}")))?;
-    let sidecar: Sidecar = serde_json::from_str(&side_text)
-        .map_err(|e| bad_file(&side, format!("malformed sidecar: {e}")))?;
-    let view = admit_sidecar(&side, &sidecar)?;
-    let tiled = crate::read::read_file(input, "")?;
-    if tiled.len() as u64 != view.capacity() {
-        return Err(bad_file(
-            input,
-            format!(
-                "holds {} bytes but the sidecar's layout has a capacity of {} bytes",
-                tiled.len(),
-                view.capacity()
-            ),
-        ));
     }
     for target in [input, side.as_path()] {
         if same_file(target, &output) || target == output {
@@ -157,33 +141,87 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
             ));
         }
     }
-    check_target(&output)?;
+    let target = match &job.output {
+        Some(path) => Target::new("--output", path, Format::Npy)?,
+        None => Target::derived(
+            "the default output (INPUT with extension .npy)",
+            "--output",
+            &output,
+            Format::Npy,
+        )?,
+    };
+    let side_bytes = crate::read::read_file(&side, " the sidecar")?;
+    let side_text = String::from_utf8(side_bytes)
+        .map_err(|e| bad_file(&side, format!("malformed sidecar: not UTF-8: {e}")))?;
+    let sidecar: Sidecar = serde_json::from_str(&side_text)
+        .map_err(|e| bad_file(&side, format!("malformed sidecar: {e}")))?;
+    let view = admit_sidecar(&side, &sidecar)?;
+    let Some(crc) = &sidecar.buffer_crc32 else {
+        return Err(bad_file(
+            &side,
+            "sidecar: no buffer_crc32 (written by an older simak): re-run casttess or quanttess to write the buffer and its sidecar again",
+        ));
+    };
+    let tiled = crate::read::read_file(input, "")?;
+    if tiled.len() as u64 != view.capacity() {
+        return Err(bad_file(
+            input,
+            format!(
+                "holds {} bytes but its sidecar {} has a capacity of {} bytes (a buffer and a sidecar of different runs?)",
+                tiled.len(),
+                side.display(),
+                view.capacity()
+            ),
+        ));
+    }
+    let actual = buffer_crc32(&tiled);
+    if !actual.eq_ignore_ascii_case(crc) {
+        return Err(bad_file(
+            input,
+            format!(
+                "CRC-32 {actual} does not match buffer_crc32 {crc} of its sidecar {}: the two files come from different runs (or the buffer changed); re-run casttess or quanttess",
+                side.display()
+            ),
+        ));
+    }
     let planes = view.planes();
     let elements = view.elements();
-    let len = usize::try_from(elements.saturating_mul(planes as u64))
-        .map_err(|_| bad_file(input, "the logical tensor does not fit in memory"))?;
-    let mut logical = vec![0u8; len];
-    view.untile(&tiled, &mut logical)
-        .map_err(|e| CliError::Internal(anyhow!("untile: {e}")))?;
+    let bar = progress("untile", job.quiet, 1, elements);
+    let logical = untile_in_pieces(&view, &tiled, &|n| bar.inc(n)).map_err(|e| match e {
+        UntileFailure::OutOfMemory => bad_file(
+            input,
+            format!(
+                "cannot allocate the logical tensor ({} bytes): out of memory",
+                elements.saturating_mul(planes as u64)
+            ),
+        ),
+        UntileFailure::Library(e) => CliError::Internal(anyhow!("untile: {e}")),
+        UntileFailure::Piece(e) => CliError::Internal(anyhow!("untile: a piece: {e}")),
+    })?;
+    bar.finish_and_clear();
     let shape = sidecar.shape.clone();
     let npy_dtype = if planes == 2 {
         // BF16 → FP32 is exact: the bits shifted left by 16.
-        write_atomic(&output, |w| {
+        target.write(|w| {
             let w = npyz::WriteOptions::<f32>::new()
                 .default_dtype()
                 .shape(&shape)
                 .writer(w)
                 .write_header_only()?;
-            let mut buf = Vec::with_capacity(logical.len() * 2);
-            for pair in logical.chunks_exact(2) {
-                let bits = u32::from(u16::from_le_bytes([pair[0], pair[1]])) << 16;
-                buf.extend_from_slice(&bits.to_le_bytes());
+            let mut buf = Vec::with_capacity(64 << 10);
+            for block in logical.chunks(32 << 10) {
+                buf.clear();
+                for pair in block.chunks_exact(2) {
+                    let bits = u32::from(u16::from_le_bytes([pair[0], pair[1]])) << 16;
+                    buf.extend_from_slice(&bits.to_le_bytes());
+                }
+                w.write_all(&buf)?;
             }
-            w.write_all(&buf)
+            Ok(())
         })?;
         "float32"
     } else {
-        write_atomic(&output, |w| {
+        target.write(|w| {
             let w = npyz::WriteOptions::<i8>::new()
                 .default_dtype()
                 .shape(&shape)
@@ -232,6 +270,71 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
     }
 }
 
+/// Why [`untile_in_pieces`] failed.
+enum UntileFailure {
+    /// The logical tensor or a piece's buffer could not be allocated.
+    OutOfMemory,
+    /// The library refused (an internal failure: the buffer was checked against the view).
+    Library(simak::layout::UntileError),
+    /// A piece's layout was refused (an internal failure: pieces follow the admitted view).
+    Piece(simak::AdmissionError),
+}
+
+/// The logical row-major bytes of `tiled` under `view`, untiled piece by piece (the pieces
+/// of [`tile_pieces`]), calling `progress` with each piece's elements. A piece narrows one
+/// logical axis `a`, so in row-major order it is `prod(extents[..a])` blocks of
+/// `len · prod(extents[a + 1..])` elements, each copied to its place.
+fn untile_in_pieces(
+    view: &simak::layout::TiledView,
+    tiled: &[u8],
+    progress: &dyn Fn(u64),
+) -> Result<Vec<u8>, UntileFailure> {
+    let planes = view.planes() as u64;
+    let shape = &view.extents()[..view.rank()];
+    let len = usize::try_from(view.elements().saturating_mul(planes))
+        .map_err(|_| UntileFailure::OutOfMemory)?;
+    let mut logical =
+        simak::ev74::sim::try_zeroed::<u8>(len).map_err(|_| UntileFailure::OutOfMemory)?;
+    let mut at = 0usize;
+    for p in tile_pieces(view) {
+        let axis = p.piece.axis;
+        let mut sub_shape = shape.to_vec();
+        if let Some(e) = sub_shape.get_mut(axis) {
+            *e = p.piece.len;
+        }
+        let sub = p
+            .layout
+            .admit(&sub_shape, view.planes() as u8)
+            .map_err(UntileFailure::Piece)?;
+        let capacity = sub.capacity() as usize;
+        let piece_bytes = tiled.get(at..at + capacity).unwrap_or(&[]);
+        let mut part = simak::ev74::sim::try_zeroed::<u8>((sub.elements() * planes) as usize)
+            .map_err(|_| UntileFailure::OutOfMemory)?;
+        sub.untile(piece_bytes, &mut part)
+            .map_err(UntileFailure::Library)?;
+        at += capacity;
+        // Row-major blocks: outer = prod(shape[..axis]), block = len · inner.
+        let inner: u64 = shape.get(axis + 1..).unwrap_or(&[]).iter().product();
+        let outer: u64 = shape.get(..axis).unwrap_or(&[]).iter().product();
+        let block = (p.piece.len * inner * planes) as usize;
+        let full_block = (shape.get(axis).copied().unwrap_or(1) * inner * planes) as usize;
+        let first = (p.piece.start * inner * planes) as usize;
+        for k in 0..outer as usize {
+            let src = &part[k * block..(k + 1) * block];
+            let dst = k * full_block + first;
+            logical[dst..dst + block].copy_from_slice(src);
+        }
+        progress(sub.elements());
+    }
+    if at as u64 != view.capacity() {
+        return Err(UntileFailure::Library(simak::layout::UntileError::Tiled {
+            required: view.capacity(),
+            found: at as u64,
+        }));
+    }
+    Ok(logical)
+}
+
 /// A parsed `simak dequant` invocation.
 #[derive(Debug, Clone)]
 pub struct DequantJob {
@@ -258,13 +361,28 @@ pub fn dequant_value(q: i8, zero_point: i32, multiplier: f32) -> f32 {
     (i32::from(q) - zero_point) as f32 / multiplier
 }
 
-fn dequant_bytes(q: &[u8], zero_point: i32, multiplier_bits: u32) -> Vec<u8> {
+/// The FP32 little-endian bytes of INT8 `q` ([`dequant_value`]), advancing `bar` every
+/// 2^20 elements.
+///
+/// # Errors
+///
+/// The out-of-memory error (as [`crate::engine::EngineError`]) when the output cannot be
+/// allocated.
+fn dequant_bytes(
+    q: &[u8],
+    zero_point: i32,
+    multiplier_bits: u32,
+    bar: &indicatif::ProgressBar,
+) -> Result<Vec<u8>, crate::engine::EngineError> {
     let m = f32::from_bits(multiplier_bits);
-    let mut out = Vec::with_capacity(q.len() * 4);
-    for &b in q {
-        out.extend_from_slice(&dequant_value(b as i8, zero_point, m).to_le_bytes());
+    let mut out = crate::engine::try_zeroed("the FP32 output", q.len().saturating_mul(4))?;
+    for (qs, xs) in q.chunks(1 << 20).zip(out.chunks_mut(4 << 20)) {
+        for (&b, x) in qs.iter().zip(xs.chunks_exact_mut(4)) {
+            x.copy_from_slice(&dequant_value(b as i8, zero_point, m).to_le_bytes());
+        }
+        bar.inc(qs.len() as u64);
     }
-    out
+    Ok(out)
 }
 
 #[derive(Debug, Serialize)]
@@ -320,24 +438,15 @@ pub fn run_dequant(job: &DequantJob) -> Result<(), CliError> {
             ));
         }
     };
-    let out_ext = job
-        .output
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    if let Some(o) = out_ext.as_deref()
-        && matches!(o, "npy" | "safetensors")
-        && o != format
-    {
-        return Err(bad_file(
-            input,
-            format!(
-                "--output {} names a .{o} file, but the output format follows the input (.{format})",
-                job.output.display()
-            ),
-        ));
-    }
-    let bytes = crate::read::read_file(input, "")?;
+    let target = Target::new(
+        "--output",
+        &job.output,
+        if format == "npy" {
+            Format::Npy
+        } else {
+            Format::Safetensors
+        },
+    )?;
     if same_file(input, &job.output) {
         return Err(bad_file(
             input,
@@ -347,7 +456,7 @@ pub fn run_dequant(job: &DequantJob) -> Result<(), CliError> {
             ),
         ));
     }
-    check_target(&job.output)?;
+    let bytes = crate::read::read_file(input, "")?;
     let (rows, copied) = if format == "npy" {
         if !job.tensors.is_empty() {
             return Err(bad_file(
@@ -363,10 +472,13 @@ pub fn run_dequant(job: &DequantJob) -> Result<(), CliError> {
         };
         let zp = job.zero_point.unwrap_or(0);
         let array = read_npy(input, &bytes, &[DType::I8], "dequant takes int8 .npy files")?;
-        let data = dequant_bytes(array.data.as_slice(), zp, m.bits);
+        let bar = progress("dequant", job.quiet, 1, array.data.as_slice().len() as u64);
+        let data = dequant_bytes(array.data.as_slice(), zp, m.bits, &bar)
+            .map_err(|e| bad_file(input, e))?;
+        bar.finish_and_clear();
         let shape = array.shape.clone();
         let order = array.order();
-        write_atomic(&job.output, |w| {
+        target.write(|w| {
             let w = npyz::WriteOptions::<f32>::new()
                 .default_dtype()
                 .shape(&shape)
@@ -387,7 +499,7 @@ pub fn run_dequant(job: &DequantJob) -> Result<(), CliError> {
                 "--multiplier and --zero-point apply to .npy inputs; a .safetensors file's parameters come from its simak.<tensor>.* metadata",
             ));
         }
-        dequant_safetensors(job, &bytes)?
+        dequant_safetensors(job, &target, &bytes)?
     };
     let summary = DequantSummary {
         command: "dequant",
@@ -431,6 +543,7 @@ pub fn run_dequant(job: &DequantJob) -> Result<(), CliError> {
 
 fn dequant_safetensors(
     job: &DequantJob,
+    target: &Target,
     bytes: &[u8],
 ) -> Result<(Vec<DequantRow>, Vec<String>), CliError> {
     let file = job.input.as_path();
@@ -487,6 +600,11 @@ fn dequant_safetensors(
         }
         job.tensors.iter().cloned().collect()
     };
+    let mut total = 0u64;
+    for name in &selected {
+        total = total.saturating_add(st.tensor(name).map_or(0, |v| v.data().len() as u64));
+    }
+    let bar = progress("dequant", job.quiet, selected.len(), total);
     let mut rows = Vec::new();
     let mut copied = Vec::new();
     let mut outputs: Vec<(String, StOut<'_>)> = Vec::with_capacity(names.len());
@@ -523,10 +641,12 @@ fn dequant_safetensors(
             StOut::Converted {
                 dtype: StDtype::F32,
                 shape: v.shape().to_vec(),
-                data: dequant_bytes(v.data(), zp, m.bits),
+                data: dequant_bytes(v.data(), zp, m.bits, &bar)
+                    .map_err(|e| bad_tensor(file, name, e))?,
             },
         ));
     }
+    bar.finish_and_clear();
     // The simak.<t>.* keys describe INT8 data; drop them for the tensors now in FP32.
     for name in &selected {
         for k in [
@@ -542,7 +662,7 @@ fn dequant_safetensors(
     let serialized = safetensors::serialize(outputs, Some(meta))
         .map_err(|e| CliError::Internal(anyhow!("serializing the output: {e}")))?;
     let serialized = crate::output::sorted_safetensors_header(serialized);
-    write_atomic(&job.output, |w| w.write_all(&serialized))?;
+    target.write(|w| w.write_all(&serialized))?;
     Ok((rows, copied))
 }
 

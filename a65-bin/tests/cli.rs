@@ -1,4 +1,4 @@
-//! End-to-end tests of the `simak` binary: real files from `shared/data`, files built here
+//! End-to-end tests of the `simak` binary: real files from `tests/data`, files built here
 //! (Fortran order, big-endian, malformed), every bad-input class, atomic overwrite, demo.
 //!
 //! Every output byte is compared with the independent f64 oracle of `simak-tests`.
@@ -18,9 +18,9 @@ use simak_tests::oracle;
 
 const BIN: &str = env!("CARGO_BIN_EXE_simak");
 
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/")).join(name)
-}
+mod common;
+
+use common::{MINILM_BF16, MINILM_F16, MINILM_F32, chelsea_npy, data};
 
 fn simak(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -214,9 +214,9 @@ fn json_of(out: &Output) -> Value {
 }
 
 const MINILM: [(&str, DType); 3] = [
-    ("minilm-l6-layer0-f32.safetensors", DType::F32),
-    ("minilm-l6-layer0-bf16.safetensors", DType::BF16),
-    ("minilm-l6-layer0-f16.safetensors", DType::F16),
+    (MINILM_F32, DType::F32),
+    (MINILM_BF16, DType::BF16),
+    (MINILM_F16, DType::F16),
 ];
 
 #[test]
@@ -538,7 +538,7 @@ fn saturated(dtype: DType, bits: &[u32], e: Expect) -> u64 {
 #[test]
 fn chelsea_npy_matches_the_oracle() {
     let dir = tempfile::tempdir().unwrap();
-    let input = data("chelsea-f32-hwc.npy");
+    let input = chelsea_npy();
     let output = dir.path().join("chelsea-i8.npy");
     let out = simak(&[
         "quant",
@@ -773,7 +773,7 @@ fn missing_and_malformed_files_are_bad_input() {
     run(&missing, &[path_str(&missing), "cannot read"]);
 
     // Truncated safetensors: inside the header, and inside the data.
-    let full = fs::read(data("minilm-l6-layer0-f32.safetensors")).unwrap();
+    let full = fs::read(data(MINILM_F32)).unwrap();
     for (name, len) in [
         ("trunc-header.safetensors", 100),
         ("trunc-data.safetensors", 5000),
@@ -847,6 +847,105 @@ fn missing_and_malformed_files_are_bad_input() {
     run(&txt, &[path_str(&txt), "unsupported input file type"]);
 }
 
+/// `--calibrate absmax` on tensors with no finite nonzero element (all zero; only NaN, ±inf
+/// and -0; empty) uses multiplier 1.0, says so per tensor, and quantizes the rest of the file
+/// as usual (it used to refuse the whole file).
+#[test]
+fn absmax_without_a_finite_nonzero_element_uses_multiplier_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let w: Vec<u8> = [0.5f32, -2.0, 3.0, 1.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let zeros = vec![0u8; 16];
+    let specials: Vec<u8> = [0x7e00u16, 0x7c00, 0xfc00, 0x8000]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let tensors = vec![
+        ("w", TensorView::new(Dtype::F32, vec![4], &w).unwrap()),
+        (
+            "zeros",
+            TensorView::new(Dtype::F32, vec![2, 2], &zeros).unwrap(),
+        ),
+        (
+            "specials",
+            TensorView::new(Dtype::F16, vec![4], &specials).unwrap(),
+        ),
+        (
+            "empty",
+            TensorView::new(Dtype::BF16, vec![0, 3], &[]).unwrap(),
+        ),
+    ];
+    let input = d.join("in.safetensors");
+    fs::write(&input, safetensors::serialize(tensors, None).unwrap()).unwrap();
+    let output = d.join("out.safetensors");
+    let out = simak(&[
+        "quant",
+        "--input",
+        path_str(&input),
+        "--output",
+        path_str(&output),
+        "--calibrate",
+        "absmax",
+        "--json",
+    ]);
+    assert_success(&out);
+    let summary = json_of(&out);
+    let bytes = fs::read(&output).unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    let meta = SafeTensors::read_metadata(&bytes)
+        .unwrap()
+        .1
+        .metadata()
+        .clone()
+        .unwrap();
+    let rows = summary["tensors"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for (name, want) in [
+        ("zeros", vec![0i8; 4]),
+        // NaN gives the zero point, +inf 127, -inf -128, -0 zero (SPEC §3).
+        ("specials", vec![0, 127, -128, 0]),
+        ("empty", vec![]),
+    ] {
+        let row = rows.iter().find(|r| r["name"] == name).unwrap();
+        assert_eq!(row["multiplier_bits"], "0x3f800000", "{name}");
+        assert!(
+            row["note"].as_str().unwrap().contains("multiplier 1.0"),
+            "{row}"
+        );
+        assert_eq!(meta[&format!("simak.{name}.multiplier_bits")], "0x3f800000");
+        let t = st.tensor(name).unwrap();
+        assert_eq!(t.dtype(), Dtype::I8);
+        let got: Vec<i8> = t.data().iter().map(|&b| b as i8).collect();
+        assert_eq!(got, want, "{name}");
+    }
+    assert_eq!(st.tensor("empty").unwrap().shape(), [0, 3]);
+    let w_row = rows.iter().find(|r| r["name"] == "w").unwrap();
+    assert_eq!(
+        parse_bits(w_row["multiplier_bits"].as_str().unwrap()),
+        (127f32 / 3f32).to_bits()
+    );
+    assert!(w_row.get("note").is_none(), "{w_row}");
+    // The text summary says so too.
+    let out = simak(&[
+        "quant",
+        "--input",
+        path_str(&input),
+        "--output",
+        path_str(&output),
+        "--calibrate",
+        "absmax",
+    ]);
+    assert_success(&out);
+    let text = stdout_of(&out);
+    assert!(
+        text.contains("note: zeros: no finite nonzero element: absmax used multiplier 1.0"),
+        "{text}"
+    );
+}
+
 #[test]
 fn bad_tensor_selection_and_calibration_name_the_tensor() {
     let dir = tempfile::tempdir().unwrap();
@@ -886,24 +985,6 @@ fn bad_tensor_selection_and_calibration_name_the_tensor() {
         d,
         &[inp, "tensor \"nope\"", "no such tensor"],
     );
-    // Calibration over every float tensor stops at the all-zero one.
-    expect_bad(
-        &[
-            "quant",
-            "--input",
-            inp,
-            "--output",
-            outp,
-            "--tensor",
-            "w",
-            "--tensor",
-            "zeros",
-            "--calibrate",
-            "absmax",
-        ],
-        d,
-        &[inp, "tensor \"zeros\"", "finite nonzero"],
-    );
     // Rank 7 is above what the library admits.
     expect_bad(
         &[
@@ -920,23 +1001,27 @@ fn bad_tensor_selection_and_calibration_name_the_tensor() {
         d,
         &[inp, "tensor \"deep\"", "rank 7"],
     );
-    // An all-zero .npy cannot be calibrated either.
+    // An all-zero .npy calibrates to multiplier 1.0 (a file of its own, so the folder
+    // checks of the refusals below are unaffected).
     let zeros = d.join("zeros.npy");
     write_npy(&zeros, "<f2", &[3, 2], Order::C, &[0u8; 12]);
     let out_npy = d.join("z.npy");
-    expect_bad(
-        &[
+    {
+        let side = tempfile::tempdir().unwrap();
+        let z_out = side.path().join("z.npy");
+        let summary = json_of(&simak(&[
             "quant",
             "--input",
             path_str(&zeros),
             "--output",
-            path_str(&out_npy),
+            path_str(&z_out),
             "--calibrate",
             "absmax",
-        ],
-        d,
-        &[path_str(&zeros), "finite nonzero"],
-    );
+            "--json",
+        ]));
+        assert_eq!(summary["tensors"][0]["multiplier_bits"], "0x3f800000");
+        assert!(summary["tensors"][0]["note"].is_string(), "{summary}");
+    }
     // --tensor does not apply to .npy.
     expect_bad(
         &[
@@ -959,7 +1044,7 @@ fn bad_tensor_selection_and_calibration_name_the_tensor() {
 fn bad_parameters_are_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let input = data("minilm-l6-layer0-bf16.safetensors");
+    let input = data(MINILM_BF16);
     let inp = path_str(&input);
     let out = d.join("out.safetensors");
     let outp = path_str(&out);
@@ -1005,7 +1090,7 @@ fn output_equal_to_input_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let input = d.join("chelsea.npy");
-    fs::copy(data("chelsea-f32-hwc.npy"), &input).unwrap();
+    fs::copy(chelsea_npy(), &input).unwrap();
     let original = fs::read(&input).unwrap();
     let link = d.join("link.npy");
     fs::hard_link(&input, &link).unwrap();
@@ -1045,7 +1130,7 @@ fn overwrite_replaces_the_old_file_atomically() {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&output, fs::Permissions::from_mode(0o640)).unwrap();
     }
-    let input = data("minilm-l6-layer0-f16.safetensors");
+    let input = data(MINILM_F16);
     let out = simak(&[
         "-q",
         "quant",
@@ -1085,7 +1170,7 @@ fn overwrite_replaces_the_old_file_atomically() {
 #[test]
 fn text_summary_lists_every_tensor() {
     let dir = tempfile::tempdir().unwrap();
-    let input = data("minilm-l6-layer0-f32.safetensors");
+    let input = data(MINILM_F32);
     let output = dir.path().join("o.safetensors");
     let out = simak(&[
         "quant",
@@ -1112,10 +1197,10 @@ fn text_summary_lists_every_tensor() {
     ] {
         assert!(text.contains(header), "{header}: {text}");
     }
-    assert!(text.contains("encoder.layer.0.output.dense.weight"));
-    assert!(text.contains("[384, 1536]"));
+    assert!(text.contains("encoder.layer.0.output.dense.weight[:128]"));
+    assert!(text.contains("[128, 1536]"));
     assert!(
-        text.contains("total: 19 tensors, 1971840 elements"),
+        text.contains("total: 19 tensors, 349824 elements"),
         "{text}"
     );
 }
@@ -1259,7 +1344,7 @@ fn special_outputs_are_refused_and_left_alone() {
     use std::os::unix::fs::FileTypeExt as _;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let input = data("chelsea-f32-hwc.npy");
+    let input = chelsea_npy();
     let quant = |output: &str| {
         vec![
             "quant".to_owned(),
@@ -1369,13 +1454,16 @@ fn special_outputs_are_refused_and_left_alone() {
     );
 }
 
+/// A run interrupted (SIGINT: exit 130) or killed (SIGKILL) while it stages its output
+/// leaves neither the output nor a temporary file: the staging file has no name until it is
+/// complete (a named temporary file would survive `kill -9`).
 #[test]
 fn an_interrupted_run_leaves_no_temporary_file() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let input = d.join("big.npy");
     // 32 Mi FP32 elements (128 MB): the 32 MB output takes long enough to write that the
-    // temporary file is seen by polling.
+    // staging file is seen by polling.
     let n = 32usize << 20;
     let data: Vec<u8> = (0..n)
         .flat_map(|i| ((i % 1000) as f32).to_le_bytes())
@@ -1383,51 +1471,63 @@ fn an_interrupted_run_leaves_no_temporary_file() {
     write_npy(&input, "<f4", &[n as u64], Order::C, &data);
     drop(data);
     let output = d.join("out.npy");
-    let temp_files = || {
-        fs::read_dir(d)
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|name| name.starts_with(".simak-"))
-            .count()
+    // Whether the run holds a file of `d` open for writing: an unnamed staging file shows in
+    // /proc as `d/#INODE (deleted)`, a named one as `d/.simak-….tmp`; the input is only read
+    // (and closed) before the output is staged.
+    let staging = |pid: u32| {
+        let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return false;
+        };
+        fds.filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+            .any(|target| target.starts_with(d) && target != input)
     };
-    let mut interrupted = 0;
-    for _attempt in 0..5 {
-        let mut child = Command::new(BIN)
-            .args(["quant", "-q", "--input", path_str(&input), "--output"])
-            .arg(&output)
-            .args(["--multiplier", "2"])
-            .spawn()
-            .unwrap();
-        let mut seen = false;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
-            if temp_files() > 0 {
-                seen = true;
-                break;
+    for signal in ["-INT", "-KILL"] {
+        let mut caught = false;
+        for _attempt in 0..5 {
+            let _ = fs::remove_file(&output);
+            let mut child = Command::new(BIN)
+                .args(["quant", "-q", "--input", path_str(&input), "--output"])
+                .arg(&output)
+                .args(["--multiplier", "2"])
+                .spawn()
+                .unwrap();
+            let mut seen = false;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+                if staging(child.id()) {
+                    seen = true;
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
             }
-            std::thread::sleep(std::time::Duration::from_micros(200));
+            if !seen {
+                child.wait().unwrap();
+                continue;
+            }
+            let killed = Command::new("kill")
+                .args([signal, &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(killed.success());
+            let status = child.wait().unwrap();
+            if status.success() {
+                // It finished between the poll and the signal: try again.
+                continue;
+            }
+            if signal == "-INT" {
+                assert_eq!(status.code(), Some(130), "{status:?}");
+            }
+            assert_eq!(
+                listing(d),
+                BTreeSet::from(["big.npy".to_owned()]),
+                "kill {signal} left a file behind"
+            );
+            caught = true;
+            break;
         }
-        if !seen {
-            child.wait().unwrap();
-            continue;
-        }
-        let killed = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let status = child.wait().unwrap();
-        if status.code() == Some(0) {
-            // It finished between the poll and the signal: try again.
-            continue;
-        }
-        assert_eq!(status.code(), Some(130), "{status:?}");
-        assert_eq!(temp_files(), 0, "a temporary file was left behind");
-        interrupted += 1;
-        break;
+        assert!(
+            caught,
+            "never caught the run while it staged its output ({signal})"
+        );
     }
-    assert_eq!(
-        interrupted, 1,
-        "never caught the run while it wrote its temporary file"
-    );
 }

@@ -1,6 +1,9 @@
-//! `docs/errors.md` cannot go stale: every `DecodeCode` of both EV74 entries appears in its
-//! table with its number, its name and a mark in its entry's column, and every row of the
-//! table is a code some entry has.
+//! The documents cannot go stale: every `DecodeCode` of both EV74 entries appears in the
+//! table of `docs/errors.md` with its number, its name and a mark in its entry's column, and
+//! every row of the table is a code some entry has; every `sh` block of `README.md` and
+//! `a65-bin/README.md` runs, in order, in a fresh folder that holds only the repository's
+//! `tests/` (the data) and an empty `target/`, with `cargo run --release --bin simak --`
+//! replaced by the built binary. The README's test command is checked as text only.
 
 use std::collections::BTreeMap;
 
@@ -92,4 +95,97 @@ fn errors_md_lists_the_firmware_status_codes() {
         assert!(text.contains(&row), "missing {row}");
     }
     assert!(text.contains("| `0x107` | `Fault` |"));
+}
+
+/// The fenced code blocks of `markdown` whose info string is `sh`, in order.
+fn sh_blocks(markdown: &str) -> Vec<String> {
+    use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for event in Parser::new(markdown) {
+        match event {
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) if &*info == "sh" => {
+                current = Some(String::new());
+            }
+            Event::Text(text) => {
+                if let Some(block) = current.as_mut() {
+                    block.push_str(&text);
+                }
+            }
+            Event::End(TagEnd::CodeBlock) => blocks.extend(current.take()),
+            _ => {}
+        }
+    }
+    blocks
+}
+
+/// The command the README gives for running the tests, and the command prefix every other
+/// block uses for the tool.
+const TEST_COMMAND: &str = "cargo xtask test";
+const RUN_PREFIX: &str = "cargo run --release --bin simak --";
+
+/// Runs every `sh` block of the README at `relative` (from the repository root) in a fresh
+/// folder; returns how many blocks ran.
+fn run_readme(relative: &str) -> usize {
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let text = std::fs::read_to_string(root.join(relative)).expect("README exists");
+    let blocks = sh_blocks(&text);
+    assert!(!blocks.is_empty(), "{relative} has no sh block");
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root.join("tests"), dir.path().join("tests")).unwrap();
+    std::fs::create_dir(dir.path().join("target")).unwrap();
+    let bin = env!("CARGO_BIN_EXE_simak");
+    let mut ran = 0;
+    for block in blocks {
+        if block.contains(TEST_COMMAND) {
+            assert_eq!(
+                block.trim(),
+                TEST_COMMAND,
+                "{relative}: the test command block"
+            );
+            continue;
+        }
+        let script = block.replace(RUN_PREFIX, bin);
+        assert!(
+            !script.contains("cargo "),
+            "{relative}: a block runs cargo other than as `{RUN_PREFIX}`:\n{block}"
+        );
+        let out = std::process::Command::new("sh")
+            .args(["-e", "-c", &script])
+            .current_dir(dir.path())
+            .output()
+            .expect("sh runs");
+        assert!(
+            out.status.success(),
+            "{relative}: this block failed ({:?}):\n{block}\nstdout:\n{}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ran += 1;
+    }
+    ran
+}
+
+#[test]
+fn readme_commands_run_on_a_fresh_folder() {
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let text = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let blocks = sh_blocks(&text);
+    assert!(
+        blocks.iter().any(|b| b.trim() == TEST_COMMAND),
+        "README.md gives `{TEST_COMMAND}` in a block of its own"
+    );
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b.trim() == format!("{RUN_PREFIX} demo")),
+        "README.md gives the main job"
+    );
+    assert!(run_readme("README.md") >= 4);
+}
+
+#[test]
+fn cli_readme_commands_run_on_a_fresh_folder() {
+    assert!(run_readme("a65-bin/README.md") >= 7);
 }

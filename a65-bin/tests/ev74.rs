@@ -9,14 +9,13 @@ use common::*;
 
 /// Quantizes `input` with both backends (ev74-sim with 1 and 4 workers) and requires
 /// byte-identical output files and the route column `ev74-sim (N workers)`.
-fn same_bytes_on_both_backends(input: &str, out_ext: &str, scale: &[&str]) {
+fn same_bytes_on_both_backends(input: &std::path::Path, out_ext: &str, scale: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let input = data(input);
     let a65 = dir.path().join(format!("a65.{out_ext}"));
     let mut args = vec![
         "quant",
         "--input",
-        path_str(&input),
+        path_str(input),
         "--output",
         path_str(&a65),
         "--json",
@@ -30,7 +29,7 @@ fn same_bytes_on_both_backends(input: &str, out_ext: &str, scale: &[&str]) {
         let mut args = vec![
             "quant",
             "--input",
-            path_str(&input),
+            path_str(input),
             "--output",
             path_str(&out),
             "--backend",
@@ -62,7 +61,7 @@ fn same_bytes_on_both_backends(input: &str, out_ext: &str, scale: &[&str]) {
 #[test]
 fn ev74_sim_quant_equals_a65_on_minilm_f32() {
     same_bytes_on_both_backends(
-        "minilm-l6-layer0-f32.safetensors",
+        &data(MINILM_F32),
         "safetensors",
         &["--multiplier", "37.5", "--zero-point", "-3"],
     );
@@ -71,7 +70,7 @@ fn ev74_sim_quant_equals_a65_on_minilm_f32() {
 #[test]
 fn ev74_sim_quant_equals_a65_on_minilm_bf16() {
     same_bytes_on_both_backends(
-        "minilm-l6-layer0-bf16.safetensors",
+        &data(MINILM_BF16),
         "safetensors",
         &["--calibrate", "absmax", "--rounding", "toward-negative"],
     );
@@ -80,7 +79,7 @@ fn ev74_sim_quant_equals_a65_on_minilm_bf16() {
 #[test]
 fn ev74_sim_quant_equals_a65_on_minilm_f16() {
     same_bytes_on_both_backends(
-        "minilm-l6-layer0-f16.safetensors",
+        &data(MINILM_F16),
         "safetensors",
         &["--multiplier", "0x42fe0000", "--rounding", "toward-zero"],
     );
@@ -89,7 +88,7 @@ fn ev74_sim_quant_equals_a65_on_minilm_f16() {
 #[test]
 fn ev74_sim_quant_equals_a65_on_chelsea_npy() {
     same_bytes_on_both_backends(
-        "chelsea-f32-hwc.npy",
+        &chelsea_npy(),
         "npy",
         &["--multiplier", "255", "--zero-point", "-128"],
     );
@@ -102,7 +101,7 @@ fn ev74_sim_text_summary_names_the_route_and_default_workers() {
     let run = simak(&[
         "quant",
         "--input",
-        path_str(&data("chelsea-f32-hwc.npy")),
+        path_str(&chelsea_npy()),
         "--output",
         path_str(&out),
         "--multiplier",
@@ -122,7 +121,7 @@ fn workers_need_the_ev74_backend_and_a_valid_count() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let out = d.join("o.npy");
-    let input = data("chelsea-f32-hwc.npy");
+    let input = chelsea_npy();
     let base = [
         "quant",
         "--input",

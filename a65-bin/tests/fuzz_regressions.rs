@@ -40,7 +40,13 @@ fn the_fuzzer_made_tall_jpeg_is_refused_as_malformed() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fuzz/regressions/read_image/regress_jpeg_2048x11016");
     let bytes = std::fs::read(&path).unwrap();
-    let err = simak_cli::read::decode_image(&path, &bytes, &Default::default()).unwrap_err();
+    let err = simak_cli::read::decode_image(
+        &path,
+        &bytes,
+        &Default::default(),
+        simak_cli::read::IMAGE_DEFAULT_LIMIT,
+    )
+    .unwrap_err();
     let message = err.to_string();
     assert!(message.contains("malformed jpeg image"), "{message}");
 }
@@ -57,7 +63,13 @@ fn a_tall_jpeg_converts_into_one_buffer() {
     img.write_to(&mut bytes, image::ImageFormat::Jpeg).unwrap();
     let bytes = bytes.into_inner();
     let path = Path::new("tall.jpg");
-    let image = simak_cli::read::decode_image(path, &bytes, &Default::default()).unwrap();
+    let image = simak_cli::read::decode_image(
+        path,
+        &bytes,
+        &Default::default(),
+        simak_cli::read::IMAGE_DEFAULT_LIMIT,
+    )
+    .unwrap();
     assert_eq!(image.shape, [11016, 2048, 3]);
     assert_eq!(image.data.as_slice().len(), 11016 * 2048 * 12);
     // The oracle: `image`'s own decode of the same bytes (the same decoder, lenient).

@@ -1,17 +1,15 @@
-//! Out of memory is a clean failure, not an abort: `simak quant --backend ev74-sim` and
-//! `simak bench quant` run under a small address-space limit (`ulimit -v` through `sh -c`)
-//! print one line naming the buffer and its bytes, exit 2, and leave no output file.
+//! Out of memory is a clean failure, not an abort: `simak quant`, `casttess` and
+//! `quanttess` (both backends) and `simak bench quant` run under a small address-space
+//! limit (`ulimit -v` through `sh -c`) print one line naming the buffer and its bytes, exit
+//! 2, and leave no output file and no temporary file.
 //!
-//! The limit is calibrated on the machine: the smallest limit (to 8 MiB) under which
-//! `--backend a65` succeeds on the test file. The simulated device needs about one more
-//! copy of the input than that (its device memory), so a little above the calibrated
-//! limit it must fail cleanly, and with room for that one copy it must succeed with the
-//! same bytes as the A65.
+//! The limits are calibrated on the machine: for each command, the smallest limit (to 8
+//! MiB) under which it succeeds on the test file, and the largest under which it fails;
+//! there it must fail cleanly (an abort would be exit 134).
 #![cfg(target_os = "linux")]
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -56,33 +54,41 @@ fn write_npy(path: &Path) {
     fs::write(path, bytes).unwrap();
 }
 
-fn quant_args<'a>(input: &'a Path, output: &'a Path, backend: &'a str) -> Vec<&'a str> {
-    vec![
-        "quant",
-        "--input",
-        path_str(input),
-        "--output",
-        path_str(output),
-        "--multiplier",
-        "1",
-        "--backend",
-        backend,
-        "-q",
-    ]
+/// The arguments of one command over `input` into `output`.
+fn command_args<'a>(command: &str, input: &'a Path, output: &'a Path) -> Vec<&'a str> {
+    let io = ["--input", path_str(input), "--output", path_str(output)];
+    let tiled = ["--axes", "-1,-1,0,-1", "--tile", "1,1,64,1"];
+    let rest: &[&str] = match command {
+        "quant-a65" => &["quant", "--multiplier", "1", "--backend", "a65"],
+        "quant-ev74" => &["quant", "--multiplier", "1", "--backend", "ev74-sim"],
+        "casttess-a65" => &["casttess", "--backend", "a65"],
+        "casttess-ev74" => &["casttess", "--backend", "ev74-sim"],
+        "quanttess" => &["quanttess", "--multiplier", "1"],
+        other => panic!("no command {other}"),
+    };
+    let mut args = vec![rest[0], "-q"];
+    args.extend_from_slice(&io);
+    args.extend_from_slice(&rest[1..]);
+    if command.contains("tess") {
+        args.extend_from_slice(&tiled);
+    }
+    args
 }
 
-/// The smallest limit (to 8 MiB) under which the A65 quantizes `input` (into `output`).
-fn a65_limit(input: &Path, output: &Path) -> u64 {
+/// The limits (to 8 MiB) around the smallest under which `args` succeeds: `(fails,
+/// succeeds)`. `output` is removed before each run.
+fn limits(args: &[&str], output: &Path) -> (u64, u64) {
     let ok = |limit: u64| {
         let _ = fs::remove_file(output);
-        simak_limited(limit, &quant_args(input, output, "a65"))
-            .status
-            .success()
+        simak_limited(limit, args).status.success()
     };
     let mut high = 64 * MIB;
     while !ok(high) {
         high += 64 * MIB;
-        assert!(high <= 8192 * MIB, "the A65 never succeeds under ulimit -v");
+        assert!(
+            high <= 8192 * MIB,
+            "{args:?} never succeeds under ulimit -v"
+        );
     }
     let mut low = high - 64 * MIB;
     while high - low > 8 * MIB {
@@ -90,11 +96,13 @@ fn a65_limit(input: &Path, output: &Path) -> u64 {
         if ok(mid) { high = mid } else { low = mid }
     }
     assert!(ok(high), "the calibrated limit is reproducible");
-    high
+    (low, high)
 }
 
-/// Expects the clean out-of-memory failure: exit 2, one line naming what and how many bytes.
-fn assert_oom(out: &Output, what: &str) {
+/// Expects the clean out-of-memory failure: exit 2, one line naming what and how many
+/// bytes (`cannot allocate WHAT (N bytes): out of memory`, or `cannot read: out of memory`
+/// when the input itself does not fit).
+fn assert_oom(out: &Output) {
     let err = stderr_of(out);
     assert_eq!(
         out.status.code(),
@@ -106,50 +114,69 @@ fn assert_oom(out: &Output, what: &str) {
     let line = err.trim_end();
     assert!(line.starts_with("simak: error: "), "{line}");
     assert!(
-        line.contains(&format!("cannot allocate {what} ("))
-            && line.ends_with(" bytes): out of memory"),
+        (line.contains("cannot allocate ") && line.ends_with(" bytes): out of memory"))
+            || line.ends_with("cannot read: out of memory"),
         "{line}"
     );
 }
 
+/// Every converting command, on either backend, run just below the memory it needs fails
+/// cleanly (exit 2, one line), writes no output and leaves no temporary file, and leaves an
+/// existing output untouched; just above, it succeeds, with the same bytes on both backends.
 #[test]
-fn ev74_sim_quant_fails_cleanly_when_memory_runs_out() {
+fn converting_commands_fail_cleanly_when_memory_runs_out() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in.npy");
+    let d = dir.path();
+    let input = d.join("in.npy");
     write_npy(&input);
-    let a65_out = dir.path().join("a65.npy");
-    let limit = a65_limit(&input, &a65_out);
-    assert!(a65_out.exists());
-
-    // Short of one input copy: the device memory cannot be allocated.
-    let ev74_out = dir.path().join("ev74.npy");
-    let out = simak_limited(limit + 24 * MIB, &quant_args(&input, &ev74_out, "ev74-sim"));
-    assert_oom(&out, "the simulated EV74 memory");
+    let mut results: Vec<(&str, Vec<u8>)> = Vec::new();
+    for command in [
+        "quant-a65",
+        "quant-ev74",
+        "casttess-a65",
+        "casttess-ev74",
+        "quanttess",
+    ] {
+        let output = d.join(format!("{command}.out"));
+        let output = if command.starts_with("quant-") {
+            output.with_extension("npy")
+        } else {
+            output.with_extension("bin")
+        };
+        let args = command_args(command, &input, &output);
+        let (fails, succeeds) = limits(&args, &output);
+        let _ = fs::remove_file(&output);
+        let _ = fs::remove_file(d.join(format!("{}.json", output.display())));
+        let before = listing(d);
+        let out = simak_limited(fails, &args);
+        assert_oom(&out);
+        assert_eq!(
+            listing(d),
+            before,
+            "{command}: no output and no temporary file"
+        );
+        // An existing output (and sidecar) is left untouched by the failure.
+        fs::write(&output, b"keep").unwrap();
+        let out = simak_limited(fails, &args);
+        assert_oom(&out);
+        assert_eq!(fs::read(&output).unwrap(), b"keep", "{command}");
+        fs::remove_file(&output).unwrap();
+        assert_success(&simak_limited(succeeds, &args));
+        results.push((command, fs::read(&output).unwrap()));
+        eprintln!(
+            "{command}: fails at {} MiB, succeeds at {} MiB",
+            fails / MIB,
+            succeeds / MIB
+        );
+    }
     assert!(
-        stderr_of(&out).contains(&format!("({} bytes)", ELEMENTS * 4)),
-        "the input region's bytes: {}",
-        stderr_of(&out)
+        results[0].1 == results[1].1,
+        "quant: ev74-sim bytes differ from a65"
     );
-    assert!(!ev74_out.exists(), "no output file on failure");
-    assert_eq!(
-        listing(dir.path()),
-        BTreeSet::from(["a65.npy", "in.npy"].map(String::from))
+    assert!(
+        results[2].1 == results[3].1,
+        "casttess: ev74-sim bytes differ from a65"
     );
-
-    // An existing output is left untouched by the failure.
-    fs::write(&ev74_out, b"keep").unwrap();
-    let out = simak_limited(limit + 24 * MIB, &quant_args(&input, &ev74_out, "ev74-sim"));
-    assert_oom(&out, "the simulated EV74 memory");
-    assert_eq!(fs::read(&ev74_out).unwrap(), b"keep");
-
-    // With room for the device's copy of the input (and nothing more: no host copy of the
-    // output, no per-byte write counts) the simulator succeeds with the A65's bytes.
-    let out = simak_limited(
-        limit + 112 * MIB,
-        &quant_args(&input, &ev74_out, "ev74-sim"),
-    );
-    assert_success(&out);
-    assert_eq!(fs::read(&ev74_out).unwrap(), fs::read(&a65_out).unwrap());
 }
 
 #[test]
@@ -157,10 +184,12 @@ fn bench_fails_cleanly_when_memory_runs_out() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.npy");
     write_npy(&input);
-    let limit = a65_limit(&input, &dir.path().join("a65.npy"));
+    let output = dir.path().join("a65.npy");
+    let (_, limit) = limits(&command_args("quant-a65", &input, &output), &output);
     // 128 MiB of generated input do not fit where the 64 MiB file barely did.
     let out = simak_limited(limit, &["bench", "quant", "--elements", "33554432"]);
-    assert_oom(&out, "the input buffer");
+    assert_oom(&out);
+    assert!(stderr_of(&out).contains("cannot allocate the input buffer ("));
     assert!(
         stderr_of(&out).contains("(134217728 bytes)"),
         "{}",

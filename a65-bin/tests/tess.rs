@@ -140,7 +140,7 @@ fn chelsea_png_values(mean: [f32; 3], std: [f32; 3]) -> (Vec<u64>, Vec<f32>) {
 }
 
 fn chelsea_npy_values() -> (Vec<u64>, Vec<f32>) {
-    let (shape, bytes, descr, fortran) = read_npy(&data("chelsea-f32-hwc.npy"));
+    let (shape, bytes, descr, fortran) = read_npy(&chelsea_npy());
     assert_eq!((descr.as_str(), fortran), ("<f4", false));
     (shape, f32s(&bytes))
 }
@@ -269,7 +269,7 @@ fn casttess_chelsea_png_matches_the_formula_on_both_backends() {
 #[test]
 fn casttess_chelsea_npy_matches_the_formula_on_both_backends() {
     let dir = tempfile::tempdir().unwrap();
-    let input = data("chelsea-f32-hwc.npy");
+    let input = chelsea_npy();
     let (shape, values) = chelsea_npy_values();
     // The brief's tile, and PadTo16 with H as an outer axis and a partial W tile.
     let outer = Layout {
@@ -308,10 +308,10 @@ fn casttess_fp16_safetensors_tensor_and_16_bit_and_jpeg_images() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // FP16 → BF16 of a real weight matrix (exact value rounded once: f16 → f32 is exact).
-    let st_path = data("minilm-l6-layer0-f16.safetensors");
+    let st_path = data(MINILM_F16);
     let bytes = fs::read(&st_path).unwrap();
     let st = SafeTensors::deserialize(&bytes).unwrap();
-    let name = "embeddings.position_embeddings.weight";
+    let name = "embeddings.position_embeddings.weight[:64]";
     let v = st.tensor(name).unwrap();
     let values: Vec<f32> = v
         .data()
@@ -333,11 +333,11 @@ fn casttess_fp16_safetensors_tensor_and_16_bit_and_jpeg_images() {
             &l,
             &["--tensor", name, "--backend", backend],
         );
-        assert!(fs::read(&out).unwrap() == cast_expect(&[512, 384], &l, &values));
+        assert!(fs::read(&out).unwrap() == cast_expect(&[64, 384], &l, &values));
         check_sidecar(
             &sidecar(&out),
             "casttess",
-            &[512, 384],
+            &[64, 384],
             "f16",
             &l,
             fs::read(&out).unwrap().len(),
@@ -404,7 +404,7 @@ fn quant_expect(
 #[test]
 fn quanttess_chelsea_matches_the_oracle() {
     let dir = tempfile::tempdir().unwrap();
-    let input = data("chelsea-f32-hwc.npy");
+    let input = chelsea_npy();
     let (shape, values) = chelsea_npy_values();
     // Fixed multiplier, nonzero zero point, directed rounding; compact and PadTo16 (whose
     // padding is 0x00 whatever the zero point).
@@ -467,7 +467,7 @@ fn quanttess_chelsea_matches_the_oracle() {
 fn untile_round_trips_casttess_and_quanttess() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let input = data("chelsea-f32-hwc.npy");
+    let input = chelsea_npy();
     let (shape, values) = chelsea_npy_values();
     let l = Layout {
         axes: [-1, 0, 1, 2],
@@ -544,7 +544,7 @@ fn dequant_of_quant_outputs() {
     assert_success(&simak(&[
         "quant",
         "--input",
-        path_str(&data("chelsea-f32-hwc.npy")),
+        path_str(&chelsea_npy()),
         "--output",
         path_str(&q),
         "--multiplier",
@@ -577,7 +577,7 @@ fn dequant_of_quant_outputs() {
     assert_success(&simak(&[
         "quant",
         "--input",
-        path_str(&data("minilm-l6-layer0-bf16.safetensors")),
+        path_str(&data(MINILM_BF16)),
         "--output",
         path_str(&qs),
         "--calibrate",
@@ -585,7 +585,7 @@ fn dequant_of_quant_outputs() {
         "--tensor",
         "embeddings.LayerNorm.weight",
         "--tensor",
-        "encoder.layer.0.attention.self.query.weight",
+        "encoder.layer.0.attention.self.query.weight[:64]",
     ]));
     let xs = d.join("x.safetensors");
     let summary = json_run(&[
@@ -606,7 +606,7 @@ fn dequant_of_quant_outputs() {
     let xmeta = xmeta.metadata().clone().unwrap_or_default();
     for name in [
         "embeddings.LayerNorm.weight",
-        "encoder.layer.0.attention.self.query.weight",
+        "encoder.layer.0.attention.self.query.weight[:64]",
     ] {
         let bits = u32::from_str_radix(
             qmeta[&format!("simak.{name}.multiplier_bits")].trim_start_matches("0x"),
@@ -624,7 +624,7 @@ fn dequant_of_quant_outputs() {
         assert!(!xmeta.contains_key(&format!("simak.{name}.multiplier_bits")));
     }
     // Unselected tensors pass through unchanged, and the other metadata stays.
-    let other = "encoder.layer.0.attention.self.key.weight";
+    let other = "encoder.layer.0.attention.self.key.weight[:64]";
     assert_eq!(
         xst.tensor(other).unwrap().data(),
         qst.tensor(other).unwrap().data()
@@ -708,7 +708,7 @@ fn layout_of_the_spec_example() {
 fn bad_inputs_exit_2_with_one_line_and_no_files() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let npy = data("chelsea-f32-hwc.npy");
+    let npy = chelsea_npy();
     let png = data("chelsea.png");
     let out = d.join("o.bin");
     let outs = path_str(&out);
@@ -867,7 +867,7 @@ fn bad_inputs_exit_2_with_one_line_and_no_files() {
         &[path_str(&fake), "PNG or JPEG"],
     );
     // A safetensors file with several tensors and no --tensor; a non-float tensor.
-    let st = data("minilm-l6-layer0-f32.safetensors");
+    let st = data(MINILM_F32);
     run(
         "casttess",
         &st,
@@ -1025,5 +1025,46 @@ fn bad_inputs_exit_2_with_one_line_and_no_files() {
         ],
         d,
         &["--svg", "16384 bytes"],
+    );
+}
+
+/// The default image limit admits a 48-megapixel RGB photo (8000 × 6000 × 3 FP32, 576 MB,
+/// above the old 512 MiB limit); a smaller `--image-limit` refuses it from the header,
+/// naming the option.
+#[test]
+fn a_48_megapixel_photo_fits_the_default_image_limit() {
+    let (width, height) = (8000u32, 6000u32);
+    let img = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([(x % 256) as u8, (y % 256) as u8, 17])
+    });
+    let mut png = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut png, image::ImageFormat::Png).unwrap();
+    let png = png.into_inner();
+    drop(img);
+    let path = Path::new("photo.png");
+    let decoded = simak_cli::read::decode_image(
+        path,
+        &png,
+        &Default::default(),
+        simak_cli::read::IMAGE_DEFAULT_LIMIT,
+    )
+    .unwrap();
+    assert_eq!(decoded.shape, [6000, 8000, 3]);
+    let data = decoded.data.as_slice();
+    assert_eq!(data.len(), 8000 * 6000 * 12);
+    // Pixel (x = 300, y = 7): (300 % 256, 7, 17) / 255.
+    let at = ((7 * 8000 + 300) * 3) * 4;
+    let px: Vec<f32> = data[at..at + 12]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(px, [44.0 / 255.0, 7.0 / 255.0, 17.0 / 255.0]);
+    drop(decoded);
+    let err = simak_cli::read::decode_image(path, &png, &Default::default(), 512 << 20)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("--image-limit") && err.contains("550 MiB"),
+        "{err}"
     );
 }

@@ -10,9 +10,57 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_simak");
 
-/// A file of `shared/data`.
+/// A file of the repository's `tests/data/` (panics naming the path when it is missing).
 pub fn data(name: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/")).join(name)
+    simak_tests::data::path(name)
+}
+
+/// The MiniLM subset in FP32 (`tests/data/README.md`): 19 tensors, matrices cut to leading
+/// row slices named `name[:rows]`.
+pub const MINILM_F32: &str = "minilm-l6-layer0-f32-subset.safetensors";
+/// The same tensors in BF16.
+pub const MINILM_BF16: &str = "minilm-l6-layer0-bf16-subset.safetensors";
+/// The same tensors in FP16.
+pub const MINILM_F16: &str = "minilm-l6-layer0-f16-subset.safetensors";
+
+/// `chelsea.png` as a float32 `.npy` in [0, 1], HWC `[300, 451, 3]`, C order: each 8-bit
+/// sample `p` becomes `p as f32 / 255.0` (one binary32 division). Built from the PNG once
+/// per test process into cargo's target tmp folder and shared by the tests.
+///
+/// # Panics
+///
+/// When the PNG is missing or the file cannot be written.
+pub fn chelsea_npy() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let rgb = image::open(data("chelsea.png"))
+                .expect("chelsea.png decodes")
+                .to_rgb8();
+            let (w, h) = rgb.dimensions();
+            let values: Vec<f32> = rgb.as_raw().iter().map(|&p| f32::from(p) / 255.0).collect();
+            let mut bytes = Vec::new();
+            {
+                use npyz::WriterBuilder;
+                let mut writer = npyz::WriteOptions::<f32>::new()
+                    .default_dtype()
+                    .shape(&[u64::from(h), u64::from(w), 3])
+                    .writer(&mut bytes)
+                    .begin_nd()
+                    .expect("npy header");
+                writer.extend(values).expect("npy data");
+                writer.finish().expect("npy end");
+            }
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+            let path = dir.join("chelsea-f32-hwc.npy");
+            // Another test process may build it at the same time: write a file of our own,
+            // then rename it into place (both write the same bytes).
+            let own = dir.join(format!("chelsea-f32-hwc.{}.tmp", std::process::id()));
+            fs::write(&own, &bytes).unwrap_or_else(|e| panic!("{}: {e}", own.display()));
+            fs::rename(&own, &path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            path
+        })
+        .clone()
 }
 
 /// Runs the binary.
