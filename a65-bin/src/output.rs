@@ -309,7 +309,6 @@ impl Target {
         let limit = rustix::fs::statvfs(&self.folder).map_or(255, |v| v.f_namemax);
         #[cfg(not(unix))]
         let limit = 255;
-        // Named staging adds at most this many bytes around a random part.
         if name_len as u64 > limit {
             return Err(bad_file(
                 &self.shown,

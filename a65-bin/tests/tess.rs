@@ -180,8 +180,29 @@ const HWC: Layout = Layout {
     pad16: false,
 };
 
-/// Checks the sidecar keys of a tiled output against the brief.
-fn check_sidecar(s: &Value, op: &str, shape: &[u64], input_dtype: &str, l: &Layout, len: usize) {
+/// CRC-32 (IEEE 802.3, reflected polynomial 0xedb88320, as zlib's `crc32`), bit by bit:
+/// the independent oracle of the sidecar's `buffer_crc32`.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// Checks the sidecar keys of a tiled output against the brief; `buffer` is the tiled
+/// buffer written with it.
+fn check_sidecar(s: &Value, op: &str, shape: &[u64], input_dtype: &str, l: &Layout, buffer: &[u8]) {
+    let len = buffer.len();
+    assert_eq!(crc32(b"123456789"), 0xcbf4_3926, "the CRC-32 check value");
+    assert_eq!(s["buffer_crc32"], format!("0x{:08x}", crc32(buffer)));
     let keys: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
     let mut expect = vec![
         "op",
@@ -194,6 +215,7 @@ fn check_sidecar(s: &Value, op: &str, shape: &[u64], input_dtype: &str, l: &Layo
         "capacity_bytes",
         "tiles_per_outer",
         "outer_count",
+        "buffer_crc32",
     ];
     if op == "quanttess" {
         expect.extend(["multiplier_bits", "zero_point", "rounding"]);
@@ -257,7 +279,7 @@ fn casttess_chelsea_png_matches_the_formula_on_both_backends() {
             assert_eq!(summary["format"], "png");
             let got = fs::read(&out).unwrap();
             assert!(got == expect, "{backend:?} {mean:?}: bytes differ");
-            check_sidecar(&sidecar(&out), "casttess", &shape, "f32", &HWC, got.len());
+            check_sidecar(&sidecar(&out), "casttess", &shape, "f32", &HWC, &got);
             match &reference {
                 None => reference = Some(got),
                 Some(r) => assert!(*r == got, "backends differ"),
@@ -288,7 +310,7 @@ fn casttess_chelsea_npy_matches_the_formula_on_both_backends() {
             let summary = tess("casttess", &input, &out, &l, backend);
             let got = fs::read(&out).unwrap();
             assert!(got == expect, "{l:?} {backend:?}: bytes differ");
-            check_sidecar(&sidecar(&out), "casttess", &shape, "f32", &l, got.len());
+            check_sidecar(&sidecar(&out), "casttess", &shape, "f32", &l, &got);
             if backend[1] == "ev74-sim" {
                 let w = backend[3];
                 assert!(
@@ -340,7 +362,7 @@ fn casttess_fp16_safetensors_tensor_and_16_bit_and_jpeg_images() {
             &[64, 384],
             "f16",
             &l,
-            fs::read(&out).unwrap().len(),
+            &fs::read(&out).unwrap(),
         );
     }
 
@@ -442,7 +464,7 @@ fn quanttess_chelsea_matches_the_oracle() {
         let got = fs::read(&out).unwrap();
         assert!(got == expect, "{l:?} {m_text}: bytes differ");
         let s = sidecar(&out);
-        check_sidecar(&s, "quanttess", &shape, "f32", &l, got.len());
+        check_sidecar(&s, "quanttess", &shape, "f32", &l, &got);
         assert_eq!(s["multiplier_bits"], format!("0x{m_bits:08x}"));
         assert_eq!(s["zero_point"], zp);
         assert_eq!(s["rounding"], rounding);
