@@ -43,6 +43,8 @@ pub struct BenchJob {
     pub values: BenchValues,
     /// Print JSON instead of a table.
     pub json: bool,
+    /// `-q`: print nothing but errors (and `--json` output).
+    pub quiet: bool,
 }
 
 /// Input layout of a benchmark.
@@ -377,6 +379,9 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
         route: prepared.implementation().to_string(),
         figures,
     };
+    if job.quiet && !job.json {
+        return Ok(());
+    }
     let text = if job.json {
         let mut text = serde_json::to_string_pretty(&summary)
             .map_err(|e| CliError::Internal(anyhow::anyhow!(e)))?;
@@ -385,8 +390,15 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
     } else {
         use std::fmt::Write as _;
         let mut text = format!(
-            "quant {} -> i8, {} elements ({:?} layout, {:?} values), {} thread(s), median of {} repetitions\n",
-            summary.dtype, n, job.layout, job.values, job.threads, job.reps
+            "quant {} -> i8, {} ({} layout, {} values), {}, median of {}\n",
+            summary.dtype,
+            crate::report::count(n as u64, "element", "elements"),
+            clap::ValueEnum::to_possible_value(&job.layout)
+                .map_or_else(String::new, |v| v.get_name().to_owned()),
+            clap::ValueEnum::to_possible_value(&job.values)
+                .map_or_else(String::new, |v| v.get_name().to_owned()),
+            crate::report::count(job.threads as u64, "thread", "threads"),
+            crate::report::count(job.reps as u64, "repetition", "repetitions"),
         );
         let _ = writeln!(
             text,

@@ -434,14 +434,8 @@ fn svg(view: &TiledView) -> String {
         .max()
         .unwrap_or(0);
     let cw = cell_width(longest);
-    let width = LEFT + 16 * cw + RIGHT;
+    let map_width = LEFT + 16 * cw + RIGHT;
     let height = TOP + rows * CELL + 24;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="monospace">"##
-    );
-    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="white"/>"##);
     let layout = view.layout();
     let axes: Vec<String> = TileAxis::ALL
         .iter()
@@ -459,16 +453,28 @@ fn svg(view: &TiledView) -> String {
         layout.channels.name(),
         capacity
     );
+    let legend = if planes == 2 {
+        "cell: the element's logical coordinates in axis order (hover for the axis names: d h w c roles, oN outer axes); light = low byte, dark = high byte; grey = zero padding"
+    } else {
+        "cell: the element's logical coordinates in axis order (hover for the axis names: d h w c roles, oN outer axes); grey = zero padding"
+    };
+    // Wide enough for the title (14 px) and the legend (10 px) too, at 0.6 em a character
+    // with an 8-pixel margin on each side.
+    let text_width = |chars: usize, font: u64| (chars as u64 * font * 3).div_ceil(5) + 16;
+    let width = map_width
+        .max(text_width(title.chars().count(), 14))
+        .max(text_width(legend.chars().count(), 10));
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="monospace">"##
+    );
+    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="white"/>"##);
     let _ = writeln!(
         s,
         r##"<text x="8" y="20" font-size="14">{}</text>"##,
         esc(&title)
     );
-    let legend = if planes == 2 {
-        "cell: logical coordinates (axis letters: d h w c roles, oN outer axis); light = low byte, dark = high byte; grey = zero padding"
-    } else {
-        "cell: logical coordinates (axis letters: d h w c roles, oN outer axis); grey = zero padding"
-    };
     let _ = writeln!(
         s,
         r##"<text x="8" y="40" font-size="10" fill="#444">{}</text>"##,
@@ -653,6 +659,18 @@ mod test {
                 .unwrap();
             let text = svg(&view);
             let boxes = text_boxes(&text);
+            let width: f64 = text
+                .split("width=\"")
+                .nth(1)
+                .and_then(|w| w.split('"').next())
+                .and_then(|w| w.parse().ok())
+                .unwrap();
+            for b in &boxes {
+                assert!(
+                    b.0 >= 0.0 && b.2 <= width,
+                    "{b:?} leaves the {width}-pixel drawing"
+                );
+            }
             let labels = boxes.iter().filter(|b| b.4.contains(',')).count();
             assert!(
                 labels as u64 >= view.elements() * 2,

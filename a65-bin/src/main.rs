@@ -99,8 +99,9 @@ enum Command {
         axes are outer axes. --tile D,H,W,C gives the tile extents. Writes the physical \
         buffer (capacity bytes, zero padding) to --output and a JSON sidecar to \
         OUTPUT.json (op, shape, input_dtype, output_dtype, axes, tile, channels, \
-        capacity_bytes, tiles_per_outer, outer_count), both atomically; `simak untile` \
-        reads them back."
+        capacity_bytes, tiles_per_outer, outer_count, buffer_crc32: the CRC-32 of the \
+        buffer, sidecar_crc32: the CRC-32 of the sidecar's own fields), both atomically; \
+        `simak untile` reads them back and refuses a pair whose checksums do not match."
     )]
     Casttess(CastTessArgs),
     /// Quantize a tensor or image to INT8 in the MlaTiled layout (writes OUT and OUT.json).
@@ -117,8 +118,10 @@ enum Command {
         long_about = "Read a tiled buffer written by casttess or quanttess (and its sidecar \
         FILE.json) back into a logical row-major .npy: CastTess BF16 values as float32 \
         (exact: the BF16 bits shifted left by 16), QuantTess values as int8. The sidecar is \
-        checked against the layout the library derives, and the buffer must be exactly \
-        capacity_bytes long."
+        checked against the layout the library derives and against its own sidecar_crc32, \
+        and the buffer must be exactly capacity_bytes long with the sidecar's buffer_crc32 \
+        (else the two files come from different runs, or one was edited: exit 2). Without \
+        --output, the default INPUT with extension .npy must not exist."
     )]
     Untile(UntileArgs),
     /// Turn INT8 back into FP32: (q - zero_point) / multiplier.
@@ -787,6 +790,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             layout: args.layout,
             values: args.values,
             json,
+            quiet,
         }),
         Command::Demo(args) => demo::run(args.seed.unwrap_or(demo::DEFAULT_SEED), quiet, json),
     }

@@ -30,17 +30,26 @@ pub const TEMP_PREFIX: &str = ".simak-";
 /// Temporary files being written or staged under a name, removed by the interrupt handler.
 static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Installs the interrupt handler (SIGINT, SIGTERM, SIGHUP): every named temporary output
-/// file still pending is removed, then the process exits with status 130, so an interrupted
-/// run leaves neither a partial output nor a temporary file (targets are only ever replaced
-/// by a completed link or rename; unnamed staging files vanish with the process). Call
-/// once, from `main`.
+/// Held while outputs are published ([`commit_all`]); `true` once they have been. The
+/// interrupt handler takes it first, so it never runs in the middle of a publication.
+static PUBLISHED: Mutex<bool> = Mutex::new(false);
+
+/// Installs the interrupt handler (SIGINT, SIGTERM, SIGHUP). Before the outputs are
+/// published, an interrupt removes every named temporary file still pending and exits with
+/// status 130: nothing was replaced (unnamed staging files vanish with the process). An
+/// interrupt during publication waits for it to finish, and once the outputs are published
+/// the run completes as usual, so a target set (a tiled buffer and its sidecar) is never
+/// left half replaced. Call once, from `main`.
 ///
 /// # Errors
 ///
 /// When a handler is already installed or the signal cannot be hooked.
 pub fn install_interrupt_cleanup() -> Result<(), ctrlc::Error> {
     ctrlc::set_handler(|| {
+        let published = PUBLISHED.lock().unwrap_or_else(|e| e.into_inner());
+        if *published {
+            return;
+        }
         let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
         for path in pending.iter() {
             let _ = std::fs::remove_file(path);
@@ -258,11 +267,26 @@ impl Target {
         }
         check_extension(flag, path, format)?;
         let folder = folder_of(&resolved);
-        if !folder.is_dir() {
-            return Err(bad_file(
-                path,
-                format!("{flag} folder {} does not exist", folder.display()),
-            ));
+        match std::fs::metadata(&folder) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(bad_file(
+                    path,
+                    format!("{flag} folder {} is not a directory", folder.display()),
+                ));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(bad_file(
+                    path,
+                    format!("{flag} folder {} does not exist", folder.display()),
+                ));
+            }
+            Err(e) => {
+                return Err(bad_file(
+                    path,
+                    format!("{flag} folder {} cannot be used: {e}", folder.display()),
+                ));
+            }
         }
         let target = Target {
             shown: path.to_path_buf(),
@@ -270,6 +294,7 @@ impl Target {
             folder,
         };
         target.check_name_length(flag)?;
+        target.check_replaceable(flag)?;
         // Probe: a file can be created in the folder (permissions, read-only filesystems).
         drop(target.create(flag)?);
         Ok(target)
@@ -320,13 +345,46 @@ impl Target {
         Ok(())
     }
 
+    /// An existing target in a sticky folder (mode `+t`, as `/tmp`) can only be replaced by
+    /// its owner, the folder's owner or root: the kernel refuses the final rename otherwise,
+    /// which would be found only after all the work.
+    fn check_replaceable(&self, flag: &str) -> Result<(), CliError> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let (Ok(file), Ok(folder)) = (
+                std::fs::metadata(&self.path),
+                std::fs::metadata(&self.folder),
+            ) else {
+                return Ok(());
+            };
+            let me = rustix::process::geteuid().as_raw();
+            let sticky = folder.mode() & 0o1000 != 0;
+            if sticky && me != 0 && file.uid() != me && folder.uid() != me {
+                return Err(bad_file(
+                    &self.shown,
+                    format!(
+                        "{flag}: the file belongs to another user (uid {}) and its folder {} is sticky (mode +t): only its owner can replace it",
+                        file.uid(),
+                        self.folder.display()
+                    ),
+                ));
+            }
+        }
+        let _ = flag;
+        Ok(())
+    }
+
     /// Creates the staging file for this target in its folder.
     fn create(&self, flag: &str) -> Result<Staging, CliError> {
         let refused = |e: &dyn std::fmt::Display| {
+            // tempfile names its own temporary path; the user named the output.
+            let text = e.to_string();
+            let reason = text.split(" at path ").next().unwrap_or(&text);
             bad_file(
                 &self.shown,
                 format!(
-                    "{flag}: cannot create a file in {}: {e}",
+                    "{flag}: cannot create a file in {}: {reason}",
                     self.folder.display()
                 ),
             )
@@ -409,7 +467,7 @@ impl Target {
         &self,
         write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     ) -> Result<(), CliError> {
-        self.stage(write)?.commit()
+        commit_all(vec![self.stage(write)?])
     }
 
     /// An I/O failure while writing the staging file of the target (exit 1; the staging
@@ -452,7 +510,7 @@ impl Staged {
     /// # Errors
     ///
     /// [`CliError::Write`] (exit 1) when the link or rename fails; the target is untouched.
-    pub fn commit(self) -> Result<(), CliError> {
+    fn commit(self) -> Result<(), CliError> {
         let target = &self.target;
         let failed = |e: &dyn std::fmt::Display| {
             CliError::Write(format!(
@@ -503,14 +561,17 @@ impl Staged {
 }
 
 /// Publishes several staged files in order (each atomically): everything was written in
-/// full before the first is published.
+/// full before the first is published, and no interrupt lands between two of them (see
+/// [`install_interrupt_cleanup`]).
 ///
 /// # Errors
 ///
 /// As [`Staged::commit`].
 pub fn commit_all(staged: Vec<Staged>) -> Result<(), CliError> {
+    let mut published = PUBLISHED.lock().unwrap_or_else(|e| e.into_inner());
     for file in staged {
         file.commit()?;
+        *published = true;
     }
     Ok(())
 }

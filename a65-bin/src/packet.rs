@@ -421,8 +421,8 @@ pub fn run_encode_quant(job: &EncodeQuantJob) -> Result<(), CliError> {
             && s.len() != rank
         {
             return Err(bad(format!(
-                "{flag} has {} entries but the shape {} has rank {rank}",
-                s.len(),
+                "{flag} has {} but the shape {} has rank {rank}",
+                crate::report::count(s.len() as u64, "entry", "entries"),
                 shape_text(&job.shape)
             )));
         }
@@ -487,8 +487,8 @@ pub fn run_encode_casttess(job: &EncodeCastTessJob) -> Result<(), CliError> {
         && s.len() != rank
     {
         return Err(bad(format!(
-            "--input-strides has {} entries but the shape {} has rank {rank}",
-            s.len(),
+            "--input-strides has {} but the shape {} has rank {rank}",
+            crate::report::count(s.len() as u64, "entry", "entries"),
             shape_text(&job.shape)
         )));
     }

@@ -327,8 +327,8 @@ fn run_safetensors(
             return Err(bad_file(
                 file,
                 format!(
-                    "no F32, BF16 or F16 tensor to quantize (the file holds {} tensors)",
-                    names.len()
+                    "no F32, BF16 or F16 tensor to quantize (the file holds {})",
+                    crate::report::count(names.len() as u64, "tensor", "tensors")
                 ),
             ));
         }
@@ -339,7 +339,10 @@ fn run_safetensors(
                 bad_tensor(
                     file,
                     name,
-                    format!("no such tensor (the file holds {} tensors)", names.len()),
+                    format!(
+                        "no such tensor (the file holds {})",
+                        crate::report::count(names.len() as u64, "tensor", "tensors")
+                    ),
                 )
             })?;
             if float_dtype(v.dtype()).is_none() {

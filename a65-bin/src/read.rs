@@ -347,7 +347,10 @@ pub fn pick_safetensor<'a>(
         bad_tensor(
             file,
             &name,
-            format!("no such tensor (the file holds {} tensors)", names.len()),
+            format!(
+                "no such tensor (the file holds {})",
+                crate::report::count(names.len() as u64, "tensor", "tensors")
+            ),
         )
     })?;
     let dtype = match st_dtype(view.dtype()) {

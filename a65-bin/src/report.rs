@@ -161,6 +161,12 @@ pub fn progress(prefix: &'static str, quiet: bool, tensors: usize, elements: u64
     bar
 }
 
+/// `n` with the noun in its number: `1 tensor`, `2 tensors`.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Shape as `[a, b, c]` (`[]` for a scalar).
 pub fn shape_text(shape: &[u64]) -> String {
     let parts: Vec<String> = shape.iter().map(u64::to_string).collect();
@@ -255,11 +261,9 @@ pub fn table(rows: &[Row]) -> String {
     let t = Total::of(rows);
     let _ = writeln!(
         out,
-        "total: {} tensor{}, {} element{}, {} saturated, execute {:.3} ms, {} elements/s",
-        t.tensors,
-        if t.tensors == 1 { "" } else { "s" },
-        t.elements,
-        if t.elements == 1 { "" } else { "s" },
+        "total: {}, {}, {} saturated, execute {:.3} ms, {} elements/s",
+        count(t.tensors as u64, "tensor", "tensors"),
+        count(t.elements, "element", "elements"),
         t.saturated,
         t.execute_seconds * 1e3,
         rate_text(t.elements_per_second)

@@ -131,11 +131,41 @@ pub struct Sidecar {
     /// that its absence gets a precise error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer_crc32: Option<String>,
+    /// CRC-32 of the sidecar itself, `0x%08x`: of its other keys as compact JSON with the
+    /// keys sorted (Python's `json.dumps(d, sort_keys=True, separators=(",", ":"))`), so
+    /// that an edited layout field (a tile, an axis, the shape) is refused rather than read
+    /// as another layout. Whitespace does not count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sidecar_crc32: Option<String>,
 }
 
 /// The sidecar's `buffer_crc32` of a buffer.
 pub fn buffer_crc32(buffer: &[u8]) -> String {
     format!("0x{:08x}", crc32fast::hash(buffer))
+}
+
+impl Sidecar {
+    /// The `sidecar_crc32` of this sidecar's fields (whatever its own `sidecar_crc32`).
+    pub fn own_crc32(&self) -> String {
+        let bare = Sidecar {
+            sidecar_crc32: None,
+            ..self.clone()
+        };
+        // Serializing plain fields cannot fail; an empty text would only fail the check.
+        let sorted: std::collections::BTreeMap<String, serde_json::Value> =
+            match serde_json::to_value(&bare) {
+                Ok(serde_json::Value::Object(map)) => map.into_iter().collect(),
+                _ => std::collections::BTreeMap::new(),
+            };
+        let text = serde_json::to_vec(&sorted).unwrap_or_default();
+        format!("0x{:08x}", crc32fast::hash(&text))
+    }
+
+    /// Seals the sidecar to `buffer`: its `buffer_crc32`, then its own `sidecar_crc32`.
+    pub fn seal(&mut self, buffer: &[u8]) {
+        self.buffer_crc32 = Some(buffer_crc32(buffer));
+        self.sidecar_crc32 = Some(self.own_crc32());
+    }
 }
 
 impl Sidecar {
@@ -157,6 +187,7 @@ impl Sidecar {
             zero_point: quant.map(|p| p.zero_point),
             rounding: quant.map(|p| p.rounding.name().to_owned()),
             buffer_crc32: None,
+            sidecar_crc32: None,
         }
     }
 }
@@ -425,7 +456,7 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
         }
     };
     bar.finish_and_clear();
-    sidecar.buffer_crc32 = Some(buffer_crc32(result.output.as_slice()));
+    sidecar.seal(result.output.as_slice());
     let mut json = serde_json::to_string_pretty(&sidecar).map_err(anyhow::Error::from)?;
     json.push('\n');
     let physical = buffer_target.stage(|w| w.write_all(result.output.as_slice()))?;
@@ -515,10 +546,10 @@ fn summary_text(s: &Summary) -> String {
         }
     }
     out.push_str(&format!(
-        "capacity {} bytes = {} outer x {} tiles; {} elements ({} bytes logical); execute {:.3} ms, {} elements/s; route {}\n",
+        "capacity {} bytes = {} x {}; {} elements ({} bytes logical); execute {:.3} ms, {} elements/s; route {}\n",
         c.capacity_bytes,
-        c.outer_count,
-        c.tiles_per_outer,
+        crate::report::count(c.outer_count, "outer index", "outer indices"),
+        crate::report::count(c.tiles_per_outer, "tile", "tiles"),
         s.elements,
         s.elements * if c.output_dtype == "bf16" { 2 } else { 1 },
         s.execute_seconds * 1e3,

@@ -156,12 +156,21 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
     let sidecar: Sidecar = serde_json::from_str(&side_text)
         .map_err(|e| bad_file(&side, format!("malformed sidecar: {e}")))?;
     let view = admit_sidecar(&side, &sidecar)?;
-    let Some(crc) = &sidecar.buffer_crc32 else {
+    let (Some(crc), Some(own)) = (&sidecar.buffer_crc32, &sidecar.sidecar_crc32) else {
         return Err(bad_file(
             &side,
-            "sidecar: no buffer_crc32 (written by an older simak): re-run casttess or quanttess to write the buffer and its sidecar again",
+            "sidecar: no buffer_crc32 or sidecar_crc32 (written by an older simak): re-run casttess or quanttess to write the buffer and its sidecar again",
         ));
     };
+    let actual_own = sidecar.own_crc32();
+    if !actual_own.eq_ignore_ascii_case(own) {
+        return Err(bad_file(
+            &side,
+            format!(
+                "sidecar: its fields have CRC-32 {actual_own}, not its sidecar_crc32 {own}: the sidecar was edited; re-run casttess or quanttess"
+            ),
+        ));
+    }
     let tiled = crate::read::read_file(input, "")?;
     if tiled.len() as u64 != view.capacity() {
         return Err(bad_file(
@@ -580,7 +589,10 @@ fn dequant_safetensors(
                 bad_tensor(
                     file,
                     name,
-                    format!("no such tensor (the file holds {} tensors)", names.len()),
+                    format!(
+                        "no such tensor (the file holds {})",
+                        crate::report::count(names.len() as u64, "tensor", "tensors")
+                    ),
                 )
             })?;
             if st_dtype(v.dtype()) != Some(DType::I8) {

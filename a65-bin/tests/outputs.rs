@@ -441,3 +441,174 @@ fn bench_survives_a_closed_or_full_stdout() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("standard output: cannot write"), "{stderr}");
 }
+
+/// A sidecar whose fields were edited into another valid layout (a tile extent, the shape,
+/// the axes) is refused by its own checksum instead of being read as that layout.
+#[test]
+fn an_edited_sidecar_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let x = d.join("x.npy");
+    let values: Vec<f32> = (0..20 * 30).map(|i| i as f32).collect();
+    write_f32_npy(&x, &[20, 30], &values);
+    let tiled = d.join("t.bin");
+    assert_success(&simak(&casttess_args(&x, &tiled)));
+    let side = d.join("t.bin.json");
+    let original: serde_json::Value = serde_json::from_slice(&fs::read(&side).unwrap()).unwrap();
+    let logical = d.join("y.npy");
+    // A transposed shape with swapped H and W axes: the same tile grid, capacity and tile
+    // counts (every structural check passes), but another reading of the bytes.
+    let mut swapped = original.clone();
+    swapped["shape"] = serde_json::json!([30, 20]);
+    swapped["axes"] = serde_json::json!([-1, 1, 0, -1]);
+    // A tile change: caught by the layout rules already.
+    let mut retiled = original.clone();
+    retiled["tile"] = serde_json::json!([1, 4, 4, 1]);
+    for (edited, mention) in [(swapped, "edited"), (retiled, "tiles_per_outer")] {
+        fs::write(&side, serde_json::to_vec_pretty(&edited).unwrap()).unwrap();
+        let out = simak(&["untile", path_str(&tiled), "--output", path_str(&logical)]);
+        assert_bad(&out, &["t.bin.json", mention]);
+        assert!(!logical.exists(), "{mention}");
+    }
+    // Whitespace is not an edit.
+    fs::write(&side, serde_json::to_vec(&original).unwrap()).unwrap();
+    assert_success(&simak(&[
+        "untile",
+        "-q",
+        path_str(&tiled),
+        "--output",
+        path_str(&logical),
+    ]));
+}
+
+/// Interrupted while it replaces an existing buffer and sidecar, a run either exits 130
+/// with the old pair intact or completes (exit 0) with the new pair: never a half-replaced
+/// pair or a temporary file.
+#[test]
+fn an_interrupt_never_leaves_a_half_replaced_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let small = d.join("small.npy");
+    write_f32_npy(&small, &[64, 64], &vec![0.25; 64 * 64]);
+    let big = d.join("big.npy");
+    let n = 2048usize * 4096;
+    let values: Vec<f32> = (0..n).map(|i| (i % 977) as f32).collect();
+    write_f32_npy(&big, &[2048, 4096], &values);
+    drop(values);
+    let pair = d.join("pair.bin");
+    let side = d.join("pair.bin.json");
+    let (mut interrupted, mut completed) = (0, 0);
+    for attempt in 0..16u64 {
+        assert_success(&simak(&casttess_args(&small, &pair)));
+        let (old_bin, old_json) = (fs::read(&pair).unwrap(), fs::read(&side).unwrap());
+        let mut child = Command::new(BIN)
+            .args(casttess_args(&big, &pair))
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20 + 25 * attempt));
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let status = child.wait().unwrap();
+        let names = listing(d);
+        assert!(
+            names.iter().all(|n| !n.starts_with(".simak-")),
+            "attempt {attempt}: a temporary file was left: {names:?}"
+        );
+        if status.success() {
+            completed += 1;
+            let out = simak(&[
+                "untile",
+                "-q",
+                path_str(&pair),
+                "--output",
+                path_str(&d.join("y.npy")),
+            ]);
+            assert_success(&out);
+        } else {
+            assert_eq!(status.code(), Some(130), "attempt {attempt}: {status:?}");
+            assert!(
+                fs::read(&pair).unwrap() == old_bin,
+                "attempt {attempt}: buffer replaced"
+            );
+            assert_eq!(
+                fs::read(&side).unwrap(),
+                old_json,
+                "attempt {attempt}: sidecar replaced"
+            );
+            interrupted += 1;
+        }
+    }
+    eprintln!("{interrupted} interrupted, {completed} completed");
+    assert!(interrupted > 0, "no attempt was interrupted");
+}
+
+/// `-q` silences `bench` as every command (its `--json` still prints).
+#[test]
+fn bench_is_quiet_under_q() {
+    let out = simak(&["-q", "bench", "quant", "--elements", "1024", "--reps", "1"]);
+    assert_success(&out);
+    assert!(out.stdout.is_empty(), "{}", stdout_of(&out));
+    let out = simak(&[
+        "-q",
+        "bench",
+        "quant",
+        "--elements",
+        "1024",
+        "--reps",
+        "1",
+        "--json",
+    ]);
+    assert_success(&out);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["figures"].is_array());
+}
+
+/// An existing output that belongs to another user in a sticky folder (as in `/tmp`) is
+/// refused before any work, naming the reason; the kernel would refuse the final rename.
+/// Runs the tool as `nobody` (through `setpriv`), so it needs root.
+#[test]
+fn a_foreign_file_in_a_sticky_folder_is_refused_before_any_work() {
+    if effective_uid() != 0 {
+        eprintln!("not root: cannot make a file of another user; nothing to check");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+    let sticky = d.join("st");
+    fs::create_dir(&sticky).unwrap();
+    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+    let x = sticky.join("x.npy");
+    write_f32_npy(&x, &[4], &[1.0; 4]);
+    fs::set_permissions(&x, fs::Permissions::from_mode(0o644)).unwrap();
+    let foreign = sticky.join("root.npy");
+    fs::write(&foreign, b"root's").unwrap();
+    fs::set_permissions(&foreign, fs::Permissions::from_mode(0o666)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args([
+            "quant",
+            "--input",
+            path_str(&x),
+            "--multiplier",
+            "1",
+            "--output",
+        ])
+        .arg(&foreign)
+        .output()
+        .expect("setpriv runs");
+    assert_bad(&out, &[path_str(&foreign), "sticky", "another user"]);
+    assert_eq!(fs::read(&foreign).unwrap(), b"root's");
+}
+
+/// The effective user id, from `/proc/self/status` (no `unsafe`, no libc).
+fn effective_uid() -> u32 {
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|rest| rest.split_whitespace().nth(1))
+        .and_then(|uid| uid.parse().ok())
+        .unwrap()
+}

@@ -203,6 +203,25 @@ fn check_sidecar(s: &Value, op: &str, shape: &[u64], input_dtype: &str, l: &Layo
     let len = buffer.len();
     assert_eq!(crc32(b"123456789"), 0xcbf4_3926, "the CRC-32 check value");
     assert_eq!(s["buffer_crc32"], format!("0x{:08x}", crc32(buffer)));
+    // The sidecar's own CRC: its other keys, sorted, as compact JSON.
+    let mut fields: Vec<(String, Value)> = s
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| *k != "sidecar_crc32")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    fields.sort_by(|a, b| a.0.cmp(&b.0));
+    let compact: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), v))
+        .collect();
+    let text = format!("{{{}}}", compact.join(","));
+    assert_eq!(
+        s["sidecar_crc32"],
+        format!("0x{:08x}", crc32(text.as_bytes())),
+        "{text}"
+    );
     let keys: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
     let mut expect = vec![
         "op",
@@ -216,6 +235,7 @@ fn check_sidecar(s: &Value, op: &str, shape: &[u64], input_dtype: &str, l: &Layo
         "tiles_per_outer",
         "outer_count",
         "buffer_crc32",
+        "sidecar_crc32",
     ];
     if op == "quanttess" {
         expect.extend(["multiplier_bits", "zero_point", "rounding"]);
