@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use serde::Serialize;
 use simak::DType;
-use simak::ev74::DeviceRegion;
-use simak::ev74::casttess::{self as ev74c, CastTessDescriptorV1, CastTessRepr};
-use simak::ev74::quant::{self as ev74q, Field, FieldValue, QuantDescriptorV1, QuantRepr};
+use simak::ev74::{
+    self, CastTess, DecodeError, DevicePlan, DeviceRegion, Field, FieldValue, NativeEntry, Quant,
+};
 use simak::layout::MlaTiled;
 use simak::ops::quant::{Params, Rounding};
 
@@ -46,66 +46,55 @@ pub struct EncodeQuantJob {
     pub json: bool,
 }
 
-/// Which descriptor a file holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Quant v1, 224 bytes, magic `SKQT`.
-    Quant,
-    /// CastTess v1, 216 bytes, magic `SKCT`.
-    CastTess,
+/// Which descriptor a file holds: one native entry's facts and its listing and verdict
+/// functions (the generic ones at that entry).
+#[derive(Debug, Clone, Copy)]
+pub struct Kind {
+    /// `Quant v1` or `CastTess v1`.
+    pub title: &'static str,
+    magic: [u8; 4],
+    size: usize,
+    entry: &'static str,
+    route: u8,
+    fields: fn(&[u8]) -> Option<simak::ev74::Fields>,
+    verdict: fn(&[u8]) -> Verdict,
+}
+
+impl PartialEq for Kind {
+    fn eq(&self, other: &Self) -> bool {
+        self.route == other.route
+    }
 }
 
 impl Kind {
-    /// The descriptor a file most likely holds: by its magic, else by its length (216 bytes:
-    /// CastTess), else Quant (whose rules then name what is wrong).
+    /// The kind of entry `E`.
+    pub const fn of<E: NativeEntry>() -> Kind {
+        Kind {
+            title: E::TITLE,
+            magic: E::MAGIC,
+            size: E::DESCRIPTOR_SIZE,
+            entry: E::NAME,
+            route: E::ROUTE,
+            fields: E::fields,
+            verdict: verdict::<E>,
+        }
+    }
+
+    /// Every entry a file may hold.
+    pub const ALL: [Kind; 2] = [Kind::of::<Quant>(), Kind::of::<CastTess>()];
+
+    /// The descriptor a file most likely holds: by its magic, else by its length, else
+    /// Quant v1 (whose rules then name what is wrong).
     pub fn guess(bytes: &[u8]) -> Kind {
-        match bytes.get(..4) {
-            Some(b"SKQT") => Kind::Quant,
-            Some(b"SKCT") => Kind::CastTess,
-            _ if bytes.len() == CastTessDescriptorV1::SIZE => Kind::CastTess,
-            _ => Kind::Quant,
-        }
+        let by = |f: &dyn Fn(&Kind) -> bool| Kind::ALL.into_iter().find(|k| f(k));
+        by(&|k| bytes.get(..4) == Some(&k.magic[..]))
+            .or_else(|| by(&|k| bytes.len() == k.size))
+            .unwrap_or(Kind::of::<Quant>())
     }
 
-    /// `Quant v1` or `CastTess v1`.
-    pub fn title(self) -> &'static str {
-        match self {
-            Kind::Quant => "Quant v1",
-            Kind::CastTess => "CastTess v1",
-        }
-    }
-
-    fn id(self) -> &'static str {
-        match self {
-            Kind::Quant => "quant-v1",
-            Kind::CastTess => "casttess-v1",
-        }
-    }
-
-    fn size(self) -> usize {
-        match self {
-            Kind::Quant => QuantDescriptorV1::SIZE,
-            Kind::CastTess => CastTessDescriptorV1::SIZE,
-        }
-    }
-
-    fn entry(self) -> (&'static str, u8) {
-        match self {
-            Kind::Quant => (ev74q::ENTRY, ev74q::ROUTE),
-            Kind::CastTess => (ev74c::ENTRY, ev74c::ROUTE),
-        }
-    }
-
-    /// Every field with its offset (`None` unless the file has the descriptor's size).
-    fn fields(self, bytes: &[u8]) -> Option<Vec<Field>> {
-        match self {
-            Kind::Quant => QuantDescriptorV1::new_checked(bytes)
-                .ok()
-                .map(|d| d.fields().to_vec()),
-            Kind::CastTess => CastTessDescriptorV1::new_checked(bytes)
-                .ok()
-                .map(|d| d.fields().to_vec()),
-        }
+    /// `quant-v1` or `casttess-v1`.
+    fn id(&self) -> String {
+        self.title.to_ascii_lowercase().replace(' ', "-")
     }
 }
 
@@ -115,25 +104,17 @@ pub struct Rejection {
     /// The error's message.
     pub message: String,
     /// Stable numeric code.
-    pub code: u16,
+    pub code: u32,
     /// The code's name.
     pub name: String,
 }
 
-impl Rejection {
-    fn quant(e: ev74q::DecodeError) -> Rejection {
+impl From<DecodeError> for Rejection {
+    fn from(e: DecodeError) -> Rejection {
         Rejection {
             message: e.to_string(),
-            code: e.code().get(),
-            name: format!("{:?}", e.code()),
-        }
-    }
-
-    fn casttess(e: ev74c::DecodeError) -> Rejection {
-        Rejection {
-            message: e.to_string(),
-            code: e.code().get(),
-            name: format!("{:?}", e.code()),
+            code: e.code(),
+            name: format!("{:?}", e.rule()),
         }
     }
 }
@@ -162,26 +143,18 @@ impl Verdict {
     }
 }
 
-/// The verdict of the device-side rules on `bytes`: every rule of the descriptor's parser;
-/// a packet with both address slots zero is a valid relocatable packet, any other one must
-/// pass the device's `decode` (both slots bound for a nonempty packet).
-pub fn verdict(kind: Kind, bytes: &[u8]) -> Verdict {
-    match kind {
-        Kind::Quant => match QuantRepr::parse_bytes(bytes) {
-            Err(e) => Verdict::Invalid(Rejection::quant(e)),
-            Ok(r) if r.input_address == 0 && r.output_address == 0 => Verdict::Relocatable,
-            Ok(_) => match ev74q::decode(bytes) {
-                Ok(_) => Verdict::Bound,
-                Err(e) => Verdict::Invalid(Rejection::quant(e)),
-            },
-        },
-        Kind::CastTess => match CastTessRepr::parse_bytes(bytes) {
-            Err(e) => Verdict::Invalid(Rejection::casttess(e)),
-            Ok(r) if r.input_address == 0 && r.output_address == 0 => Verdict::Relocatable,
-            Ok(_) => match ev74c::decode(bytes) {
-                Ok(_) => Verdict::Bound,
-                Err(e) => Verdict::Invalid(Rejection::casttess(e)),
-            },
+/// The verdict of entry `E`'s device-side rules on `bytes`: every rule of the descriptor's
+/// parser; a packet with both address slots zero is a valid relocatable packet, any other
+/// one must pass the device's `decode` (both slots bound for a nonempty packet).
+pub fn verdict<E: NativeEntry>(bytes: &[u8]) -> Verdict {
+    match E::parse(bytes) {
+        Err(e) => Verdict::Invalid(e.into()),
+        Ok(r) if E::prefix(&r).input_address == 0 && E::prefix(&r).output_address == 0 => {
+            Verdict::Relocatable
+        }
+        Ok(_) => match ev74::decode::<E>(bytes) {
+            Ok(_) => Verdict::Bound,
+            Err(e) => Verdict::Invalid(e.into()),
         },
     }
 }
@@ -189,7 +162,7 @@ pub fn verdict(kind: Kind, bytes: &[u8]) -> Verdict {
 /// How a raw field value reads (dtype, flags, multiplier, rounding); empty otherwise.
 fn meaning(kind: Kind, field: &Field) -> String {
     match (field.name, field.value) {
-        ("flags", FieldValue::Hex32(bits)) if kind == Kind::CastTess => {
+        ("flags", FieldValue::Hex32(bits)) if kind == Kind::of::<CastTess>() => {
             let mut parts = vec![if bits & 1 != 0 { "pad16" } else { "compact" }.to_owned()];
             if bits & !1 != 0 {
                 parts.push(format!("unknown bits 0x{:x}", bits & !1));
@@ -246,7 +219,7 @@ struct VerdictJson {
     valid: bool,
     state: Option<&'static str>,
     error: Option<String>,
-    code: Option<u16>,
+    code: Option<u32>,
     code_name: Option<String>,
     text: String,
 }
@@ -254,7 +227,7 @@ struct VerdictJson {
 #[derive(Debug, Serialize)]
 struct Listing {
     file: String,
-    descriptor: &'static str,
+    descriptor: String,
     #[serde(skip)]
     title: &'static str,
     #[serde(skip)]
@@ -267,8 +240,7 @@ struct Listing {
 }
 
 fn listing(kind: Kind, file: &Path, bytes: &[u8]) -> (Listing, Verdict) {
-    let fields = kind
-        .fields(bytes)
+    let fields = (kind.fields)(bytes)
         .map(|fields| {
             fields
                 .iter()
@@ -282,7 +254,7 @@ fn listing(kind: Kind, file: &Path, bytes: &[u8]) -> (Listing, Verdict) {
                 .collect()
         })
         .unwrap_or_default();
-    let verdict = verdict(kind, bytes);
+    let verdict = (kind.verdict)(bytes);
     let rejection = match &verdict {
         Verdict::Invalid(r) => Some(r.clone()),
         _ => None,
@@ -299,15 +271,14 @@ fn listing(kind: Kind, file: &Path, bytes: &[u8]) -> (Listing, Verdict) {
         code_name: rejection.as_ref().map(|r| r.name.clone()),
         text: verdict.text(),
     };
-    let (entry, route) = kind.entry();
     (
         Listing {
             file: file.display().to_string(),
             descriptor: kind.id(),
-            title: kind.title(),
-            size: kind.size(),
-            entry,
-            route,
+            title: kind.title,
+            size: kind.size,
+            entry: kind.entry,
+            route: kind.route,
             bytes: bytes.len(),
             fields,
             verdict: v,
@@ -365,10 +336,7 @@ pub fn run_decode(input: &Path, quiet: bool, json: bool) -> Result<(), CliError>
             input,
             format!(
                 "invalid {} packet: {} (error code {}, {})",
-                kind.title(),
-                r.message,
-                r.code,
-                r.name
+                kind.title, r.message, r.code, r.name
             ),
         )),
         _ => Ok(()),
@@ -438,19 +406,42 @@ pub fn run_encode_quant(job: &EncodeQuantJob) -> Result<(), CliError> {
         .with_zero_point(job.zero_point)
         .with_rounding(job.rounding);
     let plan = engine::plan(&tensor, params).map_err(|e| bad(e.to_string()))?;
-    let device_plan = ev74q::check_inference(&plan).map_err(|e| bad(e.to_string()))?;
-    let bytes: Vec<u8> = match job.addresses {
-        None => ev74q::encode_relocatable(&device_plan).as_bytes().to_vec(),
+    let bytes = encode_bytes::<Quant>(&plan, job.addresses).map_err(bad)?;
+    finish_encode(
+        Kind::of::<Quant>(),
+        &bytes,
+        &job.output,
+        job.quiet,
+        job.json,
+    )
+}
+
+/// The descriptor bytes of `plan` for entry `E`: relocatable, or bound to regions of the
+/// plan's spans at `addresses` (input, output).
+///
+/// # Errors
+///
+/// The device-domain or binding refusal, as text.
+fn encode_bytes<E: NativeEntry>(
+    plan: &E::Plan,
+    addresses: Option<(u32, u32)>,
+) -> Result<Vec<u8>, String> {
+    let device_plan: DevicePlan<E> = ev74::check_inference(plan).map_err(|e| e.to_string())?;
+    Ok(match addresses {
+        None => ev74::encode_relocatable(&device_plan)
+            .as_bytes()
+            .as_ref()
+            .to_vec(),
         Some((a, b)) => {
-            let input = DeviceRegion::new(a, plan.input().span());
-            let output = DeviceRegion::new(b, plan.output().span());
-            ev74q::encode(&device_plan, input, output)
-                .map_err(|e| bad(format!("binding at 0x{a:x} / 0x{b:x}: {e}")))?
+            let input = DeviceRegion::new(a, device_plan.input_span());
+            let output = DeviceRegion::new(b, device_plan.output_span());
+            ev74::encode(&device_plan, input, output)
+                .map_err(|e| format!("binding at 0x{a:x} / 0x{b:x}: {e}"))?
                 .as_bytes()
+                .as_ref()
                 .to_vec()
         }
-    };
-    finish_encode(Kind::Quant, &bytes, &job.output, job.quiet, job.json)
+    })
 }
 
 /// A parsed `simak packet encode casttess` invocation.
@@ -501,19 +492,14 @@ pub fn run_encode_casttess(job: &EncodeCastTessJob) -> Result<(), CliError> {
     };
     let plan = crate::tess::cast_plan(&tensor, job.layout)
         .map_err(|e| bad(crate::tess::layout_rule(e)))?;
-    let device_plan = ev74c::check_inference(&plan).map_err(|e| bad(e.to_string()))?;
-    let bytes: Vec<u8> = match job.addresses {
-        None => ev74c::encode_relocatable(&device_plan).as_bytes().to_vec(),
-        Some((a, b)) => {
-            let input = DeviceRegion::new(a, plan.input().span());
-            let output = DeviceRegion::new(b, plan.output().capacity());
-            ev74c::encode(&device_plan, input, output)
-                .map_err(|e| bad(format!("binding at 0x{a:x} / 0x{b:x}: {e}")))?
-                .as_bytes()
-                .to_vec()
-        }
-    };
-    finish_encode(Kind::CastTess, &bytes, &job.output, job.quiet, job.json)
+    let bytes = encode_bytes::<CastTess>(&plan, job.addresses).map_err(bad)?;
+    finish_encode(
+        Kind::of::<CastTess>(),
+        &bytes,
+        &job.output,
+        job.quiet,
+        job.json,
+    )
 }
 
 #[cfg(test)]
@@ -533,11 +519,11 @@ mod test {
             Params::new(1.0),
         )
         .unwrap();
-        let dp = ev74q::check_inference(&plan).unwrap();
-        let reloc = ev74q::encode_relocatable(&dp);
-        let quant_verdict = |b: &[u8]| verdict(Kind::Quant, b);
+        let dp = ev74::quant::check_inference(&plan).unwrap();
+        let reloc = ev74::encode_relocatable(&dp);
+        let quant_verdict = |b: &[u8]| verdict::<Quant>(b);
         assert_eq!(quant_verdict(reloc.as_bytes()), Verdict::Relocatable);
-        let bound = ev74q::encode(
+        let bound = ev74::encode(
             &dp,
             DeviceRegion::new(0x1000, 24),
             DeviceRegion::new(0x2000, 6),
@@ -555,14 +541,16 @@ mod test {
             Verdict::Invalid(Rejection { code: 1, .. })
         ));
         assert_eq!(
-            Verdict::Invalid(Rejection::quant(ev74q::DecodeError::Reserved20 {
+            Verdict::Invalid(Rejection::from(DecodeError::Reserved {
+                offset: 20,
                 value: 1
             }))
             .text(),
             "invalid: reserved word at offset 20 is 0x00000001 (error code 8, Reserved20)"
         );
-        assert_eq!(Kind::guess(b"SKCT"), Kind::CastTess);
-        assert_eq!(Kind::guess(&[0u8; 216]), Kind::CastTess);
-        assert_eq!(Kind::guess(&[0u8; 10]), Kind::Quant);
+        assert_eq!(Kind::guess(b"SKCT").title, "CastTess v1");
+        assert_eq!(Kind::guess(&[0u8; 216]).title, "CastTess v1");
+        assert_eq!(Kind::guess(&[0u8; 224]).title, "Quant v1");
+        assert_eq!(Kind::guess(&[0u8; 10]).title, "Quant v1");
     }
 }

@@ -1,20 +1,29 @@
-//! The documents cannot go stale: every `DecodeCode` of both EV74 entries appears in the
-//! table of `docs/errors.md` with its number, its name and a mark in its entry's column, and
-//! every row of the table is a code some entry has; every `sh` block of `README.md` and
-//! `a65-bin/README.md` runs, in order, in a fresh folder that holds only the repository's
-//! `tests/` (the data) and an empty `target/`, with `cargo run --release --bin simak --`
-//! replaced by the built binary. The README's test command is checked as text only.
+//! The documents cannot go stale: `docs/errors.md` lists every `DecodeCode` with its number,
+//! its name and a mark in each entry's column that can report it, every firmware status,
+//! and every variant of every host error type with its stable code (no code above 255 in
+//! two rows); every `sh` block of `README.md` and `a65-bin/README.md` runs, in order, in a
+//! fresh folder that holds only the repository's `tests/` (the data) and an empty
+//! `target/`, with `cargo run --release --bin simak --` replaced by the built binary. The
+//! README's test command is checked as text only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use simak::ev74::casttess::DecodeCode as TessCode;
+use simak::a65::ExecuteError;
 use simak::ev74::firmware::FwError;
-use simak::ev74::quant::DecodeCode as QuantCode;
+use simak::ev74::runtime::{RuntimeError, TransportError};
+use simak::ev74::sim::MemoryError;
+use simak::ev74::{BindError, DecodeCode, RepresentError, casttess, quant};
+use simak::layout::{TileAxis, UntileError};
+use simak::{AdmissionError, DType, Port};
+
+fn errors_md() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md"))
+        .expect("docs/errors.md exists")
+}
 
 /// Decode-table rows by code: (name, in Quant, in CastTess).
 fn table() -> BTreeMap<u16, (String, bool, bool)> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md"))
-        .expect("docs/errors.md exists");
+    let text = errors_md();
     let mut rows = BTreeMap::new();
     for line in text.lines() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
@@ -36,46 +45,25 @@ fn table() -> BTreeMap<u16, (String, bool, bool)> {
 #[test]
 fn errors_md_lists_every_decode_code() {
     let rows = table();
-    let mut seen = BTreeMap::new();
-    for c in QuantCode::ALL {
-        let name = format!("{c:?}");
-        let row = rows
-            .get(&c.get())
-            .unwrap_or_else(|| panic!("Quant code {} ({name}) missing", c.get()));
-        assert_eq!(row.0, name, "code {}", c.get());
-        assert!(row.1, "code {} ({name}) not marked for Quant", c.get());
-        seen.entry(c.get()).or_insert((false, false)).0 = true;
-    }
-    for c in TessCode::ALL {
-        let name = format!("{c:?}");
-        let row = rows
-            .get(&c.get())
-            .unwrap_or_else(|| panic!("CastTess code {} ({name}) missing", c.get()));
-        assert_eq!(row.0, name, "code {}", c.get());
-        assert!(row.2, "code {} ({name}) not marked for CastTess", c.get());
-        seen.entry(c.get()).or_insert((false, false)).1 = true;
-    }
-    // No stale rows, no stale marks; and the enumerations agree with from_u16.
-    for (code, (name, q, t)) in &rows {
-        let s = seen.get(code).copied().unwrap_or_default();
-        assert_eq!((*q, *t), s, "row {code} ({name}) marks");
-    }
-    for n in 0..=u16::MAX {
+    let all: BTreeSet<u16> = DecodeCode::ALL.iter().map(|c| c.get()).collect();
+    assert_eq!(rows.keys().copied().collect::<BTreeSet<u16>>(), all);
+    for c in DecodeCode::ALL {
+        let (name, q, t) = &rows[&c.get()];
+        assert_eq!(name, &format!("{c:?}"), "code {}", c.get());
+        assert_eq!(*q, quant::CODES.contains(&c), "code {} Quant mark", c.get());
         assert_eq!(
-            QuantCode::from_u16(n).is_some(),
-            seen.get(&n).is_some_and(|s| s.0)
+            *t,
+            casttess::CODES.contains(&c),
+            "code {} CastTess mark",
+            c.get()
         );
-        assert_eq!(
-            TessCode::from_u16(n).is_some(),
-            seen.get(&n).is_some_and(|s| s.1)
-        );
+        assert_eq!(DecodeCode::from_u16(c.get()), Some(c));
     }
 }
 
 #[test]
 fn errors_md_lists_the_firmware_status_codes() {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md")).unwrap();
+    let text = errors_md();
     for (e, name) in [
         (FwError::UnknownRoute { route: 0 }, "UnknownRoute"),
         (FwError::NotAdvertised { route: 0 }, "NotAdvertised"),
@@ -95,6 +83,345 @@ fn errors_md_lists_the_firmware_status_codes() {
         assert!(text.contains(&row), "missing {row}");
     }
     assert!(text.contains("| `0x107` | `Fault` |"));
+}
+
+/// The row of a host error in `docs/errors.md`: its code (decimal up to 255, else hex),
+/// `Type::Variant`, and the port for a variant that has one.
+fn host_row(ty: &str, debug: &str, code: u32) -> String {
+    let variant = debug
+        .split([' ', '(', '{'])
+        .next()
+        .unwrap_or(debug)
+        .to_owned();
+    let port = if debug.contains("port: Input") {
+        " (input)"
+    } else if debug.contains("port: Output") {
+        " (output)"
+    } else {
+        ""
+    };
+    let code = if code <= 0xff {
+        code.to_string()
+    } else {
+        format!("0x{code:03x}")
+    };
+    format!("| {code} | `{ty}::{variant}`{port} |")
+}
+
+/// One instance of every variant of every host error type, with its type name and code.
+/// Each list is kept whole by the exhaustive `match` beside it: a new variant does not
+/// compile until it is added there, next to its example.
+fn host_examples() -> Vec<(&'static str, String, u32)> {
+    use AdmissionError as A;
+    let (i, o) = (Port::Input, Port::Output);
+    let admission = [
+        A::DType {
+            port: i,
+            found: DType::I8,
+        },
+        A::DType {
+            port: o,
+            found: DType::F32,
+        },
+        A::Rank {
+            rank: 7,
+            min: 0,
+            max: 6,
+        },
+        A::ShapeMismatch {
+            axis: 0,
+            input: 1,
+            output: 2,
+        },
+        A::StrideNotMultiple {
+            port: i,
+            axis: 0,
+            stride: 3,
+            elem_size: 4,
+        },
+        A::StrideNotMultiple {
+            port: o,
+            axis: 0,
+            stride: 3,
+            elem_size: 4,
+        },
+        A::ZeroStride {
+            port: i,
+            axis: 0,
+            extent: 2,
+        },
+        A::ZeroStride {
+            port: o,
+            axis: 0,
+            extent: 2,
+        },
+        A::SpanOverflow { port: i },
+        A::SpanOverflow { port: o },
+        A::Overlap {
+            port: i,
+            axis: 0,
+            stride: 1,
+            required: 4,
+        },
+        A::Overlap {
+            port: o,
+            axis: 0,
+            stride: 1,
+            required: 4,
+        },
+        A::MultiplierNotFinite { bits: 0x7f80_0000 },
+        A::MultiplierNotPositive { bits: 0 },
+        A::ZeroPointOutOfRange { zero_point: 200 },
+        A::RoundingCode { code: 9 },
+        A::TileAxisOutOfRange {
+            role: TileAxis::W,
+            axis: 3,
+            rank: 2,
+        },
+        A::TileAxisRepeated {
+            role: TileAxis::C,
+            axis: 0,
+        },
+        A::TileExtent {
+            role: TileAxis::H,
+            tile: 0,
+            extent: 4,
+        },
+        A::Planes { planes: 3 },
+        A::StridesRank {
+            port: i,
+            extents: 2,
+            strides: 1,
+        },
+        A::StridesRank {
+            port: o,
+            extents: 2,
+            strides: 1,
+        },
+    ];
+    let _: fn(A) = |e| match e {
+        A::DType { .. }
+        | A::Rank { .. }
+        | A::ShapeMismatch { .. }
+        | A::StrideNotMultiple { .. }
+        | A::ZeroStride { .. }
+        | A::SpanOverflow { .. }
+        | A::Overlap { .. }
+        | A::MultiplierNotFinite { .. }
+        | A::MultiplierNotPositive { .. }
+        | A::ZeroPointOutOfRange { .. }
+        | A::RoundingCode { .. }
+        | A::TileAxisOutOfRange { .. }
+        | A::TileAxisRepeated { .. }
+        | A::TileExtent { .. }
+        | A::Planes { .. }
+        | A::StridesRank { .. } => {}
+    };
+    let represent = [
+        RepresentError::Span {
+            port: i,
+            span: 1 << 33,
+        },
+        RepresentError::Span {
+            port: o,
+            span: 1 << 33,
+        },
+    ];
+    let _: fn(RepresentError) = |e| match e {
+        RepresentError::Span { .. } => {}
+    };
+    use BindError as B;
+    let bind = [
+        B::PacketMismatch,
+        B::Unbound { port: i },
+        B::Unbound { port: o },
+        B::Capacity {
+            port: i,
+            required: 2,
+            found: 1,
+        },
+        B::Capacity {
+            port: o,
+            required: 2,
+            found: 1,
+        },
+        B::Misaligned {
+            port: i,
+            address: 2,
+            align: 4,
+        },
+        B::Misaligned {
+            port: o,
+            address: 2,
+            align: 16,
+        },
+        B::Range {
+            port: i,
+            address: 1,
+            span: u64::MAX,
+        },
+        B::Range {
+            port: o,
+            address: 1,
+            span: u64::MAX,
+        },
+        B::Overlap,
+    ];
+    let _: fn(B) = |e| match e {
+        B::PacketMismatch
+        | B::Unbound { .. }
+        | B::Capacity { .. }
+        | B::Misaligned { .. }
+        | B::Range { .. }
+        | B::Overlap => {}
+    };
+    use ExecuteError as X;
+    let execute = [
+        X::Capacity {
+            port: i,
+            required: 2,
+            found: 1,
+        },
+        X::Capacity {
+            port: o,
+            required: 2,
+            found: 1,
+        },
+        X::Misaligned {
+            port: i,
+            address: 1,
+            align: 4,
+        },
+        X::Misaligned {
+            port: o,
+            address: 1,
+            align: 16,
+        },
+        X::AddressOverflow { port: i },
+        X::AddressOverflow { port: o },
+        X::Overlap,
+        X::FpEnvironment { control: 0x8040 },
+    ];
+    let _: fn(X) = |e| match e {
+        X::Capacity { .. }
+        | X::Misaligned { .. }
+        | X::AddressOverflow { .. }
+        | X::Overlap
+        | X::FpEnvironment { .. } => {}
+    };
+    let untile = [
+        UntileError::Tiled {
+            required: 2,
+            found: 1,
+        },
+        UntileError::Logical {
+            required: 2,
+            found: 1,
+        },
+    ];
+    let _: fn(UntileError) = |e| match e {
+        UntileError::Tiled { .. } | UntileError::Logical { .. } => {}
+    };
+    use RuntimeError as R;
+    // Wrapping variants (Bind, Device, Transport) take the inner code: no row of their own.
+    let runtime = [
+        R::MissingCapability {
+            entry: "x",
+            version: 1,
+        },
+        R::NotProbed { entry: "x" },
+        R::NotBoundTo {
+            port: i,
+            packet: 1,
+            buffer: 2,
+        },
+        R::Busy { address: 1 },
+        R::Range {
+            offset: 0,
+            len: 2,
+            capacity: 1,
+        },
+        R::Timeout,
+        R::Aborted,
+        R::NotQuiescent,
+    ];
+    let _: fn(R) = |e| match e {
+        R::MissingCapability { .. }
+        | R::NotProbed { .. }
+        | R::NotBoundTo { .. }
+        | R::Busy { .. }
+        | R::Range { .. }
+        | R::Timeout
+        | R::Aborted
+        | R::NotQuiescent
+        | R::Bind(_)
+        | R::Device(_)
+        | R::Transport(_) => {}
+    };
+    let transport = [TransportError::Closed];
+    let _: fn(TransportError) = |e| match e {
+        TransportError::Closed | TransportError::Memory(_) => {}
+    };
+    use MemoryError as M;
+    let memory = [
+        M::OutOfMemory { len: 1 },
+        M::Placement { address: 0, len: 1 },
+        M::NotMapped { address: 1 },
+        M::HostRange { address: 1, len: 1 },
+        M::HostAllocation { bytes: 1 },
+    ];
+    let _: fn(M) = |e| match e {
+        M::OutOfMemory { .. }
+        | M::Placement { .. }
+        | M::NotMapped { .. }
+        | M::HostRange { .. }
+        | M::HostAllocation { .. } => {}
+    };
+    let mut out = Vec::new();
+    out.extend(admission.map(|e| ("AdmissionError", format!("{e:?}"), e.code())));
+    out.extend(represent.map(|e| ("RepresentError", format!("{e:?}"), e.code())));
+    out.extend(bind.map(|e| ("BindError", format!("{e:?}"), e.code())));
+    out.extend(execute.map(|e| ("ExecuteError", format!("{e:?}"), e.code())));
+    out.extend(untile.map(|e| ("UntileError", format!("{e:?}"), e.code())));
+    out.extend(runtime.map(|e| ("RuntimeError", format!("{e:?}"), e.code())));
+    out.extend(transport.map(|e| ("TransportError", format!("{e:?}"), e.code())));
+    out.extend(memory.map(|e| ("MemoryError", format!("{e:?}"), e.code())));
+    out
+}
+
+#[test]
+fn errors_md_gives_every_host_error_its_code() {
+    let text = errors_md();
+    let mut codes_by_type: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
+    for (ty, debug, code) in host_examples() {
+        let row = host_row(ty, &debug, code);
+        assert!(text.contains(&row), "docs/errors.md has no row {row}");
+        assert!(
+            codes_by_type.entry(ty).or_default().insert(code),
+            "{ty}: code {code:#x} given to two variants"
+        );
+        // A twin code (≤ 255) is a descriptor rule's number.
+        if code <= 0xff {
+            assert!(
+                DecodeCode::from_u16(code as u16).is_some(),
+                "{row}: no such rule"
+            );
+        }
+    }
+    // No code above 255 stands in two rows of the host tables.
+    let mut seen = BTreeSet::new();
+    for line in text.lines().filter(|l| l.starts_with("| 0x")) {
+        let code = line.split('|').nth(1).unwrap().trim();
+        assert!(seen.insert(code.to_owned()), "{code} stands in two rows");
+    }
+    assert!(text.contains(&format!(
+        "| 0x{:03x} | `BINDING_INVALID_ENUM` |",
+        simak::error::BINDING_INVALID_ENUM
+    )));
+    assert!(text.contains(&format!(
+        "| 0x{:03x} | `BINDING_INTERNAL` |",
+        simak::error::BINDING_INTERNAL
+    )));
 }
 
 /// The fenced code blocks of `markdown` whose info string is `sh`, in order.

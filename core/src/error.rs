@@ -144,6 +144,68 @@ pub enum AdmissionError {
         /// The plane count given.
         planes: u8,
     },
+    /// A spec given as slices has a stride list whose length is not the rank (the number of
+    /// extents).
+    StridesRank {
+        /// Port checked.
+        port: Port,
+        /// Extents given (the rank).
+        extents: usize,
+        /// Strides given.
+        strides: usize,
+    },
+}
+
+impl AdmissionError {
+    /// The stable numeric code of this rejection (`docs/errors.md`): a rule with a
+    /// descriptor twin has the twin's number (SPEC §7, 1..=255), the others are in
+    /// 0x200..=0x2ff.
+    pub const fn code(&self) -> u32 {
+        match *self {
+            AdmissionError::DType {
+                port: Port::Input, ..
+            } => 5,
+            AdmissionError::DType {
+                port: Port::Output, ..
+            } => 0x201,
+            AdmissionError::Rank { .. } => 6,
+            AdmissionError::ShapeMismatch { .. } => 0x202,
+            AdmissionError::StrideNotMultiple {
+                port: Port::Input, ..
+            } => 19,
+            AdmissionError::StrideNotMultiple {
+                port: Port::Output, ..
+            } => 0x203,
+            AdmissionError::ZeroStride {
+                port: Port::Input, ..
+            } => 20,
+            AdmissionError::ZeroStride {
+                port: Port::Output, ..
+            } => 21,
+            AdmissionError::SpanOverflow { port: Port::Input } => 24,
+            AdmissionError::SpanOverflow { port: Port::Output } => 25,
+            AdmissionError::Overlap {
+                port: Port::Input, ..
+            } => 28,
+            AdmissionError::Overlap {
+                port: Port::Output, ..
+            } => 29,
+            AdmissionError::MultiplierNotFinite { .. } => 13,
+            AdmissionError::MultiplierNotPositive { .. } => 14,
+            AdmissionError::ZeroPointOutOfRange { .. } => 15,
+            AdmissionError::RoundingCode { .. } => 16,
+            AdmissionError::TileAxisOutOfRange { .. } => 43,
+            AdmissionError::TileAxisRepeated { .. } => 44,
+            AdmissionError::TileExtent { .. } => 47,
+            AdmissionError::Planes { .. } => 0x204,
+            AdmissionError::StridesRank {
+                port: Port::Input, ..
+            } => 0x205,
+            AdmissionError::StridesRank {
+                port: Port::Output, ..
+            } => 0x206,
+        }
+    }
 }
 
 impl fmt::Display for AdmissionError {
@@ -211,6 +273,14 @@ impl fmt::Display for AdmissionError {
             AdmissionError::Planes { planes } => {
                 write!(f, "{planes} byte planes per element is neither 1 nor 2")
             }
+            AdmissionError::StridesRank {
+                port,
+                extents,
+                strides,
+            } => write!(
+                f,
+                "{port} has {strides} strides for {extents} extents (one stride per axis)"
+            ),
         }
     }
 }

@@ -1,28 +1,23 @@
-//! Sealed typestate markers for the plan lifecycle.
+//! Sealed typestate markers for the packet lifecycle.
 //!
 //! SPEC §6: `Request` (unchecked) → `check_inference` → `Plan` (checked) → EV74
-//! `encode_relocatable` → `Packet<Encoded>` → `bind` → `Packet<Bound>`. Each state is its own
-//! type, so a bound packet cannot be re-encoded and an encoded one cannot be submitted.
-//! The marker types are never built; the trait is sealed so other crates cannot add states.
+//! `check_inference` → `DevicePlan` → `encode_relocatable` → `Packet<E, Encoded>` → `bind`
+//! → `Packet<E, Bound>`. Every state is a type of its own: the first three are the request
+//! and plan types of each operation (`ops::<op>::Request`, `ops::<op>::Plan`,
+//! `ev74::DevicePlan`), the last two the states of one `ev74::Packet` type, so that an
+//! encoded packet cannot be submitted and a bound one cannot be bound again. The markers
+//! are never built; the trait is sealed so other crates cannot add states.
 
 mod sealed {
     pub trait Sealed {}
 }
 
-/// A lifecycle state. Sealed: only the four states of this module implement it.
+/// A packet's lifecycle state. Sealed: only [`Encoded`] and [`Bound`] implement it.
 pub trait State: sealed::Sealed {
     /// Name of the state, for `Debug` and logs.
     const NAME: &'static str;
-    /// Stage number: 0 unchecked, 1 checked, 2 encoded, 3 bound.
-    const STAGE: u8;
 }
 
-/// Unchecked: a request as the caller wrote it, nothing admitted yet.
-#[derive(Debug)]
-pub enum Unchecked {}
-/// Checked: admitted by `check_inference`; backend-neutral.
-#[derive(Debug)]
-pub enum Checked {}
 /// Encoded: a relocatable device descriptor with zero address slots.
 #[derive(Debug)]
 pub enum Encoded {}
@@ -30,17 +25,11 @@ pub enum Encoded {}
 #[derive(Debug)]
 pub enum Bound {}
 
-macro_rules! state {
-    ($t:ty, $name:literal, $stage:literal) => {
-        impl sealed::Sealed for $t {}
-        impl State for $t {
-            const NAME: &'static str = $name;
-            const STAGE: u8 = $stage;
-        }
-    };
+impl sealed::Sealed for Encoded {}
+impl State for Encoded {
+    const NAME: &'static str = "encoded";
 }
-
-state!(Unchecked, "unchecked", 0);
-state!(Checked, "checked", 1);
-state!(Encoded, "encoded", 2);
-state!(Bound, "bound", 3);
+impl sealed::Sealed for Bound {}
+impl State for Bound {
+    const NAME: &'static str = "bound";
+}

@@ -3,7 +3,7 @@
 //! A Runtime probes the table after connecting; a missing entry is an error, never a reason
 //! to reinterpret a packet for another entry or to fall back to the A65.
 
-use simak_core::ev74::{casttess, quant};
+use simak_core::ev74::{CastTess, NativeEntry, Quant};
 
 /// Advertised-entry flag word: one bit per native entry of [`TABLE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -34,21 +34,28 @@ pub struct Capability {
     pub flag: Capabilities,
 }
 
+impl Capability {
+    /// The capability of native entry `E` with bit `flag`.
+    pub const fn of<E: NativeEntry>(flag: Capabilities) -> Capability {
+        Capability {
+            name: E::NAME,
+            version: E::VERSION,
+            route: E::ROUTE,
+            flag,
+        }
+    }
+
+    /// Whether this is entry `E` (name, version and route).
+    pub fn is<E: NativeEntry>(&self) -> bool {
+        self.name == E::NAME && self.version == E::VERSION && self.route == E::ROUTE
+    }
+}
+
 /// The Quant v1 native entry (SPEC §7: route 47 = 0x2F).
-pub const QUANT_V1: Capability = Capability {
-    name: quant::ENTRY,
-    version: quant::ENTRY_VERSION,
-    route: quant::ROUTE,
-    flag: Capabilities::QUANT_V1,
-};
+pub const QUANT_V1: Capability = Capability::of::<Quant>(Capabilities::QUANT_V1);
 
 /// The CastTess v1 native entry (SPEC §7: route 48 = 0x30).
-pub const CASTTESS_V1: Capability = Capability {
-    name: casttess::ENTRY,
-    version: casttess::ENTRY_VERSION,
-    route: casttess::ROUTE,
-    flag: Capabilities::CASTTESS_V1,
-};
+pub const CASTTESS_V1: Capability = Capability::of::<CastTess>(Capabilities::CASTTESS_V1);
 
 /// Every native entry this firmware build implements.
 pub const TABLE: &[Capability] = &[QUANT_V1, CASTTESS_V1];

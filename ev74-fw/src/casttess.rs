@@ -70,13 +70,13 @@ pub(crate) fn execute<P: Platform>(
         return Err(FwError::Workers { configured });
     }
     let geometry = TessGeometry::new(repr).ok_or(FwError::Internal)?;
-    let convert = convert_fn(repr.dtype).ok_or(FwError::Internal)?;
+    let convert = convert_fn(repr.prefix.dtype).ok_or(FwError::Internal)?;
     let launched = geometry.launched(configured);
     let ctx = Ctx {
         repr,
         g: &geometry,
         convert,
-        elem: repr.dtype.size(),
+        elem: repr.prefix.dtype.size(),
         channel_stride: geometry.role_strides[3],
     };
     let mut tess = TessStats {
@@ -258,7 +258,7 @@ impl Ctx<'_> {
         if row_bytes >= DMA_MIN_ROW_BYTES {
             let transfer = Transfer {
                 direction: Direction::ToLocal,
-                global: bus(self.repr.input_address, run.global)?,
+                global: bus(self.repr.prefix.input_address, run.global)?,
                 global_pitch: small(run.pitch)?,
                 local: small(run.local as u64)?,
                 local_pitch: small(run.local_pitch)?,
@@ -274,7 +274,7 @@ impl Ctx<'_> {
         for r in 0..run.rows {
             let row = buf.get_mut(..n).ok_or(FwError::Internal)?;
             worker.read(
-                bus(self.repr.input_address, run.global + r * run.pitch)?,
+                bus(self.repr.prefix.input_address, run.global + r * run.pitch)?,
                 row,
             )?;
             let at = run.local + index(r * run.local_pitch)?;
@@ -583,7 +583,7 @@ impl Ctx<'_> {
             let Some(run) = run else { continue };
             let transfer = Transfer {
                 direction: Direction::ToGlobal,
-                global: bus(self.repr.output_address, run.start)?,
+                global: bus(self.repr.prefix.output_address, run.start)?,
                 global_pitch: small(run.pitch)?,
                 local,
                 local_pitch: small(run.row_bytes)?,

@@ -37,10 +37,8 @@ pub mod work;
 use core::fmt;
 use core::marker::PhantomData;
 
-use simak_core::ev74::casttess as tess_codec;
-use simak_core::ev74::quant as codec;
-use simak_core::wire::casttess::{self as tess_wire, CastTessRepr};
-use simak_core::wire::quant::{DecodeError, QuantRepr, SIZE};
+use simak_core::ev74::{self as codec, CastTess, NativeEntry, Quant};
+use simak_core::wire::{CastTessRepr, DecodeError, QuantRepr};
 
 pub use capability::{CAPABILITIES, CASTTESS_V1, Capabilities, Capability, QUANT_V1, capability};
 pub use casttess::DMA_MIN_ROW_BYTES;
@@ -64,24 +62,25 @@ pub struct Command {
 }
 
 impl Command {
-    /// A Quant v1 command for a descriptor at bus address `descriptor`.
-    pub const fn quant_v1(descriptor: u32) -> Command {
+    /// A command of native entry `E` for a descriptor at bus address `descriptor`.
+    pub const fn of<E: NativeEntry>(descriptor: u32) -> Command {
         Command {
-            route: codec::ROUTE,
-            version: codec::ENTRY_VERSION,
+            route: E::ROUTE,
+            version: E::VERSION,
             descriptor,
-            length: SIZE as u32,
+            // Descriptors are a few hundred bytes.
+            length: E::DESCRIPTOR_SIZE as u32,
         }
     }
 
-    /// A CastTess v1 command for a descriptor at bus address `descriptor`.
+    /// A Quant v1 command ([`Command::of`]).
+    pub const fn quant_v1(descriptor: u32) -> Command {
+        Command::of::<Quant>(descriptor)
+    }
+
+    /// A CastTess v1 command ([`Command::of`]).
     pub const fn casttess_v1(descriptor: u32) -> Command {
-        Command {
-            route: tess_codec::ROUTE,
-            version: tess_codec::ENTRY_VERSION,
-            descriptor,
-            length: tess_wire::SIZE as u32,
-        }
+        Command::of::<CastTess>(descriptor)
     }
 }
 
@@ -89,10 +88,8 @@ impl Command {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FwError {
-    /// The Quant descriptor was rejected; nothing was written.
+    /// The descriptor was rejected; nothing was written.
     Decode(DecodeError),
-    /// The CastTess descriptor was rejected; nothing was written.
-    CastTessDecode(tess_wire::DecodeError),
     /// No implemented entry has this route.
     UnknownRoute {
         /// Route.
@@ -134,14 +131,12 @@ pub enum FwError {
 }
 
 impl FwError {
-    /// The numeric status reported across the firmware boundary: decode rejections keep
-    /// their entry's decode code ([`codec::DecodeCode`] or
-    /// [`tess_codec::DecodeCode`], 1..=255; a rule both entries share has one number);
+    /// The numeric status reported across the firmware boundary (`docs/errors.md`): a
+    /// decode rejection keeps its rule's code (1..=255, one number space for every entry);
     /// firmware errors are 0x100 and up. 0 is success.
-    pub const fn code(&self) -> u16 {
+    pub const fn code(&self) -> u32 {
         match self {
-            FwError::Decode(e) => e.code().get(),
-            FwError::CastTessDecode(e) => e.code().get(),
+            FwError::Decode(e) => e.code(),
             FwError::UnknownRoute { .. } => 0x101,
             FwError::NotAdvertised { .. } => 0x102,
             FwError::Version { .. } => 0x103,
@@ -166,17 +161,10 @@ impl From<DecodeError> for FwError {
     }
 }
 
-impl From<tess_wire::DecodeError> for FwError {
-    fn from(e: tess_wire::DecodeError) -> Self {
-        FwError::CastTessDecode(e)
-    }
-}
-
 impl fmt::Display for FwError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             FwError::Decode(e) => write!(f, "descriptor rejected: {e}"),
-            FwError::CastTessDecode(e) => write!(f, "descriptor rejected: {e}"),
             FwError::UnknownRoute { route } => write!(f, "no entry has route 0x{route:02x}"),
             FwError::NotAdvertised { route } => {
                 write!(f, "entry of route 0x{route:02x} is not advertised")
@@ -305,9 +293,9 @@ impl<U: FpUnit> Firmware<U> {
     /// Runs one command on `platform`.
     ///
     /// Order: route advertised and version and length matching; descriptor read from
-    /// device memory and decoded ([`codec::decode`] or [`tess_codec::decode`]: every rule,
-    /// before anything else is touched); an empty packet returns at once; the numerical entry is selected once;
-    /// workers run 1..N−1 then 0.
+    /// device memory and decoded ([`codec::decode`]: every rule, before anything else is
+    /// touched); an empty packet returns at once; the entry runs (Quant selects its
+    /// numerical entry once; workers run 1..N−1 then 0).
     ///
     /// # Errors
     ///
@@ -335,63 +323,88 @@ impl<U: FpUnit> Firmware<U> {
             });
         }
         match command.route {
-            tess_codec::ROUTE => {
-                if command.length as usize != tess_wire::SIZE {
-                    return Err(FwError::DescriptorLength {
-                        found: command.length,
-                    });
-                }
-                let mut bytes = [0u8; tess_wire::SIZE];
-                platform.worker(0).read(command.descriptor, &mut bytes)?;
-                let repr = tess_codec::decode(&bytes)?;
-                self.run_casttess(platform, &repr)
-            }
-            _ => {
-                if command.length as usize != SIZE {
-                    return Err(FwError::DescriptorLength {
-                        found: command.length,
-                    });
-                }
-                let mut bytes = [0u8; SIZE];
-                platform.worker(0).read(command.descriptor, &mut bytes)?;
-                let repr = codec::decode(&bytes)?;
-                self.run_decoded(platform, &repr)
-            }
+            Quant::ROUTE => self.run_command::<Quant, P>(platform, command),
+            CastTess::ROUTE => self.run_command::<CastTess, P>(platform, command),
+            route => Err(FwError::UnknownRoute { route }),
         }
     }
 
-    /// Runs an already decoded CastTess call (the part of [`Firmware::dispatch`] after
-    /// decode): an empty packet returns at once; otherwise the work model of [`tess`].
-    ///
-    /// # Errors
-    ///
-    /// [`FwError::Workers`], [`FwError::LocalMemory`], [`FwError::Fault`].
-    pub fn run_casttess<P: Platform>(
+    /// The part of [`Firmware::dispatch`] after the route checks: the descriptor read and
+    /// decoded for entry `E`, then run.
+    fn run_command<E: FirmwareEntry, P: Platform>(
         &self,
         platform: &mut P,
-        repr: &CastTessRepr,
+        command: &Command,
     ) -> Result<Report, FwError> {
-        if repr.is_empty() {
-            return Ok(Report::empty());
+        if command.length as usize != E::DESCRIPTOR_SIZE {
+            return Err(FwError::DescriptorLength {
+                found: command.length,
+            });
         }
-        casttess::execute(platform, repr)
+        let mut buffer = [0u8; MAX_DESCRIPTOR];
+        let bytes = buffer
+            .get_mut(..E::DESCRIPTOR_SIZE)
+            .ok_or(FwError::Internal)?;
+        platform.worker(0).read(command.descriptor, bytes)?;
+        let repr = codec::decode::<E>(bytes)?;
+        self.run_decoded::<E, P>(platform, &repr)
     }
 
-    /// Runs an already decoded Quant call (the part of [`Firmware::dispatch`] after decode).
+    /// Runs an already decoded call of entry `E` (the part of [`Firmware::dispatch`] after
+    /// decode): an empty packet returns at once; otherwise the entry's execution.
     ///
     /// # Errors
     ///
     /// [`FwError::Workers`], [`FwError::LocalMemory`], [`FwError::Fault`].
-    pub fn run_decoded<P: Platform>(
+    pub fn run_decoded<E: FirmwareEntry, P: Platform>(
         &self,
+        platform: &mut P,
+        repr: &E::Repr,
+    ) -> Result<Report, FwError> {
+        if E::prefix(repr).is_empty() {
+            return Ok(Report::empty());
+        }
+        E::execute::<P, U>(platform, repr)
+    }
+}
+
+/// Bytes of the largest descriptor of any entry (Quant v1: 224).
+const MAX_DESCRIPTOR: usize = 224;
+const _: () = assert!(
+    MAX_DESCRIPTOR >= Quant::DESCRIPTOR_SIZE && MAX_DESCRIPTOR >= CastTess::DESCRIPTOR_SIZE
+);
+
+/// A native entry this firmware runs: the codec's [`NativeEntry`] plus its execution on the
+/// device. Sealed with the entries.
+pub trait FirmwareEntry: NativeEntry {
+    /// Executes a decoded, nonempty call on `platform`, multiplying on FP unit `U`.
+    ///
+    /// # Errors
+    ///
+    /// [`FwError::Workers`], [`FwError::LocalMemory`], [`FwError::Fault`].
+    fn execute<P: Platform, U: FpUnit>(
+        platform: &mut P,
+        repr: &Self::Repr,
+    ) -> Result<Report, FwError>;
+}
+
+impl FirmwareEntry for Quant {
+    fn execute<P: Platform, U: FpUnit>(
         platform: &mut P,
         repr: &QuantRepr,
     ) -> Result<Report, FwError> {
-        if repr.is_empty() {
-            return Ok(Report::empty());
-        }
-        let entry = numerics::select::<U>(repr.dtype, repr.rounding).ok_or(FwError::Internal)?;
+        let entry =
+            numerics::select::<U>(repr.prefix.dtype, repr.rounding).ok_or(FwError::Internal)?;
         quant::execute(platform, repr, &entry)
+    }
+}
+
+impl FirmwareEntry for CastTess {
+    fn execute<P: Platform, U: FpUnit>(
+        platform: &mut P,
+        repr: &CastTessRepr,
+    ) -> Result<Report, FwError> {
+        casttess::execute(platform, repr)
     }
 }
 

@@ -95,20 +95,20 @@ impl Ctx<'_> {
         end: u64,
         report: &mut Report,
     ) -> Result<(), FwError> {
-        let elem = self.repr.dtype.size();
+        let elem = self.repr.prefix.dtype.size();
         let mut walker = Walker::new(self.geometry, start);
         let mut buf = [0u8; 4];
         let element = self.entry.element;
         for _ in start..end {
             let src = buf.get_mut(..elem).ok_or(FwError::Internal)?;
-            worker.read(bus(self.repr.input_address, walker.input)?, src)?;
+            worker.read(bus(self.repr.prefix.input_address, walker.input)?, src)?;
             let bits = match *src {
                 [a, b, c, d] => u32::from_le_bytes([a, b, c, d]),
                 [a, b] => u32::from(u16::from_le_bytes([a, b])),
                 _ => 0,
             };
             let q = element(&self.params.multiplier, self.params.zero_point, bits) as u8;
-            worker.write(bus(self.repr.output_address, walker.output)?, &[q])?;
+            worker.write(bus(self.repr.prefix.output_address, walker.output)?, &[q])?;
             report.stats.tail += 1;
             walker.advance();
         }
@@ -122,7 +122,7 @@ impl Ctx<'_> {
         end: u64,
         report: &mut Report,
     ) -> Result<(), FwError> {
-        let elem = self.repr.dtype.size();
+        let elem = self.repr.prefix.dtype.size();
         let row = usize::try_from(self.geometry.row).map_err(|_| FwError::Internal)?;
         if row >= DIRECT_MAX {
             return Err(FwError::Internal);
@@ -133,9 +133,9 @@ impl Ctx<'_> {
         let dst = out.get_mut(..row).ok_or(FwError::Internal)?;
         let mut walker = Walker::new(self.geometry, start);
         for _ in start..end {
-            worker.read(bus(self.repr.input_address, walker.input)?, src)?;
+            worker.read(bus(self.repr.prefix.input_address, walker.input)?, src)?;
             report.stats.add((self.entry.run)(self.params, src, dst));
-            worker.write(bus(self.repr.output_address, walker.output)?, dst)?;
+            worker.write(bus(self.repr.prefix.output_address, walker.output)?, dst)?;
             walker.advance();
         }
         Ok(())
@@ -144,8 +144,8 @@ impl Ctx<'_> {
     /// The input and output transfers of the unit at `walker`, into slot `slot`.
     fn unit(&self, walker: &Walker, slot: usize) -> Result<(Transfer, Transfer, usize), FwError> {
         let g = self.geometry;
-        let elem = self.repr.dtype.size() as u64;
-        let slot_base = slot * slot_bytes(self.repr.dtype);
+        let elem = self.repr.prefix.dtype.size() as u64;
+        let slot_base = slot * slot_bytes(self.repr.prefix.dtype);
         let (row_elems, rows) = if g.splits_rows {
             let done = walker.last_index() * g.chunk;
             (g.chunk.min(g.row - done), 1)
@@ -156,7 +156,7 @@ impl Ctx<'_> {
         let n = row_elems * rows;
         let input = Transfer {
             direction: Direction::ToLocal,
-            global: bus(self.repr.input_address, walker.input)?,
+            global: bus(self.repr.prefix.input_address, walker.input)?,
             global_pitch: small(g.row_pitch.input)?,
             local: small(slot_base as u64)?,
             local_pitch: small(row_elems * elem)?,
@@ -165,7 +165,7 @@ impl Ctx<'_> {
         };
         let output = Transfer {
             direction: Direction::ToGlobal,
-            global: bus(self.repr.output_address, walker.output)?,
+            global: bus(self.repr.prefix.output_address, walker.output)?,
             global_pitch: small(g.row_pitch.output)?,
             local: small((slot_base + IN_SLOT_BYTES) as u64)?,
             local_pitch: small(row_elems)?,
@@ -186,7 +186,7 @@ impl Ctx<'_> {
         end: u64,
         report: &mut Report,
     ) -> Result<(), FwError> {
-        let dtype = self.repr.dtype;
+        let dtype = self.repr.prefix.dtype;
         let elem = dtype.size();
         let required = 2 * slot_bytes(dtype);
         let available = worker.local().len();

@@ -192,7 +192,7 @@ impl TessGeometry {
             rem[r] = role_extents[r] % tile[r];
             counts[r] = full[r] + u64::from(rem[r] != 0);
             if let Some(a) = repr.axes[r] {
-                role_strides[r] = repr.input_strides[usize::from(a)];
+                role_strides[r] = repr.prefix.input_strides[usize::from(a)];
             }
         }
         let tiles = |bit: bool, r: usize| if bit { u64::from(rem[r] != 0) } else { full[r] };
@@ -230,7 +230,7 @@ impl TessGeometry {
         let mut n_outer = 0;
         for &a in tiled.outer_axes() {
             let a = usize::from(a);
-            outer[n_outer] = (repr.extents[a], repr.input_strides[a]);
+            outer[n_outer] = (repr.prefix.extents[a], repr.prefix.input_strides[a]);
             n_outer += 1;
         }
         let band = classes

@@ -93,16 +93,17 @@ pub struct Geometry {
 impl Geometry {
     /// Builds the geometry of a validated, nonempty descriptor.
     pub fn new(repr: &QuantRepr) -> Geometry {
-        let elem = repr.dtype.size_u64();
+        let elem = repr.prefix.dtype.size_u64();
         // Active axes, slowest input stride first.
         let mut axes = [Axis::default(); MAX_RANK];
         let mut n = 0usize;
         for ((&extent, &input), &output) in repr
+            .prefix
             .extents
             .iter()
-            .zip(repr.input_strides.iter())
+            .zip(repr.prefix.input_strides.iter())
             .zip(repr.output_strides.iter())
-            .take(usize::from(repr.rank))
+            .take(usize::from(repr.prefix.rank))
         {
             if extent > 1
                 && let Some(slot) = axes.get_mut(n)
@@ -179,7 +180,7 @@ impl Geometry {
                 g.chunk = packed_run;
             }
             SpanKind::Dma => {
-                let block = block_elements(repr.dtype) as u64;
+                let block = block_elements(repr.prefix.dtype) as u64;
                 g.grid = merged;
                 g.row = packed_run;
                 let outer = m - 1;

@@ -171,8 +171,8 @@ fn fuzz_quant(input: &mut Input<'_>, other_packet: bool) {
     );
     // The device's own address rules on the representation with these addresses.
     let mut repr = *plan.repr();
-    repr.input_address = r_in.address;
-    repr.output_address = r_out.address;
+    repr.prefix.input_address = r_in.address;
+    repr.prefix.output_address = r_out.address;
     let device = quant::decode(&repr.to_bytes());
     if !plan.is_empty() {
         let rules = address_rules(in_span, elem, r_in, out_span, 1, r_out);
@@ -186,11 +186,11 @@ fn fuzz_quant(input: &mut Input<'_>, other_packet: bool) {
             (r_in.address, r_out.address)
         );
         if !plan.is_empty() {
-            check_inside(decoded.input_address, decoded.input_span, r_in, elem);
-            check_inside(decoded.output_address, decoded.output_span, r_out, 1);
+            check_inside(decoded.prefix.input_address, decoded.prefix.input_span, r_in, elem);
+            check_inside(decoded.prefix.output_address, decoded.prefix.output_span, r_out, 1);
             check_disjoint(
-                (decoded.input_address, decoded.input_span),
-                (decoded.output_address, decoded.output_span),
+                (decoded.prefix.input_address, decoded.prefix.input_span),
+                (decoded.prefix.output_address, decoded.prefix.output_span),
             );
         }
     }
@@ -263,8 +263,8 @@ fn fuzz_casttess(input: &mut Input<'_>, other_packet: bool) {
         "{r_in:?} {r_out:?}"
     );
     let mut repr = *plan.repr();
-    repr.input_address = r_in.address;
-    repr.output_address = r_out.address;
+    repr.prefix.input_address = r_in.address;
+    repr.prefix.output_address = r_out.address;
     let device = casttess::decode(&repr.to_bytes());
     if !plan.is_empty() {
         let rules = address_rules(in_span, elem, r_in, out_span, TILE_ALIGN, r_out);
@@ -278,16 +278,16 @@ fn fuzz_casttess(input: &mut Input<'_>, other_packet: bool) {
             (r_in.address, r_out.address)
         );
         if !plan.is_empty() {
-            check_inside(decoded.input_address, decoded.input_span, r_in, elem);
+            check_inside(decoded.prefix.input_address, decoded.prefix.input_span, r_in, elem);
             check_inside(
-                decoded.output_address,
-                decoded.output_span,
+                decoded.prefix.output_address,
+                decoded.prefix.output_span,
                 r_out,
                 TILE_ALIGN,
             );
             check_disjoint(
-                (decoded.input_address, decoded.input_span),
-                (decoded.output_address, decoded.output_span),
+                (decoded.prefix.input_address, decoded.prefix.input_span),
+                (decoded.prefix.output_address, decoded.prefix.output_span),
             );
         }
     }

@@ -20,14 +20,14 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(&bytes[..], data, "emit is not the inverse of parse");
             assert_eq!(decode(&bytes), Ok(repr));
             let tiled = repr.tiled().expect("a decoded layout admits");
-            assert_eq!(tiled.capacity(), repr.output_span);
+            assert_eq!(tiled.capacity(), repr.prefix.output_span);
             if !repr.is_empty() {
                 let g = simak_ev74_fw::tess::TessGeometry::new(&repr).expect("geometry");
                 assert!(g.n_classes() <= 16 && g.tasks >= 1);
             }
         }
         Err(e) => {
-            assert_ne!(e.code().get(), 0);
+            assert_ne!(e.code(), 0);
             let _ = format!("{e}");
         }
     }

@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(decode(&bytes), Ok(repr));
         }
         Err(e) => {
-            assert_ne!(e.code().get(), 0);
+            assert_ne!(e.code(), 0);
             let _ = format!("{e}");
         }
     }

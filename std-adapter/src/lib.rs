@@ -53,7 +53,10 @@
 #![deny(unsafe_code)]
 
 pub mod a65;
+pub mod error;
 pub mod ev74;
 
+pub use error::Error;
+
 pub use simak_core::{AdmissionError, DType, Layout, MAX_RANK, Port, TensorSpec, View};
-pub use simak_core::{arith, dtype, error, layout, ops, state, tensor};
+pub use simak_core::{arith, dtype, layout, ops, state, tensor};

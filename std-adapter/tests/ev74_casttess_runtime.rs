@@ -2,12 +2,16 @@
 //! from several threads give the A65 bytes; a device without CastTess v1 fails closed;
 //! empty plans are not submitted; bind errors and retention are reported.
 
+mod support;
+
+use support::SubmitEncoded;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use simak::a65;
 use simak::ev74::casttess;
-use simak::ev74::runtime::{Executor, RuntimeError, SimConfig, SimTransport};
+use simak::ev74::runtime::{Executor, ExecutorOptions, RuntimeError, SimConfig, SimTransport};
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{Plan, Request, check_inference};
 use simak::{DType, Port, TensorSpec};
@@ -25,6 +29,11 @@ fn plan(h: u64, w: u64, c: u64, dtype: DType, tile: [u32; 4], channels: Channels
     .unwrap()
 }
 
+/// Executor options with the CastTess probe on (it is opt-in, SPEC §9).
+const PROBED: ExecutorOptions = ExecutorOptions {
+    probe_casttess: true,
+};
+
 fn a65_bytes(plan: &Plan, input: &[u8]) -> Vec<u8> {
     let capacity = plan.output().capacity() as usize;
     let mut out = Aligned::new(capacity, 0);
@@ -35,7 +44,7 @@ fn a65_bytes(plan: &Plan, input: &[u8]) -> Vec<u8> {
 #[test]
 fn submissions_from_four_threads_match_a65() {
     let transport = Arc::new(SimTransport::new(SimConfig::new(4)));
-    let executor = Executor::connect(transport).unwrap();
+    let executor = Executor::connect_with(transport, PROBED).unwrap();
     let threads: Vec<_> = (0..4u64)
         .map(|t| {
             let executor = executor.clone();
@@ -69,7 +78,7 @@ fn submissions_from_four_threads_match_a65() {
                         .write(0, &vec![0xa5; capacity as usize + 16])
                         .unwrap();
                     let report = executor
-                        .run_casttess(&device, &packet, &input, &output, LONG)
+                        .run_encoded(&device, &packet, &input, &output, LONG)
                         .unwrap()
                         .unwrap();
                     assert_eq!(report.units, report.tess.band_tasks);
@@ -94,13 +103,13 @@ fn submissions_from_four_threads_match_a65() {
 fn a_device_without_casttess_fails_closed() {
     let mut config = SimConfig::new(2);
     config.advertised = Capabilities::QUANT_V1;
-    let executor = Executor::connect(Arc::new(SimTransport::new(config))).unwrap();
+    let executor = Executor::connect_with(Arc::new(SimTransport::new(config)), PROBED).unwrap();
     let plan = plan(2, 3, 4, DType::F32, [1, 1, 3, 4], Channels::Compact);
     let device = casttess::check_inference(&plan).unwrap();
     let input = executor.allocate(96).unwrap();
     let output = executor.allocate(64).unwrap();
     let err = executor
-        .submit_casttess(
+        .submit_encoded(
             &device,
             &casttess::encode_relocatable(&device),
             &input,
@@ -121,15 +130,86 @@ fn a_device_without_casttess_fails_closed() {
     assert!(!input.in_flight() && !output.in_flight());
 }
 
+/// A firmware that advertises only CastTess connects and runs CastTess (connect requires
+/// no entry); Quant on it fails closed with the missing-capability error, and CastTess
+/// without the opt-in probe is refused with an error that says so.
+#[test]
+fn a_casttess_only_firmware_runs_casttess_and_refuses_quant() {
+    let mut config = SimConfig::new(2);
+    config.advertised = Capabilities::CASTTESS_V1;
+    let transport = Arc::new(SimTransport::new(config));
+    let executor = Executor::connect_with(transport.clone(), PROBED).unwrap();
+    let plan = plan(2, 3, 4, DType::F32, [1, 1, 3, 4], Channels::Compact);
+    let device = casttess::check_inference(&plan).unwrap();
+    let data: Vec<u8> = (0..24)
+        .flat_map(|k| (k as f32 - 7.5).to_le_bytes())
+        .collect();
+    let input = executor.allocate(96).unwrap();
+    let output = executor.allocate(device.output_span()).unwrap();
+    input.write(0, &data).unwrap();
+    executor
+        .run_encoded(
+            &device,
+            &casttess::encode_relocatable(&device),
+            &input,
+            &output,
+            LONG,
+        )
+        .unwrap()
+        .unwrap();
+    let mut got = vec![0u8; device.output_span() as usize];
+    output.read(0, &mut got).unwrap();
+    assert_eq!(got, a65_bytes(&plan, &data));
+
+    let q = simak::ops::quant::check_inference(&simak::ops::quant::Request {
+        input: TensorSpec::contiguous([4], DType::F32),
+        output: TensorSpec::contiguous([4], DType::I8),
+        params: simak::ops::quant::Params::new(1.0),
+    })
+    .unwrap();
+    let q = simak::ev74::quant::check_inference(&q).unwrap();
+    let qin = executor.allocate(16).unwrap();
+    let qout = executor.allocate(4).unwrap();
+    let err = executor
+        .submit_encoded(&q, &simak::ev74::quant::encode_relocatable(&q), &qin, &qout)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::MissingCapability {
+            entry: "simaai_kernels_ev74_quant_v1",
+            version: 1
+        }
+    );
+    assert!(!qin.in_flight() && !qout.in_flight());
+
+    let unprobed = Executor::connect(transport).unwrap();
+    let err = unprobed
+        .submit_encoded(
+            &device,
+            &casttess::encode_relocatable(&device),
+            &input,
+            &output,
+        )
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::NotProbed {
+            entry: "simaai_kernels_ev74_casttess_v1"
+        }
+    );
+    assert!(err.to_string().contains("probe_casttess"), "{err}");
+}
+
 #[test]
 fn empty_plans_are_not_submitted_and_bind_errors_are_reported() {
-    let executor = Executor::connect(Arc::new(SimTransport::new(SimConfig::new(2)))).unwrap();
+    let executor =
+        Executor::connect_with(Arc::new(SimTransport::new(SimConfig::new(2))), PROBED).unwrap();
     let empty = plan(0, 3, 4, DType::F32, [1, 1, 3, 4], Channels::Compact);
     let device = casttess::check_inference(&empty).unwrap();
     let a = executor.allocate(0).unwrap();
     let b = executor.allocate(0).unwrap();
     let done = executor
-        .submit_casttess(&device, &casttess::encode_relocatable(&device), &a, &b)
+        .submit_encoded(&device, &casttess::encode_relocatable(&device), &a, &b)
         .unwrap();
     assert!(done.is_complete());
     assert_eq!(done.wait(LONG), Ok(None));
@@ -141,7 +221,7 @@ fn empty_plans_are_not_submitted_and_bind_errors_are_reported() {
     let input = executor.allocate(96).unwrap();
     let small = executor.allocate(48).unwrap();
     let err = executor
-        .submit_casttess(&device, &packet, &input, &small)
+        .submit_encoded(&device, &packet, &input, &small)
         .unwrap_err();
     assert_eq!(
         err,
@@ -155,7 +235,7 @@ fn empty_plans_are_not_submitted_and_bind_errors_are_reported() {
     let output = executor.allocate(64).unwrap();
     let mapping = output.map().unwrap();
     let err = executor
-        .submit_casttess(&device, &packet, &input, &output)
+        .submit_encoded(&device, &packet, &input, &output)
         .unwrap_err();
     assert_eq!(
         err,
@@ -165,7 +245,7 @@ fn empty_plans_are_not_submitted_and_bind_errors_are_reported() {
     );
     mapping.unmap().unwrap();
     let report = executor
-        .run_casttess(&device, &packet, &input, &output, LONG)
+        .run_encoded(&device, &packet, &input, &output, LONG)
         .unwrap()
         .unwrap();
     assert_eq!(report.units, 2);

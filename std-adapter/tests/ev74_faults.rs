@@ -254,7 +254,13 @@ impl Job {
     }
 
     fn submit(&self, executor: &Executor) -> Result<Completion, RuntimeError> {
-        executor.submit(&self.plan, &self.packet, &self.input, &self.output)
+        let bound = quant::bind(
+            &self.plan,
+            &self.packet,
+            self.input.region(),
+            self.output.region(),
+        )?;
+        executor.submit(&bound, &self.input, &self.output)
     }
 
     fn want(&self) -> Vec<u8> {

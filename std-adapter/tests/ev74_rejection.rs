@@ -90,7 +90,7 @@ fn dispatch(packet: &[u8; 224], command: impl FnOnce(&mut Command), fw: Firmware
     err
 }
 
-fn code_after(edit: impl FnOnce(&mut [u8; 224], &Setup)) -> u16 {
+fn code_after(edit: impl FnOnce(&mut [u8; 224], &Setup)) -> u32 {
     let s = setup();
     let mut p = s.packet;
     edit(&mut p, &s);
@@ -283,7 +283,7 @@ fn each_corrupted_field_has_its_code_and_writes_nothing() {
     for (k, (expected, edit)) in cases.into_iter().enumerate() {
         assert_eq!(
             code_after(|p, s| edit(p, s)),
-            expected.get(),
+            u32::from(expected.get()),
             "case {k}: {expected:?}"
         );
     }
@@ -298,7 +298,7 @@ fn every_unknown_flag_bit() {
                 let flags = u32::from_le_bytes(p[16..20].try_into().unwrap());
                 put(p, field::FLAGS, &(flags | 1 << bit).to_le_bytes());
             }),
-            DecodeCode::UnknownFlags.get()
+            u32::from(DecodeCode::UnknownFlags.get())
         );
     }
 }

@@ -8,6 +8,10 @@
 //! - a device that never becomes quiescent: `reset` refuses to release anything;
 //! - missing capability → error; empty plans are not submitted; address 0 never appears.
 
+mod support;
+
+use support::SubmitEncoded;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -91,7 +95,7 @@ fn a_thousand_submissions_from_four_threads() {
                     output.write(0, &vec![0xc3; (n + 3) as usize]).unwrap();
                     let want = expected(&plan, &input_bytes, (n + 3) as usize, 0xc3);
                     let completion = executor
-                        .submit(&device_plan, &packet, &input, &output)
+                        .submit_encoded(&device_plan, &packet, &input, &output)
                         .unwrap();
                     max_in_flight.fetch_max(executor.in_flight(), Ordering::Relaxed);
                     // Drop the caller's input handle: the submission retains it.
@@ -219,7 +223,9 @@ fn a_lost_completion_times_out_and_keeps_the_buffers_until_reset() {
     transport.drop_completions.store(true, Ordering::SeqCst);
     let executor = Executor::connect(transport.clone()).unwrap();
     let (plan, packet, input, output) = small_job(&executor);
-    let completion = executor.submit(&plan, &packet, &input, &output).unwrap();
+    let completion = executor
+        .submit_encoded(&plan, &packet, &input, &output)
+        .unwrap();
     assert_eq!(
         completion.wait(Duration::from_millis(50)),
         Err(RuntimeError::Timeout)
@@ -262,7 +268,9 @@ fn a_delayed_completion_times_out_then_completes() {
     *transport.delay.lock().unwrap() = Some(Duration::from_millis(300));
     let executor = Executor::connect(transport.clone()).unwrap();
     let (plan, packet, input, output) = small_job(&executor);
-    let completion = executor.submit(&plan, &packet, &input, &output).unwrap();
+    let completion = executor
+        .submit_encoded(&plan, &packet, &input, &output)
+        .unwrap();
     assert_eq!(
         completion.wait(Duration::from_millis(10)),
         Err(RuntimeError::Timeout)
@@ -287,7 +295,9 @@ fn reset_without_quiescence_releases_nothing() {
     transport.never_idle.store(true, Ordering::SeqCst);
     let executor = Executor::connect(transport.clone()).unwrap();
     let (plan, packet, input, output) = small_job(&executor);
-    let completion = executor.submit(&plan, &packet, &input, &output).unwrap();
+    let completion = executor
+        .submit_encoded(&plan, &packet, &input, &output)
+        .unwrap();
     assert_eq!(
         executor.reset(Duration::from_millis(20)),
         Err(RuntimeError::NotQuiescent)
@@ -300,11 +310,18 @@ fn reset_without_quiescence_releases_nothing() {
     assert!(!input.in_flight());
 }
 
+/// A firmware without Quant connects (connect requires no entry), and each Quant
+/// submission fails closed with the missing-capability error.
 #[test]
 fn missing_capability_is_an_error() {
     let mut config = SimConfig::new(1);
     config.advertised = Capabilities::empty();
-    let err = Executor::connect(Arc::new(SimTransport::new(config))).unwrap_err();
+    let executor = Executor::connect(Arc::new(SimTransport::new(config))).unwrap();
+    let (plan, packet, input, output) = small_job(&executor);
+    let err = executor
+        .submit_encoded(&plan, &packet, &input, &output)
+        .unwrap_err();
+    assert!(!input.in_flight() && !output.in_flight());
     assert_eq!(
         err,
         RuntimeError::MissingCapability {
@@ -327,14 +344,16 @@ fn empty_plans_are_not_submitted_and_bind_errors_are_reported() {
     let b = executor.allocate(0).unwrap();
     assert_ne!(a.address(), 0);
     let done = executor
-        .submit(&empty, &quant::encode_relocatable(&empty), &a, &b)
+        .submit_encoded(&empty, &quant::encode_relocatable(&empty), &a, &b)
         .unwrap();
     assert_eq!(done.wait(Duration::ZERO), Ok(None));
     assert_eq!(executor.in_flight(), 0);
     // Capacity is checked at bind; nothing is submitted.
     let (plan, packet, input, _) = small_job(&executor);
     let short = executor.allocate(299).unwrap();
-    let err = executor.submit(&plan, &packet, &input, &short).unwrap_err();
+    let err = executor
+        .submit_encoded(&plan, &packet, &input, &short)
+        .unwrap_err();
     assert!(matches!(err, RuntimeError::Bind(_)), "{err:?}");
     assert_eq!(executor.in_flight(), 0);
     // A mapped buffer cannot be submitted.
@@ -342,14 +361,18 @@ fn empty_plans_are_not_submitted_and_bind_errors_are_reported() {
     let map = output.map().unwrap();
     assert_eq!(
         executor
-            .submit(&plan, &packet, &input, &output)
+            .submit_encoded(&plan, &packet, &input, &output)
             .unwrap_err(),
         RuntimeError::Busy {
             address: output.address()
         }
     );
     drop(map);
-    assert!(executor.run(&plan, &packet, &input, &output, LONG).is_ok());
+    assert!(
+        executor
+            .run_encoded(&plan, &packet, &input, &output, LONG)
+            .is_ok()
+    );
 }
 
 #[test]
@@ -359,12 +382,14 @@ fn device_errors_are_reported_not_hidden() {
     let executor = Executor::connect(transport).unwrap();
     let (plan, packet, input, output) = small_job(&executor);
     let report = executor
-        .run(&plan, &packet, &input, &output, LONG)
+        .run_encoded(&plan, &packet, &input, &output, LONG)
         .unwrap()
         .unwrap();
     assert_eq!(report.launched, 1);
     let err = RuntimeError::Device(simak_ev74_fw::FwError::Decode(
-        quant::DecodeError::InputUnbound,
+        quant::DecodeError::Unbound {
+            port: simak::Port::Input,
+        },
     ));
     assert_eq!(
         err.to_string(),
@@ -383,7 +408,9 @@ fn dropping_everything_while_a_job_runs_still_completes_it() {
     let packet = quant::encode_relocatable(&plan);
     let input = executor.allocate(4 * n).unwrap();
     let output = executor.allocate(n).unwrap();
-    let completion = executor.submit(&plan, &packet, &input, &output).unwrap();
+    let completion = executor
+        .submit_encoded(&plan, &packet, &input, &output)
+        .unwrap();
     drop(executor);
     drop(input);
     drop(output);
@@ -398,7 +425,7 @@ fn a_ring_outside_one_to_four_fails_every_command() {
         let executor = Executor::connect(transport).unwrap();
         let (plan, packet, input, output) = small_job(&executor);
         assert_eq!(
-            executor.run(&plan, &packet, &input, &output, LONG),
+            executor.run_encoded(&plan, &packet, &input, &output, LONG),
             Err(RuntimeError::Device(simak_ev74_fw::FwError::Workers {
                 configured: workers
             }))

@@ -13,6 +13,10 @@
 //! Under Miri the FP control word is passed explicitly (`execute_with_fp_control`): reading
 //! MXCSR is inline assembly, which Miri does not execute. The exact route never needs it.
 
+mod support;
+
+use support::SubmitEncoded;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -274,7 +278,9 @@ fn a_completed_submission_releases_its_buffers() {
     let input = executor.allocate(JOB * 4).unwrap();
     let output = executor.allocate(JOB).unwrap();
     input.write(0, &job_input()).unwrap();
-    let completion = executor.submit(&plan, &packet, &input, &output).unwrap();
+    let completion = executor
+        .submit_encoded(&plan, &packet, &input, &output)
+        .unwrap();
     let report = completion.wait(LONG).unwrap().expect("a report");
     assert!(report.units >= 1);
     assert!(completion.is_complete());
@@ -304,7 +310,9 @@ fn a_lost_completion_keeps_the_buffers_until_reset() {
     let input = executor.allocate(JOB * 4).unwrap();
     let output = executor.allocate(JOB).unwrap();
     input.write(0, &job_input()).unwrap();
-    let completion = executor.submit(&plan, &packet, &input, &output).unwrap();
+    let completion = executor
+        .submit_encoded(&plan, &packet, &input, &output)
+        .unwrap();
     assert_eq!(
         completion.wait(Duration::from_millis(20)),
         Err(RuntimeError::Timeout)

@@ -1,67 +1,232 @@
-//! EV74 host codec and device-side decoder.
+//! EV74 host codec and device-side decoder, written once for every native entry.
 //!
-//! Contract between layers (SPEC §6, §7): a backend-neutral checked `Plan` goes through
-//! `ev74::<op>::check_inference`, which adds device representability (addresses and spans in
-//! the 32-bit domain) → `encode_relocatable` gives an immutable `Packet<Encoded>` with zero
-//! address slots → `bind` with resolved [`DeviceRegion`]s gives a new `Packet<Bound>` (the
-//! encoded packet stays reusable) → the Runtime submits it. On the device, `decode` rechecks
-//! every byte before a numerical entry is chosen. The packet states are the sealed markers of
-//! [`crate::state`]; a bound packet cannot be re-bound and an encoded one cannot be
-//! submitted.
+//! Contract between layers (SPEC §6, §7): a backend-neutral checked plan goes through
+//! [`check_inference`], which adds device representability (spans in the 32-bit domain) and
+//! gives a [`DevicePlan`] → [`encode_relocatable`] gives an immutable
+//! `Packet<E, Encoded>` with zero address slots → [`bind`] with resolved [`DeviceRegion`]s
+//! gives a new `Packet<E, Bound>` (the encoded packet stays reusable) → the Runtime submits
+//! it. On the device, [`decode`] rechecks every byte before a numerical entry is chosen.
+//!
+//! What differs between entries is one [`NativeEntry`] impl (name, version, route, plan,
+//! descriptor and representation types, spans, alignments, lowering, parsing): [`Quant`]
+//! and [`CastTess`]. Each entry's module ([`quant`], [`casttess`]) names the generic items
+//! for its entry (`quant::check_inference`, `quant::Packet<S>`, ...).
+//!
+//! A bound packet cannot be bound again, and an encoded packet is not a bound one:
+//!
+//! ```compile_fail
+//! use simak_core::ev74::{self, DeviceRegion, Quant};
+//! fn rebind(plan: &ev74::DevicePlan<Quant>, r: DeviceRegion) {
+//!     let encoded = ev74::encode_relocatable(plan);
+//!     let bound = ev74::bind(plan, &encoded, r, r).unwrap();
+//!     let _ = ev74::bind(plan, &bound, r, r); // Packet<E, Bound> is not Packet<E, Encoded>
+//! }
+//! ```
+//!
+//! A bound packet's address is read only from a bound packet:
+//!
+//! ```compile_fail
+//! use simak_core::ev74::{self, CastTess};
+//! fn address(plan: &ev74::DevicePlan<CastTess>) -> u32 {
+//!     ev74::encode_relocatable(plan).input_address() // only Packet<E, Bound> has addresses
+//! }
+//! ```
 
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::state::{Bound, State};
+use crate::error::Port;
+use crate::state::{Bound, Encoded, State};
+use crate::wire::fields::Fields;
+use crate::wire::prefix::{Prefix, PrefixRepr};
+use crate::wire::rules::{DecodeCode, DecodeError};
 
 pub mod casttess;
+mod error;
 pub mod quant;
+
+pub use casttess::CastTess;
+pub use error::{BindError, RepresentError};
+pub use quant::Quant;
+
+use error::check_region;
+
+/// Largest span of a port on the device, in bytes (the 32-bit domain less address 0,
+/// which means unbound).
+pub const MAX_SPAN: u64 = u32::MAX as u64;
 
 mod sealed {
     pub trait Sealed {}
 }
 
-/// A descriptor format a [`Packet`] carries: the raw little-endian view of one entry's
-/// descriptor (SPEC §7), `wire::quant::QuantDescriptorV1` (224 bytes) or
-/// `wire::casttess::CastTessDescriptorV1` (216 bytes). Sealed: only those implement it.
-pub trait Descriptor: fmt::Debug + sealed::Sealed + 'static {
-    /// The descriptor's bytes: `[u8; SIZE]` of its format.
-    type Bytes: Copy + Eq + AsRef<[u8]>;
+pub(crate) use sealed::Sealed;
 
-    /// Views `bytes` as the descriptor. Infallible: the array is exactly the descriptor's
-    /// size and both have alignment 1.
-    fn view(bytes: &Self::Bytes) -> &Self;
-
-    /// The input and output address slots (bus addresses; 0 = unbound).
-    fn addresses(&self) -> (u64, u64);
-}
-
-/// A descriptor of format `D` in lifecycle state `S` ([`crate::state::Encoded`] or
-/// [`Bound`]); each entry names its own as `ev74::<op>::Packet<S>`.
+/// A native EV74 entry: everything the codec, the simulator, the Runtime and the firmware
+/// need to know about one operation's descriptor. Sealed: [`Quant`] and [`CastTess`].
 ///
-/// Immutable: binding makes a new packet.
-pub struct Packet<D: Descriptor, S: State> {
-    bytes: D::Bytes,
-    state: PhantomData<S>,
+/// A new entry is one impl of this trait (plus its wire tail in `crate::wire` and its
+/// kernels); every function of this module, the simulator's `run_sim`, the Runtime's
+/// `submit` and the firmware's dispatch are generic over it.
+pub trait NativeEntry: Sealed + Sized + 'static {
+    /// Native entry name, e.g. `simaai_kernels_ev74_quant_v1` (SPEC §7).
+    const NAME: &'static str;
+    /// Native entry version.
+    const VERSION: u16;
+    /// Route number.
+    const ROUTE: u8;
+    /// Size of the descriptor in bytes.
+    const DESCRIPTOR_SIZE: usize;
+    /// The descriptor's magic word (offset 0).
+    const MAGIC: [u8; 4];
+    /// A short title, e.g. `Quant v1`.
+    const TITLE: &'static str;
+    /// The codes a descriptor of this entry can be rejected with.
+    const CODES: &'static [DecodeCode];
+    /// The backend-neutral checked plan (`ops::<op>::Plan`).
+    type Plan: Copy + PartialEq + fmt::Debug;
+    /// The raw descriptor (`wire::<op>::…DescriptorV1`).
+    type Descriptor: fmt::Debug + fmt::Display;
+    /// The validated descriptor (`wire::<op>::…Repr`).
+    type Repr: Copy + PartialEq + fmt::Debug;
+    /// The descriptor's bytes, `[u8; DESCRIPTOR_SIZE]`.
+    type Bytes: Copy + Eq + AsRef<[u8]> + fmt::Debug;
+
+    /// Input accessed span in bytes (0 when empty).
+    fn input_span(plan: &Self::Plan) -> u64;
+    /// Output span in bytes (0 when empty): accessed, or physical for a tiled output.
+    fn output_span(plan: &Self::Plan) -> u64;
+    /// Alignment of the input address in bytes (the element size).
+    fn input_align(plan: &Self::Plan) -> u64;
+    /// Alignment of the output address in bytes.
+    fn output_align(plan: &Self::Plan) -> u64;
+    /// Whether the plan is a no-op (never submitted).
+    fn is_empty(plan: &Self::Plan) -> bool;
+    /// The plan's relocatable wire representation (address slots zero).
+    fn lower(plan: &Self::Plan) -> Self::Repr;
+    /// The shared fields of a representation.
+    fn prefix(repr: &Self::Repr) -> &PrefixRepr;
+    /// The shared fields of a representation, to set its address slots.
+    fn prefix_mut(repr: &mut Self::Repr) -> &mut PrefixRepr;
+    /// The descriptor bytes of a representation.
+    fn to_bytes(repr: &Self::Repr) -> Self::Bytes;
+    /// Casts exactly [`NativeEntry::DESCRIPTOR_SIZE`] bytes and checks every rule.
+    ///
+    /// # Errors
+    ///
+    /// The first failing rule.
+    fn parse(bytes: &[u8]) -> Result<Self::Repr, DecodeError>;
+    /// Views bytes as the raw descriptor (infallible: the array is its size, alignment 1).
+    fn view(bytes: &Self::Bytes) -> &Self::Descriptor;
+    /// The raw prefix of a raw descriptor.
+    fn raw_prefix(raw: &Self::Descriptor) -> &Prefix;
+    /// Every field of `bytes` viewed as the raw descriptor, with its offset; `None` unless
+    /// `bytes` is exactly [`NativeEntry::DESCRIPTOR_SIZE`] long.
+    fn fields(bytes: &[u8]) -> Option<Fields>;
 }
 
-// Manual impls: derives would demand the (never built) state markers implement them too.
-impl<D: Descriptor, S: State> Clone for Packet<D, S> {
+/// A plan of entry `E` checked for the EV74 (SPEC §6): its spans fit the 32-bit domain.
+/// Holds the backend-neutral plan and its relocatable wire representation.
+pub struct DevicePlan<E: NativeEntry> {
+    plan: E::Plan,
+    repr: E::Repr,
+}
+
+// Manual impls: derives would demand the (never built) entry markers implement them too.
+impl<E: NativeEntry> Clone for DevicePlan<E> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<D: Descriptor, S: State> Copy for Packet<D, S> {}
-impl<D: Descriptor, S: State> PartialEq for Packet<D, S> {
+impl<E: NativeEntry> Copy for DevicePlan<E> {}
+impl<E: NativeEntry> PartialEq for DevicePlan<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.plan == other.plan && self.repr == other.repr
+    }
+}
+impl<E: NativeEntry> Eq for DevicePlan<E> where E::Plan: Eq {}
+impl<E: NativeEntry> fmt::Debug for DevicePlan<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DevicePlan")
+            .field("entry", &E::NAME)
+            .field("plan", &self.plan)
+            .finish()
+    }
+}
+
+impl<E: NativeEntry> DevicePlan<E> {
+    /// The backend-neutral plan.
+    pub const fn plan(&self) -> &E::Plan {
+        &self.plan
+    }
+
+    /// The relocatable wire representation (address slots zero).
+    pub const fn repr(&self) -> &E::Repr {
+        &self.repr
+    }
+
+    /// Whether the call is a no-op (never submitted).
+    pub fn is_empty(&self) -> bool {
+        E::is_empty(&self.plan)
+    }
+
+    /// Input accessed span in bytes (0 when empty).
+    pub fn input_span(&self) -> u64 {
+        E::input_span(&self.plan)
+    }
+
+    /// Output span in bytes (0 when empty): accessed, or physical (the `MlaTiled` capacity)
+    /// for a tiled output.
+    pub fn output_span(&self) -> u64 {
+        E::output_span(&self.plan)
+    }
+}
+
+/// Checks that `plan` is representable on the EV74: both spans (input accessed, output
+/// accessed or physical) ≤ [`MAX_SPAN`] bytes (SPEC §6). Reads no tensor data.
+///
+/// # Errors
+///
+/// [`RepresentError::Span`] naming the first port whose span is too large.
+pub fn check_inference<E: NativeEntry>(plan: &E::Plan) -> Result<DevicePlan<E>, RepresentError> {
+    for (port, span) in [
+        (Port::Input, E::input_span(plan)),
+        (Port::Output, E::output_span(plan)),
+    ] {
+        if span > MAX_SPAN {
+            return Err(RepresentError::Span { port, span });
+        }
+    }
+    Ok(DevicePlan {
+        plan: *plan,
+        repr: E::lower(plan),
+    })
+}
+
+/// A descriptor of entry `E` in lifecycle state `S` ([`Encoded`] or [`Bound`]).
+///
+/// Immutable: binding makes a new packet. Only this module's codec makes packets.
+pub struct Packet<E: NativeEntry, S: State> {
+    bytes: E::Bytes,
+    state: PhantomData<fn() -> S>,
+}
+
+// Manual impls: derives would demand the (never built) markers implement them too.
+impl<E: NativeEntry, S: State> Clone for Packet<E, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E: NativeEntry, S: State> Copy for Packet<E, S> {}
+impl<E: NativeEntry, S: State> PartialEq for Packet<E, S> {
     fn eq(&self, other: &Self) -> bool {
         self.bytes == other.bytes
     }
 }
-impl<D: Descriptor, S: State> Eq for Packet<D, S> {}
+impl<E: NativeEntry, S: State> Eq for Packet<E, S> {}
 
-impl<D: Descriptor, S: State> Packet<D, S> {
-    /// A packet of `bytes`; only the codecs of this module make packets.
-    const fn new(bytes: D::Bytes) -> Self {
+impl<E: NativeEntry, S: State> Packet<E, S> {
+    /// A packet of `bytes`; only the codec of this module makes packets.
+    const fn new(bytes: E::Bytes) -> Self {
         Packet {
             bytes,
             state: PhantomData,
@@ -69,39 +234,55 @@ impl<D: Descriptor, S: State> Packet<D, S> {
     }
 
     /// The descriptor bytes (little-endian; 224 for Quant, 216 for CastTess).
-    pub const fn as_bytes(&self) -> &D::Bytes {
+    pub const fn as_bytes(&self) -> &E::Bytes {
         &self.bytes
     }
 
     /// The raw view of the descriptor.
-    pub fn descriptor(&self) -> &D {
-        D::view(&self.bytes)
+    pub fn descriptor(&self) -> &E::Descriptor {
+        E::view(&self.bytes)
     }
 
     /// The lifecycle state name (`encoded` or `bound`).
     pub const fn state(&self) -> &'static str {
         S::NAME
     }
+
+    /// Whether the packet is a no-op (element count 0): an empty packet is never submitted.
+    pub fn is_empty(&self) -> bool {
+        E::raw_prefix(self.descriptor()).elements.get() == 0
+    }
+
+    /// Input accessed span in bytes, as the descriptor states it.
+    pub fn input_span(&self) -> u64 {
+        E::raw_prefix(self.descriptor()).input_span.get()
+    }
+
+    /// Output span in bytes, as the descriptor states it.
+    pub fn output_span(&self) -> u64 {
+        E::raw_prefix(self.descriptor()).output_span.get()
+    }
 }
 
-impl<D: Descriptor, S: State> fmt::Debug for Packet<D, S> {
+impl<E: NativeEntry, S: State> fmt::Debug for Packet<E, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Packet")
+            .field("entry", &E::NAME)
             .field("state", &S::NAME)
             .field("descriptor", self.descriptor())
             .finish()
     }
 }
 
-impl<D: Descriptor> Packet<D, Bound> {
+impl<E: NativeEntry> Packet<E, Bound> {
     /// Input bus address.
     pub fn input_address(&self) -> u32 {
-        u32::try_from(self.descriptor().addresses().0).unwrap_or(0)
+        u32::try_from(E::raw_prefix(self.descriptor()).input_address.get()).unwrap_or(0)
     }
 
     /// Output bus address.
     pub fn output_address(&self) -> u32 {
-        u32::try_from(self.descriptor().addresses().1).unwrap_or(0)
+        u32::try_from(E::raw_prefix(self.descriptor()).output_address.get()).unwrap_or(0)
     }
 }
 
@@ -125,41 +306,198 @@ impl DeviceRegion {
     }
 }
 
-/// Checks one port's region for `bind` (SPEC §6): nonzero address, capacity ≥ `span` bytes,
-/// address aligned to `align` bytes, address + span ≤ 2^32. Returns the accessed bus range
-/// `[start, end)`.
-pub(crate) fn check_region(
-    port: crate::error::Port,
-    span: u64,
-    region: DeviceRegion,
-    align: u64,
-) -> Result<(u64, u64), quant::BindError> {
-    use quant::BindError;
-    let address = region.address;
-    if address == 0 {
-        return Err(BindError::Unbound { port });
-    }
-    if region.len < span {
-        return Err(BindError::Capacity {
-            port,
-            required: span,
-            found: region.len,
-        });
-    }
-    if u64::from(address).checked_rem(align) != Some(0) {
-        return Err(BindError::Misaligned {
-            port,
-            address,
-            align,
-        });
-    }
-    let start = u64::from(address);
-    match start.checked_add(span) {
-        Some(end) if end <= crate::wire::quant::ADDRESS_LIMIT => Ok((start, end)),
-        _ => Err(BindError::Range {
-            port,
-            address,
-            span,
-        }),
-    }
+/// Encodes `plan` as a relocatable packet: every field set, address slots zero. Infallible
+/// once the plan passed [`check_inference`].
+pub fn encode_relocatable<E: NativeEntry>(plan: &DevicePlan<E>) -> Packet<E, Encoded> {
+    Packet::new(E::to_bytes(&plan.repr))
 }
+
+/// Binds an encoded packet to device regions, giving a new bound packet (SPEC §6). The
+/// encoded packet is untouched and can be bound again.
+///
+/// Checks, in order: the packet was encoded from `plan`; for a nonempty plan, each port
+/// (input, then output) has a nonzero address, capacity ≥ its span in bytes (the output's
+/// accessed or physical span), an address aligned as the port requires (input: the element
+/// size; output: 1 for Quant, 16 for CastTess), address + span ≤ 2^32; then the two
+/// accessed ranges do not overlap. An empty plan binds any regions (nothing is accessed).
+///
+/// # Errors
+///
+/// [`BindError::PacketMismatch`], [`BindError::Unbound`], [`BindError::Capacity`],
+/// [`BindError::Misaligned`], [`BindError::Range`], [`BindError::Overlap`].
+pub fn bind<E: NativeEntry>(
+    plan: &DevicePlan<E>,
+    encoded: &Packet<E, Encoded>,
+    input: DeviceRegion,
+    output: DeviceRegion,
+) -> Result<Packet<E, Bound>, BindError> {
+    if *encoded.as_bytes() != E::to_bytes(&plan.repr) {
+        return Err(BindError::PacketMismatch);
+    }
+    if !plan.is_empty() {
+        let p = &plan.plan;
+        let (in_lo, in_hi) = check_region(Port::Input, E::input_span(p), input, E::input_align(p))?;
+        let (out_lo, out_hi) =
+            check_region(Port::Output, E::output_span(p), output, E::output_align(p))?;
+        if in_lo < out_hi && out_lo < in_hi {
+            return Err(BindError::Overlap);
+        }
+    }
+    let mut repr = plan.repr;
+    let prefix = E::prefix_mut(&mut repr);
+    prefix.input_address = input.address;
+    prefix.output_address = output.address;
+    Ok(Packet::new(E::to_bytes(&repr)))
+}
+
+/// [`encode_relocatable`] then [`bind`].
+///
+/// # Errors
+///
+/// As [`bind`] (never [`BindError::PacketMismatch`]).
+pub fn encode<E: NativeEntry>(
+    plan: &DevicePlan<E>,
+    input: DeviceRegion,
+    output: DeviceRegion,
+) -> Result<Packet<E, Bound>, BindError> {
+    bind(plan, &encode_relocatable(plan), input, output)
+}
+
+/// Device-side decoding of a submitted packet (SPEC §7): every rule of the entry's parse
+/// (`wire::prefix` gives the order), then both address slots bound for a nonempty packet.
+/// Runs before any numerical entry is chosen; a rejected packet touches no memory.
+///
+/// # Errors
+///
+/// The first failing rule as a [`DecodeError`]: [`DecodeError::Length`] unless `bytes` is
+/// exactly the descriptor's size, the rules of the parse, then [`DecodeError::Unbound`]
+/// (input, then output).
+pub fn decode<E: NativeEntry>(bytes: &[u8]) -> Result<E::Repr, DecodeError> {
+    let repr = E::parse(bytes)?;
+    let prefix = E::prefix(&repr);
+    if !prefix.is_empty() {
+        for (port, address) in [
+            (Port::Input, prefix.input_address),
+            (Port::Output, prefix.output_address),
+        ] {
+            if address == 0 {
+                return Err(DecodeError::Unbound { port });
+            }
+        }
+    }
+    Ok(repr)
+}
+
+/// The per-entry names of the generic codec, for `ev74::<op>`: `check_inference`,
+/// `encode_relocatable`, `bind`, `encode`, `decode`, `DevicePlan`, `Packet<S>` and the
+/// entry constants, each the generic item at entry `$entry`.
+macro_rules! entry_names {
+    ($entry:ty, $plan:ty, $repr:ty) => {
+        /// The EV74 plan of this entry ([`crate::ev74::DevicePlan`]).
+        pub type DevicePlan = $crate::ev74::DevicePlan<$entry>;
+        /// A descriptor of this entry in lifecycle state `S` ([`crate::ev74::Packet`]).
+        pub type Packet<S> = $crate::ev74::Packet<$entry, S>;
+        /// Native entry name (SPEC §7).
+        pub const ENTRY: &str = <$entry as $crate::ev74::NativeEntry>::NAME;
+        /// Native entry version.
+        pub const ENTRY_VERSION: u16 = <$entry as $crate::ev74::NativeEntry>::VERSION;
+        /// Route number.
+        pub const ROUTE: u8 = <$entry as $crate::ev74::NativeEntry>::ROUTE;
+
+        /// [`crate::ev74::check_inference`] for this entry.
+        ///
+        /// # Errors
+        ///
+        /// [`crate::ev74::RepresentError::Span`].
+        pub fn check_inference(plan: &$plan) -> Result<DevicePlan, $crate::ev74::RepresentError> {
+            $crate::ev74::check_inference::<$entry>(plan)
+        }
+
+        /// [`crate::ev74::encode_relocatable`] for this entry.
+        pub fn encode_relocatable(plan: &DevicePlan) -> Packet<$crate::state::Encoded> {
+            $crate::ev74::encode_relocatable(plan)
+        }
+
+        /// [`crate::ev74::bind`] for this entry.
+        ///
+        /// # Errors
+        ///
+        /// As [`crate::ev74::bind`].
+        pub fn bind(
+            plan: &DevicePlan,
+            encoded: &Packet<$crate::state::Encoded>,
+            input: $crate::ev74::DeviceRegion,
+            output: $crate::ev74::DeviceRegion,
+        ) -> Result<Packet<$crate::state::Bound>, $crate::ev74::BindError> {
+            $crate::ev74::bind(plan, encoded, input, output)
+        }
+
+        /// [`crate::ev74::encode`] for this entry.
+        ///
+        /// # Errors
+        ///
+        /// As [`crate::ev74::bind`].
+        pub fn encode(
+            plan: &DevicePlan,
+            input: $crate::ev74::DeviceRegion,
+            output: $crate::ev74::DeviceRegion,
+        ) -> Result<Packet<$crate::state::Bound>, $crate::ev74::BindError> {
+            $crate::ev74::encode(plan, input, output)
+        }
+
+        /// [`crate::ev74::decode`] for this entry.
+        ///
+        /// # Errors
+        ///
+        /// As [`crate::ev74::decode`].
+        pub fn decode(bytes: &[u8]) -> Result<$repr, $crate::wire::DecodeError> {
+            $crate::ev74::decode::<$entry>(bytes)
+        }
+    };
+}
+
+pub(crate) use entry_names;
+
+/// The `NativeEntry` items that only relay a wire file's own (size, codes, parse, view,
+/// prefixes, listing), for an entry whose descriptor is `$raw` with representation `$repr`,
+/// decode codes `$codes` and prefix facts `$format`.
+macro_rules! wire_items {
+    ($raw:ty, $repr:ty, $codes:expr, $format:expr) => {
+        const DESCRIPTOR_SIZE: usize = <$raw>::SIZE;
+        const MAGIC: [u8; 4] = $format.magic;
+        const CODES: &'static [$crate::wire::DecodeCode] = &$codes;
+        type Descriptor = $raw;
+        type Repr = $repr;
+        type Bytes = [u8; <$raw>::SIZE];
+
+        fn prefix(repr: &$repr) -> &$crate::wire::PrefixRepr {
+            &repr.prefix
+        }
+
+        fn prefix_mut(repr: &mut $repr) -> &mut $crate::wire::PrefixRepr {
+            &mut repr.prefix
+        }
+
+        fn to_bytes(repr: &$repr) -> Self::Bytes {
+            repr.to_bytes()
+        }
+
+        fn parse(bytes: &[u8]) -> Result<$repr, $crate::wire::DecodeError> {
+            <$repr>::parse_bytes(bytes)
+        }
+
+        fn view(bytes: &Self::Bytes) -> &$raw {
+            zerocopy::transmute_ref!(bytes)
+        }
+
+        fn raw_prefix(raw: &$raw) -> &$crate::wire::Prefix {
+            &raw.prefix
+        }
+
+        fn fields(bytes: &[u8]) -> Option<$crate::wire::Fields> {
+            <$raw>::new_checked(bytes).ok().map(|raw| raw.fields())
+        }
+    };
+}
+
+pub(crate) use wire_items;

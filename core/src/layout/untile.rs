@@ -45,6 +45,16 @@ impl fmt::Display for UntileError {
     }
 }
 
+impl UntileError {
+    /// The stable numeric code (`docs/errors.md`, 0x410..=0x41f).
+    pub const fn code(&self) -> u32 {
+        match self {
+            UntileError::Tiled { .. } => 0x411,
+            UntileError::Logical { .. } => 0x412,
+        }
+    }
+}
+
 impl core::error::Error for UntileError {}
 
 impl TiledView {

@@ -1,22 +1,32 @@
 //! Device descriptor wire formats: raw little-endian views and validated representations.
 //!
-//! Contract between layers (SPEC §7, STYLE §1, §3): each descriptor has its own file with
+//! Contract between layers (SPEC §7, STYLE §1, §3). Every descriptor is the 160-byte
+//! [`prefix`] followed by its entry's tail, one file an idea:
 //!
-//! 1. a `#[repr(C)]` `zerocopy` struct of little-endian integers and byte arrays (alignment 1,
-//!    no padding) whose size and every field offset are statically asserted, plus a `field`
-//!    module of byte offsets matching the SPEC table — the **raw view**, which only reads and
-//!    writes fields and tolerates any value (for pretty-printing);
-//! 2. a **validated representation** (`…Repr`) holding real enums, flags, ranks and decoded
-//!    parameters. `parse` checks every semantic rule of SPEC §7 and recomputes every derived
-//!    field; `emit` cannot fail.
+//! - [`prefix`]: the shared layout of bytes 0..160 — defined, asserted, parsed and listed
+//!   once — and the parse order every entry follows, with the per-entry facts (magic, byte
+//!   length, flag bits, the meaning of the span at offset 56) as a [`prefix::Format`];
+//! - [`rules`]: the one [`DecodeError`] of every entry and its stable [`DecodeCode`]s;
+//! - [`fields`]: the field listing of raw descriptors;
+//! - [`quant`], [`casttess`]: each entry's tail (raw struct, flags, validated `…Repr`,
+//!   `parse` and `emit`).
 //!
-//! The same structs are used verbatim by the host codec (`crate::ev74`) and the firmware
-//! decoder. Nothing here reads past a buffer: untrusted bytes are cast with
-//! `zerocopy::FromBytes::ref_from_bytes` and the code denies indexing and unchecked
-//! arithmetic.
+//! Each raw struct is `#[repr(C)]` of `zerocopy` little-endian integers and byte arrays
+//! (alignment 1, no padding), its size and every field offset statically asserted; it only
+//! reads and writes fields and tolerates any value. `parse` checks every semantic rule and
+//! recomputes every derived field; `emit` cannot fail. The same structs are used verbatim by
+//! the host codec (`crate::ev74`) and the firmware decoder. Nothing here reads past a
+//! buffer: untrusted bytes are cast with `zerocopy::FromBytes::ref_from_bytes` and the code
+//! denies indexing and unchecked arithmetic.
 
 pub mod casttess;
+pub mod fields;
+pub mod prefix;
 pub mod quant;
+pub mod rules;
 
 pub use casttess::{CastTessDescriptorV1, CastTessFlags, CastTessRepr};
+pub use fields::{Field, FieldValue, Fields};
+pub use prefix::{Prefix, PrefixRepr};
 pub use quant::{QuantDescriptorV1, QuantFlags, QuantRepr};
+pub use rules::{DecodeCode, DecodeError};

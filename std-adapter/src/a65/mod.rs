@@ -92,6 +92,30 @@ impl fmt::Display for ExecuteError {
     }
 }
 
+impl ExecuteError {
+    /// The stable numeric code (`docs/errors.md`, 0x400..=0x40f).
+    pub const fn code(&self) -> u32 {
+        match *self {
+            ExecuteError::Capacity {
+                port: Port::Input, ..
+            } => 0x401,
+            ExecuteError::Capacity {
+                port: Port::Output, ..
+            } => 0x402,
+            ExecuteError::Misaligned {
+                port: Port::Input, ..
+            } => 0x403,
+            ExecuteError::Misaligned {
+                port: Port::Output, ..
+            } => 0x404,
+            ExecuteError::AddressOverflow { port: Port::Input } => 0x405,
+            ExecuteError::AddressOverflow { port: Port::Output } => 0x406,
+            ExecuteError::Overlap => 0x407,
+            ExecuteError::FpEnvironment { .. } => 0x408,
+        }
+    }
+}
+
 impl std::error::Error for ExecuteError {}
 
 /// Checks one port's buffer against its accessed span and alignment; returns its address

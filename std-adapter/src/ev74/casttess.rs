@@ -1,5 +1,5 @@
-//! EV74 CastTess from the host: the codec of `simak-core` and a one-call simulated run
-//! (SPEC §5–§8).
+//! EV74 CastTess from the host: the codec of `simak-core` for the CastTess v1 entry and a
+//! one-call simulated run (SPEC §5–§8).
 //!
 //! ```
 //! use simak::ev74::casttess::run_sim;
@@ -27,73 +27,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use simak_core::ops::casttess::Plan;
-use simak_ev74_fw::Command;
-
-pub use simak_core::ev74::casttess::{
-    BindError, DecodeCode, DecodeError, DevicePlan, ENTRY, ENTRY_VERSION, MAX_SPAN, Packet, ROUTE,
-    RepresentError, bind, check_inference, decode, encode, encode_relocatable,
-};
+pub use simak_core::ev74::casttess::*;
 pub use simak_core::wire::casttess::{
-    CastTessDescriptorV1, CastTessFlags, CastTessRepr, FIELD_COUNT,
+    CODES, CastTessDescriptorV1, CastTessFlags, CastTessRepr, FIELD_COUNT,
 };
-pub use simak_core::wire::quant::{Field, FieldValue};
 
-pub use super::quant::{SimError, SimOptions, SimRun};
-
-use super::DeviceRegion;
-use super::quant::{Output, run_packet};
-
-/// Runs `plan` on a fresh simulated EV74 with `workers` workers (1 to 4), the way the
-/// Runtime would: `check_inference` → `encode` against device regions holding copies of
-/// `input` and `output` → descriptor in device memory → firmware dispatch (CastTess v1,
-/// route 0x30) → `output` copied back.
-///
-/// `input` holds the input port's storage from its first element (little-endian, at least
-/// the accessed span in bytes); `output` the tiled buffer (at least the plan's capacity in
-/// bytes; it is placed at a 16-byte aligned device address). Every byte of the first
-/// `capacity` bytes is written, padding included; bytes past the capacity keep their
-/// values. An empty plan runs nothing and writes nothing.
-///
-/// # Errors
-///
-/// [`SimError::Represent`] (a span beyond the 32-bit domain), [`SimError::Bind`] (e.g. an
-/// output slice shorter than the capacity), [`SimError::Memory`] (also when the host cannot
-/// hold the simulated memory), [`SimError::Firmware`].
-pub fn run_sim(
-    plan: &Plan,
-    input: &[u8],
-    output: &mut [u8],
-    workers: usize,
-) -> Result<SimRun, SimError> {
-    run_sim_with(plan, input, output, &SimOptions::new(workers))
-}
-
-/// [`run_sim`] with explicit [`SimOptions`] (the output phase must keep 16-byte alignment;
-/// `flush_to_zero` has no effect: CastTess is integer code).
-///
-/// # Errors
-///
-/// As [`run_sim`].
-pub fn run_sim_with(
-    plan: &Plan,
-    input: &[u8],
-    output: &mut [u8],
-    options: &SimOptions,
-) -> Result<SimRun, SimError> {
-    let device_plan = check_inference(plan)?;
-    if device_plan.is_empty() {
-        return SimRun::nothing(output.len(), options.track_writes);
-    }
-    let (run, _) = run_packet(
-        options,
-        input,
-        Output::Host(output),
-        CastTessDescriptorV1::SIZE,
-        Command::casttess_v1,
-        |input: DeviceRegion, output: DeviceRegion| {
-            Ok(encode(&device_plan, input, output)?.as_bytes().to_vec())
-        },
-    )?;
-    Ok(run)
-}
+super::sim_names!(CastTess, simak_core::ops::casttess::Plan);

@@ -17,6 +17,7 @@ use std::fmt;
 
 use simak_ev74_fw::device::{DeviceMemory, Direction, Dma, Event, Fault, Platform, Transfer};
 use simak_ev74_fw::work::{LOCAL_MEMORY_BYTES, MAX_WORKERS};
+use simak_ev74_fw::{Capabilities, Command, Firmware, FlushToZero, FwError, Ieee, Report};
 
 /// Unmapped bytes kept on each side of every allocation.
 pub const GUARD_BYTES: u64 = 64;
@@ -82,6 +83,19 @@ impl fmt::Display for MemoryError {
             MemoryError::HostAllocation { bytes } => {
                 write!(f, "cannot allocate {bytes} bytes of host memory")
             }
+        }
+    }
+}
+
+impl MemoryError {
+    /// The stable numeric code (`docs/errors.md`, 0x540..=0x54f).
+    pub const fn code(&self) -> u32 {
+        match self {
+            MemoryError::OutOfMemory { .. } => 0x541,
+            MemoryError::Placement { .. } => 0x542,
+            MemoryError::NotMapped { .. } => 0x543,
+            MemoryError::HostRange { .. } => 0x544,
+            MemoryError::HostAllocation { .. } => 0x545,
         }
     }
 }
@@ -401,6 +415,32 @@ impl SimMemory {
             r.reads = 0;
             r.writes = 0;
         }
+    }
+}
+
+/// Runs one command on `device` as a firmware build advertising `advertised`, multiplying
+/// on the flushing (DAZ + FTZ) unit model or on IEEE. A ring configured outside 1..=4
+/// (`workers`; the device itself clamps its ring) runs nothing: `FwError::Workers`. The
+/// one dispatch of the simulated device, for `run_sim` and the simulated transport.
+///
+/// # Errors
+///
+/// The firmware's refusal or fault.
+pub(crate) fn dispatch(
+    device: &mut SimDevice,
+    workers: usize,
+    advertised: Capabilities,
+    flush_to_zero: bool,
+    command: &Command,
+) -> Result<Report, FwError> {
+    if workers == 0 || workers > MAX_WORKERS {
+        Err(FwError::Workers {
+            configured: workers,
+        })
+    } else if flush_to_zero {
+        Firmware::<FlushToZero>::new(advertised).dispatch(device, command)
+    } else {
+        Firmware::<Ieee>::new(advertised).dispatch(device, command)
     }
 }
 

@@ -10,6 +10,7 @@ use zerocopy::little_endian::{I32, U16, U32, U64};
 use super::*;
 use crate::arith::quant::Rounding;
 use crate::dtype::DType;
+use crate::error::Port;
 use crate::ops::quant::{Params, Request, check_inference as admit};
 use crate::tensor::TensorSpec;
 use crate::wire::quant::QuantDescriptorV1;
@@ -139,17 +140,28 @@ fn encoder_matches_hand_written_goldens() {
 fn goldens_decode() {
     let s = QuantRepr::parse_bytes(&GOLDEN_SCALAR).unwrap();
     assert_eq!(
-        (s.rank, s.elements, s.input_span, s.output_span),
+        (
+            s.prefix.rank,
+            s.prefix.elements,
+            s.prefix.input_span,
+            s.prefix.output_span
+        ),
         (1, 1, 2, 1)
     );
     // A relocatable scalar is unbound: the device refuses it.
-    assert_eq!(decode(&GOLDEN_SCALAR), Err(DecodeError::InputUnbound));
+    assert_eq!(
+        decode(&GOLDEN_SCALAR),
+        Err(DecodeError::Unbound { port: Port::Input })
+    );
     let f = decode(&GOLDEN_F32_2X3).unwrap();
-    assert_eq!((f.input_address, f.output_address), (0x1000, 0x2000));
+    assert_eq!(
+        (f.prefix.input_address, f.prefix.output_address),
+        (0x1000, 0x2000)
+    );
     let b = decode(&GOLDEN_BF16_RANK6).unwrap();
-    assert_eq!(b.dtype, DType::BF16);
-    assert_eq!(b.extents, [2, 1, 3, 1, 2, 2]);
-    assert_eq!(b.input_strides, [64, 0, 16, 0, 8, 2]);
+    assert_eq!(b.prefix.dtype, DType::BF16);
+    assert_eq!(b.prefix.extents, [2, 1, 3, 1, 2, 2]);
+    assert_eq!(b.prefix.input_strides, [64, 0, 16, 0, 8, 2]);
     assert_eq!(b.output_strides, [1, 0, 8, 0, 4, 2]);
     assert_eq!(b.rounding, Rounding::TowardNegative);
     assert_eq!(b.zero_point, -128);
@@ -300,13 +312,66 @@ fn empty_plans_encode_valid_no_op_packets() {
     let packet = encode(&plan, DeviceRegion::new(0, 0), DeviceRegion::new(0, 0)).unwrap();
     let repr = decode(packet.as_bytes()).unwrap();
     assert_eq!(
-        (repr.elements, repr.input_span, repr.output_span),
+        (
+            repr.prefix.elements,
+            repr.prefix.input_span,
+            repr.prefix.output_span
+        ),
         (0, 0, 0)
     );
     // Zero strides on zero/one-extent axes (SPEC §7); other axes keep admitted strides.
-    assert_eq!(repr.input_strides[1], 0);
+    assert_eq!(repr.prefix.input_strides[1], 0);
     assert_eq!(repr.output_strides[1], 0);
     assert!(repr.is_empty());
+}
+
+/// The empty-packet rule (SPEC §2: an empty tensor needs no storage, but descriptors are
+/// still validated): an empty Quant packet is held to the zero-stride and nonoverlap rules
+/// of both ports, as host admission holds an empty spec (the decoder used to skip them).
+#[test]
+fn empty_packets_are_still_validated() {
+    let plan = device(Request {
+        input: TensorSpec::strided([3, 0, 2], [40, 8, 4], DType::F32),
+        output: TensorSpec::contiguous([3, 0, 2], DType::I8),
+        params: Params::new(3.0),
+    });
+    let packet = encode(&plan, DeviceRegion::new(0, 0), DeviceRegion::new(0, 0)).unwrap();
+    let bytes = packet.as_bytes();
+    assert!(decode(bytes).is_ok());
+    let cases = [
+        (
+            corrupt(bytes, |d| d.prefix.input_strides[2] = U64::new(0)),
+            DecodeError::ZeroStride {
+                port: Port::Input,
+                axis: 2,
+            },
+        ),
+        (
+            corrupt(bytes, |d| d.output_strides[0] = U64::new(0)),
+            DecodeError::ZeroStride {
+                port: Port::Output,
+                axis: 0,
+            },
+        ),
+        (
+            // Axis 0 (extent 3) at stride 4 lands inside axis 2's rows (extent 2, stride 4).
+            corrupt(bytes, |d| d.prefix.input_strides[0] = U64::new(4)),
+            DecodeError::Overlap {
+                port: Port::Input,
+                axis: 2,
+            },
+        ),
+        (
+            corrupt(bytes, |d| d.output_strides[0] = U64::new(1)),
+            DecodeError::Overlap {
+                port: Port::Output,
+                axis: 2,
+            },
+        ),
+    ];
+    for (got, want) in cases {
+        assert_eq!(got, Err(want));
+    }
 }
 
 /// Applies `f` to a copy of `bytes` viewed as a descriptor and decodes the result.
@@ -320,7 +385,7 @@ fn corrupt(
 }
 
 fn code_of(r: Result<QuantRepr, DecodeError>) -> Option<DecodeCode> {
-    r.err().map(|e| e.code())
+    r.err().map(|e| e.rule())
 }
 
 #[test]
@@ -330,37 +395,49 @@ fn rejection_matrix() {
     assert!(decode(g).is_ok());
     let cases: Vec<(C, Result<QuantRepr, DecodeError>)> = std::vec![
         (C::Length, decode(&g[..223])),
-        (C::Magic, corrupt(g, |d| d.magic = *b"SKCT")),
-        (C::Version, corrupt(g, |d| d.version = U16::new(2))),
-        (C::Version, corrupt(g, |d| d.version = U16::new(0))),
-        (C::ByteLength, corrupt(g, |d| d.byte_length = U16::new(216))),
-        (C::DType, corrupt(g, |d| d.dtype = U32::new(0))),
-        (C::DType, corrupt(g, |d| d.dtype = U32::new(2))),
-        (C::DType, corrupt(g, |d| d.dtype = U32::new(5))),
-        (C::Rank, corrupt(g, |d| d.rank = U32::new(0))),
-        (C::Rank, corrupt(g, |d| d.rank = U32::new(7))),
-        (C::Rank, corrupt(g, |d| d.rank = U32::new(1 << 8 | 2))),
+        (C::Magic, corrupt(g, |d| d.prefix.magic = *b"SKCT")),
+        (C::Version, corrupt(g, |d| d.prefix.version = U16::new(2))),
+        (C::Version, corrupt(g, |d| d.prefix.version = U16::new(0))),
+        (
+            C::ByteLength,
+            corrupt(g, |d| d.prefix.byte_length = U16::new(216))
+        ),
+        (C::DType, corrupt(g, |d| d.prefix.dtype = U32::new(0))),
+        (C::DType, corrupt(g, |d| d.prefix.dtype = U32::new(2))),
+        (C::DType, corrupt(g, |d| d.prefix.dtype = U32::new(5))),
+        (C::Rank, corrupt(g, |d| d.prefix.rank = U32::new(0))),
+        (C::Rank, corrupt(g, |d| d.prefix.rank = U32::new(7))),
+        (
+            C::Rank,
+            corrupt(g, |d| d.prefix.rank = U32::new(1 << 8 | 2))
+        ),
         (
             C::InputContiguousFlag,
-            corrupt(g, |d| d.flags = U32::new(2))
+            corrupt(g, |d| d.prefix.flags = U32::new(2))
         ),
         (
             C::OutputContiguousFlag,
-            corrupt(g, |d| d.flags = U32::new(1))
+            corrupt(g, |d| d.prefix.flags = U32::new(1))
         ),
-        (C::Reserved20, corrupt(g, |d| d.reserved_20 = U32::new(1))),
+        (
+            C::Reserved20,
+            corrupt(g, |d| d.prefix.reserved_20 = U32::new(1))
+        ),
         (
             C::Reserved220,
             corrupt(g, |d| d.reserved_220 = U32::new(0x8000_0000))
         ),
-        (C::UnusedExtent, corrupt(g, |d| d.extents[2] = U64::new(1))),
         (
             C::UnusedExtent,
-            corrupt(g, |d| d.extents[5] = U64::new(1 << 40))
+            corrupt(g, |d| d.prefix.extents[2] = U64::new(1))
+        ),
+        (
+            C::UnusedExtent,
+            corrupt(g, |d| d.prefix.extents[5] = U64::new(1 << 40))
         ),
         (
             C::UnusedInputStride,
-            corrupt(g, |d| d.input_strides[3] = U64::new(4))
+            corrupt(g, |d| d.prefix.input_strides[3] = U64::new(4))
         ),
         (
             C::UnusedOutputStride,
@@ -389,22 +466,28 @@ fn rejection_matrix() {
         (C::ZeroPoint, corrupt(g, |d| d.zero_point = I32::new(128))),
         (C::ZeroPoint, corrupt(g, |d| d.zero_point = I32::new(-129))),
         (C::Rounding, corrupt(g, |d| d.rounding = U32::new(4))),
-        (C::ElementCount, corrupt(g, |d| d.elements = U64::new(5))),
-        (C::ElementCount, corrupt(g, |d| d.elements = U64::new(7))),
+        (
+            C::ElementCount,
+            corrupt(g, |d| d.prefix.elements = U64::new(5))
+        ),
+        (
+            C::ElementCount,
+            corrupt(g, |d| d.prefix.elements = U64::new(7))
+        ),
         (
             C::ElementsOverflow,
             corrupt(g, |d| {
-                d.extents[0] = U64::new(1 << 32);
-                d.extents[1] = U64::new(1 << 32);
+                d.prefix.extents[0] = U64::new(1 << 32);
+                d.prefix.extents[1] = U64::new(1 << 32);
             })
         ),
         (
             C::InputStrideNotMultiple,
-            corrupt(g, |d| d.input_strides[1] = U64::new(5))
+            corrupt(g, |d| d.prefix.input_strides[1] = U64::new(5))
         ),
         (
             C::InputZeroStride,
-            corrupt(g, |d| d.input_strides[1] = U64::new(0))
+            corrupt(g, |d| d.prefix.input_strides[1] = U64::new(0))
         ),
         (
             C::OutputZeroStride,
@@ -412,71 +495,84 @@ fn rejection_matrix() {
         ),
         (
             C::InputSpanOverflow,
-            corrupt(g, |d| d.input_strides[0] = U64::new(u64::MAX - 3))
+            corrupt(g, |d| d.prefix.input_strides[0] = U64::new(u64::MAX - 3))
         ),
         (
             C::OutputSpanOverflow,
             corrupt(g, |d| d.output_strides[0] = U64::new(u64::MAX))
         ),
-        (C::InputSpan, corrupt(g, |d| d.input_span = U64::new(23))),
-        (C::InputSpan, corrupt(g, |d| d.input_span = U64::new(25))),
-        (C::OutputSpan, corrupt(g, |d| d.output_span = U64::new(5))),
-        (C::OutputSpan, corrupt(g, |d| d.output_span = U64::new(7))),
+        (
+            C::InputSpan,
+            corrupt(g, |d| d.prefix.input_span = U64::new(23))
+        ),
+        (
+            C::InputSpan,
+            corrupt(g, |d| d.prefix.input_span = U64::new(25))
+        ),
+        (
+            C::OutputSpan,
+            corrupt(g, |d| d.prefix.output_span = U64::new(5))
+        ),
+        (
+            C::OutputSpan,
+            corrupt(g, |d| d.prefix.output_span = U64::new(7))
+        ),
         (
             C::InputOverlap,
             corrupt(g, |d| {
                 // Strides (4, 4) over extents (2, 3): span 16, rows interleave.
-                d.input_strides[0] = U64::new(4);
-                d.input_span = U64::new(16);
+                d.prefix.input_strides[0] = U64::new(4);
+                d.prefix.input_span = U64::new(16);
             })
         ),
         (
             C::OutputOverlap,
             corrupt(g, |d| {
                 d.output_strides[0] = U64::new(2);
-                d.output_span = U64::new(5);
+                d.prefix.output_span = U64::new(5);
             })
         ),
         (
             C::InputAddress,
-            corrupt(g, |d| d.input_address = U64::new(1 << 32))
+            corrupt(g, |d| d.prefix.input_address = U64::new(1 << 32))
         ),
         (
             C::OutputAddress,
-            corrupt(g, |d| d.output_address = U64::new(u64::MAX))
+            corrupt(g, |d| d.prefix.output_address = U64::new(u64::MAX))
         ),
         // Address + span = 2^32 + 1 on each port.
         (
             C::InputRange,
-            corrupt(g, |d| d.input_address = U64::new((1 << 32) - 23))
+            corrupt(g, |d| d.prefix.input_address = U64::new((1 << 32) - 23))
         ),
         (
             C::OutputRange,
-            corrupt(g, |d| d.output_address = U64::new((1 << 32) - 5))
+            corrupt(g, |d| d.prefix.output_address = U64::new((1 << 32) - 5))
         ),
         (
             C::InputMisaligned,
-            corrupt(g, |d| d.input_address = U64::new(0x1002))
+            corrupt(g, |d| d.prefix.input_address = U64::new(0x1002))
         ),
         (
             C::PortsOverlap,
-            corrupt(g, |d| d.output_address = U64::new(0x1017))
+            corrupt(g, |d| d.prefix.output_address = U64::new(0x1017))
         ),
         (
             C::PortsOverlap,
-            corrupt(g, |d| d.input_address = U64::new(0x1ff0))
+            corrupt(g, |d| d.prefix.input_address = U64::new(0x1ff0))
         ),
         (
             C::InputUnbound,
-            corrupt(g, |d| d.input_address = U64::new(0))
+            corrupt(g, |d| d.prefix.input_address = U64::new(0))
         ),
         (
             C::OutputUnbound,
-            corrupt(g, |d| d.output_address = U64::new(0))
+            corrupt(g, |d| d.prefix.output_address = U64::new(0))
         ),
         (
             C::InputSingletonStride,
-            corrupt(&GOLDEN_BF16_RANK6, |d| d.input_strides[1] = U64::new(2))
+            corrupt(&GOLDEN_BF16_RANK6, |d| d.prefix.input_strides[1] =
+                U64::new(2))
         ),
         (
             C::OutputSingletonStride,
@@ -491,7 +587,7 @@ fn rejection_matrix() {
 #[test]
 fn every_unknown_flag_bit_is_rejected() {
     for bit in 2..32 {
-        let got = corrupt(&GOLDEN_F32_2X3, |d| d.flags = U32::new(3 | 1 << bit));
+        let got = corrupt(&GOLDEN_F32_2X3, |d| d.prefix.flags = U32::new(3 | 1 << bit));
         assert_eq!(
             got,
             Err(DecodeError::UnknownFlags { bits: 3 | 1 << bit }),
@@ -511,7 +607,7 @@ fn every_single_byte_corruption_is_rejected_or_harmless() {
             let mut copy = GOLDEN_F32_2X3;
             copy[byte] ^= 1 << bit;
             match decode(&copy) {
-                Err(e) => assert_ne!(e.code().get(), 0),
+                Err(e) => assert_ne!(e.code(), 0),
                 Ok(r) => {
                     assert_ne!(r, base, "byte {byte} bit {bit} decoded to the same repr");
                     assert!(

@@ -1,0 +1,579 @@
+//! The 160-byte prefix every descriptor shares (SPEC §7), and the parse that checks it.
+//!
+//! | offset | field |
+//! | --- | --- |
+//! | 0 | u32 magic · 4 u16 version = 1 · 6 u16 byte length |
+//! | 8 | u32 input dtype code (BF16 = 1, FP32 = 3, FP16 = 4) · 12 u32 rank 1..=6 |
+//! | 16 | u32 flags (bits per entry) · 20 u32 reserved = 0 |
+//! | 24, 32 | u64 input / output address slots (values < 2^32; zero when relocatable) |
+//! | 40, 48, 56 | u64 element count, input accessed span, output span (bytes; per entry: the accessed span of a strided output, the physical span of a tiled one) |
+//! | 64, 112 | `[u64; 6]` extents, input byte strides |
+//!
+//! The magic word, the byte length, the flag bits and the meaning of the span at offset 56
+//! are the entry's ([`Format`]); a descriptor is this prefix followed by its entry's tail.
+//! The shared parse runs the rules in one order for every entry, calling the entry's tail for
+//! its own fields at fixed points:
+//!
+//! 1. header: magic, version, byte length, dtype, rank, flag bits, the reserved word at 20;
+//!    then the tail's header words;
+//! 2. unused slots, axis by axis: extent, input stride, then the tail's arrays;
+//! 3. the tail's parameters, then the input's singleton strides (an axis of extent 0 or 1
+//!    has stride 0 on the wire);
+//! 4. the element count;
+//! 5. the input port, admitted by [`View::new`] like a host spec (stride multiples, zero
+//!    strides, overflow, the nonoverlap proof — also when the packet is empty: SPEC §2,
+//!    "descriptors are still validated"), then its span;
+//! 6. the tail's output port (for Quant the same `View` admission);
+//! 7. the address slots: 32-bit domain and range per port, alignment (input: the element
+//!    size; output: the entry's), and the two ranges apart.
+#![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
+use static_assertions::const_assert_eq;
+use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+use crate::dtype::DType;
+use crate::error::Port;
+use crate::tensor::{MAX_RANK, View};
+use crate::wire::fields::{FieldValue, Fields};
+use crate::wire::rules::{DecodeError, axis_u8};
+
+/// Size of the shared prefix in bytes.
+pub const PREFIX_SIZE: usize = 160;
+/// The only descriptor version the codecs speak.
+pub const VERSION: u16 = 1;
+/// The 32-bit device address domain: `address + span` must not exceed this (bytes).
+pub const ADDRESS_LIMIT: u64 = 1 << 32;
+
+/// Byte offsets of the prefix fields (SPEC §7), pinned against [`Prefix`].
+pub mod field {
+    /// `u32` magic.
+    pub const MAGIC: usize = 0;
+    /// `u16` version.
+    pub const VERSION: usize = 4;
+    /// `u16` byte length.
+    pub const BYTE_LENGTH: usize = 6;
+    /// `u32` input dtype code.
+    pub const DTYPE: usize = 8;
+    /// `u32` rank.
+    pub const RANK: usize = 12;
+    /// `u32` flags.
+    pub const FLAGS: usize = 16;
+    /// `u32` reserved word after the flags.
+    pub const RESERVED_20: usize = 20;
+    /// `u64` input address slot.
+    pub const INPUT_ADDRESS: usize = 24;
+    /// `u64` output address slot.
+    pub const OUTPUT_ADDRESS: usize = 32;
+    /// `u64` element count.
+    pub const ELEMENTS: usize = 40;
+    /// `u64` input accessed span in bytes.
+    pub const INPUT_SPAN: usize = 48;
+    /// `u64` output span in bytes (accessed or physical, per entry).
+    pub const OUTPUT_SPAN: usize = 56;
+    /// `[u64; 6]` extents in elements.
+    pub const EXTENTS: usize = 64;
+    /// `[u64; 6]` input byte strides.
+    pub const INPUT_STRIDES: usize = 112;
+}
+
+/// The raw prefix: 160 little-endian bytes, alignment 1, no padding. Fields hold whatever
+/// the bytes say; nothing is validated here (an entry's `…Repr::parse` validates).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Prefix {
+    /// Magic, the entry's four bytes.
+    pub magic: [u8; 4],
+    /// Version, 1.
+    pub version: U16,
+    /// Byte length of the whole descriptor.
+    pub byte_length: U16,
+    /// Input dtype wire code (BF16 = 1, FP32 = 3, FP16 = 4).
+    pub dtype: U32,
+    /// Rank, 1..=6 (Quant lowers scalars to rank 1).
+    pub rank: U32,
+    /// Flag word (bits per entry).
+    pub flags: U32,
+    /// Reserved, 0.
+    pub reserved_20: U32,
+    /// Input bus address slot (< 2^32; 0 when relocatable).
+    pub input_address: U64,
+    /// Output bus address slot (< 2^32; 0 when relocatable).
+    pub output_address: U64,
+    /// Element count (0 when empty).
+    pub elements: U64,
+    /// Input accessed span in bytes.
+    pub input_span: U64,
+    /// Output span in bytes (accessed or physical, per entry).
+    pub output_span: U64,
+    /// Extents in elements, unused axes 0.
+    pub extents: [U64; MAX_RANK],
+    /// Input strides in bytes, unused and extent-0/1 axes 0.
+    pub input_strides: [U64; MAX_RANK],
+}
+
+const_assert_eq!(core::mem::size_of::<Prefix>(), PREFIX_SIZE);
+const_assert_eq!(core::mem::align_of::<Prefix>(), 1);
+const_assert_eq!(core::mem::offset_of!(Prefix, magic), field::MAGIC);
+const_assert_eq!(core::mem::offset_of!(Prefix, version), field::VERSION);
+const_assert_eq!(
+    core::mem::offset_of!(Prefix, byte_length),
+    field::BYTE_LENGTH
+);
+const_assert_eq!(core::mem::offset_of!(Prefix, dtype), field::DTYPE);
+const_assert_eq!(core::mem::offset_of!(Prefix, rank), field::RANK);
+const_assert_eq!(core::mem::offset_of!(Prefix, flags), field::FLAGS);
+const_assert_eq!(
+    core::mem::offset_of!(Prefix, reserved_20),
+    field::RESERVED_20
+);
+const_assert_eq!(
+    core::mem::offset_of!(Prefix, input_address),
+    field::INPUT_ADDRESS
+);
+const_assert_eq!(
+    core::mem::offset_of!(Prefix, output_address),
+    field::OUTPUT_ADDRESS
+);
+const_assert_eq!(core::mem::offset_of!(Prefix, elements), field::ELEMENTS);
+const_assert_eq!(core::mem::offset_of!(Prefix, input_span), field::INPUT_SPAN);
+const_assert_eq!(
+    core::mem::offset_of!(Prefix, output_span),
+    field::OUTPUT_SPAN
+);
+const_assert_eq!(core::mem::offset_of!(Prefix, extents), field::EXTENTS);
+const_assert_eq!(
+    core::mem::offset_of!(Prefix, input_strides),
+    field::INPUT_STRIDES
+);
+
+/// What a descriptor format fixes about its prefix and ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Format {
+    /// The magic word.
+    pub magic: [u8; 4],
+    /// The descriptor's size in bytes (the byte-length field).
+    pub size: u16,
+    /// The flag bits the entry defines; any other bit is [`DecodeError::UnknownFlags`].
+    pub flag_mask: u32,
+    /// Alignment of a bound output address in bytes.
+    pub output_align: u64,
+}
+
+/// The validated prefix: real dtype and rank, narrowed address slots, and the derived
+/// fields consistent with their recomputation (the output span as the tail checked it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PrefixRepr {
+    /// Input dtype (`F32`, `BF16` or `F16`).
+    pub dtype: DType,
+    /// Rank, 1..=6.
+    pub rank: u8,
+    /// Input bus address (0 when relocatable).
+    pub input_address: u32,
+    /// Output bus address (0 when relocatable).
+    pub output_address: u32,
+    /// Element count (0 when empty).
+    pub elements: u64,
+    /// Input accessed span in bytes (0 when empty).
+    pub input_span: u64,
+    /// Output span in bytes (0 when empty): accessed (Quant) or physical (CastTess).
+    pub output_span: u64,
+    /// Extents in elements, unused axes 0.
+    pub extents: [u64; MAX_RANK],
+    /// Input byte strides, unused and extent-0/1 axes 0.
+    pub input_strides: [u64; MAX_RANK],
+}
+
+impl PrefixRepr {
+    /// Whether the packet is a no-op (element count 0).
+    pub const fn is_empty(&self) -> bool {
+        self.elements == 0
+    }
+
+    /// The extents of the first `rank` axes.
+    pub fn active_extents(&self) -> &[u64] {
+        self.extents
+            .get(..usize::from(self.rank))
+            .unwrap_or(&self.extents)
+    }
+
+    /// Writes the prefix of a descriptor of `format` with flag word `flags`.
+    pub fn emit(&self, format: &Format, flags: u32) -> Prefix {
+        Prefix {
+            magic: format.magic,
+            version: U16::new(VERSION),
+            byte_length: U16::new(format.size),
+            dtype: U32::new(self.dtype.wire_code().unwrap_or(0)),
+            rank: U32::new(u32::from(self.rank)),
+            flags: U32::new(flags),
+            reserved_20: U32::ZERO,
+            input_address: U64::new(u64::from(self.input_address)),
+            output_address: U64::new(u64::from(self.output_address)),
+            elements: U64::new(self.elements),
+            input_span: U64::new(self.input_span),
+            output_span: U64::new(self.output_span),
+            extents: store_u64s(&self.extents),
+            input_strides: store_u64s(&self.input_strides),
+        }
+    }
+}
+
+/// Reads six little-endian slots.
+pub(crate) fn load_u64s(raw: &[U64; MAX_RANK]) -> [u64; MAX_RANK] {
+    let mut out = [0u64; MAX_RANK];
+    for (o, r) in out.iter_mut().zip(raw.iter()) {
+        *o = r.get();
+    }
+    out
+}
+
+/// Writes six little-endian slots.
+pub(crate) fn store_u64s(values: &[u64; MAX_RANK]) -> [U64; MAX_RANK] {
+    let mut out = [U64::ZERO; MAX_RANK];
+    for (o, v) in out.iter_mut().zip(values.iter()) {
+        *o = U64::new(*v);
+    }
+    out
+}
+
+/// One entry's tail: the fields after the prefix and the rules on them, called by
+/// [`parse`] at its fixed points.
+pub(crate) trait Tail {
+    /// The whole raw descriptor (prefix and tail).
+    type Raw;
+    /// The tail's parameters, checked in step 3.
+    type Params;
+    /// The checked output port, from step 6.
+    type Output;
+    /// The validated descriptor.
+    type Repr;
+    /// The entry's format.
+    const FORMAT: Format;
+
+    /// The prefix of a raw descriptor.
+    fn prefix(raw: &Self::Raw) -> &Prefix;
+    /// Step 1, after the prefix header: the tail's reserved and fixed words.
+    fn check_header(raw: &Self::Raw) -> Result<(), DecodeError>;
+    /// Step 2: the tail's slots of `axis`, an axis at or past the rank.
+    fn check_unused(raw: &Self::Raw, axis: usize) -> Result<(), DecodeError>;
+    /// Step 3: the tail's parameters.
+    fn check_params(raw: &Self::Raw, rank: u8) -> Result<Self::Params, DecodeError>;
+    /// Step 6: the output port, given the checked prefix (its output span as the raw field
+    /// holds it) and the flag word.
+    fn check_output(
+        raw: &Self::Raw,
+        prefix: &PrefixRepr,
+        flags: u32,
+        params: &Self::Params,
+    ) -> Result<Self::Output, DecodeError>;
+    /// The validated descriptor.
+    fn finish(
+        prefix: PrefixRepr,
+        flags: u32,
+        params: Self::Params,
+        output: Self::Output,
+    ) -> Self::Repr;
+}
+
+/// Checks every rule of SPEC §7 on a raw descriptor of tail `T`, in the order of the
+/// module doc, recomputing each derived field. Zero address slots are accepted
+/// (relocatable packets).
+///
+/// # Errors
+///
+/// The first failing rule, as a [`DecodeError`].
+pub(crate) fn parse<T: Tail>(raw: &T::Raw) -> Result<T::Repr, DecodeError> {
+    let p = T::prefix(raw);
+    let format = T::FORMAT;
+    if p.magic != format.magic {
+        return Err(DecodeError::Magic { found: p.magic });
+    }
+    if p.version.get() != VERSION {
+        return Err(DecodeError::Version {
+            found: p.version.get(),
+        });
+    }
+    if p.byte_length.get() != format.size {
+        return Err(DecodeError::ByteLength {
+            found: p.byte_length.get(),
+            expected: format.size,
+        });
+    }
+    let code = p.dtype.get();
+    let dtype = DType::from_wire_code(code).ok_or(DecodeError::DType { code })?;
+    let rank_raw = p.rank.get();
+    let rank = match u8::try_from(rank_raw) {
+        Ok(r @ 1..=6) => r,
+        _ => return Err(DecodeError::Rank { rank: rank_raw }),
+    };
+    let flags = p.flags.get();
+    if flags & !format.flag_mask != 0 {
+        return Err(DecodeError::UnknownFlags { bits: flags });
+    }
+    if p.reserved_20.get() != 0 {
+        return Err(DecodeError::Reserved {
+            offset: 20,
+            value: p.reserved_20.get(),
+        });
+    }
+    T::check_header(raw)?;
+
+    let extents = load_u64s(&p.extents);
+    let input_strides = load_u64s(&p.input_strides);
+    let rank_usize = usize::from(rank);
+    for (axis, (e, s)) in extents
+        .iter()
+        .zip(input_strides.iter())
+        .enumerate()
+        .skip(rank_usize)
+    {
+        if *e != 0 {
+            return Err(DecodeError::UnusedExtent {
+                axis: axis_u8(axis),
+                value: *e,
+            });
+        }
+        if *s != 0 {
+            return Err(DecodeError::UnusedStride {
+                port: Port::Input,
+                axis: axis_u8(axis),
+                value: *s,
+            });
+        }
+        T::check_unused(raw, axis)?;
+    }
+
+    let params = T::check_params(raw, rank)?;
+    check_singletons(rank_usize, &extents, &input_strides, Port::Input)?;
+
+    let active = extents.get(..rank_usize).unwrap_or(&[]);
+    let empty = active.contains(&0);
+    let expected_elements = if empty {
+        0
+    } else {
+        active
+            .iter()
+            .try_fold(1u64, |acc, &e| acc.checked_mul(e))
+            .ok_or(DecodeError::ElementsOverflow)?
+    };
+    let elements = p.elements.get();
+    if elements != expected_elements {
+        return Err(DecodeError::ElementCount {
+            expected: expected_elements,
+            found: elements,
+        });
+    }
+
+    let input = admit_port(rank_usize, &extents, &input_strides, dtype, Port::Input)?;
+    check_span(Port::Input, input.span(), p.input_span.get())?;
+
+    let prefix = PrefixRepr {
+        dtype,
+        rank,
+        input_address: 0,
+        output_address: 0,
+        elements,
+        input_span: input.span(),
+        output_span: p.output_span.get(),
+        extents,
+        input_strides,
+    };
+    let output = T::check_output(raw, &prefix, flags, &params)?;
+
+    let (input_address, output_address) =
+        check_addresses(p, &prefix, dtype.size_u64(), format.output_align)?;
+    let prefix = PrefixRepr {
+        input_address,
+        output_address,
+        ..prefix
+    };
+    Ok(T::finish(prefix, flags, params, output))
+}
+
+/// Admits one strided port of `rank` axes the way host admission does ([`View::new`]),
+/// after the wire's own rule that an axis of extent 0 or 1 has stride 0.
+///
+/// # Errors
+///
+/// [`DecodeError::SingletonStride`], then the twins of [`View::new`]'s rules.
+pub(crate) fn admit_port(
+    rank: usize,
+    extents: &[u64; MAX_RANK],
+    strides: &[u64; MAX_RANK],
+    dtype: DType,
+    port: Port,
+) -> Result<View, DecodeError> {
+    check_singletons(rank, extents, strides, port)?;
+    Ok(View::new(rank, *extents, *strides, dtype, port)?)
+}
+
+/// The wire's rule that an axis of extent 0 or 1 has stride 0 (host admission accepts any
+/// stride there and normalizes it).
+///
+/// # Errors
+///
+/// [`DecodeError::SingletonStride`] naming the first such axis.
+fn check_singletons(
+    rank: usize,
+    extents: &[u64; MAX_RANK],
+    strides: &[u64; MAX_RANK],
+    port: Port,
+) -> Result<(), DecodeError> {
+    for (axis, (e, s)) in extents.iter().zip(strides.iter()).enumerate().take(rank) {
+        if *e <= 1 && *s != 0 {
+            return Err(DecodeError::SingletonStride {
+                port,
+                axis: axis_u8(axis),
+                stride: *s,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A port's span field against its recomputation.
+///
+/// # Errors
+///
+/// [`DecodeError::Span`].
+pub(crate) fn check_span(port: Port, expected: u64, found: u64) -> Result<(), DecodeError> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(DecodeError::Span {
+            port,
+            expected,
+            found,
+        })
+    }
+}
+
+/// Step 7: both address slots against their spans, their alignment and each other.
+fn check_addresses(
+    p: &Prefix,
+    repr: &PrefixRepr,
+    input_align: u64,
+    output_align: u64,
+) -> Result<(u32, u32), DecodeError> {
+    let empty = repr.is_empty();
+    let slot = |port: Port, address: u64, span: u64| -> Result<u32, DecodeError> {
+        let narrow = u32::try_from(address).map_err(|_| DecodeError::Address { port, address })?;
+        if address
+            .checked_add(span)
+            .is_none_or(|end| end > ADDRESS_LIMIT)
+        {
+            return Err(DecodeError::Range {
+                port,
+                address,
+                span,
+            });
+        }
+        Ok(narrow)
+    };
+    let in_slot = p.input_address.get();
+    let out_slot = p.output_address.get();
+    let input_address = slot(Port::Input, in_slot, repr.input_span)?;
+    let output_address = slot(Port::Output, out_slot, repr.output_span)?;
+    for (port, address, align) in [
+        (Port::Input, in_slot, input_align),
+        (Port::Output, out_slot, output_align),
+    ] {
+        if address != 0 && !empty && address.checked_rem(align) != Some(0) {
+            return Err(DecodeError::Misaligned {
+                port,
+                address,
+                align,
+            });
+        }
+    }
+    if in_slot != 0 && out_slot != 0 && !empty {
+        // Both ends fit in 2^32 (checked above), so the sums cannot overflow.
+        let in_end = in_slot.saturating_add(repr.input_span);
+        let out_end = out_slot.saturating_add(repr.output_span);
+        if in_slot < out_end && out_slot < in_end {
+            return Err(DecodeError::PortsOverlap {
+                input: in_slot,
+                output: out_slot,
+            });
+        }
+    }
+    Ok((input_address, output_address))
+}
+
+const EXTENT_NAMES: [&str; MAX_RANK] = [
+    "extents[0]",
+    "extents[1]",
+    "extents[2]",
+    "extents[3]",
+    "extents[4]",
+    "extents[5]",
+];
+const INPUT_STRIDE_NAMES: [&str; MAX_RANK] = [
+    "input_strides[0]",
+    "input_strides[1]",
+    "input_strides[2]",
+    "input_strides[3]",
+    "input_strides[4]",
+    "input_strides[5]",
+];
+
+impl Prefix {
+    /// Lists the 24 prefix fields with their offsets into `out`, in wire order.
+    pub fn fields(&self, out: &mut Fields) {
+        let mut push = |offset, name, value| crate::wire::fields::push(out, offset, name, value);
+        push(field::MAGIC, "magic", FieldValue::Magic(self.magic));
+        push(
+            field::VERSION,
+            "version",
+            FieldValue::U16(self.version.get()),
+        );
+        push(
+            field::BYTE_LENGTH,
+            "byte_length",
+            FieldValue::U16(self.byte_length.get()),
+        );
+        push(field::DTYPE, "dtype", FieldValue::U32(self.dtype.get()));
+        push(field::RANK, "rank", FieldValue::U32(self.rank.get()));
+        push(field::FLAGS, "flags", FieldValue::Hex32(self.flags.get()));
+        push(
+            field::RESERVED_20,
+            "reserved_20",
+            FieldValue::Hex32(self.reserved_20.get()),
+        );
+        push(
+            field::INPUT_ADDRESS,
+            "input_address",
+            FieldValue::Hex64(self.input_address.get()),
+        );
+        push(
+            field::OUTPUT_ADDRESS,
+            "output_address",
+            FieldValue::Hex64(self.output_address.get()),
+        );
+        push(
+            field::ELEMENTS,
+            "elements",
+            FieldValue::U64(self.elements.get()),
+        );
+        push(
+            field::INPUT_SPAN,
+            "input_span",
+            FieldValue::U64(self.input_span.get()),
+        );
+        push(
+            field::OUTPUT_SPAN,
+            "output_span",
+            FieldValue::U64(self.output_span.get()),
+        );
+        crate::wire::fields::push_u64s(out, field::EXTENTS, &EXTENT_NAMES, &self.extents);
+        crate::wire::fields::push_u64s(
+            out,
+            field::INPUT_STRIDES,
+            &INPUT_STRIDE_NAMES,
+            &self.input_strides,
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! [`Error`]: one type every public error of simak converts into, carrying its stable
+//! numeric code (`docs/errors.md`) and the original error, so that a caller's `?` chain needs
+//! no `Box<dyn Error>`. The per-stage types stay for precise matching
+//! ([`Error::source_error`]).
+//!
+//! Code ranges: 1–255 descriptor rules (a host rule with a descriptor twin takes the twin's
+//! number), 0x100–0x1ff firmware status, 0x200 admission, 0x300 EV74 representability and
+//! bind, 0x400 A65 execute and untile, 0x500 Runtime, transport and simulator memory, 0x600
+//! the language bindings ([`BINDING_INVALID_ENUM`], [`BINDING_INTERNAL`]).
+//!
+//! ```
+//! use simak::ops::quant::{check_inference, Params, Request};
+//! use simak::{a65, DType, TensorSpec};
+//!
+//! fn run() -> Result<Vec<u8>, simak::Error> {
+//!     let plan = check_inference(&Request {
+//!         input: TensorSpec::contiguous([2], DType::F32),
+//!         output: TensorSpec::contiguous([2], DType::I8),
+//!         params: Params::new(-1.0), // not > 0
+//!     })?;
+//!     let mut out = vec![0u8; 2];
+//!     a65::quant::execute(&a65::quant::prepare(&plan), &[0u8; 8], &mut out)?;
+//!     Ok(out)
+//! }
+//! let e = run().unwrap_err();
+//! assert_eq!(e.code(), 14); // the descriptor twin: MultiplierNotPositive
+//! assert_eq!(e.to_string(), "multiplier 0xbf800000 is not > 0");
+//! ```
+
+use std::fmt;
+
+pub use simak_core::error::{AdmissionError, Port};
+use simak_core::ev74::{BindError, RepresentError};
+use simak_core::layout::UntileError;
+use simak_core::wire::DecodeError;
+use simak_ev74_fw::FwError;
+
+use crate::a65::ExecuteError;
+use crate::ev74::SimError;
+use crate::ev74::runtime::{RuntimeError, TransportError};
+use crate::ev74::sim::MemoryError;
+
+/// Code of a binding-layer error: an enum value (dtype, rounding mode, channel mode) outside
+/// its set, given as an integer or string through a language binding.
+pub const BINDING_INVALID_ENUM: u32 = 0x601;
+/// Code of a binding-layer error: a panic caught at the binding boundary (a simak bug).
+pub const BINDING_INTERNAL: u32 = 0x602;
+
+/// The original error behind an [`Error`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ErrorSource {
+    /// Request admission (`check_inference`).
+    Admission(AdmissionError),
+    /// EV74 representability.
+    Represent(RepresentError),
+    /// EV74 binding.
+    Bind(BindError),
+    /// Descriptor decoding.
+    Decode(DecodeError),
+    /// The firmware's status.
+    Firmware(FwError),
+    /// A65 execution.
+    Execute(ExecuteError),
+    /// Reading a tiled buffer back.
+    Untile(UntileError),
+    /// The Runtime.
+    Runtime(RuntimeError),
+    /// A transport.
+    Transport(TransportError),
+    /// The simulator's memory.
+    Memory(MemoryError),
+    /// A one-call simulated run.
+    Sim(SimError),
+}
+
+/// Any simak error: its stable code and the original error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    code: u32,
+    source: ErrorSource,
+}
+
+impl Error {
+    /// The stable numeric code (`docs/errors.md`).
+    pub const fn code(&self) -> u32 {
+        self.code
+    }
+
+    /// The original error, for precise matching.
+    pub const fn source_error(&self) -> &ErrorSource {
+        &self.source
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.source {
+            ErrorSource::Admission(e) => e.fmt(f),
+            ErrorSource::Represent(e) => e.fmt(f),
+            ErrorSource::Bind(e) => e.fmt(f),
+            ErrorSource::Decode(e) => e.fmt(f),
+            ErrorSource::Firmware(e) => e.fmt(f),
+            ErrorSource::Execute(e) => e.fmt(f),
+            ErrorSource::Untile(e) => e.fmt(f),
+            ErrorSource::Runtime(e) => e.fmt(f),
+            ErrorSource::Transport(e) => e.fmt(f),
+            ErrorSource::Memory(e) => e.fmt(f),
+            ErrorSource::Sim(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(match &self.source {
+            ErrorSource::Admission(e) => e,
+            ErrorSource::Represent(e) => e,
+            ErrorSource::Bind(e) => e,
+            ErrorSource::Decode(e) => e,
+            ErrorSource::Firmware(e) => e,
+            ErrorSource::Execute(e) => e,
+            ErrorSource::Untile(e) => e,
+            ErrorSource::Runtime(e) => e,
+            ErrorSource::Transport(e) => e,
+            ErrorSource::Memory(e) => e,
+            ErrorSource::Sim(e) => e,
+        })
+    }
+}
+
+/// `From` for each stage's error: the code is the error's own `code()`.
+macro_rules! from_stage {
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        $(
+            impl From<$ty> for Error {
+                fn from(e: $ty) -> Error {
+                    Error {
+                        code: e.code(),
+                        source: ErrorSource::$variant(e),
+                    }
+                }
+            }
+        )*
+    };
+}
+
+from_stage!(
+    Admission(AdmissionError),
+    Represent(RepresentError),
+    Bind(BindError),
+    Decode(DecodeError),
+    Firmware(FwError),
+    Execute(ExecuteError),
+    Untile(UntileError),
+    Runtime(RuntimeError),
+    Transport(TransportError),
+    Memory(MemoryError),
+    Sim(SimError),
+);
