@@ -2,8 +2,8 @@
 //! `execute` (or the simulated EV74: `ev74::quant::run_sim`), plus the statistics the
 //! summary reports.
 //!
-//! The rank is a const generic in the library (`TensorSpec<R>`, R ≤ 6); files carry it at
-//! run time, so [`plan`] dispatches with a `match` over 0..=6 to one generic function.
+//! Files carry the rank at run time: requests go through the library's run-time-rank
+//! constructors (`check_inference_dyn` over `DynSpec`s).
 
 use std::borrow::Cow;
 use std::time::Instant;
@@ -11,18 +11,12 @@ use std::time::Instant;
 use simak::a65::ExecuteError;
 use simak::a65::quant::{execute, prepare};
 use simak::ev74;
-use simak::ops::quant::{Params, Plan, Request, check_inference};
-use simak::{AdmissionError, DType, MAX_RANK, TensorSpec};
+use simak::ops::quant::{DynRequest, Params, Plan, check_inference_dyn};
+use simak::{AdmissionError, DType, DynSpec, MAX_RANK};
 
 /// Why a tensor could not be quantized.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineError {
-    /// The rank is above what the library admits.
-    #[error("rank {rank} is above the supported maximum {MAX_RANK}")]
-    Rank {
-        /// Rank found.
-        rank: usize,
-    },
     /// The library refused the request (bad input: strides, shape, parameters).
     #[error("{0}")]
     Admission(#[from] AdmissionError),
@@ -107,59 +101,32 @@ impl Quantized {
     }
 }
 
-/// Checks a Quant request for `tensor` with `params`, choosing the rank at run time.
+/// Checks a Quant request for `tensor` with `params` (any rank at run time).
 ///
 /// # Errors
 ///
-/// [`EngineError::Rank`] above rank 6; [`EngineError::Admission`] for anything the library
-/// refuses.
+/// [`EngineError::Admission`] for anything the library refuses (rank above 6 included).
 pub fn plan(tensor: &Tensor<'_>, params: Params) -> Result<Plan, EngineError> {
-    match tensor.shape.len() {
-        0 => plan_rank::<0>(tensor, params),
-        1 => plan_rank::<1>(tensor, params),
-        2 => plan_rank::<2>(tensor, params),
-        3 => plan_rank::<3>(tensor, params),
-        4 => plan_rank::<4>(tensor, params),
-        5 => plan_rank::<5>(tensor, params),
-        6 => plan_rank::<6>(tensor, params),
-        rank => Err(EngineError::Rank { rank }),
-    }
-}
-
-/// The library's input spec of `tensor` at rank `R` (contiguous or strided in bytes).
-///
-/// # Errors
-///
-/// [`EngineError::Rank`] when the shape or strides do not have `R` entries.
-pub fn input_spec<const R: usize>(tensor: &Tensor<'_>) -> Result<TensorSpec<R>, EngineError> {
-    let rank = tensor.shape.len();
-    let array = |values: &[u64]| -> Result<[u64; R], EngineError> {
-        <[u64; R]>::try_from(values).map_err(|_| EngineError::Rank { rank })
-    };
-    let extents = array(tensor.shape)?;
-    Ok(match tensor.strides {
-        Some(s) => TensorSpec::strided(extents, array(s)?, tensor.dtype),
-        None => TensorSpec::contiguous(extents, tensor.dtype),
-    })
-}
-
-fn plan_rank<const R: usize>(tensor: &Tensor<'_>, params: Params) -> Result<Plan, EngineError> {
-    let rank = tensor.shape.len();
-    let input = input_spec::<R>(tensor)?;
-    let extents = *input.extents();
-    let output = match tensor.out_strides {
-        Some(s) => TensorSpec::strided(
-            extents,
-            <[u64; R]>::try_from(s).map_err(|_| EngineError::Rank { rank })?,
-            DType::I8,
-        ),
-        None => TensorSpec::contiguous(extents, DType::I8),
-    };
-    Ok(check_inference(&Request {
-        input,
-        output,
+    Ok(check_inference_dyn(&DynRequest {
+        input: tensor.input(),
+        output: DynSpec {
+            extents: tensor.shape,
+            strides: tensor.out_strides,
+            dtype: DType::I8,
+        },
         params,
     })?)
+}
+
+impl<'a> Tensor<'a> {
+    /// The input port as the library's spec of run-time rank.
+    pub fn input(&self) -> DynSpec<'a> {
+        DynSpec {
+            extents: self.shape,
+            strides: self.strides,
+            dtype: self.dtype,
+        }
+    }
 }
 
 /// Quantizes `tensor` on `backend`: plans, prepares, times `execute` (A65) or the simulated
@@ -647,7 +614,11 @@ mod test {
                 Params::new(1.0)
             )
             .unwrap_err(),
-            EngineError::Rank { rank: 7 }
+            EngineError::Admission(AdmissionError::Rank {
+                rank: 7,
+                min: 0,
+                max: 6
+            })
         );
     }
 

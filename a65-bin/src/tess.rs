@@ -17,11 +17,12 @@ use anyhow::anyhow;
 use serde::{Deserialize, Serialize};
 use simak::DType;
 use simak::layout::{MlaTiled, TiledView};
+use simak::ops::casttess::TiledSpec;
 use simak::ops::quant::{Params, Rounding};
 use simak::ops::{casttess, quanttess};
 use simak::{a65, ev74};
 
-use crate::engine::{self, AlignedBuf, EngineError, Piece, Tensor, input_spec};
+use crate::engine::{self, AlignedBuf, EngineError, Piece, Tensor};
 use crate::error::{CliError, bad_file, bad_tensor};
 use crate::output::{Format, Target, commit_all, same_file};
 use crate::params::{Calibration, absmax_multiplier, exact_decimal};
@@ -589,46 +590,21 @@ struct TessResult {
     route: String,
 }
 
-macro_rules! by_rank {
-    ($tensor:expr, $f:ident, $($arg:expr),*) => {
-        match $tensor.shape.len() {
-            0 => $f::<0>($tensor, $($arg),*),
-            1 => $f::<1>($tensor, $($arg),*),
-            2 => $f::<2>($tensor, $($arg),*),
-            3 => $f::<3>($tensor, $($arg),*),
-            4 => $f::<4>($tensor, $($arg),*),
-            5 => $f::<5>($tensor, $($arg),*),
-            6 => $f::<6>($tensor, $($arg),*),
-            rank => Err(EngineError::Rank { rank }),
-        }
-    };
-}
-
-fn cast_rank<const R: usize>(
-    tensor: &Tensor<'_>,
-    layout: MlaTiled,
-) -> Result<casttess::Plan, EngineError> {
-    Ok(casttess::check_inference(&casttess::Request {
-        input: input_spec::<R>(tensor)?,
+/// The tiled output spec of `tensor` with `layout` and dtype `dtype`.
+fn tiled<'a>(tensor: &Tensor<'a>, layout: MlaTiled, dtype: DType) -> TiledSpec<'a> {
+    TiledSpec {
+        extents: tensor.shape,
+        dtype,
         layout,
-    })?)
-}
-
-fn quant_rank<const R: usize>(
-    tensor: &Tensor<'_>,
-    layout: MlaTiled,
-    params: Params,
-) -> Result<quanttess::Plan, EngineError> {
-    Ok(quanttess::check_inference(&quanttess::Request {
-        input: input_spec::<R>(tensor)?,
-        layout,
-        params,
-    })?)
+    }
 }
 
 /// Checks a CastTess request for `tensor` (any rank at run time).
 pub fn cast_plan(tensor: &Tensor<'_>, layout: MlaTiled) -> Result<casttess::Plan, EngineError> {
-    by_rank!(tensor, cast_rank, layout)
+    Ok(casttess::check_inference_dyn(&casttess::DynRequest {
+        input: tensor.input(),
+        output: tiled(tensor, layout, casttess::OUTPUT_DTYPE),
+    })?)
 }
 
 /// Checks a QuantTess request for `tensor` (any rank at run time).
@@ -637,7 +613,11 @@ fn quant_plan(
     layout: MlaTiled,
     params: Params,
 ) -> Result<quanttess::Plan, EngineError> {
-    by_rank!(tensor, quant_rank, layout, params)
+    Ok(quanttess::check_inference_dyn(&quanttess::DynRequest {
+        input: tensor.input(),
+        output: tiled(tensor, layout, quanttess::OUTPUT_DTYPE),
+        params,
+    })?)
 }
 
 /// A zeroed 16-byte-aligned buffer of the layout's capacity, its pages faulted in.

@@ -38,4 +38,4 @@ pub mod wire;
 
 pub use dtype::DType;
 pub use error::{AdmissionError, Port};
-pub use tensor::{Layout, MAX_RANK, TensorSpec, View};
+pub use tensor::{DynSpec, Layout, MAX_RANK, TensorSpec, View};

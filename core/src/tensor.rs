@@ -85,6 +85,18 @@ impl<const R: usize> TensorSpec<R> {
         R
     }
 
+    /// This spec with its rank known at run time ([`DynSpec`]).
+    pub fn as_dyn(&self) -> DynSpec<'_> {
+        DynSpec {
+            extents: &self.extents,
+            strides: match &self.layout {
+                Layout::Contiguous => None,
+                Layout::Strided(s) => Some(s),
+            },
+            dtype: self.dtype,
+        }
+    }
+
     /// Admits this spec on `port` into a normalized [`View`] (SPEC §2).
     ///
     /// # Errors
@@ -92,19 +104,89 @@ impl<const R: usize> TensorSpec<R> {
     /// [`AdmissionError::StrideNotMultiple`], [`AdmissionError::ZeroStride`],
     /// [`AdmissionError::SpanOverflow`] and [`AdmissionError::Overlap`], each naming `port`.
     pub fn admit(&self, port: Port) -> Result<View, AdmissionError> {
+        self.as_dyn().admit(port)
+    }
+}
+
+/// A tensor port whose rank is known only at run time (a file's header, a NumPy array, a C
+/// struct): logical extents in elements, optional byte strides (one per axis; `None` for
+/// row-major contiguous) and the dtype. Admission is [`View::new`]'s, as for the
+/// const-generic [`TensorSpec`], which is the primary typed API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DynSpec<'a> {
+    /// Logical extents in elements; the rank is their number (0 to 6).
+    pub extents: &'a [u64],
+    /// Byte strides, one per axis; `None`: row-major contiguous.
+    pub strides: Option<&'a [u64]>,
+    /// Element type.
+    pub dtype: DType,
+}
+
+impl<'a> DynSpec<'a> {
+    /// A row-major contiguous spec of `extents` in elements.
+    pub const fn contiguous(extents: &'a [u64], dtype: DType) -> DynSpec<'a> {
+        DynSpec {
+            extents,
+            strides: None,
+            dtype,
+        }
+    }
+
+    /// A strided spec: `extents` in elements, `strides` in **bytes** per axis.
+    pub const fn strided(extents: &'a [u64], strides: &'a [u64], dtype: DType) -> DynSpec<'a> {
+        DynSpec {
+            extents,
+            strides: Some(strides),
+            dtype,
+        }
+    }
+
+    /// The rank: the number of extents.
+    pub const fn rank(&self) -> usize {
+        self.extents.len()
+    }
+
+    /// Admits this spec on `port` into a normalized [`View`] (SPEC §2).
+    ///
+    /// # Errors
+    ///
+    /// [`AdmissionError::Rank`] above rank 6; [`AdmissionError::StridesRank`] when the
+    /// strides are not one per axis; then as [`TensorSpec::admit`].
+    pub fn admit(&self, port: Port) -> Result<View, AdmissionError> {
+        let rank = self.extents.len();
+        if rank > MAX_RANK {
+            return Err(AdmissionError::Rank {
+                rank,
+                min: 0,
+                max: MAX_RANK,
+            });
+        }
         let mut extents = [0u64; MAX_RANK];
         let mut strides = [0u64; MAX_RANK];
-        let elem = self.dtype.size_u64();
-        match self.layout {
-            Layout::Contiguous => {
+        for (slot, &e) in extents.iter_mut().zip(self.extents) {
+            *slot = e;
+        }
+        match self.strides {
+            Some(given) if given.len() != rank => {
+                return Err(AdmissionError::StridesRank {
+                    port,
+                    extents: rank,
+                    strides: given.len(),
+                });
+            }
+            Some(given) => {
+                for (slot, &s) in strides.iter_mut().zip(given) {
+                    *slot = s;
+                }
+            }
+            None => {
                 // Packed strides, with zero extents counted as 1 so that an empty tensor
                 // still gets positive strides on its axes of extent > 1. A packed stride
                 // never exceeds the span of a nonempty tensor (telescoping sum), so its
                 // overflow is a span overflow.
-                let mut stride = Some(elem);
-                for axis in (0..R).rev() {
-                    let extent = *self.extents.get(axis).unwrap_or(&0);
-                    set(&mut extents, axis, extent);
+                let mut stride = Some(self.dtype.size_u64());
+                for axis in (0..rank).rev() {
+                    let extent = *extents.get(axis).unwrap_or(&0);
                     let value = match stride {
                         _ if extent <= 1 => 0,
                         Some(s) => s,
@@ -114,14 +196,8 @@ impl<const R: usize> TensorSpec<R> {
                     stride = stride.and_then(|s| s.checked_mul(extent.max(1)));
                 }
             }
-            Layout::Strided(given) => {
-                for axis in 0..R {
-                    set(&mut extents, axis, *self.extents.get(axis).unwrap_or(&0));
-                    set(&mut strides, axis, *given.get(axis).unwrap_or(&0));
-                }
-            }
         }
-        View::new(R, extents, strides, self.dtype, port)
+        View::new(rank, extents, strides, self.dtype, port)
     }
 }
 

@@ -58,5 +58,5 @@ pub mod ev74;
 
 pub use error::Error;
 
-pub use simak_core::{AdmissionError, DType, Layout, MAX_RANK, Port, TensorSpec, View};
+pub use simak_core::{AdmissionError, DType, DynSpec, Layout, MAX_RANK, Port, TensorSpec, View};
 pub use simak_core::{arith, dtype, layout, ops, state, tensor};

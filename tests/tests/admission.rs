@@ -664,3 +664,248 @@ fn execute_checks_the_input_port_first() {
     );
     assert_eq!(out, [0xa5; 3]);
 }
+
+// ---------------------------------------------------------------------------------------
+// Requests of run-time rank (`check_inference_dyn`) against the const-generic ones
+
+/// Random extents (some 0 or 1) and strides (packed, padded, permuted, or broken) of rank
+/// `R`, for one dtype.
+fn random_port<const R: usize>(
+    rng: &mut simak_tests::rng::Rng,
+    extents: [u64; R],
+    elem: u64,
+) -> TensorSpec<R> {
+    let dtype = match elem {
+        4 => DType::F32,
+        2 => DType::BF16,
+        _ => DType::I8,
+    };
+    match rng.below(4) {
+        0 => TensorSpec::contiguous(extents, dtype),
+        1 => {
+            // Row-major with padding, or a random (possibly overlapping) stride set.
+            let mut strides = [0u64; R];
+            let mut s = elem;
+            for axis in (0..R).rev() {
+                strides[axis] = s;
+                s *= extents[axis].max(1) + rng.below(2);
+            }
+            TensorSpec::strided(extents, strides, dtype)
+        }
+        2 => {
+            let mut strides = [0u64; R];
+            for st in strides.iter_mut() {
+                *st = elem * rng.below(64);
+            }
+            TensorSpec::strided(extents, strides, dtype)
+        }
+        _ => {
+            let mut strides = [0u64; R];
+            for st in strides.iter_mut() {
+                *st = rng.below(200);
+            }
+            TensorSpec::strided(extents, strides, dtype)
+        }
+    }
+}
+
+fn dyn_of<const R: usize>(spec: &TensorSpec<R>) -> simak::DynSpec<'_> {
+    let strides = match spec.layout() {
+        simak::Layout::Contiguous => None,
+        simak::Layout::Strided(s) => Some(&s[..]),
+    };
+    simak::DynSpec {
+        extents: spec.extents(),
+        strides,
+        dtype: spec.dtype(),
+    }
+}
+
+fn same_plans_at_rank<const R: usize>(rng: &mut simak_tests::rng::Rng) {
+    use simak::layout::{Channels, MlaTiled};
+    use simak::ops::casttess::TiledSpec;
+    use simak::ops::{casttess, quant, quanttess};
+    for _ in 0..200 {
+        let mut extents = [0u64; R];
+        for e in extents.iter_mut() {
+            *e = rng.below(6);
+        }
+        let element = [4, 2][rng.below(2) as usize];
+        let input = random_port(rng, extents, element);
+        let output = random_port(rng, extents, 1);
+        let multiplier = [0.5f32, 3.0, -1.0][rng.below(3) as usize];
+        let params = Params::new(multiplier);
+        let fixed = check_inference(&Request {
+            input,
+            output,
+            params,
+        });
+        let dynamic = quant::check_inference_dyn(&quant::DynRequest {
+            input: dyn_of(&input),
+            output: dyn_of(&output),
+            params,
+        });
+        assert_eq!(fixed, dynamic, "quant rank {R}: {input:?} {output:?}");
+        if R == 0 {
+            continue;
+        }
+        let mut axes = [None; 4];
+        for (slot, axis) in [3usize, 2, 1, 0].into_iter().zip(0..R.min(4)) {
+            axes[slot] = Some((R - 1 - axis) as u8);
+        }
+        let mut tile = [1u32; 4];
+        for (slot, t) in tile.iter_mut().enumerate() {
+            if let Some(a) = axes[slot] {
+                *t = 1 + rng.below(extents[a as usize].max(1)) as u32;
+            }
+        }
+        let channels = [Channels::Compact, Channels::PadTo16][rng.below(2) as usize];
+        let layout = MlaTiled::new(axes, tile, channels);
+        let output = TiledSpec {
+            extents: &extents,
+            dtype: DType::BF16,
+            layout,
+        };
+        assert_eq!(
+            casttess::check_inference(&casttess::Request { input, layout }),
+            casttess::check_inference_dyn(&casttess::DynRequest {
+                input: dyn_of(&input),
+                output,
+            }),
+            "casttess rank {R}"
+        );
+        assert_eq!(
+            quanttess::check_inference(&quanttess::Request {
+                input,
+                layout,
+                params
+            }),
+            quanttess::check_inference_dyn(&quanttess::DynRequest {
+                input: dyn_of(&input),
+                output: TiledSpec {
+                    dtype: DType::I8,
+                    ..output
+                },
+                params,
+            }),
+            "quanttess rank {R}"
+        );
+    }
+}
+
+#[test]
+fn runtime_rank_requests_give_the_const_generic_plans() {
+    let mut rng = simak_tests::rng::Rng::new(0x5eed_0011);
+    same_plans_at_rank::<0>(&mut rng);
+    same_plans_at_rank::<1>(&mut rng);
+    same_plans_at_rank::<2>(&mut rng);
+    same_plans_at_rank::<3>(&mut rng);
+    same_plans_at_rank::<4>(&mut rng);
+    same_plans_at_rank::<5>(&mut rng);
+    same_plans_at_rank::<6>(&mut rng);
+}
+
+#[test]
+fn runtime_rank_requests_check_their_own_rules() {
+    use simak::layout::{Channels, MlaTiled};
+    use simak::ops::casttess::TiledSpec;
+    use simak::ops::{casttess, quant, quanttess};
+    let seven = [1u64; 7];
+    let rank7 = quant::check_inference_dyn(&quant::DynRequest {
+        input: simak::DynSpec::contiguous(&seven, DType::F32),
+        output: simak::DynSpec::contiguous(&seven, DType::I8),
+        params: Params::new(1.0),
+    });
+    assert_eq!(
+        rank7,
+        Err(AdmissionError::Rank {
+            rank: 7,
+            min: 0,
+            max: 6
+        })
+    );
+    let extents = [2u64, 3];
+    assert_eq!(
+        quant::check_inference_dyn(&quant::DynRequest {
+            input: simak::DynSpec::strided(&extents, &[12], DType::F32),
+            output: simak::DynSpec::contiguous(&extents, DType::I8),
+            params: Params::new(1.0),
+        }),
+        Err(AdmissionError::StridesRank {
+            port: Port::Input,
+            extents: 2,
+            strides: 1
+        })
+    );
+    assert_eq!(
+        quant::check_inference_dyn(&quant::DynRequest {
+            input: simak::DynSpec::contiguous(&extents, DType::F32),
+            output: simak::DynSpec::contiguous(&extents[..1], DType::I8),
+            params: Params::new(1.0),
+        }),
+        Err(AdmissionError::ShapeMismatch {
+            axis: 1,
+            input: 3,
+            output: 0
+        })
+    );
+    let layout = MlaTiled::new(
+        [None, None, Some(0), Some(1)],
+        [1, 1, 2, 3],
+        Channels::Compact,
+    );
+    let input = simak::DynSpec::contiguous(&extents, DType::F32);
+    let cast = |dtype, out: &[u64]| {
+        casttess::check_inference_dyn(&casttess::DynRequest {
+            input,
+            output: TiledSpec {
+                extents: out,
+                dtype,
+                layout,
+            },
+        })
+    };
+    assert!(cast(DType::BF16, &extents).is_ok());
+    assert_eq!(
+        cast(DType::I8, &extents),
+        Err(AdmissionError::DType {
+            port: Port::Output,
+            found: DType::I8
+        })
+    );
+    assert_eq!(
+        cast(DType::BF16, &[2, 4]),
+        Err(AdmissionError::ShapeMismatch {
+            axis: 1,
+            input: 3,
+            output: 4
+        })
+    );
+    assert_eq!(
+        quanttess::check_inference_dyn(&quanttess::DynRequest {
+            input,
+            output: TiledSpec {
+                extents: &extents,
+                dtype: DType::BF16,
+                layout,
+            },
+            params: Params::new(1.0),
+        }),
+        Err(AdmissionError::DType {
+            port: Port::Output,
+            found: DType::BF16
+        })
+    );
+    // The one-call A65 convenience: admission and preparation together.
+    let prepared = a65::quant::check_inference(&req(f32s([4]), i8s([4]))).unwrap();
+    let mut out = [0u8; 4];
+    a65::quant::execute(&prepared, &encode(DType::F32, &[0x3f80_0000; 4]), &mut out).unwrap();
+    assert_eq!(out, [1; 4]);
+    assert_eq!(
+        a65::quant::check_inference(&req(f32s([4]), f32s([4]))).unwrap_err(),
+        AdmissionError::DType {
+            port: Port::Output,
+            found: DType::F32
+        }
+    );
+}

@@ -38,7 +38,7 @@
 use crate::dtype::DType;
 use crate::error::{AdmissionError, Port};
 use crate::layout::{MlaTiled, TiledView};
-use crate::tensor::{MAX_RANK, TensorSpec, View};
+use crate::tensor::{DynSpec, MAX_RANK, TensorSpec, View};
 
 /// The output dtype of CastTess.
 pub const OUTPUT_DTYPE: DType = DType::BF16;
@@ -97,32 +97,85 @@ impl Plan {
 /// - the layout errors of [`TensorSpec::admit`] on the input;
 /// - the layout errors of [`MlaTiled::admit`] on the output.
 pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
-    let (input, output) = admit_ports(&request.input, &request.layout, 2)?;
+    check_inference_dyn(&DynRequest {
+        input: request.input.as_dyn(),
+        output: TiledSpec {
+            extents: request.input.extents(),
+            dtype: OUTPUT_DTYPE,
+            layout: request.layout,
+        },
+    })
+}
+
+/// The tiled output port of a request whose rank is known only at run time: its logical
+/// extents (the input's), its dtype (BF16 for CastTess, I8 for QuantTess) and layout, as
+/// the seeds' requests name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TiledSpec<'a> {
+    /// Logical extents in elements (the input's).
+    pub extents: &'a [u64],
+    /// Output dtype.
+    pub dtype: DType,
+    /// The `MlaTiled` layout.
+    pub layout: MlaTiled,
+}
+
+/// An unchecked CastTess request whose rank is known only at run time, for file readers
+/// and language bindings. Admission is the same as for [`Request`] (which goes through
+/// it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DynRequest<'a> {
+    /// Input port: `F32`, `FP16` or `BF16`, contiguous or strided (strides in bytes).
+    pub input: DynSpec<'a>,
+    /// Output port: `BF16` in the `MlaTiled` layout.
+    pub output: TiledSpec<'a>,
+}
+
+/// Admits a CastTess request of run-time rank: as [`check_inference`], plus the output
+/// spec's own rules.
+///
+/// # Errors
+///
+/// As [`check_inference`]; [`AdmissionError::DType`] on the output port for a dtype other
+/// than BF16; [`AdmissionError::ShapeMismatch`] when the output extents are not the
+/// input's; [`AdmissionError::StridesRank`].
+pub fn check_inference_dyn(request: &DynRequest<'_>) -> Result<Plan, AdmissionError> {
+    let (input, output) = admit_ports(&request.input, &request.output, OUTPUT_DTYPE)?;
     Ok(Plan { input, output })
 }
 
-/// Shared admission of CastTess and QuantTess: rank 1..=6, a float input, the input view
-/// and the tiled output with `planes` byte planes.
-pub(crate) fn admit_ports<const R: usize>(
-    input: &TensorSpec<R>,
-    layout: &MlaTiled,
-    planes: u8,
+/// Admits the ports of a tiled request (CastTess or QuantTess, whose output dtype is
+/// `output_dtype`): rank 1..=6, a float input, the output dtype and extents, the input
+/// view, the layout over the input's extents.
+pub(crate) fn admit_ports(
+    input: &DynSpec<'_>,
+    output: &TiledSpec<'_>,
+    output_dtype: DType,
 ) -> Result<(View, TiledView), AdmissionError> {
-    if R == 0 || R > MAX_RANK {
+    let rank = input.rank();
+    if rank == 0 || rank > MAX_RANK {
         return Err(AdmissionError::Rank {
-            rank: R,
+            rank,
             min: 1,
             max: MAX_RANK,
         });
     }
-    if !input.dtype().is_float() {
+    if !input.dtype.is_float() {
         return Err(AdmissionError::DType {
             port: Port::Input,
-            found: input.dtype(),
+            found: input.dtype,
         });
     }
+    if output.dtype != output_dtype {
+        return Err(AdmissionError::DType {
+            port: Port::Output,
+            found: output.dtype,
+        });
+    }
+    crate::ops::quant::check_same_shape(input.extents, output.extents)?;
     let view = input.admit(Port::Input)?;
-    let tiled = layout.admit(input.extents(), planes)?;
+    let planes = if output_dtype == DType::BF16 { 2 } else { 1 };
+    let tiled = output.layout.admit(input.extents, planes)?;
     Ok((view, tiled))
 }
 

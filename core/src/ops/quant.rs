@@ -16,7 +16,7 @@
 
 use crate::dtype::DType;
 use crate::error::{AdmissionError, Port};
-use crate::tensor::{TensorSpec, View};
+use crate::tensor::{DynSpec, TensorSpec, View};
 
 pub use crate::arith::quant::{Kernels, Multiplier, Rounding};
 
@@ -215,34 +215,48 @@ impl Plan {
 /// - [`AdmissionError::MultiplierNotFinite`], [`AdmissionError::MultiplierNotPositive`],
 ///   [`AdmissionError::ZeroPointOutOfRange`].
 pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
-    let input_dtype = request.input.dtype();
+    check_inference_dyn(&DynRequest {
+        input: request.input.as_dyn(),
+        output: request.output.as_dyn(),
+        params: request.params,
+    })
+}
+
+/// An unchecked Quant request whose rank is known only at run time (extents and strides
+/// as slices): for callers such as file readers and language bindings. Admission is the
+/// same as for [`Request`] (which goes through it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DynRequest<'a> {
+    /// Input port: `F32`, `BF16` or `F16`, contiguous or strided (strides in bytes).
+    pub input: DynSpec<'a>,
+    /// Output port: `I8`, contiguous or strided, same logical shape as the input.
+    pub output: DynSpec<'a>,
+    /// Parameters.
+    pub params: Params,
+}
+
+/// Admits a Quant request of run-time rank (SPEC §2, §3): as [`check_inference`].
+///
+/// # Errors
+///
+/// As [`check_inference`]; also [`AdmissionError::Rank`] above rank 6,
+/// [`AdmissionError::ShapeMismatch`] when the ports' ranks differ (at the first axis one
+/// of them lacks, whose extent there counts as 0) and [`AdmissionError::StridesRank`].
+pub fn check_inference_dyn(request: &DynRequest<'_>) -> Result<Plan, AdmissionError> {
+    let input_dtype = request.input.dtype;
     if !input_dtype.is_float() {
         return Err(AdmissionError::DType {
             port: Port::Input,
             found: input_dtype,
         });
     }
-    if request.output.dtype() != DType::I8 {
+    if request.output.dtype != DType::I8 {
         return Err(AdmissionError::DType {
             port: Port::Output,
-            found: request.output.dtype(),
+            found: request.output.dtype,
         });
     }
-    for (axis, (&a, &b)) in request
-        .input
-        .extents()
-        .iter()
-        .zip(request.output.extents().iter())
-        .enumerate()
-    {
-        if a != b {
-            return Err(AdmissionError::ShapeMismatch {
-                axis,
-                input: a,
-                output: b,
-            });
-        }
-    }
+    check_same_shape(request.input.extents, request.output.extents)?;
     let quant = request.params.check()?;
     let input = request.input.admit(Port::Input)?;
     let output = request.output.admit(Port::Output)?;
@@ -251,6 +265,29 @@ pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, Adm
         output,
         quant,
     })
+}
+
+/// Input and output logical extents are equal (also in number).
+///
+/// # Errors
+///
+/// [`AdmissionError::ShapeMismatch`] at the first differing axis (an axis one port lacks
+/// has extent 0 there).
+pub(crate) fn check_same_shape(input: &[u64], output: &[u64]) -> Result<(), AdmissionError> {
+    for axis in 0..input.len().max(output.len()) {
+        let (a, b) = (
+            input.get(axis).copied().unwrap_or(0),
+            output.get(axis).copied().unwrap_or(0),
+        );
+        if a != b || input.len() != output.len() && axis >= input.len().min(output.len()) {
+            return Err(AdmissionError::ShapeMismatch {
+                axis,
+                input: a,
+                output: b,
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

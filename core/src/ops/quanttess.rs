@@ -23,9 +23,9 @@ use crate::arith::quant::{Kernels, Multiplier, Rounding};
 use crate::dtype::DType;
 use crate::error::AdmissionError;
 use crate::layout::{MlaTiled, TiledView};
-use crate::ops::casttess::admit_ports;
+use crate::ops::casttess::{TiledSpec, admit_ports};
 use crate::ops::quant::{CheckedParams, Params};
-use crate::tensor::{TensorSpec, View};
+use crate::tensor::{DynSpec, TensorSpec, View};
 
 /// The output dtype of QuantTess.
 pub const OUTPUT_DTYPE: DType = DType::I8;
@@ -120,7 +120,40 @@ impl Plan {
 /// - the layout errors of [`TensorSpec::admit`] on the input;
 /// - the layout errors of [`MlaTiled::admit`] on the output.
 pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
-    let (input, output) = admit_ports(&request.input, &request.layout, 1)?;
+    check_inference_dyn(&DynRequest {
+        input: request.input.as_dyn(),
+        output: TiledSpec {
+            extents: request.input.extents(),
+            dtype: OUTPUT_DTYPE,
+            layout: request.layout,
+        },
+        params: request.params,
+    })
+}
+
+/// An unchecked QuantTess request whose rank is known only at run time, for file readers
+/// and language bindings. Admission is the same as for [`Request`] (which goes through
+/// it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DynRequest<'a> {
+    /// Input port: `F32`, `BF16` or `F16`, contiguous or strided (strides in bytes).
+    pub input: DynSpec<'a>,
+    /// Output port: `I8` in the `MlaTiled` layout.
+    pub output: TiledSpec<'a>,
+    /// Quant parameters (SPEC §3).
+    pub params: Params,
+}
+
+/// Admits a QuantTess request of run-time rank: as [`check_inference`], plus the output
+/// spec's own rules.
+///
+/// # Errors
+///
+/// As [`check_inference`]; [`AdmissionError::DType`] on the output port for a dtype other
+/// than I8; [`AdmissionError::ShapeMismatch`] when the output extents are not the input's;
+/// [`AdmissionError::StridesRank`].
+pub fn check_inference_dyn(request: &DynRequest<'_>) -> Result<Plan, AdmissionError> {
+    let (input, output) = admit_ports(&request.input, &request.output, OUTPUT_DTYPE)?;
     let quant = request.params.check()?;
     Ok(Plan {
         input,

@@ -52,6 +52,8 @@ pub struct Prepared {
     geometry: Geometry,
 }
 
+one_call!(casttess);
+
 /// Prepares `plan` with the fastest kernel level this CPU offers (the scalar kernels when
 /// built with the `scalar-only` feature, see [`TessLevel::AUTO`]). Reads no tensor data
 /// and allocates nothing.

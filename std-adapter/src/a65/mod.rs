@@ -5,6 +5,39 @@
 //! alignment, address overflow, overlap) before any write, then runs synchronously with no
 //! heap allocation.
 
+/// The seeds' one-call convenience for `a65::<op>`: `check_inference` (admission and
+/// preparation together) for a const-generic request and `check_inference_dyn` for one of
+/// run-time rank, each `prepare(&ops::<op>::check_inference…(request)?)`.
+macro_rules! one_call {
+    ($op:ident) => {
+        /// Admission and preparation in one call:
+        #[doc = concat!("`prepare(&simak::ops::", stringify!($op), "::check_inference(request)?)`.")]
+        ///
+        /// # Errors
+        ///
+        /// The admission error.
+        pub fn check_inference<const R: usize>(
+            request: &simak_core::ops::$op::Request<R>,
+        ) -> Result<Prepared, simak_core::AdmissionError> {
+            Ok(prepare(&simak_core::ops::$op::check_inference(request)?))
+        }
+
+        /// [`check_inference`] for a request of run-time rank (extents and strides as
+        /// slices).
+        ///
+        /// # Errors
+        ///
+        /// The admission error.
+        pub fn check_inference_dyn(
+            request: &simak_core::ops::$op::DynRequest<'_>,
+        ) -> Result<Prepared, simak_core::AdmissionError> {
+            Ok(prepare(&simak_core::ops::$op::check_inference_dyn(
+                request,
+            )?))
+        }
+    };
+}
+
 mod arch;
 pub mod casttess;
 pub mod quant;

@@ -51,6 +51,8 @@ pub struct Prepared {
     shape: Shape,
 }
 
+one_call!(quant);
+
 /// Prepares `plan` for A65 execution with the fastest route this CPU offers (the exact
 /// path when built with the `scalar-only` feature, see [`Route::AUTO`]). Reads no
 /// tensor data and allocates nothing.

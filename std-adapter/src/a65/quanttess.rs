@@ -50,6 +50,8 @@ pub struct Prepared {
     geometry: Geometry,
 }
 
+one_call!(quanttess);
+
 /// Prepares `plan` with the fastest Quant route this CPU offers (the exact path when built
 /// with the `scalar-only` feature, see [`Route::AUTO`]). Reads no tensor data and
 /// allocates nothing.
