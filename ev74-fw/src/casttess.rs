@@ -27,6 +27,7 @@ use crate::tess::{
     Cursor, LOCAL_BYTES, Mode, OUTPUT_SLOT_BYTES, SLOT_BYTES, SOURCE_SLOT_BYTES, TaskSpan,
     TessGeometry, TileClass,
 };
+use crate::work::{bus, small};
 use crate::{FwError, Report, TessStats};
 
 /// Source rows shorter than this many bytes are gathered with direct loads; longer rows
@@ -65,13 +66,10 @@ pub(crate) fn execute<P: Platform>(
     platform: &mut P,
     repr: &CastTessRepr,
 ) -> Result<Report, FwError> {
-    let configured = platform.workers();
-    if configured == 0 || configured > crate::work::MAX_WORKERS {
-        return Err(FwError::Workers { configured });
-    }
+    let configured = crate::work::ring(platform)?;
     let geometry = TessGeometry::new(repr).ok_or(FwError::Internal)?;
     let convert = convert_fn(repr.prefix.dtype).ok_or(FwError::Internal)?;
-    let launched = geometry.launched(configured);
+    let launched = crate::work::launched(geometry.tasks, configured);
     let ctx = Ctx {
         repr,
         g: &geometry,
@@ -83,13 +81,7 @@ pub(crate) fn execute<P: Platform>(
         classes: geometry.n_classes() as u8,
         ..TessStats::default()
     };
-    // Physical IDs 1..N-1 first, worker 0 last.
-    for id in (1..launched).chain(core::iter::once(0)) {
-        let (start, end) = geometry.range(id, launched);
-        if start == end {
-            continue;
-        }
-        let mut worker = platform.worker(id);
+    crate::work::for_each_worker(platform, geometry.tasks, launched, |worker, start, end| {
         let available = worker.local().len();
         if available < LOCAL_BYTES {
             return Err(FwError::LocalMemory {
@@ -97,8 +89,8 @@ pub(crate) fn execute<P: Platform>(
                 available: available as u32,
             });
         }
-        ctx.run(&mut worker, start, end, &mut tess)?;
-    }
+        ctx.run(worker, start, end, &mut tess)
+    })?;
     Ok(Report {
         kind: crate::SpanKind::Dma,
         units: geometry.tasks,
@@ -108,19 +100,6 @@ pub(crate) fn execute<P: Platform>(
         transfers: tess.source_dma + tess.output_dma,
         tess,
     })
-}
-
-/// Bus address `base + offset`; decode proved `base + span ≤ 2^32` and offsets stay inside
-/// the span, so a failure is an internal error.
-fn bus(base: u32, offset: u64) -> Result<u32, FwError> {
-    u64::from(base)
-        .checked_add(offset)
-        .and_then(|a| u32::try_from(a).ok())
-        .ok_or(FwError::Internal)
-}
-
-fn small(x: u64) -> Result<u32, FwError> {
-    u32::try_from(x).map_err(|_| FwError::Internal)
 }
 
 fn index(x: u64) -> Result<usize, FwError> {

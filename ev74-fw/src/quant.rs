@@ -14,7 +14,7 @@ use simak_core::wire::quant::QuantRepr;
 
 use crate::device::{Direction, Dma, Event, Fault, Platform, Transfer};
 use crate::numerics::{BlockStats, Entry, EntryParams};
-use crate::work::{Geometry, IN_SLOT_BYTES, SpanKind, Walker, slot_bytes};
+use crate::work::{Geometry, IN_SLOT_BYTES, SpanKind, Walker, bus, slot_bytes, small};
 use crate::{FwError, Report};
 
 /// Longest direct row in elements (exclusive bound of the direct kind).
@@ -26,12 +26,9 @@ pub(crate) fn execute<P: Platform>(
     repr: &QuantRepr,
     entry: &Entry,
 ) -> Result<Report, FwError> {
-    let configured = platform.workers();
-    if configured == 0 || configured > crate::work::MAX_WORKERS {
-        return Err(FwError::Workers { configured });
-    }
+    let configured = crate::work::ring(platform)?;
     let geometry = Geometry::new(repr);
-    let launched = geometry.launched(configured);
+    let launched = crate::work::launched(geometry.units, configured);
     let params = EntryParams {
         multiplier: repr.multiplier,
         zero_point: repr.zero_point,
@@ -45,25 +42,19 @@ pub(crate) fn execute<P: Platform>(
         transfers: 0,
         tess: crate::TessStats::default(),
     };
-    // Physical IDs 1..N-1 first, worker 0 last.
-    for id in (1..launched).chain(core::iter::once(0)) {
-        let (start, end) = geometry.range(id, launched);
-        if start == end {
-            continue;
-        }
-        let mut worker = platform.worker(id);
-        let ctx = Ctx {
-            repr,
-            entry,
-            params: &params,
-            geometry: &geometry,
-        };
+    let ctx = Ctx {
+        repr,
+        entry,
+        params: &params,
+        geometry: &geometry,
+    };
+    crate::work::for_each_worker(platform, geometry.units, launched, |worker, start, end| {
         match geometry.kind {
-            SpanKind::Scatter => ctx.scatter(&mut worker, start, end, &mut report)?,
-            SpanKind::Direct => ctx.direct(&mut worker, start, end, &mut report)?,
-            SpanKind::Dma => ctx.dma(&mut worker, start, end, &mut report)?,
+            SpanKind::Scatter => ctx.scatter(worker, start, end, &mut report),
+            SpanKind::Direct => ctx.direct(worker, start, end, &mut report),
+            SpanKind::Dma => ctx.dma(worker, start, end, &mut report),
         }
-    }
+    })?;
     Ok(report)
 }
 
@@ -72,19 +63,6 @@ struct Ctx<'a> {
     entry: &'a Entry,
     params: &'a EntryParams,
     geometry: &'a Geometry,
-}
-
-/// Bus address `base + offset`; decode proved `base + span ≤ 2^32` and offsets stay inside
-/// the span, so a failure is an internal error.
-fn bus(base: u32, offset: u64) -> Result<u32, FwError> {
-    u64::from(base)
-        .checked_add(offset)
-        .and_then(|a| u32::try_from(a).ok())
-        .ok_or(FwError::Internal)
-}
-
-fn small(x: u64) -> Result<u32, FwError> {
-    u32::try_from(x).map_err(|_| FwError::Internal)
 }
 
 impl Ctx<'_> {

@@ -262,19 +262,6 @@ impl TessGeometry {
         self.classes.iter().filter(|c| c.count != 0).count()
     }
 
-    /// The range of tasks of worker `id` out of `launched`: contiguous and balanced.
-    pub fn range(&self, id: usize, launched: usize) -> (u64, u64) {
-        let n = launched.max(1) as u64;
-        let id = id as u64;
-        (self.tasks * id / n, self.tasks * (id + 1) / n)
-    }
-
-    /// How many workers to launch with a ring of `configured` (SPEC §8): one task runs on
-    /// worker 0 alone; otherwise the full ring.
-    pub fn launched(&self, configured: usize) -> usize {
-        if self.tasks <= 1 { 1 } else { configured }
-    }
-
     /// Input byte offset of outer index `outer` (the general decoder: one division per
     /// outer axis).
     pub fn outer_input(&self, outer: u64) -> u64 {

@@ -17,8 +17,68 @@ use simak_core::DType;
 use simak_core::tensor::MAX_RANK;
 use simak_core::wire::quant::QuantRepr;
 
+use crate::FwError;
+use crate::device::Platform;
+
 /// At most this many workers (SPEC §8).
 pub const MAX_WORKERS: usize = 4;
+
+/// The worker ring size of `platform`.
+///
+/// # Errors
+///
+/// [`FwError::Workers`] unless it is 1..=[`MAX_WORKERS`].
+pub(crate) fn ring<P: Platform>(platform: &P) -> Result<usize, FwError> {
+    match platform.workers() {
+        configured @ 1..=MAX_WORKERS => Ok(configured),
+        configured => Err(FwError::Workers { configured }),
+    }
+}
+
+/// How many workers to launch for `units` units of work with a ring of `configured`
+/// (SPEC §8): one unit runs on worker 0 alone; otherwise the full ring.
+pub fn launched(units: u64, configured: usize) -> usize {
+    if units <= 1 { 1 } else { configured }
+}
+
+/// The units of worker `id` out of `launched` workers: contiguous and balanced.
+pub fn range(units: u64, id: usize, launched: usize) -> (u64, u64) {
+    let n = launched.max(1) as u64;
+    let id = id as u64;
+    (units * id / n, units * (id + 1) / n)
+}
+
+/// Runs `body(worker, start, end)` for every launched worker with a nonempty range of the
+/// `units`: physical IDs 1..N−1 first, worker 0 last (SPEC §8). Stops at the first error.
+pub(crate) fn for_each_worker<P: Platform>(
+    platform: &mut P,
+    units: u64,
+    launched: usize,
+    mut body: impl FnMut(&mut P::Worker<'_>, u64, u64) -> Result<(), FwError>,
+) -> Result<(), FwError> {
+    for id in (1..launched).chain(core::iter::once(0)) {
+        let (start, end) = range(units, id, launched);
+        if start == end {
+            continue;
+        }
+        body(&mut platform.worker(id), start, end)?;
+    }
+    Ok(())
+}
+
+/// Bus address `base + offset`; decode proved `base + span ≤ 2^32` and offsets stay inside
+/// the span, so a failure is an internal error.
+pub(crate) fn bus(base: u32, offset: u64) -> Result<u32, FwError> {
+    u64::from(base)
+        .checked_add(offset)
+        .and_then(|a| u32::try_from(a).ok())
+        .ok_or(FwError::Internal)
+}
+
+/// `x` as a 32-bit device quantity; larger is an internal error.
+pub(crate) fn small(x: u64) -> Result<u32, FwError> {
+    u32::try_from(x).map_err(|_| FwError::Internal)
+}
 /// Contiguous suffixes of at least this many elements use DMA blocks.
 pub const DMA_MIN_RUN: u64 = 128;
 /// Contiguous suffixes of at least this many elements (and < [`DMA_MIN_RUN`]) use direct
@@ -221,19 +281,6 @@ impl Geometry {
         }
         g.units = g.grid.iter().take(g.n_grid).map(|a| a.extent).product();
         g
-    }
-
-    /// The range of units of worker `id` out of `launched` workers: contiguous and balanced.
-    pub fn range(&self, id: usize, launched: usize) -> (u64, u64) {
-        let n = launched.max(1) as u64;
-        let id = id as u64;
-        (self.units * id / n, self.units * (id + 1) / n)
-    }
-
-    /// How many workers to launch with a ring of `configured` (SPEC §8): one unit runs on
-    /// worker 0 alone; otherwise the full ring.
-    pub fn launched(&self, configured: usize) -> usize {
-        if self.units <= 1 { 1 } else { configured }
     }
 }
 

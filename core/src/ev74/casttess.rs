@@ -31,6 +31,7 @@
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 use crate::ops::casttess::Plan;
+use crate::tensor::View;
 use crate::wire::casttess::{self as wire, CastTessDescriptorV1, CastTessRepr};
 use crate::wire::prefix::PrefixRepr;
 
@@ -57,25 +58,13 @@ impl NativeEntry for CastTess {
         wire::FORMAT
     );
 
-    fn input_span(plan: &Plan) -> u64 {
-        plan.input().span()
+    fn input(plan: &Plan) -> &View {
+        plan.input()
     }
 
     /// The physical span: the `MlaTiled` capacity (SPEC §5).
     fn output_span(plan: &Plan) -> u64 {
         plan.output().capacity()
-    }
-
-    fn input_align(plan: &Plan) -> u64 {
-        plan.input().dtype().size_u64()
-    }
-
-    fn output_align(_plan: &Plan) -> u64 {
-        wire::FORMAT.output_align
-    }
-
-    fn is_empty(plan: &Plan) -> bool {
-        plan.is_empty()
     }
 
     /// Tile counts fit the wire's `u32`: the capacity fits 32 bits and every tile takes ≥

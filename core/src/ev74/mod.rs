@@ -37,6 +37,7 @@ use core::marker::PhantomData;
 
 use crate::error::Port;
 use crate::state::{Bound, Encoded, State};
+use crate::tensor::View;
 use crate::wire::fields::Fields;
 use crate::wire::prefix::{Prefix, PrefixRepr};
 use crate::wire::rules::{DecodeCode, DecodeError};
@@ -91,16 +92,25 @@ pub trait NativeEntry: Sealed + Sized + 'static {
     /// The descriptor's bytes, `[u8; DESCRIPTOR_SIZE]`.
     type Bytes: Copy + Eq + AsRef<[u8]> + fmt::Debug;
 
-    /// Input accessed span in bytes (0 when empty).
-    fn input_span(plan: &Self::Plan) -> u64;
+    /// Alignment of the output address in bytes (the wire format's).
+    const OUTPUT_ALIGN: u64;
+
+    /// The plan's input port.
+    fn input(plan: &Self::Plan) -> &View;
     /// Output span in bytes (0 when empty): accessed, or physical for a tiled output.
     fn output_span(plan: &Self::Plan) -> u64;
+    /// Input accessed span in bytes (0 when empty).
+    fn input_span(plan: &Self::Plan) -> u64 {
+        Self::input(plan).span()
+    }
     /// Alignment of the input address in bytes (the element size).
-    fn input_align(plan: &Self::Plan) -> u64;
-    /// Alignment of the output address in bytes.
-    fn output_align(plan: &Self::Plan) -> u64;
-    /// Whether the plan is a no-op (never submitted).
-    fn is_empty(plan: &Self::Plan) -> bool;
+    fn input_align(plan: &Self::Plan) -> u64 {
+        Self::input(plan).dtype().size_u64()
+    }
+    /// Whether the plan is a no-op (never submitted): an input without elements.
+    fn is_empty(plan: &Self::Plan) -> bool {
+        Self::input(plan).is_empty()
+    }
     /// The plan's relocatable wire representation (address slots zero).
     fn lower(plan: &Self::Plan) -> Self::Repr;
     /// The shared fields of a representation.
@@ -338,7 +348,7 @@ pub fn bind<E: NativeEntry>(
         let p = &plan.plan;
         let (in_lo, in_hi) = check_region(Port::Input, E::input_span(p), input, E::input_align(p))?;
         let (out_lo, out_hi) =
-            check_region(Port::Output, E::output_span(p), output, E::output_align(p))?;
+            check_region(Port::Output, E::output_span(p), output, E::OUTPUT_ALIGN)?;
         if in_lo < out_hi && out_lo < in_hi {
             return Err(BindError::Overlap);
         }
@@ -465,6 +475,7 @@ macro_rules! wire_items {
     ($raw:ty, $repr:ty, $codes:expr, $format:expr) => {
         const DESCRIPTOR_SIZE: usize = <$raw>::SIZE;
         const MAGIC: [u8; 4] = $format.magic;
+        const OUTPUT_ALIGN: u64 = $format.output_align;
         const CODES: &'static [$crate::wire::DecodeCode] = &$codes;
         type Descriptor = $raw;
         type Repr = $repr;

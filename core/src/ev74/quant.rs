@@ -42,6 +42,7 @@
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 use crate::ops::quant::Plan;
+use crate::tensor::View;
 use crate::wire::prefix::PrefixRepr;
 use crate::wire::quant::{self as wire, QuantDescriptorV1, QuantFlags, QuantRepr};
 
@@ -62,24 +63,12 @@ impl NativeEntry for Quant {
     const TITLE: &'static str = "Quant v1";
     super::wire_items!(QuantDescriptorV1, QuantRepr, wire::CODES, wire::FORMAT);
 
-    fn input_span(plan: &Plan) -> u64 {
-        plan.input().span()
+    fn input(plan: &Plan) -> &View {
+        plan.input()
     }
 
     fn output_span(plan: &Plan) -> u64 {
         plan.output().span()
-    }
-
-    fn input_align(plan: &Plan) -> u64 {
-        plan.input().dtype().size_u64()
-    }
-
-    fn output_align(_plan: &Plan) -> u64 {
-        wire::FORMAT.output_align
-    }
-
-    fn is_empty(plan: &Plan) -> bool {
-        plan.is_empty()
     }
 
     /// Scalars become rank 1, extent 1.

@@ -31,17 +31,15 @@
 //! produces.
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
-use core::fmt;
-
 use static_assertions::const_assert_eq;
 use zerocopy::little_endian::{U32, U64};
-use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout, Unaligned};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::error::{AdmissionError, Port};
 use crate::layout::{Channels, MlaTiled, TILE_ALIGN, TileAxis, TiledView};
 use crate::wire::fields::{self, FieldValue, Fields};
 use crate::wire::prefix::{self, Format, Prefix, PrefixRepr, Tail};
-use crate::wire::rules::{DecodeCode, DecodeError, axis_i8};
+use crate::wire::rules::{DecodeCode, DecodeError, axis_i8, merge_codes};
 
 pub use crate::wire::prefix::{ADDRESS_LIMIT, VERSION};
 
@@ -63,36 +61,13 @@ pub const FORMAT: Format = Format {
     output_align: TILE_ALIGN,
 };
 
-/// The codes a CastTess v1 descriptor can be rejected with (`docs/errors.md`).
-pub const CODES: [DecodeCode; 40] = [
-    DecodeCode::Length,
-    DecodeCode::Magic,
-    DecodeCode::Version,
-    DecodeCode::ByteLength,
-    DecodeCode::DType,
-    DecodeCode::Rank,
-    DecodeCode::UnknownFlags,
-    DecodeCode::Reserved20,
-    DecodeCode::UnusedExtent,
-    DecodeCode::UnusedInputStride,
-    DecodeCode::ElementsOverflow,
-    DecodeCode::ElementCount,
-    DecodeCode::InputStrideNotMultiple,
-    DecodeCode::InputZeroStride,
-    DecodeCode::InputSingletonStride,
-    DecodeCode::InputSpanOverflow,
-    DecodeCode::OutputSpanOverflow,
-    DecodeCode::InputSpan,
-    DecodeCode::OutputSpan,
-    DecodeCode::InputOverlap,
-    DecodeCode::InputAddress,
-    DecodeCode::OutputAddress,
-    DecodeCode::InputRange,
-    DecodeCode::OutputRange,
-    DecodeCode::InputMisaligned,
-    DecodeCode::PortsOverlap,
-    DecodeCode::InputUnbound,
-    DecodeCode::OutputUnbound,
+/// The codes a CastTess v1 descriptor can be rejected with (`docs/errors.md`): the prefix's
+/// and the tail's, in numeric order.
+pub const CODES: [DecodeCode; 40] = merge_codes(prefix::CODES, TAIL_CODES);
+
+/// The codes of the CastTess v1 tail's own rules (its fields, and its output port where the
+/// prefix does not check it).
+pub const TAIL_CODES: [DecodeCode; 11] = [
     DecodeCode::Reserved164,
     DecodeCode::Reserved212,
     DecodeCode::TileAlign,
@@ -104,7 +79,6 @@ pub const CODES: [DecodeCode; 40] = [
     DecodeCode::TileCount,
     DecodeCode::BytesPerOuter,
     DecodeCode::OutputMisaligned,
-    DecodeCode::Inadmissible,
 ];
 
 /// Byte offsets of every field (SPEC §7): the prefix's, then the tail's, pinned against
@@ -281,42 +255,30 @@ pub(crate) struct Params {
 }
 
 impl Tail for CastTessDescriptorV1 {
-    type Raw = CastTessDescriptorV1;
     type Params = Params;
     type Output = (Channels, u64);
     type Repr = CastTessRepr;
     const FORMAT: Format = FORMAT;
+    const RESERVED: &'static [u16] = &[164, 212];
 
-    fn prefix(raw: &Self) -> &Prefix {
-        &raw.prefix
+    fn prefix(&self) -> &Prefix {
+        &self.prefix
     }
 
-    fn check_header(raw: &Self) -> Result<(), DecodeError> {
-        for (offset, word) in [(164, raw.reserved_164), (212, raw.reserved_212)] {
-            if word.get() != 0 {
-                return Err(DecodeError::Reserved {
-                    offset,
-                    value: word.get(),
-                });
-            }
-        }
-        match raw.tile_align.get() {
+    fn check_header(&self) -> Result<(), DecodeError> {
+        match self.tile_align.get() {
             TILE_ALIGNMENT => Ok(()),
             value => Err(DecodeError::TileAlign { value }),
         }
     }
 
-    fn check_unused(_raw: &Self, _axis: usize) -> Result<(), DecodeError> {
-        Ok(())
-    }
-
-    fn check_params(raw: &Self, rank: u8) -> Result<Params, DecodeError> {
-        let tile = load_u32s(&raw.tile);
-        let wire_counts = load_u32s(&raw.tile_counts);
+    fn check_params(&self, rank: u8) -> Result<Params, DecodeError> {
+        let tile = load_u32s(&self.tile);
+        let wire_counts = load_u32s(&self.tile_counts);
         let mut axes = [None; 4];
         for (((slot, &value), role), (&t, &count)) in axes
             .iter_mut()
-            .zip(raw.axes.iter())
+            .zip(self.axes.iter())
             .zip(TileAxis::ALL)
             .zip(tile.iter().zip(wire_counts.iter()))
         {
@@ -341,7 +303,7 @@ impl Tail for CastTessDescriptorV1 {
     }
 
     fn check_output(
-        raw: &Self,
+        &self,
         p: &PrefixRepr,
         flags: u32,
         params: &Params,
@@ -364,7 +326,7 @@ impl Tail for CastTessDescriptorV1 {
                 });
             }
         }
-        let bytes_per_outer = raw.bytes_per_outer.get();
+        let bytes_per_outer = self.bytes_per_outer.get();
         if bytes_per_outer != tiled.bytes_per_outer() {
             return Err(DecodeError::BytesPerOuter {
                 expected: tiled.bytes_per_outer(),
@@ -392,6 +354,8 @@ impl Tail for CastTessDescriptorV1 {
     }
 }
 
+prefix::descriptor_items!(CastTessDescriptorV1, CastTessRepr);
+
 impl CastTessRepr {
     /// Checks every rule of SPEC §5 and §7 on a raw descriptor, recomputing each derived
     /// field, in the shared order of [`crate::wire::prefix`]: header (then the reserved
@@ -405,15 +369,6 @@ impl CastTessRepr {
     /// The first failing rule, as a [`DecodeError`].
     pub fn parse(raw: &CastTessDescriptorV1) -> Result<CastTessRepr, DecodeError> {
         prefix::parse::<CastTessDescriptorV1>(raw)
-    }
-
-    /// Casts `bytes` (exactly [`SIZE`] long) and parses them; see [`CastTessRepr::parse`].
-    ///
-    /// # Errors
-    ///
-    /// [`DecodeError::Length`] when `bytes` is not 216 bytes long, else as `parse`.
-    pub fn parse_bytes(bytes: &[u8]) -> Result<CastTessRepr, DecodeError> {
-        CastTessRepr::parse(CastTessDescriptorV1::new_checked(bytes)?)
     }
 
     /// Writes this representation into a raw descriptor (every byte is written).
@@ -438,25 +393,6 @@ impl CastTessRepr {
         };
     }
 
-    /// The descriptor bytes of this representation.
-    pub fn to_bytes(&self) -> [u8; SIZE] {
-        let mut raw = CastTessDescriptorV1::new_zeroed();
-        self.emit(&mut raw);
-        let mut out = [0u8; SIZE];
-        out.copy_from_slice(raw.as_bytes());
-        out
-    }
-
-    /// Buffer length needed by [`CastTessRepr::emit`]: [`SIZE`] bytes.
-    pub const fn buffer_len(&self) -> usize {
-        SIZE
-    }
-
-    /// Whether the packet is a no-op (element count 0).
-    pub const fn is_empty(&self) -> bool {
-        self.prefix.is_empty()
-    }
-
     /// The `MlaTiled` metadata of the output.
     pub const fn layout(&self) -> MlaTiled {
         MlaTiled::new(self.axes, self.tile, self.channels)
@@ -475,21 +411,6 @@ impl CastTessRepr {
 }
 
 impl CastTessDescriptorV1 {
-    /// Size in bytes.
-    pub const SIZE: usize = SIZE;
-
-    /// Views `bytes` as a descriptor without any semantic check.
-    ///
-    /// # Errors
-    ///
-    /// [`DecodeError::Length`] unless `bytes` is exactly [`SIZE`] bytes long.
-    pub fn new_checked(bytes: &[u8]) -> Result<&CastTessDescriptorV1, DecodeError> {
-        CastTessDescriptorV1::ref_from_bytes(bytes).map_err(|_| DecodeError::Length {
-            found: bytes.len(),
-            expected: SIZE,
-        })
-    }
-
     /// Every field with its byte offset, in wire order ([`FIELD_COUNT`] entries; array
     /// slots separately), for listings such as `simak packet decode`. Values are shown raw,
     /// whatever they are.
@@ -550,13 +471,6 @@ const COUNT_NAMES: [&str; 4] = [
     "tile_counts[w]",
     "tile_counts[c]",
 ];
-
-/// Lists every field, one per line: offset, name, raw value.
-impl fmt::Display for CastTessDescriptorV1 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fields::write_listing(f, &self.fields())
-    }
-}
 
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]

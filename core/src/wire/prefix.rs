@@ -36,7 +36,7 @@ use crate::dtype::DType;
 use crate::error::Port;
 use crate::tensor::{MAX_RANK, View};
 use crate::wire::fields::{FieldValue, Fields};
-use crate::wire::rules::{DecodeError, axis_u8};
+use crate::wire::rules::{DecodeCode, DecodeError, axis_u8};
 
 /// Size of the shared prefix in bytes.
 pub const PREFIX_SIZE: usize = 160;
@@ -44,6 +44,40 @@ pub const PREFIX_SIZE: usize = 160;
 pub const VERSION: u16 = 1;
 /// The 32-bit device address domain: `address + span` must not exceed this (bytes).
 pub const ADDRESS_LIMIT: u64 = 1 << 32;
+
+/// The codes the shared parse can reject any entry's descriptor with (`docs/errors.md`);
+/// each entry's `CODES` adds its tail's own ([`crate::wire::rules::merge_codes`]).
+pub const CODES: [DecodeCode; 29] = [
+    DecodeCode::Length,
+    DecodeCode::Magic,
+    DecodeCode::Version,
+    DecodeCode::ByteLength,
+    DecodeCode::DType,
+    DecodeCode::Rank,
+    DecodeCode::UnknownFlags,
+    DecodeCode::Reserved20,
+    DecodeCode::UnusedExtent,
+    DecodeCode::UnusedInputStride,
+    DecodeCode::ElementsOverflow,
+    DecodeCode::ElementCount,
+    DecodeCode::InputStrideNotMultiple,
+    DecodeCode::InputZeroStride,
+    DecodeCode::InputSingletonStride,
+    DecodeCode::InputSpanOverflow,
+    DecodeCode::OutputSpanOverflow,
+    DecodeCode::InputSpan,
+    DecodeCode::OutputSpan,
+    DecodeCode::InputOverlap,
+    DecodeCode::InputAddress,
+    DecodeCode::OutputAddress,
+    DecodeCode::InputRange,
+    DecodeCode::OutputRange,
+    DecodeCode::InputMisaligned,
+    DecodeCode::PortsOverlap,
+    DecodeCode::InputUnbound,
+    DecodeCode::OutputUnbound,
+    DecodeCode::Inadmissible,
+];
 
 /// Byte offsets of the prefix fields (SPEC §7), pinned against [`Prefix`].
 pub mod field {
@@ -240,10 +274,8 @@ pub(crate) fn store_u64s(values: &[u64; MAX_RANK]) -> [U64; MAX_RANK] {
 }
 
 /// One entry's tail: the fields after the prefix and the rules on them, called by
-/// [`parse`] at its fixed points.
-pub(crate) trait Tail {
-    /// The whole raw descriptor (prefix and tail).
-    type Raw;
+/// [`parse`] at its fixed points. Implemented by the entry's raw descriptor struct.
+pub(crate) trait Tail: IntoBytes + Immutable + Sized {
     /// The tail's parameters, checked in step 3.
     type Params;
     /// The checked output port, from step 6.
@@ -252,19 +284,26 @@ pub(crate) trait Tail {
     type Repr;
     /// The entry's format.
     const FORMAT: Format;
+    /// Byte offsets of the tail's reserved `u32` words, which must be 0; checked in step 1
+    /// in this order, before [`Tail::check_header`].
+    const RESERVED: &'static [u16];
 
-    /// The prefix of a raw descriptor.
-    fn prefix(raw: &Self::Raw) -> &Prefix;
-    /// Step 1, after the prefix header: the tail's reserved and fixed words.
-    fn check_header(raw: &Self::Raw) -> Result<(), DecodeError>;
+    /// The prefix (bytes 0..160).
+    fn prefix(&self) -> &Prefix;
+    /// Step 1, after the prefix header and the reserved words: the tail's fixed words.
+    fn check_header(&self) -> Result<(), DecodeError> {
+        Ok(())
+    }
     /// Step 2: the tail's slots of `axis`, an axis at or past the rank.
-    fn check_unused(raw: &Self::Raw, axis: usize) -> Result<(), DecodeError>;
+    fn check_unused(&self, _axis: usize) -> Result<(), DecodeError> {
+        Ok(())
+    }
     /// Step 3: the tail's parameters.
-    fn check_params(raw: &Self::Raw, rank: u8) -> Result<Self::Params, DecodeError>;
+    fn check_params(&self, rank: u8) -> Result<Self::Params, DecodeError>;
     /// Step 6: the output port, given the checked prefix (its output span as the raw field
     /// holds it) and the flag word.
     fn check_output(
-        raw: &Self::Raw,
+        &self,
         prefix: &PrefixRepr,
         flags: u32,
         params: &Self::Params,
@@ -278,6 +317,15 @@ pub(crate) trait Tail {
     ) -> Self::Repr;
 }
 
+/// The little-endian `u32` at byte `offset` of `bytes` (0 past the end, which the
+/// per-entry offset assertions rule out).
+fn word_at(bytes: &[u8], offset: usize) -> u32 {
+    bytes
+        .get(offset..)
+        .and_then(|b| b.first_chunk::<4>())
+        .map_or(0, |w| u32::from_le_bytes(*w))
+}
+
 /// Checks every rule of SPEC §7 on a raw descriptor of tail `T`, in the order of the
 /// module doc, recomputing each derived field. Zero address slots are accepted
 /// (relocatable packets).
@@ -285,8 +333,8 @@ pub(crate) trait Tail {
 /// # Errors
 ///
 /// The first failing rule, as a [`DecodeError`].
-pub(crate) fn parse<T: Tail>(raw: &T::Raw) -> Result<T::Repr, DecodeError> {
-    let p = T::prefix(raw);
+pub(crate) fn parse<T: Tail>(raw: &T) -> Result<T::Repr, DecodeError> {
+    let p = raw.prefix();
     let format = T::FORMAT;
     if p.magic != format.magic {
         return Err(DecodeError::Magic { found: p.magic });
@@ -319,7 +367,13 @@ pub(crate) fn parse<T: Tail>(raw: &T::Raw) -> Result<T::Repr, DecodeError> {
             value: p.reserved_20.get(),
         });
     }
-    T::check_header(raw)?;
+    for &offset in T::RESERVED {
+        match word_at(raw.as_bytes(), usize::from(offset)) {
+            0 => {}
+            value => return Err(DecodeError::Reserved { offset, value }),
+        }
+    }
+    raw.check_header()?;
 
     let extents = load_u64s(&p.extents);
     let input_strides = load_u64s(&p.input_strides);
@@ -343,10 +397,10 @@ pub(crate) fn parse<T: Tail>(raw: &T::Raw) -> Result<T::Repr, DecodeError> {
                 value: *s,
             });
         }
-        T::check_unused(raw, axis)?;
+        raw.check_unused(axis)?;
     }
 
-    let params = T::check_params(raw, rank)?;
+    let params = raw.check_params(rank)?;
     check_singletons(rank_usize, &extents, &input_strides, Port::Input)?;
 
     let active = extents.get(..rank_usize).unwrap_or(&[]);
@@ -381,7 +435,7 @@ pub(crate) fn parse<T: Tail>(raw: &T::Raw) -> Result<T::Repr, DecodeError> {
         extents,
         input_strides,
     };
-    let output = T::check_output(raw, &prefix, flags, &params)?;
+    let output = raw.check_output(&prefix, flags, &params)?;
 
     let (input_address, output_address) =
         check_addresses(p, &prefix, dtype.size_u64(), format.output_align)?;
@@ -577,3 +631,70 @@ impl Prefix {
         );
     }
 }
+
+/// The inherent items every entry's raw descriptor `$raw` (of [`SIZE`](self) bytes, the
+/// entry module's `SIZE`) and validated representation `$repr` share: the size, the
+/// length-checked view, the listing, the byte image and the empty test. The entry writes
+/// its own `parse` (with its rule list), `emit` and `fields`.
+macro_rules! descriptor_items {
+    ($raw:ident, $repr:ident) => {
+        impl $raw {
+            /// Size in bytes.
+            pub const SIZE: usize = SIZE;
+
+            /// Views `bytes` as a descriptor without any semantic check.
+            ///
+            /// # Errors
+            ///
+            /// [`DecodeError::Length`] unless `bytes` is exactly [`SIZE`] bytes long.
+            pub fn new_checked(bytes: &[u8]) -> Result<&$raw, DecodeError> {
+                <$raw as zerocopy::FromBytes>::ref_from_bytes(bytes).map_err(|_| {
+                    DecodeError::Length {
+                        found: bytes.len(),
+                        expected: SIZE,
+                    }
+                })
+            }
+        }
+
+        /// Lists every field, one per line: offset, name, raw value.
+        impl core::fmt::Display for $raw {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                $crate::wire::fields::write_listing(f, &self.fields())
+            }
+        }
+
+        impl $repr {
+            /// Casts `bytes` (exactly [`SIZE`] long) and parses them (see `parse`).
+            ///
+            /// # Errors
+            ///
+            /// [`DecodeError::Length`] when `bytes` is not [`SIZE`] bytes long, else as
+            /// `parse`.
+            pub fn parse_bytes(bytes: &[u8]) -> Result<$repr, DecodeError> {
+                <$repr>::parse(<$raw>::new_checked(bytes)?)
+            }
+
+            /// The descriptor bytes of this representation.
+            pub fn to_bytes(&self) -> [u8; SIZE] {
+                let mut raw = <$raw as zerocopy::FromZeros>::new_zeroed();
+                self.emit(&mut raw);
+                let mut out = [0u8; SIZE];
+                out.copy_from_slice(zerocopy::IntoBytes::as_bytes(&raw));
+                out
+            }
+
+            /// Buffer length needed by `emit`: [`SIZE`] bytes.
+            pub const fn buffer_len(&self) -> usize {
+                SIZE
+            }
+
+            /// Whether the packet is a no-op (element count 0).
+            pub const fn is_empty(&self) -> bool {
+                self.prefix.is_empty()
+            }
+        }
+    };
+}
+
+pub(crate) use descriptor_items;

@@ -18,11 +18,9 @@
 //! additionally rejects unbound nonempty packets.
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
-use core::fmt;
-
 use static_assertions::const_assert_eq;
 use zerocopy::little_endian::{I32, U32, U64};
-use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout, Unaligned};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::arith::quant::{Multiplier, Rounding};
 use crate::dtype::DType;
@@ -30,7 +28,7 @@ use crate::error::Port;
 use crate::tensor::MAX_RANK;
 use crate::wire::fields::{self, FieldValue, Fields};
 use crate::wire::prefix::{self, Format, Prefix, PrefixRepr, Tail, load_u64s, store_u64s};
-use crate::wire::rules::{DecodeCode, DecodeError};
+use crate::wire::rules::{DecodeCode, DecodeError, merge_codes};
 
 pub use crate::wire::prefix::{ADDRESS_LIMIT, VERSION};
 
@@ -48,48 +46,24 @@ pub const FORMAT: Format = Format {
     output_align: 1,
 };
 
-/// The codes a Quant v1 descriptor can be rejected with (`docs/errors.md`).
-pub const CODES: [DecodeCode; 40] = [
-    DecodeCode::Length,
-    DecodeCode::Magic,
-    DecodeCode::Version,
-    DecodeCode::ByteLength,
-    DecodeCode::DType,
-    DecodeCode::Rank,
-    DecodeCode::UnknownFlags,
-    DecodeCode::Reserved20,
+/// The codes a Quant v1 descriptor can be rejected with (`docs/errors.md`): the prefix's
+/// and the tail's, in numeric order.
+pub const CODES: [DecodeCode; 40] = merge_codes(prefix::CODES, TAIL_CODES);
+
+/// The codes of the Quant v1 tail's own rules (its fields, and its output port where the
+/// prefix does not check it).
+pub const TAIL_CODES: [DecodeCode; 11] = [
     DecodeCode::Reserved220,
-    DecodeCode::UnusedExtent,
-    DecodeCode::UnusedInputStride,
     DecodeCode::UnusedOutputStride,
     DecodeCode::MultiplierNotFinite,
     DecodeCode::MultiplierNotPositive,
     DecodeCode::ZeroPoint,
     DecodeCode::Rounding,
-    DecodeCode::ElementsOverflow,
-    DecodeCode::ElementCount,
-    DecodeCode::InputStrideNotMultiple,
-    DecodeCode::InputZeroStride,
     DecodeCode::OutputZeroStride,
-    DecodeCode::InputSingletonStride,
     DecodeCode::OutputSingletonStride,
-    DecodeCode::InputSpanOverflow,
-    DecodeCode::OutputSpanOverflow,
-    DecodeCode::InputSpan,
-    DecodeCode::OutputSpan,
-    DecodeCode::InputOverlap,
     DecodeCode::OutputOverlap,
     DecodeCode::InputContiguousFlag,
     DecodeCode::OutputContiguousFlag,
-    DecodeCode::InputAddress,
-    DecodeCode::OutputAddress,
-    DecodeCode::InputRange,
-    DecodeCode::OutputRange,
-    DecodeCode::InputMisaligned,
-    DecodeCode::PortsOverlap,
-    DecodeCode::InputUnbound,
-    DecodeCode::OutputUnbound,
-    DecodeCode::Inadmissible,
 ];
 
 /// Byte offsets of every field (SPEC §7): the prefix's, then the tail's, pinned against
@@ -219,25 +193,18 @@ pub(crate) struct Params {
 }
 
 impl Tail for QuantDescriptorV1 {
-    type Raw = QuantDescriptorV1;
     type Params = Params;
     type Output = [u64; MAX_RANK];
     type Repr = QuantRepr;
     const FORMAT: Format = FORMAT;
+    const RESERVED: &'static [u16] = &[220];
 
-    fn prefix(raw: &Self) -> &Prefix {
-        &raw.prefix
+    fn prefix(&self) -> &Prefix {
+        &self.prefix
     }
 
-    fn check_header(raw: &Self) -> Result<(), DecodeError> {
-        match raw.reserved_220.get() {
-            0 => Ok(()),
-            value => Err(DecodeError::Reserved { offset: 220, value }),
-        }
-    }
-
-    fn check_unused(raw: &Self, axis: usize) -> Result<(), DecodeError> {
-        match raw.output_strides.get(axis).map_or(0, |s| s.get()) {
+    fn check_unused(&self, axis: usize) -> Result<(), DecodeError> {
+        match self.output_strides.get(axis).map_or(0, |s| s.get()) {
             0 => Ok(()),
             value => Err(DecodeError::UnusedStride {
                 port: Port::Output,
@@ -247,13 +214,13 @@ impl Tail for QuantDescriptorV1 {
         }
     }
 
-    fn check_params(raw: &Self, _rank: u8) -> Result<Params, DecodeError> {
-        let multiplier = Multiplier::from_bits(raw.multiplier.get())?;
-        let zero_point = raw.zero_point.get();
+    fn check_params(&self, _rank: u8) -> Result<Params, DecodeError> {
+        let multiplier = Multiplier::from_bits(self.multiplier.get())?;
+        let zero_point = self.zero_point.get();
         if !(-128..=127).contains(&zero_point) {
             return Err(DecodeError::ZeroPoint { value: zero_point });
         }
-        let code = raw.rounding.get();
+        let code = self.rounding.get();
         let rounding = Rounding::try_from(code).map_err(|_| DecodeError::Rounding { code })?;
         Ok(Params {
             multiplier,
@@ -263,13 +230,13 @@ impl Tail for QuantDescriptorV1 {
     }
 
     fn check_output(
-        raw: &Self,
+        &self,
         p: &PrefixRepr,
         flags: u32,
         _params: &Params,
     ) -> Result<[u64; MAX_RANK], DecodeError> {
         let rank = usize::from(p.rank);
-        let strides = load_u64s(&raw.output_strides);
+        let strides = load_u64s(&self.output_strides);
         let output = prefix::admit_port(rank, &p.extents, &strides, DType::I8, Port::Output)?;
         prefix::check_span(Port::Output, output.span(), p.output_span)?;
         let flags = QuantFlags::from_bits_retain(flags);
@@ -308,6 +275,8 @@ impl Tail for QuantDescriptorV1 {
     }
 }
 
+prefix::descriptor_items!(QuantDescriptorV1, QuantRepr);
+
 impl QuantRepr {
     /// Checks every rule of SPEC §7 on a raw descriptor, recomputing each derived field, in
     /// the shared order of [`crate::wire::prefix`]: header (the reserved word at 220 after
@@ -325,15 +294,6 @@ impl QuantRepr {
         prefix::parse::<QuantDescriptorV1>(raw)
     }
 
-    /// Casts `bytes` (exactly [`SIZE`] long) and parses them; see [`QuantRepr::parse`].
-    ///
-    /// # Errors
-    ///
-    /// [`DecodeError::Length`] when `bytes` is not 224 bytes long, else as `parse`.
-    pub fn parse_bytes(bytes: &[u8]) -> Result<QuantRepr, DecodeError> {
-        QuantRepr::parse(QuantDescriptorV1::new_checked(bytes)?)
-    }
-
     /// Writes this representation into a raw descriptor (every byte is written).
     pub fn emit(&self, raw: &mut QuantDescriptorV1) {
         *raw = QuantDescriptorV1 {
@@ -345,43 +305,9 @@ impl QuantRepr {
             reserved_220: U32::ZERO,
         };
     }
-
-    /// The descriptor bytes of this representation.
-    pub fn to_bytes(&self) -> [u8; SIZE] {
-        let mut raw = QuantDescriptorV1::new_zeroed();
-        self.emit(&mut raw);
-        let mut out = [0u8; SIZE];
-        out.copy_from_slice(raw.as_bytes());
-        out
-    }
-
-    /// Buffer length needed by [`QuantRepr::emit`]: [`SIZE`] bytes.
-    pub const fn buffer_len(&self) -> usize {
-        SIZE
-    }
-
-    /// Whether the packet is a no-op (element count 0).
-    pub const fn is_empty(&self) -> bool {
-        self.prefix.is_empty()
-    }
 }
 
 impl QuantDescriptorV1 {
-    /// Size in bytes.
-    pub const SIZE: usize = SIZE;
-
-    /// Views `bytes` as a descriptor without any semantic check.
-    ///
-    /// # Errors
-    ///
-    /// [`DecodeError::Length`] unless `bytes` is exactly [`SIZE`] bytes long.
-    pub fn new_checked(bytes: &[u8]) -> Result<&QuantDescriptorV1, DecodeError> {
-        QuantDescriptorV1::ref_from_bytes(bytes).map_err(|_| DecodeError::Length {
-            found: bytes.len(),
-            expected: SIZE,
-        })
-    }
-
     /// Every field with its byte offset, in wire order ([`FIELD_COUNT`] entries; array
     /// slots separately), for listings such as `simak packet decode`. Values are shown raw,
     /// whatever they are.
@@ -434,17 +360,11 @@ const OUTPUT_STRIDE_NAMES: [&str; MAX_RANK] = [
     "output_strides[5]",
 ];
 
-/// Lists every field, one per line: offset, name, raw value.
-impl fmt::Display for QuantDescriptorV1 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fields::write_listing(f, &self.fields())
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod test {
     use super::*;
+    use zerocopy::FromZeros;
 
     /// FP32 [2, 3] contiguous, multiplier 1.0, zero point -3, toward-zero, bound at
     /// input 0x1000 and output 0x2000. Written by hand from the SPEC §7 table.

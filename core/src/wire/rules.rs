@@ -11,6 +11,7 @@ use core::fmt;
 
 use crate::error::{AdmissionError, Port};
 use crate::layout::TileAxis;
+use crate::wire::{casttess, prefix, quant};
 
 /// Stable numeric codes of [`DecodeError`], as reported across the firmware boundary.
 ///
@@ -124,60 +125,11 @@ pub enum DecodeCode {
 }
 
 impl DecodeCode {
-    /// Every code, in numeric order.
-    pub const ALL: [DecodeCode; 51] = [
-        DecodeCode::Length,
-        DecodeCode::Magic,
-        DecodeCode::Version,
-        DecodeCode::ByteLength,
-        DecodeCode::DType,
-        DecodeCode::Rank,
-        DecodeCode::UnknownFlags,
-        DecodeCode::Reserved20,
-        DecodeCode::Reserved220,
-        DecodeCode::UnusedExtent,
-        DecodeCode::UnusedInputStride,
-        DecodeCode::UnusedOutputStride,
-        DecodeCode::MultiplierNotFinite,
-        DecodeCode::MultiplierNotPositive,
-        DecodeCode::ZeroPoint,
-        DecodeCode::Rounding,
-        DecodeCode::ElementsOverflow,
-        DecodeCode::ElementCount,
-        DecodeCode::InputStrideNotMultiple,
-        DecodeCode::InputZeroStride,
-        DecodeCode::OutputZeroStride,
-        DecodeCode::InputSingletonStride,
-        DecodeCode::OutputSingletonStride,
-        DecodeCode::InputSpanOverflow,
-        DecodeCode::OutputSpanOverflow,
-        DecodeCode::InputSpan,
-        DecodeCode::OutputSpan,
-        DecodeCode::InputOverlap,
-        DecodeCode::OutputOverlap,
-        DecodeCode::InputContiguousFlag,
-        DecodeCode::OutputContiguousFlag,
-        DecodeCode::InputAddress,
-        DecodeCode::OutputAddress,
-        DecodeCode::InputRange,
-        DecodeCode::OutputRange,
-        DecodeCode::InputMisaligned,
-        DecodeCode::PortsOverlap,
-        DecodeCode::InputUnbound,
-        DecodeCode::OutputUnbound,
-        DecodeCode::Reserved164,
-        DecodeCode::Reserved212,
-        DecodeCode::TileAlign,
-        DecodeCode::AxisOutOfRange,
-        DecodeCode::AxisRepeated,
-        DecodeCode::AbsentTile,
-        DecodeCode::AbsentTileCount,
-        DecodeCode::TileExtent,
-        DecodeCode::TileCount,
-        DecodeCode::BytesPerOuter,
-        DecodeCode::OutputMisaligned,
-        DecodeCode::Inadmissible,
-    ];
+    /// Every code, in numeric order: the prefix's and each entry tail's.
+    pub const ALL: [DecodeCode; 51] = merge_codes(
+        merge_codes::<29, 11, 40>(prefix::CODES, quant::TAIL_CODES),
+        casttess::TAIL_CODES,
+    );
 
     /// The numeric code (never 0).
     pub const fn get(self) -> u16 {
@@ -188,6 +140,36 @@ impl DecodeCode {
     pub fn from_u16(code: u16) -> Option<DecodeCode> {
         DecodeCode::ALL.into_iter().find(|c| c.get() == code)
     }
+}
+
+/// The codes `a` and `b` hold together, in numeric order: an entry's code list, from the
+/// shared prefix's ([`crate::wire::prefix::CODES`]) and its tail's own.
+///
+/// # Panics
+///
+/// At compile time (the lists are constants) when `N` is not `A + B`.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+pub const fn merge_codes<const A: usize, const B: usize, const N: usize>(
+    a: [DecodeCode; A],
+    b: [DecodeCode; B],
+) -> [DecodeCode; N] {
+    assert!(
+        N == A + B,
+        "an entry's code list has the prefix's and the tail's codes"
+    );
+    let mut out = [DecodeCode::Inadmissible; N];
+    let (mut i, mut j, mut k) = (0, 0, 0);
+    while k < N {
+        let take_a = j == B || (i < A && a[i].get() < b[j].get());
+        out[k] = if take_a { a[i] } else { b[j] };
+        if take_a {
+            i += 1;
+        } else {
+            j += 1;
+        }
+        k += 1;
+    }
+    out
 }
 
 /// Why a descriptor was rejected (SPEC §5, §7). Each rule has its own variant (a rule both

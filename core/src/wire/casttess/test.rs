@@ -13,6 +13,7 @@ use crate::dtype::DType;
 use crate::error::Port;
 use crate::layout::TileAxis;
 use crate::wire::prefix::PrefixRepr;
+use zerocopy::FromZeros;
 
 /// SPEC §5 example: FP32 `[W=2, C=3]`, axes (D -, H -, W 0, C 1), tile (1, 1, 2, 3),
 /// Compact; one tile of 2 pixels × 3 channels × 2 planes = 12 bytes, padded to 16. Bound
