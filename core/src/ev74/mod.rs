@@ -45,6 +45,9 @@ use crate::wire::rules::{DecodeCode, DecodeError};
 pub mod casttess;
 mod error;
 pub mod quant;
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+mod suite;
 
 pub use casttess::CastTess;
 pub use error::{BindError, RepresentError};
