@@ -13,9 +13,10 @@
 //! Under Miri the FP control word is passed explicitly (`execute_with_fp_control`): reading
 //! MXCSR is inline assembly, which Miri does not execute. The exact route never needs it.
 
+#[path = "suite/support.rs"]
 mod support;
 
-use support::SubmitEncoded;
+use support::{SubmitEncoded, forward};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +29,7 @@ use simak::ev74::runtime::{
 };
 use simak::ops::quant::{Params, Plan, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
-use simak_ev74_fw::{Capability, Command};
+use simak_ev74_fw::Command;
 use simak_tests::bytes::Aligned;
 use simak_tests::oracle;
 
@@ -213,21 +214,7 @@ struct Lossy {
 }
 
 impl Transport for Lossy {
-    fn capabilities(&self) -> Result<Vec<Capability>, TransportError> {
-        self.inner.capabilities()
-    }
-    fn allocate(&self, len: u64) -> Result<u32, TransportError> {
-        self.inner.allocate(len)
-    }
-    fn free(&self, address: u32) {
-        self.inner.free(address)
-    }
-    fn read(&self, address: u32, out: &mut [u8]) -> Result<(), TransportError> {
-        self.inner.read(address, out)
-    }
-    fn write(&self, address: u32, data: &[u8]) -> Result<(), TransportError> {
-        self.inner.write(address, data)
-    }
+    forward!(inner: capabilities, allocate, free, read, write, abort, wait_idle);
     fn submit(&self, command: Command, retire: Retire) -> Result<(), TransportError> {
         let lose = self.lose.load(Ordering::SeqCst);
         self.inner.submit(
@@ -240,12 +227,6 @@ impl Transport for Lossy {
                 }
             }),
         )
-    }
-    fn abort(&self) {
-        self.inner.abort()
-    }
-    fn wait_idle(&self, timeout: Duration) -> bool {
-        self.inner.wait_idle(timeout)
     }
 }
 

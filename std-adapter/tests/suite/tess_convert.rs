@@ -3,7 +3,7 @@
 //! literal vectors that broke other libraries, the agreeing `cast_bf16` peer vectors, and
 //! all 2^32 FP32 patterns through the SIMD conversion.
 
-mod tess_common;
+use crate::tess_common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

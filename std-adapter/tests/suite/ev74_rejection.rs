@@ -6,24 +6,20 @@
 //! §7 offset), dispatches, and checks the status code, zero bytes written, no fault, and the
 //! output buffer (pre-filled with a pattern) unchanged.
 
-use simak::ev74::DeviceRegion;
+use simak::ev74::Quant;
 use simak::ev74::quant::{self, DecodeCode};
-use simak::ev74::sim::{GUARD_BYTES, SimDevice};
+use simak::ev74::sim::GUARD_BYTES;
 use simak::ops::quant::{Params, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
 use simak_core::wire::quant::field;
 use simak_ev74_fw::{Capabilities, Command, Firmware, FwError, Ieee};
 
-const PATTERN: u8 = 0xa5;
+use crate::support::{PATTERN, Staged, put, rejected, stage};
 
-struct Setup {
-    device: SimDevice,
-    input: u32,
-    output: u32,
-    descriptor: u32,
-    packet: [u8; 224],
-    out_len: usize,
-}
+/// One corruption of a packet.
+type Edit = Box<dyn Fn(&mut [u8; 224], &Setup)>;
+
+type Setup = Staged<Quant>;
 
 fn setup() -> Setup {
     // [3, 5] BF16 with padded rows (stride 12 elements), output transposed.
@@ -36,58 +32,12 @@ fn setup() -> Setup {
     })
     .unwrap();
     let plan = quant::check_inference(&plan).unwrap();
-    let mut device = SimDevice::new(4);
-    let mem = &mut device.memory;
-    let input = mem.allocate(64).unwrap();
-    let output = mem.allocate(32).unwrap();
-    let descriptor = mem.allocate(224).unwrap();
-    mem.host_write(input, &[0x3f; 64]).unwrap();
-    mem.host_write(output, &[PATTERN; 32]).unwrap();
-    let packet = quant::encode(
-        &plan,
-        DeviceRegion::new(input, 64),
-        DeviceRegion::new(output, 32),
-    )
-    .unwrap();
-    Setup {
-        device,
-        input,
-        output,
-        descriptor,
-        packet: *packet.as_bytes(),
-        out_len: 32,
-    }
-}
-
-/// One corruption of a packet.
-type Edit = Box<dyn Fn(&mut [u8; 224], &Setup)>;
-
-fn put(bytes: &mut [u8; 224], offset: usize, value: &[u8]) {
-    bytes[offset..offset + value.len()].copy_from_slice(value);
+    stage(&plan, &[0x3f; 64], 32)
 }
 
 /// Dispatches `packet` (with `command` adjustments) and checks that nothing was written.
 fn dispatch(packet: &[u8; 224], command: impl FnOnce(&mut Command), fw: Firmware<Ieee>) -> FwError {
-    let mut s = setup();
-    s.device
-        .memory
-        .host_write(s.descriptor, packet)
-        .expect("descriptor");
-    s.device.memory.reset_stats();
-    let mut cmd = Command::quant_v1(s.descriptor);
-    command(&mut cmd);
-    let err = fw.dispatch(&mut s.device, &cmd).expect_err("rejected");
-    let stats = s.device.memory.stats();
-    assert_eq!(stats.bytes_written(), 0, "{err}: bytes written");
-    assert_eq!(stats.dma_bytes_in, 0, "{err}: dma before decode");
-    assert_eq!(stats.commands, 0);
-    for region in [s.input, s.output] {
-        assert_eq!(s.device.memory.region_traffic(region).unwrap(), (0, 0));
-    }
-    let mut out = vec![0u8; s.out_len];
-    s.device.memory.host_read(s.output, &mut out).unwrap();
-    assert!(out.iter().all(|&b| b == PATTERN), "{err}: output changed");
-    err
+    rejected(setup(), packet, command, fw)
 }
 
 fn code_after(edit: impl FnOnce(&mut [u8; 224], &Setup)) -> u32 {

@@ -4,7 +4,7 @@
 //! inputs, both channel modes, dirty buffers and guard bytes; empty tensors; the
 //! FP-environment seam.
 
-mod tess_common;
+use crate::tess_common;
 
 use simak::a65;
 use simak::a65::{ExecuteError, Route};
@@ -19,23 +19,7 @@ use simak_tests::rng::Rng;
 use tess_common::*;
 
 fn plan(case: &Case, params: Params) -> Plan {
-    macro_rules! by_rank {
-        ($($r:literal),*) => {
-            match case.shape.len() {
-                $($r => {
-                    let shape: [u64; $r] = case.shape.clone().try_into().unwrap();
-                    let strides: [u64; $r] = case.strides.clone().try_into().unwrap();
-                    quanttess::check_inference(&quanttess::Request {
-                        input: TensorSpec::strided(shape, strides, case.dtype),
-                        layout: case.layout(),
-                        params,
-                    })
-                })*
-                r => panic!("rank {r}"),
-            }
-        };
-    }
-    by_rank!(1, 2, 3, 4, 5, 6).unwrap_or_else(|e| panic!("{case:?}: {e}"))
+    quant_plan(case, params)
 }
 
 fn routes(plan: &Plan) -> Vec<a65::quanttess::Prepared> {
@@ -93,17 +77,7 @@ fn oracle_composition_random_cases() {
                     break s;
                 }
             };
-            let (axes, tile, channels) = random_layout(&mut rng, &shape);
-            let (strides, input_len) = random_strides(&mut rng, &shape, dtype.size() as u64, 2);
-            let case = Case {
-                dtype,
-                shape,
-                strides,
-                input_len,
-                axes,
-                tile,
-                channels,
-            };
+            let case = Case::random(&mut rng, dtype, shape);
             let input = fill_input(&mut rng, &case);
             let params = random_params(&mut rng, &multipliers);
             assert!(check(&case, params, &input) >= 1);

@@ -10,7 +10,7 @@
 //! frames would cost minutes while exercising nothing the other suites do not.
 #![cfg(target_arch = "x86_64")]
 
-mod tess_common;
+use crate::tess_common;
 
 use simak::DType;
 use simak::a65;

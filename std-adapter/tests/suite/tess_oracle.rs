@@ -6,7 +6,7 @@
 //! on dirty output buffers (twice), with guard bytes after the required span; the result
 //! is also read back with `untile` and located with `offset_of`.
 
-mod tess_common;
+use crate::tess_common;
 
 use simak::a65;
 use simak::layout::Channels;
@@ -76,17 +76,7 @@ fn random_shape(rng: &mut Rng, rank: usize, max_elements: u64) -> Vec<u64> {
 fn random_case(rng: &mut Rng, dtype: DType) -> Case {
     let rank = 1 + rng.below(6) as usize;
     let shape = random_shape(rng, rank, 2500);
-    let (axes, tile, channels) = random_layout(rng, &shape);
-    let (strides, input_len) = random_strides(rng, &shape, dtype.size() as u64, 2);
-    Case {
-        dtype,
-        shape,
-        strides,
-        input_len,
-        axes,
-        tile,
-        channels,
-    }
+    Case::random(rng, dtype, shape)
 }
 
 #[test]

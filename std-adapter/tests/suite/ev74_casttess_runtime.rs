@@ -2,7 +2,7 @@
 //! from several threads give the A65 bytes; a device without CastTess v1 fails closed;
 //! empty plans are not submitted; bind errors and retention are reported.
 
-mod support;
+use crate::support;
 
 use support::SubmitEncoded;
 

@@ -20,6 +20,7 @@
 //!
 //! Every wait is bounded; the file runs in well under a few seconds.
 
+use crate::support::forward;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -131,6 +132,7 @@ impl Shim {
 }
 
 impl Transport for Shim {
+    forward!(inner: read, write, abort);
     fn capabilities(&self) -> Result<Vec<Capability>, TransportError> {
         Ok(self.advertised.clone())
     }
@@ -145,12 +147,6 @@ impl Transport for Shim {
             self.bad_frees.fetch_add(1, Ordering::SeqCst);
         }
         self.inner.free(address)
-    }
-    fn read(&self, address: u32, out: &mut [u8]) -> Result<(), TransportError> {
-        self.inner.read(address, out)
-    }
-    fn write(&self, address: u32, data: &[u8]) -> Result<(), TransportError> {
-        self.inner.write(address, data)
     }
     fn submit(&self, command: Command, retire: Retire) -> Result<(), TransportError> {
         let mode = self.mode.lock().unwrap().clone();
@@ -205,9 +201,6 @@ impl Transport for Shim {
                 self.inner.submit(command, retire)
             }
         }
-    }
-    fn abort(&self) {
-        self.inner.abort()
     }
     fn wait_idle(&self, timeout: Duration) -> bool {
         if !self.hung.lock().unwrap().is_empty() {
@@ -481,21 +474,7 @@ fn a_completion_inside_submit_and_a_refused_submit_are_not_confused() {
     // A driver that runs synchronously completes before `submit` returns.
     struct Sync(Arc<Shim>);
     impl Transport for Sync {
-        fn capabilities(&self) -> Result<Vec<Capability>, TransportError> {
-            self.0.capabilities()
-        }
-        fn allocate(&self, len: u64) -> Result<u32, TransportError> {
-            self.0.allocate(len)
-        }
-        fn free(&self, address: u32) {
-            self.0.free(address)
-        }
-        fn read(&self, address: u32, out: &mut [u8]) -> Result<(), TransportError> {
-            self.0.read(address, out)
-        }
-        fn write(&self, address: u32, data: &[u8]) -> Result<(), TransportError> {
-            self.0.write(address, data)
-        }
+        forward!(0: capabilities, allocate, free, read, write, abort, wait_idle);
         fn submit(&self, command: Command, retire: Retire) -> Result<(), TransportError> {
             let (tx, rx) = std::sync::mpsc::channel();
             self.0.submit(
@@ -513,12 +492,6 @@ fn a_completion_inside_submit_and_a_refused_submit_are_not_confused() {
             } else {
                 Ok(())
             }
-        }
-        fn abort(&self) {
-            self.0.abort()
-        }
-        fn wait_idle(&self, timeout: Duration) -> bool {
-            self.0.wait_idle(timeout)
         }
     }
     let shim = Shim::new(SimConfig::new(1));

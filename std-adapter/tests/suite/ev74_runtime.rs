@@ -8,7 +8,7 @@
 //! - a device that never becomes quiescent: `reset` refuses to release anything;
 //! - missing capability → error; empty plans are not submitted; address 0 never appears.
 
-mod support;
+use crate::support::{self, forward};
 
 use support::SubmitEncoded;
 
@@ -24,7 +24,7 @@ use simak::ev74::runtime::{
 };
 use simak::ops::quant::{Params, Plan, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
-use simak_ev74_fw::{Capabilities, Capability, Command};
+use simak_ev74_fw::{Capabilities, Command};
 use simak_tests::bytes::Aligned;
 use simak_tests::rng::Rng;
 
@@ -153,21 +153,7 @@ impl Faulty {
 }
 
 impl Transport for Faulty {
-    fn capabilities(&self) -> Result<Vec<Capability>, TransportError> {
-        self.inner.capabilities()
-    }
-    fn allocate(&self, len: u64) -> Result<u32, TransportError> {
-        self.inner.allocate(len)
-    }
-    fn free(&self, address: u32) {
-        self.inner.free(address)
-    }
-    fn read(&self, address: u32, out: &mut [u8]) -> Result<(), TransportError> {
-        self.inner.read(address, out)
-    }
-    fn write(&self, address: u32, data: &[u8]) -> Result<(), TransportError> {
-        self.inner.write(address, data)
-    }
+    forward!(inner: capabilities, allocate, free, read, write, abort);
     fn submit(&self, command: Command, retire: Retire) -> Result<(), TransportError> {
         let lose = self.drop_completions.load(Ordering::SeqCst);
         let delay = *self.delay.lock().unwrap();
@@ -186,9 +172,6 @@ impl Transport for Faulty {
                 }
             }),
         )
-    }
-    fn abort(&self) {
-        self.inner.abort()
     }
     fn wait_idle(&self, timeout: Duration) -> bool {
         if self.never_idle.load(Ordering::SeqCst) {

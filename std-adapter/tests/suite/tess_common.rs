@@ -7,8 +7,10 @@
 use simak::a65;
 use simak::a65::TessLevel;
 use simak::layout::{Channels, MlaTiled};
-use simak::ops::casttess;
-use simak::{DType, TensorSpec};
+use simak::ops::casttess::{self, TiledSpec};
+use simak::ops::quant::Params;
+use simak::ops::quanttess;
+use simak::{DType, DynSpec};
 use simak_tests::bytes::Aligned;
 use simak_tests::rng::Rng;
 
@@ -58,6 +60,22 @@ pub struct Case {
 }
 
 impl Case {
+    /// A random layout over `shape` and a random strided input (row gaps up to 2
+    /// elements), drawn from `rng` in that order.
+    pub fn random(rng: &mut Rng, dtype: DType, shape: Vec<u64>) -> Case {
+        let (axes, tile, channels) = random_layout(rng, &shape);
+        let (strides, input_len) = random_strides(rng, &shape, dtype.size() as u64, 2);
+        Case {
+            dtype,
+            shape,
+            strides,
+            input_len,
+            axes,
+            tile,
+            channels,
+        }
+    }
+
     pub fn layout(&self) -> MlaTiled {
         MlaTiled::new(self.axes, self.tile, self.channels)
     }
@@ -192,24 +210,31 @@ pub fn expected_cast(case: &Case, input: &[u8]) -> Vec<u8> {
     })
 }
 
-/// The CastTess request of `case` (rank given by the const generic).
+/// The CastTess plan of `case`, admitted at its runtime rank.
 pub fn cast_plan(case: &Case) -> casttess::Plan {
-    macro_rules! by_rank {
-        ($($r:literal),*) => {
-            match case.shape.len() {
-                $($r => {
-                    let shape: [u64; $r] = case.shape.clone().try_into().unwrap();
-                    let strides: [u64; $r] = case.strides.clone().try_into().unwrap();
-                    casttess::check_inference(&casttess::Request {
-                        input: TensorSpec::strided(shape, strides, case.dtype),
-                        layout: case.layout(),
-                    })
-                })*
-                r => panic!("rank {r}"),
-            }
-        };
-    }
-    by_rank!(1, 2, 3, 4, 5, 6).unwrap_or_else(|e| panic!("{case:?}: {e}"))
+    casttess::check_inference_dyn(&casttess::DynRequest {
+        input: DynSpec::strided(&case.shape, &case.strides, case.dtype),
+        output: TiledSpec {
+            extents: &case.shape,
+            dtype: DType::BF16,
+            layout: case.layout(),
+        },
+    })
+    .unwrap_or_else(|e| panic!("{case:?}: {e}"))
+}
+
+/// The QuantTess plan of `case` with `params`, admitted at its runtime rank.
+pub fn quant_plan(case: &Case, params: Params) -> quanttess::Plan {
+    quanttess::check_inference_dyn(&quanttess::DynRequest {
+        input: DynSpec::strided(&case.shape, &case.strides, case.dtype),
+        output: TiledSpec {
+            extents: &case.shape,
+            dtype: DType::I8,
+            layout: case.layout(),
+        },
+        params,
+    })
+    .unwrap_or_else(|e| panic!("{case:?}: {e}"))
 }
 
 /// Every CastTess level this CPU offers.

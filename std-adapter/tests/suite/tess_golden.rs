@@ -3,7 +3,7 @@
 //! a partial boundary tile on every axis, outer axes, and QuantTess padding with a nonzero
 //! zero point.
 
-mod tess_common;
+use crate::tess_common;
 
 use simak::a65;
 use simak::layout::{Channels, MlaTiled};

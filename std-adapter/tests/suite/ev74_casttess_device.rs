@@ -2,11 +2,12 @@
 //! entry, DMA accounting on image-like tensors, and device-side rejection with zero bytes
 //! written (SPEC §4, §7, §8).
 
-mod tess_common;
+use crate::support::{PATTERN, Staged, put, rejected, stage};
+use crate::tess_common;
 
-use simak::ev74::DeviceRegion;
+use simak::ev74::CastTess;
 use simak::ev74::casttess::{self, DecodeCode, SimOptions, run_sim, run_sim_with};
-use simak::ev74::sim::{GUARD_BYTES, SimDevice};
+use simak::ev74::sim::GUARD_BYTES;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{Plan, Request, check_inference};
 use simak::{DType, TensorSpec};
@@ -221,19 +222,8 @@ fn dma_reads_each_input_byte_once_and_writes_each_output_byte_once() {
     }
 }
 
-const PATTERN: u8 = 0xa5;
+type Setup = Staged<CastTess>;
 
-struct Setup {
-    device: SimDevice,
-    input: u32,
-    output: u32,
-    descriptor: u32,
-    packet: [u8; 216],
-    out_len: usize,
-}
-
-/// A valid bound packet for a strided FP16 request with an outer axis, written next to
-/// guard-banded input and output buffers.
 fn setup() -> Setup {
     let plan = check_inference(&Request {
         input: TensorSpec::strided([2, 3, 4, 5], [200, 52, 12, 2], DType::F16),
@@ -245,53 +235,13 @@ fn setup() -> Setup {
     })
     .unwrap();
     let plan = casttess::check_inference(&plan).unwrap();
-    let mut device = SimDevice::new(4);
-    let mem = &mut device.memory;
-    let input = mem.allocate(350).unwrap();
-    let output = mem.allocate(384).unwrap();
-    let descriptor = mem.allocate(216).unwrap();
-    mem.host_write(input, &[0x3c; 350]).unwrap();
-    mem.host_write(output, &[PATTERN; 384]).unwrap();
-    let packet = casttess::encode(
-        &plan,
-        DeviceRegion::new(input, 350),
-        DeviceRegion::new(output, 384),
-    )
-    .unwrap();
-    Setup {
-        device,
-        input,
-        output,
-        descriptor,
-        packet: *packet.as_bytes(),
-        out_len: 384,
-    }
-}
-
-fn put(p: &mut [u8; 216], offset: usize, bytes: &[u8]) {
-    p[offset..offset + bytes.len()].copy_from_slice(bytes);
+    stage(&plan, &[0x3c; 350], 384)
 }
 
 /// Dispatches `packet` with a command edited by `command`; checks that nothing was
 /// written or moved and returns the error.
 fn dispatch(packet: &[u8; 216], command: impl FnOnce(&mut Command), fw: Firmware<Ieee>) -> FwError {
-    let mut s = setup();
-    s.device.memory.host_write(s.descriptor, packet).unwrap();
-    s.device.memory.reset_stats();
-    let mut cmd = Command::casttess_v1(s.descriptor);
-    command(&mut cmd);
-    let err = fw.dispatch(&mut s.device, &cmd).expect_err("rejected");
-    let stats = s.device.memory.stats();
-    assert_eq!(stats.bytes_written(), 0, "{err}: bytes written");
-    assert_eq!(stats.dma_bytes_in, 0, "{err}: dma before decode");
-    assert_eq!(stats.commands, 0);
-    for region in [s.input, s.output] {
-        assert_eq!(s.device.memory.region_traffic(region).unwrap(), (0, 0));
-    }
-    let mut out = vec![0u8; s.out_len];
-    s.device.memory.host_read(s.output, &mut out).unwrap();
-    assert!(out.iter().all(|&b| b == PATTERN), "{err}: output changed");
-    err
+    rejected(setup(), packet, command, fw)
 }
 
 #[test]

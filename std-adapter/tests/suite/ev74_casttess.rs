@@ -11,7 +11,7 @@
 //! bytes (elements × element size, ≤ the input span) except in the physical-block
 //! fallback, output bytes written equal to the capacity.
 
-mod tess_common;
+use crate::tess_common;
 
 use simak::DType;
 use simak::Port;
@@ -158,17 +158,7 @@ fn random_shape(rng: &mut Rng, rank: usize, max_elements: u64) -> Vec<u64> {
 fn random_case(rng: &mut Rng, dtype: DType) -> Case {
     let rank = 1 + rng.below(6) as usize;
     let shape = random_shape(rng, rank, 3000);
-    let (axes, tile, channels) = random_layout(rng, &shape);
-    let (strides, input_len) = random_strides(rng, &shape, dtype.size() as u64, 2);
-    Case {
-        dtype,
-        shape,
-        strides,
-        input_len,
-        axes,
-        tile,
-        channels,
-    }
+    Case::random(rng, dtype, shape)
 }
 
 #[test]
