@@ -14,6 +14,7 @@
 use std::hash::Hasher;
 
 use anyhow::anyhow;
+use clap::Args;
 use fnv::FnvHasher;
 use rand_core::RngCore;
 use serde::Serialize;
@@ -23,10 +24,40 @@ use simak::ops::quant::{Params, Rounding};
 use crate::engine::{self, Aligned, Tensor};
 use crate::error::CliError;
 use crate::params::absmax_multiplier;
-use crate::report::{Row, Total, table};
+use crate::report::{self, Context, Done, Row, Total, table};
 
 /// The default generator seed.
 pub const DEFAULT_SEED: u64 = 0x5eed_5a3a_2024_0001;
+
+/// Run the quant pipeline on embedded generated tensors (no files needed) and print a
+/// checksum of all outputs.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Run the quant pipeline on embedded generated tensors: an image-like \
+    [224, 224, 3] HWC tensor in [0, 1] and a weight-like [384, 384] matrix (about N(0, \
+    0.05), with outliers, infinities, a NaN and subnormals), each as FP32, BF16 and FP16, \
+    quantized with fixed multipliers, absmax calibration and all four rounding modes. \
+    Prints the jobs and an FNV-1a 64 checksum over all outputs (the same on every run \
+    and platform for a given seed)."
+)]
+pub struct DemoArgs {
+    /// Seed of the tensor generator, decimal or 0x hex [default: 0x5eed5a3a20240001].
+    #[arg(long, value_name = "SEED", value_parser = parse_seed)]
+    seed: Option<u64>,
+}
+
+/// Parses `--seed`: decimal or `0x` hex, 64 bits.
+///
+/// # Errors
+///
+/// The text is not a 64-bit number.
+pub fn parse_seed(text: &str) -> Result<u64, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|e| format!("{text:?} is not a 64-bit seed: {e}"))
+}
 
 /// The demo's and the bench's generator: PCG32 (XSH RR 64/32) from `rand_pcg`, whose
 /// `Pcg32::new(state, stream)` is the PCG reference's `pcg32_srandom(state, stream)`.
@@ -133,8 +164,9 @@ struct Job<'a> {
     rounding: Rounding,
 }
 
+/// What `simak demo` did: one row per job and the checksum of all outputs.
 #[derive(Debug, Clone, Serialize)]
-struct DemoSummary {
+pub struct DemoSummary {
     command: &'static str,
     seed: String,
     jobs: Vec<Row>,
@@ -142,12 +174,13 @@ struct DemoSummary {
     checksum: String,
 }
 
-/// Runs `simak demo` with `seed`; prints the table (or JSON) and the checksum.
+/// Runs `simak demo`: quantizes the generated tensors and checksums the outputs.
 ///
 /// # Errors
 ///
 /// [`CliError::Internal`] if the library refuses a job (it never should).
-pub fn run(seed: u64, quiet: bool, json: bool) -> Result<(), CliError> {
+pub fn run(args: DemoArgs, _ctx: &Context) -> Result<Done<DemoSummary>, CliError> {
+    let seed = args.seed.unwrap_or(DEFAULT_SEED);
     let (image_shape, image) = image(seed);
     let (weight_shape, weight) = weights(seed);
     // The image viewed as CHW over its HWC storage: a strided input, contiguous output.
@@ -249,31 +282,51 @@ pub fn run(seed: u64, quiet: bool, json: bool) -> Result<(), CliError> {
     }
     let checksum = format!("0x{:016x}", hash.finish());
     let total = Total::of(&rows);
-    let text = if json {
-        let summary = DemoSummary {
-            command: "demo",
-            seed: format!("0x{seed:016x}"),
-            jobs: rows,
-            total,
-            checksum,
-        };
-        let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
-        s.push('\n');
-        s
-    } else if quiet {
-        format!("checksum fnv1a64 {checksum}\n")
-    } else {
+    Ok(Done::summary(DemoSummary {
+        command: "demo",
+        seed: format!("0x{seed:016x}"),
+        jobs: rows,
+        total,
+        checksum,
+    }))
+}
+
+impl report::Summary for DemoSummary {
+    fn text(&self) -> String {
         format!(
-            "simak demo: generated tensors (seed 0x{seed:016x}), backend a65\n{}checksum fnv1a64 {checksum}\n",
-            table(&rows)
+            "simak demo: generated tensors (seed {}), backend a65\n{}checksum fnv1a64 {}\n",
+            self.seed,
+            table(&self.jobs),
+            self.checksum
         )
-    };
-    crate::report::emit(&text)
+    }
+
+    /// `-q` still prints the checksum line.
+    fn quiet_text(&self) -> Option<String> {
+        Some(format!("checksum fnv1a64 {}\n", self.checksum))
+    }
 }
 
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// `simak demo` alone, as clap parses it.
+    #[derive(Debug, clap::Parser)]
+    struct Demo {
+        #[command(flatten)]
+        args: DemoArgs,
+    }
+
+    #[test]
+    fn default_seed_is_the_documented_one() {
+        use clap::Parser as _;
+        let cli = Demo::try_parse_from(["demo"]).unwrap();
+        assert_eq!(cli.args.seed, None);
+        assert_eq!(parse_seed("0x5eed5a3a20240001"), Ok(DEFAULT_SEED));
+        assert_eq!(parse_seed("12"), Ok(12));
+        assert!(parse_seed("0xzz").is_err());
+    }
 
     #[test]
     fn pcg32_matches_the_reference_stream() {

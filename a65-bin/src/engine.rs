@@ -76,6 +76,24 @@ pub enum Backend {
     },
 }
 
+impl Backend {
+    /// `a65` or `ev74-sim`, as the summaries name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::A65 => "a65",
+            Backend::Ev74Sim { .. } => "ev74-sim",
+        }
+    }
+
+    /// The worker ring size of `ev74-sim` (`None` for `a65`).
+    pub fn workers(self) -> Option<usize> {
+        match self {
+            Backend::A65 => None,
+            Backend::Ev74Sim { workers } => Some(workers),
+        }
+    }
+}
+
 /// The result of quantizing one tensor.
 #[derive(Debug, Clone)]
 pub struct Quantized {
