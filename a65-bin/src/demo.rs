@@ -144,24 +144,69 @@ fn encode(values: &[f32], dtype: DType) -> Vec<u8> {
     }
 }
 
-/// FNV-1a, 64 bits.
-/// How a demo job picks its multiplier.
+/// How a demo quantization picks its multiplier.
 #[derive(Debug, Clone, Copy)]
 enum Pick {
     Fixed(u32),
     Absmax,
 }
 
-/// One demo quantization.
-struct Job<'a> {
-    name: String,
+/// A generated tensor as a demo quantization reads it: its logical shape and byte strides
+/// (`None`: row-major contiguous) over FP32 values.
+#[derive(Debug, Clone, Copy)]
+struct Generated<'a> {
     shape: &'a [u64],
     strides: Option<&'a [u64]>,
     values: &'a [f32],
-    dtype: DType,
-    pick: Pick,
-    zero_point: i32,
-    rounding: Rounding,
+}
+
+/// The demo's results so far: one row per quantization, and FNV-1a 64 over all outputs.
+#[derive(Default)]
+struct Results {
+    rows: Vec<Row>,
+    hash: FnvHasher,
+}
+
+impl Results {
+    /// Quantizes `input` stored as `dtype` on the A65 with the multiplier `pick`, the zero
+    /// point and the rounding; adds its row and its output to the hash.
+    fn quantize(
+        &mut self,
+        name: String,
+        input: Generated<'_>,
+        dtype: DType,
+        pick: Pick,
+        zero_point: i32,
+        rounding: Rounding,
+    ) -> Result<(), CliError> {
+        let bytes = encode(input.values, dtype);
+        let internal = |e: &dyn std::fmt::Display| CliError::Internal(anyhow!("demo {name}: {e}"));
+        let data = Aligned::new(&bytes, dtype.size()).map_err(|e| internal(&e))?;
+        let tensor = Tensor {
+            dtype,
+            shape: input.shape,
+            strides: input.strides,
+            out_strides: None,
+            data: data.as_slice(),
+        };
+        let (bits, calibration) = match pick {
+            Pick::Fixed(bits) => (bits, None),
+            Pick::Absmax => {
+                let a = engine::abs_max(&tensor).map_err(|e| internal(&e))?;
+                let bits = absmax_multiplier(a).map_err(|e| internal(&e))?;
+                (bits, Some(("absmax", a)))
+            }
+        };
+        let params = Params::from_bits(bits)
+            .with_zero_point(zero_point)
+            .with_rounding(rounding);
+        let q = engine::quantize(&tensor, params, engine::Backend::A65, &|_| {})
+            .map_err(|e| internal(&e))?;
+        self.hash.write(&q.output);
+        self.rows
+            .push(Row::new(name, input.shape, dtype, &q, calibration));
+        Ok(())
+    }
 }
 
 /// What `simak demo` did: one row per job and the checksum of all outputs.
@@ -183,103 +228,45 @@ pub fn run(args: DemoArgs, _ctx: &Context) -> Result<Done<DemoSummary>, CliError
     let seed = args.seed.unwrap_or(DEFAULT_SEED);
     let (image_shape, image) = image(seed);
     let (weight_shape, weight) = weights(seed);
-    // The image viewed as CHW over its HWC storage: a strided input, contiguous output.
-    let chw_shape = [3u64, 224, 224];
-    let chw_strides = [4u64, 224 * 3 * 4, 3 * 4];
-
-    let image_job = |name: String, dtype, multiplier: f32| Job {
-        name,
+    let hwc = Generated {
         shape: &image_shape,
         strides: None,
         values: &image,
-        dtype,
-        pick: Pick::Fixed(multiplier.to_bits()),
-        zero_point: -128,
-        rounding: Rounding::NearestEven,
     };
-    let weight_job = |name: String, dtype, pick, rounding| Job {
-        name,
+    // The image viewed as CHW over its HWC storage: a strided input, contiguous output.
+    let chw = Generated {
+        shape: &[3, 224, 224],
+        strides: Some(&[4, 224 * 3 * 4, 3 * 4]),
+        values: &image,
+    };
+    let matrix = Generated {
         shape: &weight_shape,
         strides: None,
         values: &weight,
-        dtype,
-        pick,
-        zero_point: 0,
-        rounding,
     };
-    let mut jobs = Vec::new();
+    let image_pick = |multiplier: f32| Pick::Fixed(multiplier.to_bits());
+    let nearest = Rounding::NearestEven;
+
+    let mut results = Results::default();
     for dtype in [DType::F32, DType::BF16, DType::F16] {
-        jobs.push(image_job(format!("image.{dtype} hwc"), dtype, 255.0));
+        let name = format!("image.{dtype} hwc");
+        results.quantize(name, hwc, dtype, image_pick(255.0), -128, nearest)?;
     }
-    jobs.push(Job {
-        shape: &chw_shape,
-        strides: Some(&chw_strides),
-        ..image_job("image.f32 chw-view".to_owned(), DType::F32, 127.0)
-    });
+    let name = "image.f32 chw-view".to_owned();
+    results.quantize(name, chw, DType::F32, image_pick(127.0), -128, nearest)?;
     for dtype in [DType::F32, DType::BF16, DType::F16] {
-        jobs.push(weight_job(
-            format!("weight.{dtype}"),
-            dtype,
-            Pick::Fixed(0x4400_0000),
-            Rounding::NearestEven,
-        ));
+        let name = format!("weight.{dtype}");
+        results.quantize(name, matrix, dtype, Pick::Fixed(0x4400_0000), 0, nearest)?;
     }
     for rounding in Rounding::ALL {
-        jobs.push(weight_job(
-            format!("weight.f32 absmax {rounding}"),
-            DType::F32,
-            Pick::Absmax,
-            rounding,
-        ));
+        let name = format!("weight.f32 absmax {rounding}");
+        results.quantize(name, matrix, DType::F32, Pick::Absmax, 0, rounding)?;
     }
     for dtype in [DType::BF16, DType::F16] {
-        jobs.push(weight_job(
-            format!("weight.{dtype} absmax"),
-            dtype,
-            Pick::Absmax,
-            Rounding::NearestEven,
-        ));
+        let name = format!("weight.{dtype} absmax");
+        results.quantize(name, matrix, dtype, Pick::Absmax, 0, nearest)?;
     }
-
-    let mut hash = FnvHasher::default();
-    let mut rows = Vec::with_capacity(jobs.len());
-    for Job {
-        name,
-        shape,
-        strides,
-        values,
-        dtype,
-        pick,
-        zero_point,
-        rounding,
-    } in jobs
-    {
-        let bytes = encode(values, dtype);
-        let internal = |e: &dyn std::fmt::Display| CliError::Internal(anyhow!("demo {name}: {e}"));
-        let data = Aligned::new(&bytes, dtype.size()).map_err(|e| internal(&e))?;
-        let tensor = Tensor {
-            dtype,
-            shape,
-            strides,
-            out_strides: None,
-            data: data.as_slice(),
-        };
-        let (bits, calibration) = match pick {
-            Pick::Fixed(bits) => (bits, None),
-            Pick::Absmax => {
-                let a = engine::abs_max(&tensor).map_err(|e| internal(&e))?;
-                let bits = absmax_multiplier(a).map_err(|e| internal(&e))?;
-                (bits, Some(("absmax", a)))
-            }
-        };
-        let params = Params::from_bits(bits)
-            .with_zero_point(zero_point)
-            .with_rounding(rounding);
-        let q = engine::quantize(&tensor, params, engine::Backend::A65, &|_| {})
-            .map_err(|e| internal(&e))?;
-        hash.write(&q.output);
-        rows.push(Row::new(name, shape, dtype, &q, calibration));
-    }
+    let Results { rows, hash } = results;
     let checksum = format!("0x{:016x}", hash.finish());
     let total = Total::of(&rows);
     Ok(Done::summary(DemoSummary {
