@@ -74,7 +74,7 @@ pub struct EncodeQuantArgs {
     output_strides: Option<U64List>,
     // --input-address, --output-address, --output.
     #[command(flatten)]
-    placement: Placement,
+    place: Placement,
 }
 
 /// The flags of `simak packet encode casttess`.
@@ -99,7 +99,7 @@ pub struct EncodeCastTessArgs {
     input_strides: Option<U64List>,
     // --input-address, --output-address, --output, with the help texts above.
     #[command(flatten)]
-    placement: Placement,
+    place: Placement,
 }
 
 /// Where a packet is bound and written: the flags every `packet encode` command ends with
@@ -499,12 +499,7 @@ impl EncodeArgs for EncodeQuantArgs {
     type Params = Params;
     const COMMAND: &'static str = "packet encode quant";
     fn request(&self) -> Request<'_> {
-        Request::of(
-            &self.shape,
-            self.dtype,
-            &self.input_strides,
-            &self.placement,
-        )
+        Request::of(&self.shape, self.dtype, &self.input_strides, &self.place)
     }
     fn output_strides(&self) -> Option<&[u64]> {
         self.output_strides.as_ref().map(|l| &l.0[..])
@@ -529,12 +524,7 @@ impl EncodeArgs for EncodeCastTessArgs {
     type Params = MlaTiled;
     const COMMAND: &'static str = "packet encode casttess";
     fn request(&self) -> Request<'_> {
-        Request::of(
-            &self.shape,
-            self.dtype,
-            &self.input_strides,
-            &self.placement,
-        )
+        Request::of(&self.shape, self.dtype, &self.input_strides, &self.place)
     }
     fn params(&self) -> Result<MlaTiled, String> {
         Ok(self.layout.layout())
@@ -597,10 +587,7 @@ pub fn run_encode<A: EncodeArgs>(args: A, _ctx: &Context) -> Result<Done<Listing
         )));
     }
     let staged = target.stage(|w| w.write_all(&bytes))?;
-    Ok(Done {
-        summary: listing,
-        staged: vec![staged],
-    })
+    Ok(Done::new(listing, vec![staged]))
 }
 
 /// The descriptor bytes of `plan` for entry `E`: relocatable, or bound to regions of the

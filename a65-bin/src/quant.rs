@@ -328,10 +328,7 @@ pub fn run(args: QuantArgs, ctx: &Context) -> Result<Done<QuantSummary>, CliErro
         copied,
         total,
     };
-    Ok(Done {
-        summary,
-        staged: vec![staged],
-    })
+    Ok(Done::new(summary, vec![staged]))
 }
 
 impl report::Summary for QuantSummary {
@@ -542,10 +539,7 @@ impl Quantizer<'_> {
         bar.finish_and_clear();
         let order = array.order();
         let staged = target.stage_npy::<i8>(&shape, order, |w| w.write_all(&q.output))?;
-        let name = file.file_name().map_or_else(
-            || file.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let name = crate::read::file_name(file);
         let row = Row::new(name, &shape, dtype, &q, calibrated);
         Ok((vec![row], Vec::new(), staged))
     }

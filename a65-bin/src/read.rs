@@ -349,6 +349,15 @@ impl<'a> StFile<'a> {
     }
 }
 
+/// The file name of `path` (the whole path if it has none), as summaries name a file's
+/// only tensor.
+pub fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
 /// A `.safetensors` file the parser refused.
 fn malformed(file: &Path, e: safetensors::SafeTensorError) -> CliError {
     bad_file(file, format!("malformed safetensors file: {e}"))

@@ -67,6 +67,11 @@ pub struct Done<S> {
 }
 
 impl<S> Done<S> {
+    /// A result with the outputs `staged`, published in this order.
+    pub fn new(summary: S, staged: Vec<Staged>) -> Done<S> {
+        Done { summary, staged }
+    }
+
     /// A result that wrote no file.
     pub fn summary(summary: S) -> Done<S> {
         Done {

@@ -308,13 +308,6 @@ struct Loaded<'a> {
     source: Option<String>,
 }
 
-fn file_name(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
-}
-
 const ACCEPTS: &str = "casttess and quanttess take F32, BF16 and F16 tensors";
 
 fn load<'a>(args: &TessArgs, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<'a>, CliError> {
@@ -329,7 +322,7 @@ fn load<'a>(args: &TessArgs, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<
             )?;
             let strides = a.byte_strides();
             Loaded {
-                name: file_name(file),
+                name: read::file_name(file),
                 format: "npy",
                 dtype: a.dtype,
                 shape: a.shape,
@@ -371,7 +364,7 @@ fn load<'a>(args: &TessArgs, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<
                 norm.std
             );
             Loaded {
-                name: file_name(file),
+                name: read::file_name(file),
                 format: img.format,
                 dtype: DType::F32,
                 shape: img.shape,
@@ -534,10 +527,7 @@ fn convert(
             .then(|| result.elements as f64 / result.seconds),
         sidecar,
     };
-    Ok(Done {
-        summary,
-        staged: vec![physical, side],
-    })
+    Ok(Done::new(summary, vec![physical, side]))
 }
 
 impl report::Summary for TessSummary {
@@ -740,26 +730,46 @@ pub fn tile_pieces(view: &TiledView) -> Vec<TilePiece> {
         .collect()
 }
 
-/// Runs `run` on each piece of a tiled conversion with its own input tensor and output
-/// range, calling `progress` with each piece's elements; checks that the pieces' ranges
-/// tile the whole buffer.
-fn run_pieces(
+/// Runs a tiled conversion of `tensor` piece by piece ([`tile_pieces`]) into a new zeroed
+/// buffer of `view`'s capacity. Each piece is a request of its own (`plan`) whose output is
+/// the next `capacity` bytes of the buffer, run by `execute`, which returns the seconds its
+/// kernel took and its route; `progress` is called with each piece's elements. Checks that
+/// the pieces' ranges tile the whole buffer. Returns the buffer, the seconds over all
+/// pieces and the first piece's route.
+fn run_tiled<P>(
     view: &TiledView,
-    tensor: &Tensor<'_>,
     in_strides: &[u64],
-    output: &mut [u8],
+    tensor: &Tensor<'_>,
     progress: &dyn Fn(u64),
-    mut run: impl FnMut(&Tensor<'_>, MlaTiled, &mut [u8]) -> Result<u64, EngineError>,
-) -> Result<(), EngineError> {
+    plan: impl Fn(&Tensor<'_>, MlaTiled) -> Result<P, EngineError>,
+    capacity: impl Fn(&P) -> u64,
+    mut execute: impl FnMut(&P, &[u8], &mut [u8]) -> Result<(f64, String), EngineError>,
+) -> Result<(AlignedBuf, f64, Option<String>), EngineError> {
+    let mut output = output_buffer(view)?;
+    let mut seconds = 0.0;
+    let mut route = None;
     let mut at = 0usize;
     for p in tile_pieces(view) {
         let part = p.piece.of(tensor, in_strides, &[]);
-        let out = output.get_mut(at..).ok_or(EngineError::Short {
-            required: at as u64,
-            found: view.capacity(),
+        let part = part.tensor();
+        let part_plan = plan(&part, p.layout)?;
+        let capacity = capacity(&part_plan);
+        let out = output
+            .as_mut_slice()
+            .get_mut(at..)
+            .ok_or(EngineError::Short {
+                required: at as u64,
+                found: view.capacity(),
+            })?;
+        let found = out.len() as u64;
+        let out = out.get_mut(..capacity as usize).ok_or(EngineError::Short {
+            required: capacity,
+            found,
         })?;
-        let written = run(&part.tensor(), p.layout, out)?;
-        at += written as usize;
+        let (s, r) = execute(&part_plan, part.data, out)?;
+        seconds += s;
+        route.get_or_insert(r);
+        at += capacity as usize;
         progress(p.piece.len * (view.elements() / view.extents()[p.piece.axis].max(1)));
     }
     if at as u64 != view.capacity() {
@@ -768,111 +778,83 @@ fn run_pieces(
             found: at as u64,
         });
     }
-    Ok(())
+    Ok((output, seconds, route))
 }
 
+/// CastTess of `tensor` under `plan` on `backend`, in pieces ([`run_tiled`]).
 fn run_cast(
     plan: &casttess::Plan,
     tensor: &Tensor<'_>,
     backend: Backend,
     progress: &dyn Fn(u64),
 ) -> Result<TessResult, EngineError> {
-    let mut output = output_buffer(plan.output())?;
     let in_strides = &plan.input().strides()[..plan.input().rank()];
-    let mut seconds = 0.0;
-    let mut route = String::new();
-    run_pieces(
+    let (output, seconds, route) = run_tiled(
         plan.output(),
-        tensor,
         in_strides,
-        output.as_mut_slice(),
+        tensor,
         progress,
-        |part, layout, out| {
-            let part_plan = cast_plan(part, layout)?;
-            let capacity = part_plan.output().capacity();
-            let found = out.len() as u64;
-            let out = out.get_mut(..capacity as usize).ok_or(EngineError::Short {
-                required: capacity,
-                found,
-            })?;
-            let start = Instant::now();
-            match backend {
-                Backend::A65 => {
-                    let prepared = a65::casttess::prepare(&part_plan);
-                    a65::casttess::execute(&prepared, part.data, out)?;
-                    if route.is_empty() {
-                        route = prepared.implementation().to_owned();
-                    }
-                }
-                Backend::Ev74Sim { workers } => {
-                    // Only the accessed span goes to the device.
-                    let span = part_plan.input().span() as usize;
-                    let input = part.data.get(..span).unwrap_or(part.data);
-                    ev74::casttess::run_sim(&part_plan, input, out, workers)
-                        .map_err(engine::sim_error)?;
-                    route = engine::ev74_route(workers);
-                }
+        cast_plan,
+        |p| p.output().capacity(),
+        |p, data, out| match backend {
+            Backend::A65 => {
+                let start = Instant::now();
+                let prepared = a65::casttess::prepare(p);
+                a65::casttess::execute(&prepared, data, out)?;
+                let route = prepared.implementation().to_owned();
+                Ok((start.elapsed().as_secs_f64(), route))
             }
-            seconds += start.elapsed().as_secs_f64();
-            Ok(capacity)
+            Backend::Ev74Sim { workers } => {
+                let start = Instant::now();
+                // Only the accessed span goes to the device.
+                let span = p.input().span() as usize;
+                let input = data.get(..span).unwrap_or(data);
+                ev74::casttess::run_sim(p, input, out, workers).map_err(engine::sim_error)?;
+                Ok((start.elapsed().as_secs_f64(), engine::ev74_route(workers)))
+            }
         },
     )?;
+    let route = match (backend, route) {
+        (Backend::A65, None) => a65::casttess::prepare(plan).implementation().to_owned(),
+        (_, route) => route.unwrap_or_default(),
+    };
     Ok(TessResult {
         output,
         elements: plan.elements(),
         seconds,
-        route: match backend {
-            Backend::A65 if route.is_empty() => {
-                a65::casttess::prepare(plan).implementation().to_owned()
-            }
-            _ => route,
-        },
+        route,
     })
 }
 
+/// QuantTess of `tensor` under `plan` on the A65, in pieces ([`run_tiled`]).
 fn run_quant(
     plan: &quanttess::Plan,
     tensor: &Tensor<'_>,
     progress: &dyn Fn(u64),
 ) -> Result<TessResult, EngineError> {
-    let mut output = output_buffer(plan.output())?;
     let in_strides = &plan.input().strides()[..plan.input().rank()];
     let params = plan.params();
-    let mut seconds = 0.0;
-    let mut route = String::new();
-    run_pieces(
+    let (output, seconds, route) = run_tiled(
         plan.output(),
-        tensor,
         in_strides,
-        output.as_mut_slice(),
+        tensor,
         progress,
-        |part, layout, out| {
-            let part_plan = quant_plan(part, layout, params)?;
-            let capacity = part_plan.output().capacity();
-            let found = out.len() as u64;
-            let out = out.get_mut(..capacity as usize).ok_or(EngineError::Short {
-                required: capacity,
-                found,
-            })?;
-            let prepared = a65::quanttess::prepare(&part_plan);
+        |part, layout| quant_plan(part, layout, params),
+        |p| p.output().capacity(),
+        |p, data, out| {
+            let prepared = a65::quanttess::prepare(p);
             let start = Instant::now();
-            a65::quanttess::execute(&prepared, part.data, out)?;
-            seconds += start.elapsed().as_secs_f64();
-            if route.is_empty() {
-                route = prepared.implementation().to_owned();
-            }
-            Ok(capacity)
+            a65::quanttess::execute(&prepared, data, out)?;
+            let route = prepared.implementation().to_owned();
+            Ok((start.elapsed().as_secs_f64(), route))
         },
     )?;
+    let route = route.unwrap_or_else(|| a65::quanttess::prepare(plan).implementation().to_owned());
     Ok(TessResult {
         output,
         elements: plan.elements(),
         seconds,
-        route: if route.is_empty() {
-            a65::quanttess::prepare(plan).implementation().to_owned()
-        } else {
-            route
-        },
+        route,
     })
 }
 

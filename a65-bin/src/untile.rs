@@ -249,10 +249,7 @@ pub fn run_untile(args: UntileArgs, ctx: &Context) -> Result<Done<UntileSummary>
         elements,
         capacity_bytes: view.capacity(),
     };
-    Ok(Done {
-        summary,
-        staged: vec![staged],
-    })
+    Ok(Done::new(summary, vec![staged]))
 }
 
 impl report::Summary for UntileSummary {
@@ -499,10 +496,7 @@ pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSumma
         bar.finish_and_clear();
         let shape = array.shape.clone();
         let staged = target.stage_npy::<f32>(&shape, array.order(), |w| w.write_all(&data))?;
-        let name = input.file_name().map_or_else(
-            || input.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let name = crate::read::file_name(input);
         (vec![row(name, &shape, m.bits, zp)], Vec::new(), staged)
     } else {
         if multiplier.is_some() || zero_point.is_some() {
@@ -521,10 +515,7 @@ pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSumma
         tensors: rows,
         copied,
     };
-    Ok(Done {
-        summary,
-        staged: vec![staged],
-    })
+    Ok(Done::new(summary, vec![staged]))
 }
 
 impl report::Summary for DequantSummary {
