@@ -617,13 +617,7 @@ mod test {
 
     #[test]
     fn spec_example_svg_maps_twelve_bytes() {
-        let view = MlaTiled::new(
-            [None, None, Some(0), Some(1)],
-            [1, 1, 2, 3],
-            Channels::Compact,
-        )
-        .admit(&[2, 3], 2)
-        .unwrap();
+        let view = crate::tess::test::spec_example();
         let text = svg(&view);
         assert_eq!(text.matches("zero padding</title>").count(), 4);
         assert_eq!(text.matches("low byte</title>").count(), 6);

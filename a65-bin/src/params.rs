@@ -296,6 +296,16 @@ fn check_rank(shape: Vec<u64>) -> Result<Vec<u64>, String> {
     Ok(shape)
 }
 
+/// The `N` comma-separated items of `text`, trimmed; `what` names them in the error.
+fn items<'t, const N: usize>(text: &'t str, what: &str) -> Result<[&'t str; N], String> {
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    <[&str; N]>::try_from(items)
+        .map_err(|items| format!("expected {N} comma-separated {what}, found {}", items.len()))
+}
+
+/// The roles of the four `D,H,W,C` items, in order.
+const ROLES: [&str; 4] = ["D", "H", "W", "C"];
+
 /// The D, H, W, C axis map as given with `--axes`: logical axis indices, `-1` for absent.
 pub type AxesArg = [Option<u8>; 4];
 
@@ -307,15 +317,9 @@ pub type AxesArg = [Option<u8>; 4];
 ///
 /// Not exactly four items, or an item outside -1..=5.
 pub fn parse_axes(text: &str) -> Result<AxesArg, String> {
-    let items: Vec<&str> = text.split(',').map(str::trim).collect();
-    if items.len() != 4 {
-        return Err(format!(
-            "expected 4 comma-separated axes (D,H,W,C), found {}",
-            items.len()
-        ));
-    }
+    let items: [&str; 4] = items(text, "axes (D,H,W,C)")?;
     let mut axes = [None; 4];
-    for (slot, (item, role)) in axes.iter_mut().zip(items.iter().zip(["D", "H", "W", "C"])) {
+    for (slot, (item, role)) in axes.iter_mut().zip(items.iter().zip(ROLES)) {
         let value: i64 = item
             .parse()
             .map_err(|_| format!("{role} axis {item:?} is not an integer"))?;
@@ -339,15 +343,9 @@ pub fn parse_axes(text: &str) -> Result<AxesArg, String> {
 ///
 /// Not exactly four items, or an item that is not a 32-bit unsigned integer.
 pub fn parse_tile(text: &str) -> Result<[u32; 4], String> {
-    let items: Vec<&str> = text.split(',').map(str::trim).collect();
-    if items.len() != 4 {
-        return Err(format!(
-            "expected 4 comma-separated tile extents (D,H,W,C), found {}",
-            items.len()
-        ));
-    }
+    let items: [&str; 4] = items(text, "tile extents (D,H,W,C)")?;
     let mut tile = [0u32; 4];
-    for (slot, (item, role)) in tile.iter_mut().zip(items.iter().zip(["D", "H", "W", "C"])) {
+    for (slot, (item, role)) in tile.iter_mut().zip(items.iter().zip(ROLES)) {
         *slot = item
             .parse()
             .map_err(|_| format!("{role} tile {item:?} is not an unsigned 32-bit integer"))?;
@@ -361,13 +359,7 @@ pub fn parse_tile(text: &str) -> Result<[u32; 4], String> {
 ///
 /// Not exactly three items, or an item that is not a finite number.
 pub fn parse_rgb(text: &str) -> Result<[f32; 3], String> {
-    let items: Vec<&str> = text.split(',').map(str::trim).collect();
-    if items.len() != 3 {
-        return Err(format!(
-            "expected 3 comma-separated values (r,g,b), found {}",
-            items.len()
-        ));
-    }
+    let items: [&str; 3] = items(text, "values (r,g,b)")?;
     let mut out = [0f32; 3];
     for (slot, item) in out.iter_mut().zip(items) {
         let v: f32 = item

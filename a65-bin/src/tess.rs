@@ -859,9 +859,21 @@ fn run_quant(
 }
 
 #[cfg(test)]
-mod test {
+pub(crate) mod test {
     use super::*;
     use simak::layout::Channels;
+
+    /// The layout example of SPEC §5: a `[2, 3]` BF16 tensor, W = axis 0, C = axis 1, tile
+    /// 2 x 3, compact channels.
+    pub(crate) fn spec_example() -> TiledView {
+        MlaTiled::new(
+            [None, None, Some(0), Some(1)],
+            [1, 1, 2, 3],
+            Channels::Compact,
+        )
+        .admit(&[2, 3], 2)
+        .unwrap()
+    }
 
     /// Every level a tiled conversion can be cut at (an outer axis; C, D, H and W tiles,
     /// with boundary tiles in the last piece): the pieces' ranges tile the buffer, progress
@@ -959,13 +971,7 @@ mod test {
 
     #[test]
     fn sidecar_of_the_spec_example() {
-        let view = MlaTiled::new(
-            [None, None, Some(0), Some(1)],
-            [1, 1, 2, 3],
-            Channels::Compact,
-        )
-        .admit(&[2, 3], 2)
-        .unwrap();
+        let view = spec_example();
         let s = Sidecar::new("casttess", DType::F32, &view, None);
         let json: serde_json::Value = serde_json::to_value(&s).unwrap();
         assert_eq!(
