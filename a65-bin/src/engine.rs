@@ -315,7 +315,7 @@ impl Part<'_> {
 
 /// Splits a tensor of `shape` into pieces along the axis with the largest output stride
 /// (the slowest in `out_strides`, so each piece's outputs are one range of whole rows), in
-/// whole multiples of `granule` rows, of about [`PIECE_ELEMENTS`] each. A tensor below
+/// whole multiples of `granule` rows, of about `PIECE_ELEMENTS` each. A tensor below
 /// [`PIECE_MIN_ELEMENTS`] elements, or whose slowest axis has one row, is one piece.
 pub fn pieces(shape: &[u64], out_strides: &[u64], granule: u64) -> Vec<Piece> {
     let elements: u64 = shape.iter().product();
@@ -332,7 +332,7 @@ pub fn pieces(shape: &[u64], out_strides: &[u64], granule: u64) -> Vec<Piece> {
 }
 
 /// Pieces of `extent` rows of `axis` in multiples of `granule` rows, about
-/// [`PIECE_ELEMENTS`] of the tensor's `elements` each.
+/// `PIECE_ELEMENTS` of the tensor's `elements` each.
 pub fn along(axis: usize, extent: u64, granule: u64, elements: u64) -> Vec<Piece> {
     let granule = granule.max(1);
     let per_row = (elements / extent.max(1)).max(1);

@@ -1,6 +1,6 @@
 //! Output files: every target is checked before any work ([`Target::new`]), then written
 //! in full to an unnamed temporary file in its folder and published over the target by one
-//! link or rename ([`Target::stage`], [`Staged::commit`]). On any failure the target is
+//! link or rename ([`Target::stage`], [`commit_all`]). On any failure the target is
 //! untouched and nothing is left behind.
 //!
 //! - **Unnamed staging.** On Linux the data goes to an `O_TMPFILE` file (no name until it is
@@ -421,7 +421,7 @@ impl Target {
     }
 
     /// Writes the future content of the target to a staging file in its folder, flushed
-    /// and synced; [`Staged::commit`] publishes it. The mode is settled here: an existing
+    /// and synced; [`commit_all`] publishes it. The mode is settled here: an existing
     /// target's mode is copied exactly, a new one keeps the creation mode (`0666` less the
     /// umask).
     ///
@@ -615,7 +615,8 @@ impl Staged {
 ///
 /// # Errors
 ///
-/// As [`Staged::commit`].
+/// [`CliError::Write`] (exit 1) when a link or rename fails; that target is untouched (those
+/// before it are published).
 pub fn commit_all(staged: Vec<Staged>) -> Result<(), CliError> {
     let mut published = PUBLISHED.lock().unwrap_or_else(|e| e.into_inner());
     for file in staged {
