@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use clap::{Args, Subcommand};
 use serde::Serialize;
 use simak::a65::quant::{Prepared, execute, prepare, prepare_exact};
 use simak::a65::reference;
@@ -23,28 +24,49 @@ use simak::{DType, TensorSpec};
 use crate::demo::{Pcg32, unit};
 use crate::engine;
 use crate::error::CliError;
+use crate::params::DTypeArg;
+use crate::report::{self, Context, Done};
 
-/// What to measure.
-#[derive(Debug, Clone)]
-pub struct BenchJob {
+/// `simak bench`: one subcommand per benchmark.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Quant of a 1-D tensor (or row-padded 2-D, see --layout) on the peers' workload
+    /// (multiplier 0.5, zero point 3, nearest-even, inputs from N(0, 100) with a fixed seed
+    /// and an exact tie every 16th element), with the auto-selected A65 route; plus a plain
+    /// read of the input and a trivial kernel with the same traffic (read each element,
+    /// store its low byte).
+    Quant(BenchQuantArgs),
+}
+
+/// The flags of `simak bench quant`.
+#[derive(Debug, Args)]
+pub struct BenchQuantArgs {
     /// Input dtype.
-    pub dtype: DType,
+    #[arg(long, value_enum, default_value_t = DTypeArg::F32)]
+    dtype: DTypeArg,
     /// Elements per call.
-    pub elements: usize,
-    /// Threads through the partition API (`Prepared::split`).
-    pub threads: usize,
-    /// Repetitions (median taken).
-    pub reps: usize,
-    /// Also measure the exact integer path.
-    pub exact: bool,
-    /// Input layout.
-    pub layout: BenchLayout,
-    /// Input value class.
-    pub values: BenchValues,
-    /// Print JSON instead of a table.
-    pub json: bool,
-    /// `-q`: print nothing but errors (and `--json` output).
-    pub quiet: bool,
+    #[arg(long, value_name = "N", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 31))]
+    elements: u64,
+    /// Threads, each running one piece of every call through the partition API
+    /// (`Prepared::split`); the waiting threads spin, so use at most one per core. The
+    /// references are always measured on one thread.
+    #[arg(long, value_name = "T", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+    threads: u64,
+    /// Repetitions; the median is reported.
+    #[arg(long, value_name = "R", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    reps: u64,
+    /// Also measure the exact integer path (slow).
+    #[arg(long)]
+    exact: bool,
+    /// Input layout: a contiguous 1-D tensor, or a 2-D tensor of 1024-element rows whose
+    /// input rows are padded by 16 elements (strided input, contiguous output; --elements
+    /// rounds up to whole rows).
+    #[arg(long, value_enum, default_value_t = BenchLayout::Contiguous)]
+    layout: BenchLayout,
+    /// Input values: the peers' N(0, 100) workload, or a hostile class (every element a
+    /// nonzero subnormal, a NaN, or a value that saturates).
+    #[arg(long, value_enum, default_value_t = BenchValues::Normal)]
+    values: BenchValues,
 }
 
 /// Input layout of a benchmark.
@@ -85,8 +107,9 @@ struct Figure {
     input_gb_per_s: f64,
 }
 
+/// What `simak bench quant` measured.
 #[derive(Debug, Serialize)]
-struct Summary {
+pub struct BenchSummary {
     dtype: String,
     layout: BenchLayout,
     values: BenchValues,
@@ -289,13 +312,21 @@ fn wait_a_little(spins: &mut u32) {
     }
 }
 
-/// Runs the benchmark and prints the figures.
-pub fn run(job: &BenchJob) -> Result<(), CliError> {
-    let dtype = job.dtype;
-    let (n, rows, in_row) = match job.layout {
-        BenchLayout::Contiguous => (job.elements, 1, job.elements),
+/// Runs `simak bench quant`: the figures of the Quant route and the references.
+///
+/// # Errors
+///
+/// Bad input (exit 2) when a buffer cannot be allocated or the library refuses the
+/// request; internal when `execute` fails.
+pub fn run(args: BenchQuantArgs, ctx: &Context) -> Result<Done<BenchSummary>, CliError> {
+    let dtype = DType::from(args.dtype);
+    let elements = args.elements as usize;
+    let threads = args.threads as usize;
+    let reps = args.reps as usize;
+    let (n, rows, in_row) = match args.layout {
+        BenchLayout::Contiguous => (elements, 1, elements),
         BenchLayout::RowPadded => {
-            let rows = job.elements.div_ceil(ROW);
+            let rows = elements.div_ceil(ROW);
             (rows.saturating_mul(ROW), rows, ROW + ROW_PAD)
         }
     };
@@ -306,7 +337,7 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
     // Allocated (fallibly) before any value is generated: an impossible size fails at once.
     let mut output = allocate("the output buffer", n as u64, true)?;
     let count = rows.saturating_mul(in_row);
-    let input = encode(dtype, values(job.values, dtype, count), in_len)?;
+    let input = encode(dtype, values(args.values, dtype, count), in_len)?;
     let request = Request {
         input: TensorSpec::strided(
             [rows as u64, ROW.min(n) as u64],
@@ -321,7 +352,7 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
         output: TensorSpec::contiguous([1, n as u64], DType::I8),
         params: request.params,
     };
-    let request = match job.layout {
+    let request = match args.layout {
         BenchLayout::Contiguous => contiguous,
         BenchLayout::RowPadded => request,
     };
@@ -331,17 +362,17 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
     execute(&prepared, &input, &mut output).map_err(internal)?;
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if job.threads > cores && !job.json {
+    if threads > cores && !ctx.json {
         crate::report::emit_stderr(&format!(
             "simak: warning: {} threads on {cores} cores: the workers time-share, so the figures do not measure the kernel",
-            job.threads
+            threads
         ));
     }
     let mut figures = Vec::new();
-    let quant = if job.threads > 1 {
-        threaded(&prepared, job.threads, job.reps, &input, &mut output)?
+    let quant = if threads > 1 {
+        threaded(&prepared, threads, reps, &input, &mut output)?
     } else {
-        time(job.reps, || {
+        time(reps, || {
             let _ = execute(&prepared, black_box(&input), black_box(&mut output));
         })
     };
@@ -351,61 +382,57 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
         in_bytes,
         quant,
     ));
-    if job.exact {
+    if args.exact {
         let exact = prepare_exact(&plan);
-        let t = time(job.reps.min(7), || {
+        let t = time(reps.min(7), || {
             let _ = execute(&exact, black_box(&input), black_box(&mut output));
         });
         figures.push(figure("quant exact-scalar", n, in_bytes, t));
     }
     // Reference: a plain read of the input (sum of its 8-byte words).
-    let read = time(job.reps, || {
+    let read = time(reps, || {
         black_box(reference::read(black_box(&input)));
     });
     figures.push(figure("reference: plain read", n, in_bytes, read));
     // Reference: the same traffic as Quant, trivial arithmetic (low byte of each element).
-    let trivial = time(job.reps, || {
+    let trivial = time(reps, || {
         reference::low_bytes(dtype.size(), black_box(&input), black_box(&mut output))
     });
     figures.push(figure("reference: trivial kernel", n, in_bytes, trivial));
 
-    let summary = Summary {
+    let summary = BenchSummary {
         dtype: dtype.name().to_string(),
-        layout: job.layout,
-        values: job.values,
+        layout: args.layout,
+        values: args.values,
         elements: n,
-        threads: job.threads,
-        reps: job.reps,
+        threads,
+        reps,
         route: prepared.implementation().to_string(),
         figures,
     };
-    if job.quiet && !job.json {
-        return Ok(());
-    }
-    let text = if job.json {
-        let mut text = serde_json::to_string_pretty(&summary)
-            .map_err(|e| CliError::Internal(anyhow::anyhow!(e)))?;
-        text.push('\n');
-        text
-    } else {
+    Ok(Done::summary(summary))
+}
+
+impl report::Summary for BenchSummary {
+    fn text(&self) -> String {
         use std::fmt::Write as _;
         let mut text = format!(
             "quant {} -> i8, {} ({} layout, {} values), {}, median of {}\n",
-            summary.dtype,
-            crate::report::count(n as u64, "element", "elements"),
-            clap::ValueEnum::to_possible_value(&job.layout)
+            self.dtype,
+            crate::report::count(self.elements as u64, "element", "elements"),
+            clap::ValueEnum::to_possible_value(&self.layout)
                 .map_or_else(String::new, |v| v.get_name().to_owned()),
-            clap::ValueEnum::to_possible_value(&job.values)
+            clap::ValueEnum::to_possible_value(&self.values)
                 .map_or_else(String::new, |v| v.get_name().to_owned()),
-            crate::report::count(job.threads as u64, "thread", "threads"),
-            crate::report::count(job.reps as u64, "repetition", "repetitions"),
+            crate::report::count(self.threads as u64, "thread", "threads"),
+            crate::report::count(self.reps as u64, "repetition", "repetitions"),
         );
         let _ = writeln!(
             text,
             "{:<32} {:>14} {:>14} {:>10} {:>10}",
             "kernel", "median ns/call", "min ns/call", "Gelem/s", "in GB/s"
         );
-        for f in &summary.figures {
+        for f in &self.figures {
             let _ = writeln!(
                 text,
                 "{:<32} {:>14.0} {:>14.0} {:>10.3} {:>10.2}",
@@ -417,8 +444,7 @@ pub fn run(job: &BenchJob) -> Result<(), CliError> {
             );
         }
         text
-    };
-    crate::report::emit(&text)
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 use std::hash::Hasher;
 
 use anyhow::anyhow;
+use clap::Args;
 use fnv::FnvHasher;
 use rand_core::RngCore;
 use serde::Serialize;
@@ -23,10 +24,40 @@ use simak::ops::quant::{Params, Rounding};
 use crate::engine::{self, Aligned, Tensor};
 use crate::error::CliError;
 use crate::params::absmax_multiplier;
-use crate::report::{Row, Total, table};
+use crate::report::{self, Context, Done, Row, Total, table};
 
 /// The default generator seed.
 pub const DEFAULT_SEED: u64 = 0x5eed_5a3a_2024_0001;
+
+/// Run the quant pipeline on embedded generated tensors (no files needed) and print a
+/// checksum of all outputs.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Run the quant pipeline on embedded generated tensors: an image-like \
+    [224, 224, 3] HWC tensor in [0, 1] and a weight-like [384, 384] matrix (about N(0, \
+    0.05), with outliers, infinities, a NaN and subnormals), each as FP32, BF16 and FP16, \
+    quantized with fixed multipliers, absmax calibration and all four rounding modes. \
+    Prints the jobs and an FNV-1a 64 checksum over all outputs (the same on every run \
+    and platform for a given seed)."
+)]
+pub struct DemoArgs {
+    /// Seed of the tensor generator, decimal or 0x hex [default: 0x5eed5a3a20240001].
+    #[arg(long, value_name = "SEED", value_parser = parse_seed)]
+    seed: Option<u64>,
+}
+
+/// Parses `--seed`: decimal or `0x` hex, 64 bits.
+///
+/// # Errors
+///
+/// The text is not a 64-bit number.
+pub fn parse_seed(text: &str) -> Result<u64, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|e| format!("{text:?} is not a 64-bit seed: {e}"))
+}
 
 /// The demo's and the bench's generator: PCG32 (XSH RR 64/32) from `rand_pcg`, whose
 /// `Pcg32::new(state, stream)` is the PCG reference's `pcg32_srandom(state, stream)`.
@@ -113,121 +144,48 @@ fn encode(values: &[f32], dtype: DType) -> Vec<u8> {
     }
 }
 
-/// FNV-1a, 64 bits.
-/// How a demo job picks its multiplier.
+/// How a demo quantization picks its multiplier.
 #[derive(Debug, Clone, Copy)]
 enum Pick {
     Fixed(u32),
     Absmax,
 }
 
-/// One demo quantization.
-struct Job<'a> {
-    name: String,
+/// A generated tensor as a demo quantization reads it: its logical shape and byte strides
+/// (`None`: row-major contiguous) over FP32 values.
+#[derive(Debug, Clone, Copy)]
+struct Generated<'a> {
     shape: &'a [u64],
     strides: Option<&'a [u64]>,
     values: &'a [f32],
-    dtype: DType,
-    pick: Pick,
-    zero_point: i32,
-    rounding: Rounding,
 }
 
-#[derive(Debug, Clone, Serialize)]
-struct DemoSummary {
-    command: &'static str,
-    seed: String,
-    jobs: Vec<Row>,
-    total: Total,
-    checksum: String,
+/// The demo's results so far: one row per quantization, and FNV-1a 64 over all outputs.
+#[derive(Default)]
+struct Results {
+    rows: Vec<Row>,
+    hash: FnvHasher,
 }
 
-/// Runs `simak demo` with `seed`; prints the table (or JSON) and the checksum.
-///
-/// # Errors
-///
-/// [`CliError::Internal`] if the library refuses a job (it never should).
-pub fn run(seed: u64, quiet: bool, json: bool) -> Result<(), CliError> {
-    let (image_shape, image) = image(seed);
-    let (weight_shape, weight) = weights(seed);
-    // The image viewed as CHW over its HWC storage: a strided input, contiguous output.
-    let chw_shape = [3u64, 224, 224];
-    let chw_strides = [4u64, 224 * 3 * 4, 3 * 4];
-
-    let image_job = |name: String, dtype, multiplier: f32| Job {
-        name,
-        shape: &image_shape,
-        strides: None,
-        values: &image,
-        dtype,
-        pick: Pick::Fixed(multiplier.to_bits()),
-        zero_point: -128,
-        rounding: Rounding::NearestEven,
-    };
-    let weight_job = |name: String, dtype, pick, rounding| Job {
-        name,
-        shape: &weight_shape,
-        strides: None,
-        values: &weight,
-        dtype,
-        pick,
-        zero_point: 0,
-        rounding,
-    };
-    let mut jobs = Vec::new();
-    for dtype in [DType::F32, DType::BF16, DType::F16] {
-        jobs.push(image_job(format!("image.{dtype} hwc"), dtype, 255.0));
-    }
-    jobs.push(Job {
-        shape: &chw_shape,
-        strides: Some(&chw_strides),
-        ..image_job("image.f32 chw-view".to_owned(), DType::F32, 127.0)
-    });
-    for dtype in [DType::F32, DType::BF16, DType::F16] {
-        jobs.push(weight_job(
-            format!("weight.{dtype}"),
-            dtype,
-            Pick::Fixed(0x4400_0000),
-            Rounding::NearestEven,
-        ));
-    }
-    for rounding in Rounding::ALL {
-        jobs.push(weight_job(
-            format!("weight.f32 absmax {rounding}"),
-            DType::F32,
-            Pick::Absmax,
-            rounding,
-        ));
-    }
-    for dtype in [DType::BF16, DType::F16] {
-        jobs.push(weight_job(
-            format!("weight.{dtype} absmax"),
-            dtype,
-            Pick::Absmax,
-            Rounding::NearestEven,
-        ));
-    }
-
-    let mut hash = FnvHasher::default();
-    let mut rows = Vec::with_capacity(jobs.len());
-    for Job {
-        name,
-        shape,
-        strides,
-        values,
-        dtype,
-        pick,
-        zero_point,
-        rounding,
-    } in jobs
-    {
-        let bytes = encode(values, dtype);
+impl Results {
+    /// Quantizes `input` stored as `dtype` on the A65 with the multiplier `pick`, the zero
+    /// point and the rounding; adds its row and its output to the hash.
+    fn quantize(
+        &mut self,
+        name: String,
+        input: Generated<'_>,
+        dtype: DType,
+        pick: Pick,
+        zero_point: i32,
+        rounding: Rounding,
+    ) -> Result<(), CliError> {
+        let bytes = encode(input.values, dtype);
         let internal = |e: &dyn std::fmt::Display| CliError::Internal(anyhow!("demo {name}: {e}"));
         let data = Aligned::new(&bytes, dtype.size()).map_err(|e| internal(&e))?;
         let tensor = Tensor {
             dtype,
-            shape,
-            strides,
+            shape: input.shape,
+            strides: input.strides,
             out_strides: None,
             data: data.as_slice(),
         };
@@ -244,36 +202,118 @@ pub fn run(seed: u64, quiet: bool, json: bool) -> Result<(), CliError> {
             .with_rounding(rounding);
         let q = engine::quantize(&tensor, params, engine::Backend::A65, &|_| {})
             .map_err(|e| internal(&e))?;
-        hash.write(&q.output);
-        rows.push(Row::new(name, shape, dtype, &q, calibration));
+        self.hash.write(&q.output);
+        self.rows
+            .push(Row::new(name, input.shape, dtype, &q, calibration));
+        Ok(())
     }
+}
+
+/// What `simak demo` did: one row per job and the checksum of all outputs.
+#[derive(Debug, Clone, Serialize)]
+pub struct DemoSummary {
+    command: &'static str,
+    seed: String,
+    jobs: Vec<Row>,
+    total: Total,
+    checksum: String,
+}
+
+/// Runs `simak demo`: quantizes the generated tensors and checksums the outputs.
+///
+/// # Errors
+///
+/// [`CliError::Internal`] if the library refuses a job (it never should).
+pub fn run(args: DemoArgs, _ctx: &Context) -> Result<Done<DemoSummary>, CliError> {
+    let seed = args.seed.unwrap_or(DEFAULT_SEED);
+    let (image_shape, image) = image(seed);
+    let (weight_shape, weight) = weights(seed);
+    let hwc = Generated {
+        shape: &image_shape,
+        strides: None,
+        values: &image,
+    };
+    // The image viewed as CHW over its HWC storage: a strided input, contiguous output.
+    let chw = Generated {
+        shape: &[3, 224, 224],
+        strides: Some(&[4, 224 * 3 * 4, 3 * 4]),
+        values: &image,
+    };
+    let matrix = Generated {
+        shape: &weight_shape,
+        strides: None,
+        values: &weight,
+    };
+    let image_pick = |multiplier: f32| Pick::Fixed(multiplier.to_bits());
+    let nearest = Rounding::NearestEven;
+
+    let mut results = Results::default();
+    for dtype in [DType::F32, DType::BF16, DType::F16] {
+        let name = format!("image.{dtype} hwc");
+        results.quantize(name, hwc, dtype, image_pick(255.0), -128, nearest)?;
+    }
+    let name = "image.f32 chw-view".to_owned();
+    results.quantize(name, chw, DType::F32, image_pick(127.0), -128, nearest)?;
+    for dtype in [DType::F32, DType::BF16, DType::F16] {
+        let name = format!("weight.{dtype}");
+        results.quantize(name, matrix, dtype, Pick::Fixed(0x4400_0000), 0, nearest)?;
+    }
+    for rounding in Rounding::ALL {
+        let name = format!("weight.f32 absmax {rounding}");
+        results.quantize(name, matrix, DType::F32, Pick::Absmax, 0, rounding)?;
+    }
+    for dtype in [DType::BF16, DType::F16] {
+        let name = format!("weight.{dtype} absmax");
+        results.quantize(name, matrix, dtype, Pick::Absmax, 0, nearest)?;
+    }
+    let Results { rows, hash } = results;
     let checksum = format!("0x{:016x}", hash.finish());
     let total = Total::of(&rows);
-    let text = if json {
-        let summary = DemoSummary {
-            command: "demo",
-            seed: format!("0x{seed:016x}"),
-            jobs: rows,
-            total,
-            checksum,
-        };
-        let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
-        s.push('\n');
-        s
-    } else if quiet {
-        format!("checksum fnv1a64 {checksum}\n")
-    } else {
+    Ok(Done::summary(DemoSummary {
+        command: "demo",
+        seed: format!("0x{seed:016x}"),
+        jobs: rows,
+        total,
+        checksum,
+    }))
+}
+
+impl report::Summary for DemoSummary {
+    fn text(&self) -> String {
         format!(
-            "simak demo: generated tensors (seed 0x{seed:016x}), backend a65\n{}checksum fnv1a64 {checksum}\n",
-            table(&rows)
+            "simak demo: generated tensors (seed {}), backend a65\n{}checksum fnv1a64 {}\n",
+            self.seed,
+            table(&self.jobs),
+            self.checksum
         )
-    };
-    crate::report::emit(&text)
+    }
+
+    /// `-q` still prints the checksum line.
+    fn quiet_text(&self) -> Option<String> {
+        Some(format!("checksum fnv1a64 {}\n", self.checksum))
+    }
 }
 
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// `simak demo` alone, as clap parses it.
+    #[derive(Debug, clap::Parser)]
+    struct Demo {
+        #[command(flatten)]
+        args: DemoArgs,
+    }
+
+    #[test]
+    fn default_seed_is_the_documented_one() {
+        use clap::Parser as _;
+        let cli = Demo::try_parse_from(["demo"]).unwrap();
+        assert_eq!(cli.args.seed, None);
+        assert_eq!(parse_seed("0x5eed5a3a20240001"), Ok(DEFAULT_SEED));
+        assert_eq!(parse_seed("12"), Ok(12));
+        assert!(parse_seed("0xzz").is_err());
+    }
 
     #[test]
     fn pcg32_matches_the_reference_stream() {

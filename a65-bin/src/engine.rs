@@ -76,6 +76,24 @@ pub enum Backend {
     },
 }
 
+impl Backend {
+    /// `a65` or `ev74-sim`, as the summaries name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::A65 => "a65",
+            Backend::Ev74Sim { .. } => "ev74-sim",
+        }
+    }
+
+    /// The worker ring size of `ev74-sim` (`None` for `a65`).
+    pub fn workers(self) -> Option<usize> {
+        match self {
+            Backend::A65 => None,
+            Backend::Ev74Sim { workers } => Some(workers),
+        }
+    }
+}
+
 /// The result of quantizing one tensor.
 #[derive(Debug, Clone)]
 pub struct Quantized {
@@ -297,7 +315,7 @@ impl Part<'_> {
 
 /// Splits a tensor of `shape` into pieces along the axis with the largest output stride
 /// (the slowest in `out_strides`, so each piece's outputs are one range of whole rows), in
-/// whole multiples of `granule` rows, of about [`PIECE_ELEMENTS`] each. A tensor below
+/// whole multiples of `granule` rows, of about `PIECE_ELEMENTS` each. A tensor below
 /// [`PIECE_MIN_ELEMENTS`] elements, or whose slowest axis has one row, is one piece.
 pub fn pieces(shape: &[u64], out_strides: &[u64], granule: u64) -> Vec<Piece> {
     let elements: u64 = shape.iter().product();
@@ -314,7 +332,7 @@ pub fn pieces(shape: &[u64], out_strides: &[u64], granule: u64) -> Vec<Piece> {
 }
 
 /// Pieces of `extent` rows of `axis` in multiples of `granule` rows, about
-/// [`PIECE_ELEMENTS`] of the tensor's `elements` each.
+/// `PIECE_ELEMENTS` of the tensor's `elements` each.
 pub fn along(axis: usize, extent: u64, granule: u64, elements: u64) -> Vec<Piece> {
     let granule = granule.max(1);
     let per_row = (elements / extent.max(1)).max(1);

@@ -8,6 +8,8 @@ use std::fmt::Display;
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::engine::EngineError;
+
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -54,6 +56,41 @@ pub fn bad_file(file: &Path, rule: impl Display) -> CliError {
 /// Bad input about one tensor of a file: `<file>: tensor "<name>": <rule>`.
 pub fn bad_tensor(file: &Path, tensor: &str, rule: impl Display) -> CliError {
     CliError::Input(format!("{}: tensor {tensor:?}: {rule}", file.display()))
+}
+
+/// What a failure about one input tensor names: its file, and the tensor when the file
+/// holds several (safetensors).
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// The input file.
+    pub file: &'a Path,
+    /// The tensor's name in a file of several tensors; `None` names the file alone.
+    pub tensor: Option<&'a str>,
+    /// What internal failures call the tensor (its name, the file name, or `tensor`).
+    pub label: &'a str,
+}
+
+impl Subject<'_> {
+    /// Bad input about the tensor ([`bad_tensor`], or [`bad_file`] for a file of one).
+    pub fn bad(&self, rule: &dyn Display) -> CliError {
+        match self.tensor {
+            Some(name) => bad_tensor(self.file, name, rule),
+            None => bad_file(self.file, rule),
+        }
+    }
+
+    /// A library failure on the tensor: internal when the library refused the buffers this
+    /// tool built or the simulated device failed, else bad input.
+    pub fn engine(&self, e: EngineError) -> CliError {
+        match e {
+            EngineError::Execute(_) | EngineError::Sim(_) => CliError::Internal(anyhow::anyhow!(
+                "{}: {}: {e}",
+                self.file.display(),
+                self.label
+            )),
+            other => self.bad(&other),
+        }
+    }
 }
 
 /// Collapses any line breaks so that an error is exactly one line.

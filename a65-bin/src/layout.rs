@@ -4,34 +4,63 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use clap::{Args, ValueEnum};
 use serde::Serialize;
 use simak::MAX_RANK;
-use simak::layout::{MlaTiled, TileAxis, TiledView};
+use simak::layout::{TileAxis, TiledView};
 
 use crate::error::{CliError, bad_file};
 use crate::output::{Format, Target};
-use crate::report::{emit, shape_text};
+use crate::params::{LayoutFlags, U64List, layout_rule, parse_tess_shape};
+use crate::report::{self, Context, Done, shape_text};
 
 /// Largest physical buffer (bytes) `--svg` draws: 1024 rows of 16 bytes.
 pub const SVG_MAX_BYTES: u64 = 16384;
 
-/// A parsed `simak layout` invocation.
-#[derive(Debug, Clone)]
-pub struct LayoutJob {
-    /// Logical shape (rank 1 to 6).
-    pub shape: Vec<u64>,
-    /// Layout metadata.
-    pub layout: MlaTiled,
-    /// Byte planes per element: 2 (BF16, CastTess) or 1 (INT8, QuantTess).
-    pub planes: u8,
-    /// How many tiles (in storage order) to list.
-    pub tiles: usize,
-    /// Draw the byte map here.
-    pub svg: Option<PathBuf>,
-    /// `-q`.
-    pub quiet: bool,
-    /// `--json`.
-    pub json: bool,
+/// Print the MlaTiled tile grid of a shape (and optionally draw it as SVG).
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Print the MlaTiled tile grid of a shape (SPEC §5): the role of each \
+    axis, tile counts, the tile classes (full and boundary tiles) with their extents and \
+    byte sizes, bytes per outer index, capacity, and the first tiles in storage order \
+    with their byte offsets. --svg FILE draws the physical buffer as rows of 16 bytes, \
+    each byte labelled with the logical element (and byte plane) stored there, padding \
+    in grey and tiles outlined (buffers up to 16384 bytes)."
+)]
+pub struct LayoutArgs {
+    /// Logical shape, e.g. 300,451,3 (rank 1 to 6).
+    #[arg(long, value_name = "SHAPE", value_parser = parse_tess_shape)]
+    shape: U64List,
+    #[command(flatten)]
+    layout: LayoutFlags,
+    /// Element storage.
+    #[arg(long, value_enum, default_value_t = TiledDType::Bf16)]
+    dtype: TiledDType,
+    /// How many tiles to list in storage order.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    tiles: usize,
+    /// Draw the physical buffer as an SVG byte map (up to 16384 bytes).
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+}
+
+/// Element storage of a layout: BF16 (CastTess, two byte planes) or INT8 (QuantTess).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TiledDType {
+    /// bfloat16: two byte planes per pixel (CastTess).
+    Bf16,
+    /// int8: one byte plane (QuantTess).
+    I8,
+}
+
+impl TiledDType {
+    /// Byte planes per element: 2 (BF16) or 1 (INT8).
+    fn planes(self) -> u8 {
+        match self {
+            TiledDType::Bf16 => 2,
+            TiledDType::I8 => 1,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -61,8 +90,9 @@ struct TileRow {
     bytes: u64,
 }
 
+/// What `simak layout` prints: the tile grid of the shape.
 #[derive(Debug, Serialize)]
-struct Report {
+pub struct LayoutSummary {
     command: &'static str,
     shape: Vec<u64>,
     dtype: &'static str,
@@ -165,17 +195,15 @@ fn for_each_tile(view: &TiledView, mut f: impl FnMut(TileRow) -> bool) {
 ///
 /// Bad input (exit 2) for a layout the library refuses or an SVG request above
 /// [`SVG_MAX_BYTES`]; internal otherwise.
-pub fn run(job: &LayoutJob) -> Result<(), CliError> {
-    let bad = |rule: String| CliError::Input(format!("layout {}: {rule}", shape_text(&job.shape)));
-    let view = job.layout.admit(&job.shape, job.planes).map_err(|e| {
-        use simak::AdmissionError as A;
-        bad(match e {
-            A::TileAxisOutOfRange { .. } | A::TileAxisRepeated { .. } => format!("--axes: {e}"),
-            A::TileExtent { .. } => format!("--tile: {e}"),
-            other => other.to_string(),
-        })
-    })?;
-    let svg_target = match &job.svg {
+pub fn run(args: LayoutArgs, _ctx: &Context) -> Result<Done<LayoutSummary>, CliError> {
+    let shape = &args.shape.0;
+    let bad = |rule: String| CliError::Input(format!("layout {}: {rule}", shape_text(shape)));
+    let view = args
+        .layout
+        .layout()
+        .admit(shape, args.dtype.planes())
+        .map_err(|e| bad(layout_rule(e)))?;
+    let svg_target = match &args.svg {
         Some(svg) if view.capacity() > SVG_MAX_BYTES => {
             return Err(bad_file(
                 svg,
@@ -199,15 +227,15 @@ pub fn run(job: &LayoutJob) -> Result<(), CliError> {
         })
         .collect();
     let mut first = Vec::new();
-    if job.tiles > 0 {
+    if args.tiles > 0 {
         for_each_tile(&view, |row| {
             first.push(row);
-            first.len() < job.tiles
+            first.len() < args.tiles
         });
     }
-    let report = Report {
+    let summary = LayoutSummary {
         command: "layout",
-        shape: job.shape.clone(),
+        shape: shape.clone(),
         dtype: dtype_name(view.planes()),
         planes: view.planes(),
         channels: view.channels().name(),
@@ -226,24 +254,25 @@ pub fn run(job: &LayoutJob) -> Result<(), CliError> {
         elements: view.elements(),
         logical_bytes: view.elements() * view.planes() as u64,
         first_tiles: first,
-        svg: job.svg.as_ref().map(|p| p.display().to_string()),
+        svg: args.svg.as_ref().map(|p| p.display().to_string()),
     };
-    if let Some(target) = &svg_target {
-        let text = svg(&view);
-        target.write(|w| w.write_all(text.as_bytes()))?;
-    }
-    if job.json {
-        let mut s = serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?;
-        s.push('\n');
-        emit(&s)
-    } else if job.quiet {
-        Ok(())
-    } else {
-        emit(&report_text(&report))
+    let staged = match &svg_target {
+        Some(target) => {
+            let text = svg(&view);
+            vec![target.stage(|w| w.write_all(text.as_bytes()))?]
+        }
+        None => Vec::new(),
+    };
+    Ok(Done { summary, staged })
+}
+
+impl report::Summary for LayoutSummary {
+    fn text(&self) -> String {
+        report_text(self)
     }
 }
 
-fn report_text(r: &Report) -> String {
+fn report_text(r: &LayoutSummary) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -584,16 +613,11 @@ fn svg(view: &TiledView) -> String {
 mod test {
     use super::*;
     use simak::layout::Channels;
+    use simak::layout::MlaTiled;
 
     #[test]
     fn spec_example_svg_maps_twelve_bytes() {
-        let view = MlaTiled::new(
-            [None, None, Some(0), Some(1)],
-            [1, 1, 2, 3],
-            Channels::Compact,
-        )
-        .admit(&[2, 3], 2)
-        .unwrap();
+        let view = crate::tess::test::spec_example();
         let text = svg(&view);
         assert_eq!(text.matches("zero padding</title>").count(), 4);
         assert_eq!(text.matches("low byte</title>").count(), 6);

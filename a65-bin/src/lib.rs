@@ -1,32 +1,21 @@
 //! The modules of the `simak` command-line tool, as a library so that the fuzz targets
-//! (`fuzz/fuzz_targets/read_*.rs`) can call the file readers directly. The binary
-//! (`src/main.rs`) is the command-line parsing on top of these modules; this library is an
-//! internal seam with no stable API, hence hidden from the docs.
+//! (`fuzz/fuzz_targets/read_*.rs`) can call the file readers directly. Each command module
+//! owns its flags (`clap::Args`) and returns a summary with its staged outputs;
+//! [`report::finish`] publishes and prints them. The binary (`src/main.rs`) is the
+//! top-level parser and the dispatch on top of these modules. This library is an internal
+//! seam with no stable API, hence not documented (`doc = false` in `Cargo.toml`).
 #![forbid(unsafe_code)]
 
-#[doc(hidden)]
 pub mod bench;
-#[doc(hidden)]
 pub mod demo;
-#[doc(hidden)]
 pub mod engine;
-#[doc(hidden)]
 pub mod error;
-#[doc(hidden)]
 pub mod layout;
-#[doc(hidden)]
 pub mod output;
-#[doc(hidden)]
 pub mod packet;
-#[doc(hidden)]
 pub mod params;
-#[doc(hidden)]
 pub mod quant;
-#[doc(hidden)]
 pub mod read;
-#[doc(hidden)]
 pub mod report;
-#[doc(hidden)]
 pub mod tess;
-#[doc(hidden)]
 pub mod untile;

@@ -1,6 +1,6 @@
 //! Output files: every target is checked before any work ([`Target::new`]), then written
 //! in full to an unnamed temporary file in its folder and published over the target by one
-//! link or rename ([`Target::stage`], [`Staged::commit`]). On any failure the target is
+//! link or rename ([`Target::stage`], [`commit_all`]). On any failure the target is
 //! untouched and nothing is left behind.
 //!
 //! - **Unnamed staging.** On Linux the data goes to an `O_TMPFILE` file (no name until it is
@@ -421,7 +421,7 @@ impl Target {
     }
 
     /// Writes the future content of the target to a staging file in its folder, flushed
-    /// and synced; [`Staged::commit`] publishes it. The mode is settled here: an existing
+    /// and synced; [`commit_all`] publishes it. The mode is settled here: an existing
     /// target's mode is copied exactly, a new one keeps the creation mode (`0666` less the
     /// umask).
     ///
@@ -458,16 +458,65 @@ impl Target {
         })
     }
 
-    /// Writes the target as [`Target::stage`] and publishes it at once.
+    /// Refuses a target that is the command's input file `input` (the same file by path,
+    /// link or inode); `flag` names the option in the message.
     ///
     /// # Errors
     ///
-    /// As [`Target::stage`] and [`Staged::commit`].
-    pub fn write(
+    /// Bad input (exit 2) naming the input.
+    pub fn not_input(&self, flag: &str, input: &Path) -> Result<(), CliError> {
+        if same_file(input, &self.shown) {
+            return Err(bad_file(
+                input,
+                format!(
+                    "{flag} {} is the input file itself; choose another path",
+                    self.shown.display()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Stages a `.npy` file of `T` elements ([`Target::stage`]): the header of `shape` in
+    /// `order`, then what `body` writes (the elements, little-endian).
+    ///
+    /// # Errors
+    ///
+    /// As [`Target::stage`].
+    pub fn stage_npy<T: npyz::AutoSerialize>(
         &self,
-        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-    ) -> Result<(), CliError> {
-        commit_all(vec![self.stage(write)?])
+        shape: &[u64],
+        order: npyz::Order,
+        body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<Staged, CliError> {
+        use npyz::WriterBuilder;
+        self.stage(|w| {
+            let w = npyz::WriteOptions::<T>::new()
+                .default_dtype()
+                .shape(shape)
+                .order(order)
+                .writer(w)
+                .write_header_only()?;
+            body(w)
+        })
+    }
+
+    /// Stages the `.safetensors` file of `tensors` and `metadata` ([`Target::stage`]), its
+    /// header sorted ([`sorted_safetensors_header`]) so that the same content always gives
+    /// the same bytes.
+    ///
+    /// # Errors
+    ///
+    /// Internal when the tensors cannot be serialized; as [`Target::stage`].
+    pub fn stage_safetensors(
+        &self,
+        tensors: Vec<(String, StOut<'_>)>,
+        metadata: std::collections::HashMap<String, String>,
+    ) -> Result<Staged, CliError> {
+        let serialized = safetensors::serialize(tensors, Some(metadata))
+            .map_err(|e| CliError::Internal(anyhow::anyhow!("serializing the output: {e}")))?;
+        let serialized = sorted_safetensors_header(serialized);
+        self.stage(|w| w.write_all(&serialized))
     }
 
     /// An I/O failure while writing the staging file of the target (exit 1; the staging
@@ -566,7 +615,8 @@ impl Staged {
 ///
 /// # Errors
 ///
-/// As [`Staged::commit`].
+/// [`CliError::Write`] (exit 1) when a link or rename fails; that target is untouched (those
+/// before it are published).
 pub fn commit_all(staged: Vec<Staged>) -> Result<(), CliError> {
     let mut published = PUBLISHED.lock().unwrap_or_else(|e| e.into_inner());
     for file in staged {

@@ -5,45 +5,124 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
+use clap::{Args, Subcommand};
 use serde::Serialize;
 use simak::DType;
 use simak::ev74::{
     self, CastTess, DecodeError, DevicePlan, DeviceRegion, Field, FieldValue, NativeEntry, Quant,
 };
 use simak::layout::MlaTiled;
-use simak::ops::quant::{Params, Rounding};
+use simak::ops::casttess;
+use simak::ops::quant::{self, Params, Rounding};
 
 use crate::engine::{self, Tensor};
 use crate::error::{CliError, bad_file};
 use crate::output::{Format, Target};
-use crate::params::{MultiplierArg, exact_decimal};
-use crate::report::{emit, shape_text};
+use crate::params::{
+    DTypeArg, LayoutFlags, RoundingArg, U64List, exact_decimal, parse_address, parse_list,
+    parse_list_shape, parse_multiplier, parse_tess_shape, parse_zero_point,
+};
+use crate::report::{self, Context, Done, shape_text};
 
-/// A parsed `simak packet encode quant` invocation.
-#[derive(Debug, Clone)]
-pub struct EncodeQuantJob {
-    /// Logical shape (empty for a scalar).
-    pub shape: Vec<u64>,
+/// `simak packet`: encode or decode a descriptor.
+#[derive(Debug, Subcommand)]
+pub enum PacketCommand {
+    /// Encode a descriptor with the library's codec.
+    #[command(subcommand)]
+    Encode(EncodeCommand),
+    /// List every field of a descriptor file (Quant v1 or CastTess v1, told apart by the
+    /// magic) with its offset, then the device's verdict: valid (relocatable), valid
+    /// (bound), or the rejection with its numeric code (exit 2).
+    Decode(DecodeArgs),
+}
+
+/// `simak packet encode`: one subcommand per native entry.
+#[derive(Debug, Subcommand)]
+pub enum EncodeCommand {
+    /// A 224-byte Quant v1 descriptor: relocatable (address slots zero), or bound with
+    /// --input-address and --output-address.
+    Quant(EncodeQuantArgs),
+    /// A 216-byte CastTess v1 descriptor: relocatable (address slots zero), or bound with
+    /// --input-address and --output-address (the output region is the layout's capacity,
+    /// 16-byte aligned).
+    Casttess(EncodeCastTessArgs),
+}
+
+/// The flags of `simak packet encode quant`.
+#[derive(Debug, Args)]
+pub struct EncodeQuantArgs {
+    /// Logical shape, e.g. 2,3 (rank 1 to 6), or `scalar` for rank 0.
+    #[arg(long, value_name = "SHAPE", value_parser = parse_list_shape)]
+    shape: U64List,
     /// Input dtype.
-    pub dtype: DType,
-    /// Multiplier.
-    pub multiplier: MultiplierArg,
-    /// Zero point.
-    pub zero_point: i32,
-    /// Rounding.
-    pub rounding: Rounding,
-    /// Input byte strides (`None`: row-major contiguous).
-    pub input_strides: Option<Vec<u64>>,
-    /// Output byte strides (`None`: row-major contiguous).
-    pub output_strides: Option<Vec<u64>>,
-    /// Input and output bus addresses: a bound packet; `None`: relocatable.
-    pub addresses: Option<(u32, u32)>,
-    /// Where to write the 224 bytes.
-    pub output: PathBuf,
-    /// `-q`.
-    pub quiet: bool,
-    /// `--json`.
-    pub json: bool,
+    #[arg(long, value_enum)]
+    dtype: DTypeArg,
+    /// The multiplier M (decimal or 0x + 8 hex digits), as for `simak quant`.
+    #[arg(long, value_name = "M", allow_hyphen_values = true)]
+    multiplier: String,
+    /// Zero point in [-128, 127].
+    #[arg(long, value_name = "Z", allow_hyphen_values = true)]
+    zero_point: Option<String>,
+    /// Integer rounding.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = RoundingArg::NearestEven)]
+    rounding: RoundingArg,
+    /// Input byte strides, one per axis (default: row-major contiguous).
+    #[arg(long, value_name = "BYTES,..", value_parser = parse_list)]
+    input_strides: Option<U64List>,
+    /// Output byte strides, one per axis (default: row-major contiguous).
+    #[arg(long, value_name = "BYTES,..", value_parser = parse_list)]
+    output_strides: Option<U64List>,
+    // --input-address, --output-address, --output.
+    #[command(flatten)]
+    place: Placement,
+}
+
+/// The flags of `simak packet encode casttess`.
+#[derive(Debug, Args)]
+#[command(
+    mut_arg("output_address", |a| a.help(
+        "Output bus address (decimal or 0x hex, 16-byte aligned): bind the packet (with --input-address)"
+    )),
+    mut_arg("output", |a| a.help("Where to write the 216-byte packet (atomically)")),
+)]
+pub struct EncodeCastTessArgs {
+    /// Logical shape, e.g. 300,451,3 (rank 1 to 6).
+    #[arg(long, value_name = "SHAPE", value_parser = parse_tess_shape)]
+    shape: U64List,
+    /// Input dtype.
+    #[arg(long, value_enum)]
+    dtype: DTypeArg,
+    #[command(flatten)]
+    layout: LayoutFlags,
+    /// Input byte strides, one per axis (default: row-major contiguous).
+    #[arg(long, value_name = "BYTES,..", value_parser = parse_list)]
+    input_strides: Option<U64List>,
+    // --input-address, --output-address, --output, with the help texts above.
+    #[command(flatten)]
+    place: Placement,
+}
+
+/// Where a packet is bound and written: the flags every `packet encode` command ends with
+/// (help texts of the Quant packet; `encode casttess` words two of them for its own).
+#[derive(Debug, Args)]
+pub struct Placement {
+    /// Input bus address (decimal or 0x hex): bind the packet (with --output-address).
+    #[arg(long, value_name = "A", value_parser = parse_address, requires = "output_address")]
+    input_address: Option<u32>,
+    /// Output bus address (decimal or 0x hex): bind the packet (with --input-address).
+    #[arg(long, value_name = "B", value_parser = parse_address, requires = "input_address")]
+    output_address: Option<u32>,
+    /// Where to write the 224-byte packet (atomically).
+    #[arg(long, value_name = "PATH")]
+    output: PathBuf,
+}
+
+/// The flags of `simak packet decode`.
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// The descriptor file.
+    #[arg(value_name = "PACKET")]
+    packet: PathBuf,
 }
 
 /// Which descriptor a file holds: one native entry's facts and its listing and verdict
@@ -224,8 +303,9 @@ struct VerdictJson {
     text: String,
 }
 
+/// The listing of a descriptor: its kind, every field with its offset, the device's verdict.
 #[derive(Debug, Serialize)]
-struct Listing {
+pub struct Listing {
     file: String,
     descriptor: String,
     #[serde(skip)]
@@ -237,6 +317,9 @@ struct Listing {
     bytes: usize,
     fields: Vec<FieldJson>,
     verdict: VerdictJson,
+    /// `packet decode`: why the device rejects the packet, reported after the listing.
+    #[serde(skip)]
+    refusal: Option<String>,
 }
 
 fn listing(kind: Kind, file: &Path, bytes: &[u8]) -> (Listing, Verdict) {
@@ -282,6 +365,7 @@ fn listing(kind: Kind, file: &Path, bytes: &[u8]) -> (Listing, Verdict) {
             bytes: bytes.len(),
             fields,
             verdict: v,
+            refusal: None,
         },
         verdict,
     )
@@ -315,75 +399,163 @@ fn listing_text(l: &Listing) -> String {
 }
 
 /// Runs `simak packet decode`: lists every field with its offset, then the verdict. A
-/// packet the device would reject is bad input (exit 2) after the listing.
+/// packet the device would reject is bad input (exit 2) after the listing
+/// ([`report::Summary::status`]).
 ///
 /// # Errors
 ///
-/// Bad input for an unreadable file or an invalid packet.
-pub fn run_decode(input: &Path, quiet: bool, json: bool) -> Result<(), CliError> {
+/// Bad input for an unreadable file.
+pub fn run_decode(args: DecodeArgs, _ctx: &Context) -> Result<Done<Listing>, CliError> {
+    let input = args.packet.as_path();
     let bytes = crate::read::read_file(input, "")?;
     let kind = Kind::guess(&bytes);
-    let (l, verdict) = listing(kind, input, &bytes);
-    if json {
-        let mut s = serde_json::to_string_pretty(&l).map_err(anyhow::Error::from)?;
-        s.push('\n');
-        emit(&s)?;
-    } else if !quiet {
-        emit(&listing_text(&l))?;
-    }
-    match verdict {
-        Verdict::Invalid(r) => Err(bad_file(
-            input,
-            format!(
-                "invalid {} packet: {} (error code {}, {})",
-                kind.title, r.message, r.code, r.name
-            ),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Writes an encoded packet (after checking the device's verdict on it) and prints its
-/// listing.
-fn finish_encode(
-    kind: Kind,
-    bytes: &[u8],
-    output: &Path,
-    quiet: bool,
-    json: bool,
-) -> Result<(), CliError> {
-    let target = Target::new("--output", output, Format::Raw)?;
-    let (l, verdict) = listing(kind, output, bytes);
+    let (mut listing, verdict) = listing(kind, input, &bytes);
     if let Verdict::Invalid(r) = verdict {
-        return Err(CliError::Internal(anyhow!(
-            "the library encoded a packet its decoder rejects: {}",
-            r.message
-        )));
+        listing.refusal = Some(format!(
+            "invalid {} packet: {} (error code {}, {})",
+            kind.title, r.message, r.code, r.name
+        ));
     }
-    target.write(|w| w.write_all(bytes))?;
-    if json {
-        let mut s = serde_json::to_string_pretty(&l).map_err(anyhow::Error::from)?;
-        s.push('\n');
-        emit(&s)
-    } else if quiet {
-        Ok(())
-    } else {
-        emit(&listing_text(&l))
+    Ok(Done::summary(listing))
+}
+
+impl report::Summary for Listing {
+    fn text(&self) -> String {
+        listing_text(self)
+    }
+
+    fn status(&self) -> Result<(), CliError> {
+        match &self.refusal {
+            Some(rule) => Err(bad_file(Path::new(&self.file), rule)),
+            None => Ok(()),
+        }
     }
 }
 
-/// Runs `simak packet encode quant`.
+/// The part of a `simak packet encode` request that every entry has.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// Logical shape.
+    pub shape: &'a [u64],
+    /// Input dtype.
+    pub dtype: DType,
+    /// `--input-strides` (`None`: row-major contiguous).
+    pub input_strides: Option<&'a [u64]>,
+    /// Where the packet is bound and written.
+    pub placement: &'a Placement,
+}
+
+impl<'a> Request<'a> {
+    /// The request of the flags of one command.
+    fn of(
+        shape: &'a U64List,
+        dtype: DTypeArg,
+        input_strides: &'a Option<U64List>,
+        placement: &'a Placement,
+    ) -> Request<'a> {
+        Request {
+            shape: &shape.0,
+            dtype: dtype.into(),
+            input_strides: input_strides.as_ref().map(|l| &l.0[..]),
+            placement,
+        }
+    }
+}
+
+/// The flags of one `simak packet encode` command: a request for entry
+/// [`EncodeArgs::Entry`], encoded by the one generic path ([`run_encode`]).
+pub trait EncodeArgs {
+    /// The native entry whose descriptor is encoded.
+    type Entry: NativeEntry;
+    /// The entry's own parameters, parsed from the flags.
+    type Params;
+    /// The command, as errors name it (`packet encode quant`).
+    const COMMAND: &'static str;
+    /// The flags every entry has.
+    fn request(&self) -> Request<'_>;
+    /// `--output-strides`, for an entry whose output port takes strides (none by default).
+    fn output_strides(&self) -> Option<&[u64]> {
+        None
+    }
+    /// Parses the entry's parameters, before any other check.
+    ///
+    /// # Errors
+    ///
+    /// The rule a parameter breaks, as text.
+    fn params(&self) -> Result<Self::Params, String>;
+    /// Checks the request of `tensor` (no data) with `params`.
+    ///
+    /// # Errors
+    ///
+    /// The library's refusal, as text.
+    fn plan(
+        tensor: &Tensor<'_>,
+        params: &Self::Params,
+    ) -> Result<<Self::Entry as NativeEntry>::Plan, String>;
+}
+
+impl EncodeArgs for EncodeQuantArgs {
+    type Entry = Quant;
+    type Params = Params;
+    const COMMAND: &'static str = "packet encode quant";
+    fn request(&self) -> Request<'_> {
+        Request::of(&self.shape, self.dtype, &self.input_strides, &self.place)
+    }
+    fn output_strides(&self) -> Option<&[u64]> {
+        self.output_strides.as_ref().map(|l| &l.0[..])
+    }
+    fn params(&self) -> Result<Params, String> {
+        let multiplier = parse_multiplier(&self.multiplier).map_err(|e| e.to_string())?;
+        let zero_point = match &self.zero_point {
+            Some(t) => parse_zero_point(t).map_err(|e| e.to_string())?,
+            None => 0,
+        };
+        Ok(Params::from_bits(multiplier.bits)
+            .with_zero_point(zero_point)
+            .with_rounding(self.rounding.into()))
+    }
+    fn plan(tensor: &Tensor<'_>, params: &Params) -> Result<quant::Plan, String> {
+        engine::plan(tensor, *params).map_err(|e| e.to_string())
+    }
+}
+
+impl EncodeArgs for EncodeCastTessArgs {
+    type Entry = CastTess;
+    type Params = MlaTiled;
+    const COMMAND: &'static str = "packet encode casttess";
+    fn request(&self) -> Request<'_> {
+        Request::of(&self.shape, self.dtype, &self.input_strides, &self.place)
+    }
+    fn params(&self) -> Result<MlaTiled, String> {
+        Ok(self.layout.layout())
+    }
+    fn plan(tensor: &Tensor<'_>, layout: &MlaTiled) -> Result<casttess::Plan, String> {
+        crate::tess::cast_plan(tensor, *layout).map_err(crate::tess::layout_rule)
+    }
+}
+
+/// Runs `simak packet encode quant|casttess`: checks the request, encodes its descriptor
+/// with the library's codec (relocatable, or bound at the addresses), checks the device's
+/// verdict on it and stages the packet.
 ///
 /// # Errors
 ///
 /// Bad input (exit 2) for a request the library refuses (admission, device domain,
 /// binding); internal otherwise.
-pub fn run_encode_quant(job: &EncodeQuantJob) -> Result<(), CliError> {
-    let bad = |rule: String| CliError::Input(format!("packet encode quant: {rule}"));
-    let rank = job.shape.len();
+pub fn run_encode<A: EncodeArgs>(args: A, _ctx: &Context) -> Result<Done<Listing>, CliError> {
+    let bad = |rule: String| CliError::Input(format!("{}: {rule}", A::COMMAND));
+    let params = args.params().map_err(bad)?;
+    let Request {
+        shape,
+        dtype,
+        input_strides,
+        placement,
+    } = args.request();
+    let output_strides = args.output_strides();
+    let rank = shape.len();
     for (flag, strides) in [
-        ("--input-strides", &job.input_strides),
-        ("--output-strides", &job.output_strides),
+        ("--input-strides", input_strides),
+        ("--output-strides", output_strides),
     ] {
         if let Some(s) = strides
             && s.len() != rank
@@ -391,29 +563,31 @@ pub fn run_encode_quant(job: &EncodeQuantJob) -> Result<(), CliError> {
             return Err(bad(format!(
                 "{flag} has {} but the shape {} has rank {rank}",
                 crate::report::count(s.len() as u64, "entry", "entries"),
-                shape_text(&job.shape)
+                shape_text(shape)
             )));
         }
     }
     let tensor = Tensor {
-        dtype: job.dtype,
-        shape: &job.shape,
-        strides: job.input_strides.as_deref(),
-        out_strides: job.output_strides.as_deref(),
+        dtype,
+        shape,
+        strides: input_strides,
+        out_strides: output_strides,
         data: &[],
     };
-    let params = Params::from_bits(job.multiplier.bits)
-        .with_zero_point(job.zero_point)
-        .with_rounding(job.rounding);
-    let plan = engine::plan(&tensor, params).map_err(|e| bad(e.to_string()))?;
-    let bytes = encode_bytes::<Quant>(&plan, job.addresses).map_err(bad)?;
-    finish_encode(
-        Kind::of::<Quant>(),
-        &bytes,
-        &job.output,
-        job.quiet,
-        job.json,
-    )
+    let plan = A::plan(&tensor, &params).map_err(bad)?;
+    let addresses = placement.input_address.zip(placement.output_address);
+    let bytes = encode_bytes::<A::Entry>(&plan, addresses).map_err(bad)?;
+    let output = placement.output.as_path();
+    let target = Target::new("--output", output, Format::Raw)?;
+    let (listing, verdict) = listing(Kind::of::<A::Entry>(), output, &bytes);
+    if let Verdict::Invalid(r) = verdict {
+        return Err(CliError::Internal(anyhow!(
+            "the library encoded a packet its decoder rejects: {}",
+            r.message
+        )));
+    }
+    let staged = target.stage(|w| w.write_all(&bytes))?;
+    Ok(Done::new(listing, vec![staged]))
 }
 
 /// The descriptor bytes of `plan` for entry `E`: relocatable, or bound to regions of the
@@ -442,64 +616,6 @@ fn encode_bytes<E: NativeEntry>(
                 .to_vec()
         }
     })
-}
-
-/// A parsed `simak packet encode casttess` invocation.
-#[derive(Debug, Clone)]
-pub struct EncodeCastTessJob {
-    /// Logical shape (rank 1 to 6).
-    pub shape: Vec<u64>,
-    /// Input dtype.
-    pub dtype: DType,
-    /// Output layout.
-    pub layout: MlaTiled,
-    /// Input byte strides (`None`: row-major contiguous).
-    pub input_strides: Option<Vec<u64>>,
-    /// Input and output bus addresses: a bound packet; `None`: relocatable.
-    pub addresses: Option<(u32, u32)>,
-    /// Where to write the 216 bytes.
-    pub output: PathBuf,
-    /// `-q`.
-    pub quiet: bool,
-    /// `--json`.
-    pub json: bool,
-}
-
-/// Runs `simak packet encode casttess`.
-///
-/// # Errors
-///
-/// Bad input (exit 2) for a request the library refuses (admission, device domain,
-/// binding); internal otherwise.
-pub fn run_encode_casttess(job: &EncodeCastTessJob) -> Result<(), CliError> {
-    let bad = |rule: String| CliError::Input(format!("packet encode casttess: {rule}"));
-    let rank = job.shape.len();
-    if let Some(s) = &job.input_strides
-        && s.len() != rank
-    {
-        return Err(bad(format!(
-            "--input-strides has {} but the shape {} has rank {rank}",
-            crate::report::count(s.len() as u64, "entry", "entries"),
-            shape_text(&job.shape)
-        )));
-    }
-    let tensor = Tensor {
-        dtype: job.dtype,
-        shape: &job.shape,
-        strides: job.input_strides.as_deref(),
-        out_strides: None,
-        data: &[],
-    };
-    let plan = crate::tess::cast_plan(&tensor, job.layout)
-        .map_err(|e| bad(crate::tess::layout_rule(e)))?;
-    let bytes = encode_bytes::<CastTess>(&plan, job.addresses).map_err(bad)?;
-    finish_encode(
-        Kind::of::<CastTess>(),
-        &bytes,
-        &job.output,
-        job.quiet,
-        job.json,
-    )
 }
 
 #[cfg(test)]

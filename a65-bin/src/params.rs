@@ -1,5 +1,6 @@
-//! Quant parameters as the command line gives them: multiplier, zero point, rounding,
-//! calibration.
+//! Parameters as the command line gives them: the Quant multiplier, zero point, rounding
+//! and calibration, and the value types and flags several commands share (shapes and
+//! lists, the layout flags, the backend, the input dtype).
 //!
 //! The multiplier is parsed straight to the correctly rounded binary32 (`str::parse::<f32>`,
 //! never through `f64`, which could round twice), or taken as exact bits (`0x` and exactly
@@ -8,8 +9,13 @@
 
 use std::fmt;
 
-use simak::AdmissionError;
+use clap::{Args, ValueEnum};
+use simak::layout::{Channels, MlaTiled};
 use simak::ops::quant::{Multiplier, Rounding};
+use simak::{AdmissionError, DType};
+
+use crate::engine::Backend;
+use crate::error::CliError;
 
 /// A multiplier accepted from the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -266,7 +272,20 @@ pub fn parse_shape(text: &str) -> Result<Vec<u64>, String> {
     if t.is_empty() {
         return Err("an empty shape (write `scalar` for rank 0)".to_owned());
     }
-    let shape = parse_u64_list(t)?;
+    check_rank(parse_u64_list(t)?)
+}
+
+/// Parses a logical shape of rank 1 to 6 (a comma-separated list of extents).
+///
+/// # Errors
+///
+/// As [`parse_u64_list`]; a rank above [`simak::MAX_RANK`].
+pub fn parse_tiled_shape(text: &str) -> Result<Vec<u64>, String> {
+    check_rank(parse_u64_list(text)?)
+}
+
+/// `shape` if its rank is at most [`simak::MAX_RANK`].
+fn check_rank(shape: Vec<u64>) -> Result<Vec<u64>, String> {
     if shape.len() > simak::MAX_RANK {
         return Err(format!(
             "rank {} is above the supported maximum {}",
@@ -276,6 +295,16 @@ pub fn parse_shape(text: &str) -> Result<Vec<u64>, String> {
     }
     Ok(shape)
 }
+
+/// The `N` comma-separated items of `text`, trimmed; `what` names them in the error.
+fn items<'t, const N: usize>(text: &'t str, what: &str) -> Result<[&'t str; N], String> {
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    <[&str; N]>::try_from(items)
+        .map_err(|items| format!("expected {N} comma-separated {what}, found {}", items.len()))
+}
+
+/// The roles of the four `D,H,W,C` items, in order.
+const ROLES: [&str; 4] = ["D", "H", "W", "C"];
 
 /// The D, H, W, C axis map as given with `--axes`: logical axis indices, `-1` for absent.
 pub type AxesArg = [Option<u8>; 4];
@@ -288,15 +317,9 @@ pub type AxesArg = [Option<u8>; 4];
 ///
 /// Not exactly four items, or an item outside -1..=5.
 pub fn parse_axes(text: &str) -> Result<AxesArg, String> {
-    let items: Vec<&str> = text.split(',').map(str::trim).collect();
-    if items.len() != 4 {
-        return Err(format!(
-            "expected 4 comma-separated axes (D,H,W,C), found {}",
-            items.len()
-        ));
-    }
+    let items: [&str; 4] = items(text, "axes (D,H,W,C)")?;
     let mut axes = [None; 4];
-    for (slot, (item, role)) in axes.iter_mut().zip(items.iter().zip(["D", "H", "W", "C"])) {
+    for (slot, (item, role)) in axes.iter_mut().zip(items.iter().zip(ROLES)) {
         let value: i64 = item
             .parse()
             .map_err(|_| format!("{role} axis {item:?} is not an integer"))?;
@@ -320,15 +343,9 @@ pub fn parse_axes(text: &str) -> Result<AxesArg, String> {
 ///
 /// Not exactly four items, or an item that is not a 32-bit unsigned integer.
 pub fn parse_tile(text: &str) -> Result<[u32; 4], String> {
-    let items: Vec<&str> = text.split(',').map(str::trim).collect();
-    if items.len() != 4 {
-        return Err(format!(
-            "expected 4 comma-separated tile extents (D,H,W,C), found {}",
-            items.len()
-        ));
-    }
+    let items: [&str; 4] = items(text, "tile extents (D,H,W,C)")?;
     let mut tile = [0u32; 4];
-    for (slot, (item, role)) in tile.iter_mut().zip(items.iter().zip(["D", "H", "W", "C"])) {
+    for (slot, (item, role)) in tile.iter_mut().zip(items.iter().zip(ROLES)) {
         *slot = item
             .parse()
             .map_err(|_| format!("{role} tile {item:?} is not an unsigned 32-bit integer"))?;
@@ -342,13 +359,7 @@ pub fn parse_tile(text: &str) -> Result<[u32; 4], String> {
 ///
 /// Not exactly three items, or an item that is not a finite number.
 pub fn parse_rgb(text: &str) -> Result<[f32; 3], String> {
-    let items: Vec<&str> = text.split(',').map(str::trim).collect();
-    if items.len() != 3 {
-        return Err(format!(
-            "expected 3 comma-separated values (r,g,b), found {}",
-            items.len()
-        ));
-    }
+    let items: [&str; 3] = items(text, "values (r,g,b)")?;
     let mut out = [0f32; 3];
     for (slot, item) in out.iter_mut().zip(items) {
         let v: f32 = item
@@ -393,6 +404,152 @@ pub fn parse_address(text: &str) -> Result<u32, String> {
         return Err("address 0 means unbound; bound addresses are nonzero".to_owned());
     }
     Ok(address)
+}
+
+/// A comma-separated list of unsigned integers (a shape or byte strides), as a clap value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct U64List(pub Vec<u64>);
+
+/// [`parse_u64_list`] as a clap value parser.
+///
+/// # Errors
+///
+/// As [`parse_u64_list`].
+pub fn parse_list(text: &str) -> Result<U64List, String> {
+    parse_u64_list(text).map(U64List)
+}
+
+/// [`parse_shape`] (rank 0 to 6, `scalar` for rank 0) as a clap value parser.
+///
+/// # Errors
+///
+/// As [`parse_shape`].
+pub fn parse_list_shape(text: &str) -> Result<U64List, String> {
+    parse_shape(text).map(U64List)
+}
+
+/// [`parse_tiled_shape`] (rank 1 to 6) as a clap value parser.
+///
+/// # Errors
+///
+/// As [`parse_tiled_shape`].
+pub fn parse_tess_shape(text: &str) -> Result<U64List, String> {
+    parse_tiled_shape(text).map(U64List)
+}
+
+/// Channel mode of the MlaTiled layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ChannelsArg {
+    /// Each pixel stores exactly the tile's channels.
+    Compact,
+    /// Each pixel's channels are padded with zeros to a multiple of 16.
+    Pad16,
+}
+
+impl From<ChannelsArg> for Channels {
+    fn from(c: ChannelsArg) -> Self {
+        match c {
+            ChannelsArg::Compact => Channels::Compact,
+            ChannelsArg::Pad16 => Channels::PadTo16,
+        }
+    }
+}
+
+/// The layout flags shared by casttess, quanttess, layout and packet encode casttess.
+#[derive(Debug, Clone, Args)]
+pub struct LayoutFlags {
+    /// Logical axis playing D, H, W, C; -1 for an absent role (e.g. HWC: -1,0,1,2).
+    #[arg(long, value_name = "D,H,W,C", value_parser = parse_axes, allow_hyphen_values = true)]
+    pub axes: AxesArg,
+    /// Tile extents for D, H, W, C (absent roles take 1).
+    #[arg(long, value_name = "D,H,W,C", value_parser = parse_tile)]
+    pub tile: [u32; 4],
+    /// Channel mode.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = ChannelsArg::Compact)]
+    pub channels: ChannelsArg,
+}
+
+impl LayoutFlags {
+    /// The layout metadata the flags give (checked against a shape by the library).
+    pub fn layout(&self) -> MlaTiled {
+        MlaTiled::new(self.axes, self.tile, self.channels.into())
+    }
+}
+
+/// Words a library admission error of a layout for the command line: a layout rule names
+/// its flag (`--axes`, `--tile`).
+pub fn layout_rule(e: AdmissionError) -> String {
+    use AdmissionError as A;
+    match e {
+        A::TileAxisOutOfRange { .. } | A::TileAxisRepeated { .. } => format!("--axes: {e}"),
+        A::TileExtent { .. } => format!("--tile: {e}"),
+        other => other.to_string(),
+    }
+}
+
+/// Execution backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// The A65 host CPU cores.
+    A65,
+    /// The EV74 vector DSP firmware on the host simulator.
+    #[value(name = "ev74-sim")]
+    Ev74Sim,
+}
+
+/// Default EV74 worker ring size: the full ring of SPEC §8.
+pub const DEFAULT_WORKERS: usize = 4;
+
+impl BackendArg {
+    /// The backend with the worker count of `--workers` (`ev74-sim` only, 4 when not
+    /// given).
+    ///
+    /// # Errors
+    ///
+    /// Usage (exit 2) for `--workers` with any other backend.
+    pub fn with_workers(self, workers: Option<u64>) -> Result<Backend, CliError> {
+        match (self, workers) {
+            (BackendArg::Ev74Sim, w) => Ok(Backend::Ev74Sim {
+                workers: w.map_or(DEFAULT_WORKERS, |w| w as usize),
+            }),
+            (BackendArg::A65, None) => Ok(Backend::A65),
+            (BackendArg::A65, Some(_)) => Err(CliError::Input(
+                "--workers applies to --backend ev74-sim only".to_owned(),
+            )),
+        }
+    }
+}
+
+/// An input dtype as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DTypeArg {
+    /// IEEE binary32.
+    F32,
+    /// bfloat16.
+    Bf16,
+    /// IEEE binary16.
+    F16,
+}
+
+impl From<DTypeArg> for DType {
+    fn from(d: DTypeArg) -> Self {
+        match d {
+            DTypeArg::F32 => DType::F32,
+            DTypeArg::Bf16 => DType::BF16,
+            DTypeArg::F16 => DType::F16,
+        }
+    }
+}
+
+/// The names given with a repeatable `--tensor`, each once, in the order first given.
+pub fn distinct(names: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for name in names {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

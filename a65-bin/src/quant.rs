@@ -1,27 +1,114 @@
 //! `simak quant`: quantize the float tensors of a `.safetensors` or `.npy` file to INT8.
 //!
 //! The output target is checked before the input is read; nothing is written until every
-//! selected tensor has been checked and quantized, then the output is published atomically
-//! ([`crate::output::Target`]).
+//! selected tensor has been checked and quantized, then the output is staged and published
+//! by [`crate::report::finish`] ([`crate::output::Target`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use anyhow::anyhow;
+use clap::{ArgGroup, Args};
 use indicatif::ProgressBar;
-use npyz::WriterBuilder;
-use safetensors::SafeTensors;
 use safetensors::tensor::Dtype as StDtype;
 use serde::Serialize;
 use simak::DType;
 use simak::ops::quant::{Params, Rounding};
 
-use crate::engine::{self, Aligned, Backend, EngineError, Quantized, Tensor};
-use crate::error::{CliError, bad_file, bad_tensor};
-use crate::output::{self, StOut, Target, same_file};
-use crate::params::{Calibration, MultiplierArg, absmax_multiplier, exact_decimal};
-use crate::read::read_npy;
-use crate::report::{Row, Total, shape_text, table};
+use crate::engine::{self, Aligned, Backend, Quantized, Tensor};
+use crate::error::{CliError, Subject, bad_file, bad_tensor};
+use crate::output::{self, StOut, Staged, Target};
+use crate::params::{
+    BackendArg, Calibration, MultiplierArg, RoundingArg, absmax_multiplier, distinct,
+    exact_decimal, parse_multiplier, parse_zero_point,
+};
+use crate::read::{StFile, read_npy};
+use crate::report::{self, Context, Done, Row, Total, shape_text, table};
+
+/// Quantize the float tensors of a .safetensors or .npy file to INT8.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Quantize the float tensors of a .safetensors or .npy file to INT8.\n\n\
+    Each element x becomes saturate(round(binary32(x * M)) + Z) in [-128, 127]: the product \
+    is rounded once to binary32 (nearest-even, subnormals kept), then to an integer with \
+    --rounding; NaN gives Z, +inf 127, -inf -128.\n\n\
+    .safetensors: every F32, BF16 and F16 tensor (or only those named with --tensor) \
+    becomes an I8 tensor of the same name and shape; other tensors are copied unchanged; \
+    the input's metadata is kept and each quantized tensor's parameters are recorded as \
+    simak.<tensor>.multiplier_bits (0x%08x), simak.<tensor>.zero_point, \
+    simak.<tensor>.rounding, simak.<tensor>.input_dtype and simak.<tensor>.calibration.\n\n\
+    .npy: a float32 or float16 array (little- or big-endian, C or Fortran order) becomes \
+    an int8 .npy of the same shape and order.\n\n\
+    From ONNX QuantizeLinear (y = saturate(round(x / scale) + zero_point)): pass \
+    --multiplier with 1/scale rounded once to binary32. When 1/scale is exact (scale a \
+    power of two) every result agrees; otherwise x * M and x / scale can round to \
+    different binary32 values, and at exact ties the integer can differ by one (scale \
+    0.039215686 = 1/25.5: x = -5 gives the tie -127.5 here, -128 under nearest-even, \
+    while a library that divides gets -127.49999, -127). docs/contract.md §3.\n\n\
+    The output is written to a temporary file in the output's folder and renamed over \
+    --output on success (an existing file is replaced atomically); on any error nothing \
+    is written. A summary table (tensor, shape, dtype, multiplier bits, zero point, \
+    rounding, saturated count, elements, elements/s of the execute call) is printed on \
+    stdout. \"Saturated\" counts elements whose rounded value plus zero point fell \
+    outside [-128, 127]."
+)]
+pub struct QuantArgs {
+    /// Input file: .safetensors (F32, BF16, F16 tensors) or .npy (float32, float16).
+    #[arg(long, value_name = "PATH")]
+    input: PathBuf,
+    /// Quantize only this tensor (safetensors; repeatable). Default: every F32, BF16 and
+    /// F16 tensor. Unselected tensors are copied unchanged.
+    #[arg(long = "tensor", value_name = "NAME")]
+    tensors: Vec<String>,
+    /// Output file; its format follows the input (.safetensors with I8 tensors, or int8
+    /// .npy). Replaced atomically if it exists; must not be the input.
+    #[arg(long, value_name = "PATH")]
+    output: PathBuf,
+    // --multiplier, --calibrate, --zero-point, --rounding.
+    #[command(flatten)]
+    scale: ScaleArgs,
+    /// Execution backend. a65 runs on the host CPU cores (the fastest route the CPU offers;
+    /// every route gives bit-identical results); ev74-sim runs the EV74 firmware on the host
+    /// simulator (byte-identical to a65).
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = BackendArg::A65)]
+    backend: BackendArg,
+    /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4))]
+    workers: Option<u64>,
+}
+
+/// The Quant parameter flags of `simak quant`, shared with `simak quanttess` (which words
+/// their help more briefly, pointing here).
+#[derive(Debug, Clone, Args)]
+#[command(group(
+    ArgGroup::new("scale").required(true).args(["multiplier", "calibrate"])
+))]
+pub struct ScaleArgs {
+    /// The multiplier M (it multiplies: q = x * M). A decimal such as 0.0078125, rounded
+    /// once to the nearest binary32, or exact bits as 0x followed by 8 hex digits
+    /// (0x3e99999a). Must be finite and > 0 (subnormals allowed). From an ONNX
+    /// QuantizeLinear scale s: M = 1/s rounded to binary32 (see the long help).
+    #[arg(long, value_name = "M", allow_hyphen_values = true)]
+    multiplier: Option<String>,
+    /// Pick the multiplier per tensor from its data instead of --multiplier. absmax:
+    /// m = 127f32 / max|x| over the finite elements, computed as one binary32 division
+    /// (nearest-even) of 127 by the exact f32 value of max|x|; zero point 0. A tensor with
+    /// no finite nonzero element (all zero, NaN or infinite, or empty) gets m = 1.0, ONNX
+    /// Runtime's rule for a zero range, and the summary says so; a tensor whose m is not
+    /// finite (max|x| below about 7.5e-37) is an error.
+    #[arg(long, value_enum, value_name = "METHOD")]
+    calibrate: Option<Calibration>,
+    /// Zero point Z added after rounding, in [-128, 127]. Default 0. Not with --calibrate.
+    #[arg(
+        long,
+        value_name = "Z",
+        allow_hyphen_values = true,
+        conflicts_with = "calibrate"
+    )]
+    zero_point: Option<String>,
+    /// Integer rounding of the binary32 product.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = RoundingArg::NearestEven)]
+    rounding: RoundingArg,
+}
 
 /// How each tensor's multiplier is chosen.
 #[derive(Debug, Clone)]
@@ -32,27 +119,78 @@ pub enum Scale {
     Calibrate(Calibration),
 }
 
-/// A fully parsed `simak quant` invocation.
+/// The Quant parameters the flags give, before any tensor's calibration.
 #[derive(Debug, Clone)]
-pub struct QuantJob {
-    /// Input file.
-    pub input: PathBuf,
-    /// Output file.
-    pub output: PathBuf,
-    /// Tensors picked with `--tensor` (empty: every float tensor).
-    pub tensors: Vec<String>,
+pub struct Quantization {
     /// Multiplier choice.
     pub scale: Scale,
     /// Zero point for `--multiplier` (0 under calibration).
     pub zero_point: i32,
     /// Rounding mode.
     pub rounding: Rounding,
-    /// Where to run.
-    pub backend: Backend,
-    /// `-q`: no progress bar, no table.
-    pub quiet: bool,
-    /// `--json`: the summary as JSON.
-    pub json: bool,
+}
+
+/// A tensor's calibration for the summary: the method and the largest finite magnitude it
+/// found (`None`: no finite nonzero element).
+pub type Calibrated = (&'static str, Option<f32>);
+
+impl ScaleArgs {
+    /// The parameters the flags give; errors name `input`.
+    ///
+    /// # Errors
+    ///
+    /// Bad input (exit 2) for a multiplier or zero point outside its rule.
+    pub fn parse(&self, input: &Path) -> Result<Quantization, CliError> {
+        let scale = match (&self.multiplier, self.calibrate) {
+            (Some(text), _) => {
+                Scale::Fixed(parse_multiplier(text).map_err(|e| bad_file(input, e))?)
+            }
+            (None, Some(c)) => Scale::Calibrate(c),
+            // clap's required group makes this unreachable; report it as usage anyway.
+            (None, None) => {
+                return Err(bad_file(
+                    input,
+                    "one of --multiplier or --calibrate is required",
+                ));
+            }
+        };
+        let zero_point = match &self.zero_point {
+            Some(text) => parse_zero_point(text).map_err(|e| bad_file(input, e))?,
+            None => 0,
+        };
+        Ok(Quantization {
+            scale,
+            zero_point,
+            rounding: self.rounding.into(),
+        })
+    }
+}
+
+impl Quantization {
+    /// The parameters of `tensor`: the fixed multiplier with the zero point, or the absmax
+    /// multiplier of its data (zero point 0); with the calibration found, if any.
+    ///
+    /// # Errors
+    ///
+    /// Bad input naming `subject` when the data gives no finite multiplier.
+    pub fn params(
+        &self,
+        tensor: &Tensor<'_>,
+        subject: &Subject<'_>,
+    ) -> Result<(Params, Option<Calibrated>), CliError> {
+        let (params, calibrated) = match &self.scale {
+            Scale::Fixed(m) => (
+                Params::from_bits(m.bits).with_zero_point(self.zero_point),
+                None,
+            ),
+            Scale::Calibrate(Calibration::Absmax) => {
+                let a = engine::abs_max(tensor).map_err(|e| subject.engine(e))?;
+                let bits = absmax_multiplier(a).map_err(|e| subject.bad(&e))?;
+                (Params::from_bits(bits), Some(("absmax", a)))
+            }
+        };
+        Ok((params.with_rounding(self.rounding), calibrated))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,8 +240,9 @@ struct MultiplierEcho {
     exact: String,
 }
 
+/// What `simak quant` did: the parameters, one row per quantized tensor, the tensors copied.
 #[derive(Debug, Clone, Serialize)]
-struct Summary {
+pub struct QuantSummary {
     command: &'static str,
     input: String,
     output: String,
@@ -119,51 +258,51 @@ struct Summary {
     total: Total,
 }
 
-/// Runs `simak quant`.
+/// How this run quantizes the tensors of its input.
+struct Quantizer<'a> {
+    file: &'a Path,
+    quantization: &'a Quantization,
+    backend: Backend,
+    ctx: &'a Context,
+}
+
+/// Runs `simak quant`: quantizes and stages the output.
 ///
 /// # Errors
 ///
 /// [`CliError::Input`] for bad input (exit 2, no output written), [`CliError::Internal`]
 /// otherwise.
-pub fn run(job: &QuantJob) -> Result<(), CliError> {
-    let input = job.input.as_path();
+pub fn run(args: QuantArgs, ctx: &Context) -> Result<Done<QuantSummary>, CliError> {
+    let input = args.input.as_path();
+    let backend = args.backend.with_workers(args.workers)?;
+    let quantization = args.scale.parse(input)?;
+    let tensors = distinct(args.tensors);
     let format = Format::of(input).ok_or_else(|| {
         bad_file(
             input,
             "unsupported input file type (quant reads .safetensors and .npy files)",
         )
     })?;
-    if format == Format::Npy && !job.tensors.is_empty() {
+    if format == Format::Npy && !tensors.is_empty() {
         return Err(bad_file(
             input,
             "--tensor applies to .safetensors inputs only (a .npy file holds one tensor)",
         ));
     }
-    let target = Target::new("--output", &job.output, format.output())?;
-    if same_file(input, &job.output) {
-        return Err(bad_file(
-            input,
-            format!(
-                "--output {} is the input file itself; choose another path",
-                job.output.display()
-            ),
-        ));
-    }
+    let target = Target::new("--output", &args.output, format.output())?;
+    target.not_input("--output", input)?;
     let bytes = crate::read::read_file(input, "")?;
-    let (rows, copied) = match format {
-        Format::Safetensors => run_safetensors(job, &target, &bytes)?,
-        Format::Npy => run_npy(job, &target, &bytes)?,
+    let quantizer = Quantizer {
+        file: input,
+        quantization: &quantization,
+        backend,
+        ctx,
     };
-    report(job, format, rows, copied)
-}
-
-fn report(
-    job: &QuantJob,
-    format: Format,
-    rows: Vec<Row>,
-    copied: Vec<Copied>,
-) -> Result<(), CliError> {
-    let (multiplier, calibration) = match &job.scale {
+    let (rows, copied, staged) = match format {
+        Format::Safetensors => quantizer.safetensors(&tensors, &target, &bytes)?,
+        Format::Npy => quantizer.npy(&target, &bytes)?,
+    };
+    let (multiplier, calibration) = match &quantization.scale {
         Scale::Fixed(m) => (
             Some(MultiplierEcho {
                 text: m.text.clone(),
@@ -175,120 +314,54 @@ fn report(
         Scale::Calibrate(c) => (None, Some(c.to_string())),
     };
     let total = Total::of(&rows);
-    let summary = Summary {
+    let summary = QuantSummary {
         command: "quant",
-        input: job.input.display().to_string(),
-        output: job.output.display().to_string(),
+        input: input.display().to_string(),
+        output: args.output.display().to_string(),
         format: format.name(),
-        backend: match job.backend {
-            Backend::A65 => "a65",
-            Backend::Ev74Sim { .. } => "ev74-sim",
-        },
-        workers: match job.backend {
-            Backend::A65 => None,
-            Backend::Ev74Sim { workers } => Some(workers),
-        },
+        backend: backend.name(),
+        workers: backend.workers(),
         multiplier,
         calibration,
-        rounding: job.rounding.name(),
+        rounding: quantization.rounding.name(),
         tensors: rows,
         copied,
         total,
     };
-    let text = if job.json {
-        let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
-        s.push('\n');
-        s
-    } else if job.quiet {
-        return Ok(());
-    } else {
-        summary_text(&summary)
-    };
-    crate::report::emit(&text)
+    Ok(Done::new(summary, vec![staged]))
 }
 
-fn summary_text(s: &Summary) -> String {
-    let mut out = format!(
-        "simak quant: {} ({}) -> {} (backend {})\n",
-        s.input, s.format, s.output, s.backend
-    );
-    match (&s.multiplier, &s.calibration) {
-        (Some(m), _) => out.push_str(&format!(
-            "multiplier {:?} = binary32 {} = {} exactly; rounding {}\n",
-            m.text, m.bits, m.exact, s.rounding
-        )),
-        (None, Some(c)) => out.push_str(&format!(
-            "multiplier: {c} calibration per tensor, m = 127f32 / max|x| (one binary32 division), zero point 0; rounding {}\n",
-            s.rounding
-        )),
-        (None, None) => {}
-    }
-    out.push_str(&table(&s.tensors));
-    if !s.copied.is_empty() {
-        let names: Vec<String> = s
-            .copied
-            .iter()
-            .map(|c| format!("{} ({} {})", c.name, c.dtype, shape_text(&c.shape)))
-            .collect();
-        out.push_str(&format!(
-            "copied unchanged: {}: {}\n",
-            s.copied.len(),
-            names.join(", ")
-        ));
-    }
-    out
-}
-
-fn progress(job: &QuantJob, tensors: usize, elements: u64) -> ProgressBar {
-    crate::report::progress("quant", job.quiet, tensors, elements)
-}
-
-/// Quantizes one tensor with the job's parameters; `name` is `None` for a `.npy` file;
-/// `bar` advances as the tensor's pieces complete.
-fn quantize_one(
-    job: &QuantJob,
-    name: Option<&str>,
-    tensor: &Tensor<'_>,
-    bar: &ProgressBar,
-) -> Result<(Quantized, Option<f32>), CliError> {
-    let file = job.input.as_path();
-    let bad = |rule: &dyn std::fmt::Display| match name {
-        Some(n) => bad_tensor(file, n, rule),
-        None => bad_file(file, rule),
-    };
-    let engine_error = |e: EngineError| match e {
-        EngineError::Execute(_) | EngineError::Sim(_) => CliError::Internal(anyhow!(
-            "{}: {}: {e}",
-            file.display(),
-            name.unwrap_or("tensor")
-        )),
-        other => bad(&other),
-    };
-    let (params, abs_max) = match &job.scale {
-        Scale::Fixed(m) => (
-            Params::from_bits(m.bits).with_zero_point(job.zero_point),
-            None,
-        ),
-        Scale::Calibrate(Calibration::Absmax) => {
-            let a = engine::abs_max(tensor).map_err(engine_error)?;
-            let bits = absmax_multiplier(a).map_err(|e| bad(&e))?;
-            (Params::from_bits(bits), a)
+impl report::Summary for QuantSummary {
+    fn text(&self) -> String {
+        let mut out = format!(
+            "simak quant: {} ({}) -> {} (backend {})\n",
+            self.input, self.format, self.output, self.backend
+        );
+        match (&self.multiplier, &self.calibration) {
+            (Some(m), _) => out.push_str(&format!(
+                "multiplier {:?} = binary32 {} = {} exactly; rounding {}\n",
+                m.text, m.bits, m.exact, self.rounding
+            )),
+            (None, Some(c)) => out.push_str(&format!(
+                "multiplier: {c} calibration per tensor, m = 127f32 / max|x| (one binary32 division), zero point 0; rounding {}\n",
+                self.rounding
+            )),
+            (None, None) => {}
         }
-    };
-    let q = engine::quantize(
-        tensor,
-        params.with_rounding(job.rounding),
-        job.backend,
-        &|n| bar.inc(n),
-    )
-    .map_err(engine_error)?;
-    Ok((q, abs_max))
-}
-
-fn calibration_of(job: &QuantJob, abs_max: Option<f32>) -> Option<(&'static str, Option<f32>)> {
-    match job.scale {
-        Scale::Calibrate(Calibration::Absmax) => Some(("absmax", abs_max)),
-        Scale::Fixed(_) => None,
+        out.push_str(&table(&self.tensors));
+        if !self.copied.is_empty() {
+            let names: Vec<String> = self
+                .copied
+                .iter()
+                .map(|c| format!("{} ({} {})", c.name, c.dtype, shape_text(&c.shape)))
+                .collect();
+            out.push_str(&format!(
+                "copied unchanged: {}: {}\n",
+                self.copied.len(),
+                names.join(", ")
+            ));
+        }
+        out
     }
 }
 
@@ -301,181 +374,175 @@ fn float_dtype(dtype: StDtype) -> Option<DType> {
     }
 }
 
-fn run_safetensors(
-    job: &QuantJob,
-    target: &Target,
-    bytes: &[u8],
-) -> Result<(Vec<Row>, Vec<Copied>), CliError> {
-    let file = job.input.as_path();
-    let malformed = |e: safetensors::SafeTensorError| {
-        bad_file(file, format!("malformed safetensors file: {e}"))
-    };
-    let st = SafeTensors::deserialize(bytes).map_err(malformed)?;
-    let (_, metadata) = SafeTensors::read_metadata(bytes).map_err(malformed)?;
-    crate::read::unique_safetensor_names(file, bytes)?;
-    let names = metadata.offset_keys();
-    let view = |name: &str| st.tensor(name).map_err(malformed);
+impl Quantizer<'_> {
+    fn progress(&self, tensors: usize, elements: u64) -> ProgressBar {
+        self.ctx.progress("quant", tensors, elements)
+    }
 
-    let selected: BTreeSet<String> = if job.tensors.is_empty() {
-        let mut all = BTreeSet::new();
-        for name in &names {
-            if float_dtype(view(name)?.dtype()).is_some() {
-                all.insert(name.clone());
+    /// Quantizes one tensor; `name` is `None` for a `.npy` file; `bar` advances as the
+    /// tensor's pieces complete.
+    fn one(
+        &self,
+        name: Option<&str>,
+        tensor: &Tensor<'_>,
+        bar: &ProgressBar,
+    ) -> Result<(Quantized, Option<Calibrated>), CliError> {
+        let subject = Subject {
+            file: self.file,
+            tensor: name,
+            label: name.unwrap_or("tensor"),
+        };
+        let (params, calibrated) = self.quantization.params(tensor, &subject)?;
+        let q = engine::quantize(tensor, params, self.backend, &|n| bar.inc(n))
+            .map_err(|e| subject.engine(e))?;
+        Ok((q, calibrated))
+    }
+
+    /// Quantizes the selected tensors of a `.safetensors` file (`tensors`; empty: every
+    /// float tensor) and stages the output with the others copied.
+    fn safetensors(
+        &self,
+        tensors: &[String],
+        target: &Target,
+        bytes: &[u8],
+    ) -> Result<(Vec<Row>, Vec<Copied>, Staged), CliError> {
+        let file = self.file;
+        let st = StFile::open(file, bytes)?;
+        let names = &st.names;
+        let selected: BTreeSet<String> = if tensors.is_empty() {
+            let mut all = BTreeSet::new();
+            for name in names {
+                if float_dtype(st.tensor(name)?.dtype()).is_some() {
+                    all.insert(name.clone());
+                }
             }
-        }
-        if all.is_empty() {
-            return Err(bad_file(
-                file,
-                format!(
-                    "no F32, BF16 or F16 tensor to quantize (the file holds {})",
-                    crate::report::count(names.len() as u64, "tensor", "tensors")
-                ),
-            ));
-        }
-        all
-    } else {
-        for name in &job.tensors {
-            let v = st.tensor(name).map_err(|_| {
-                bad_tensor(
+            if all.is_empty() {
+                return Err(bad_file(
                     file,
-                    name,
                     format!(
-                        "no such tensor (the file holds {})",
+                        "no F32, BF16 or F16 tensor to quantize (the file holds {})",
                         crate::report::count(names.len() as u64, "tensor", "tensors")
-                    ),
-                )
-            })?;
-            if float_dtype(v.dtype()).is_none() {
-                return Err(bad_tensor(
-                    file,
-                    name,
-                    format!(
-                        "dtype {} is not supported (quant takes F32, BF16, F16)",
-                        v.dtype()
                     ),
                 ));
             }
-        }
-        job.tensors.iter().cloned().collect()
-    };
-
-    let mut total_elements = 0u64;
-    for name in &selected {
-        let v = view(name)?;
-        total_elements = total_elements.saturating_add(
-            v.shape()
-                .iter()
-                .fold(1u64, |n, &e| n.saturating_mul(e as u64)),
-        );
-    }
-    let bar = progress(job, selected.len(), total_elements);
-
-    let mut rows = Vec::new();
-    let mut copied = Vec::new();
-    let mut outputs: Vec<(String, StOut<'_>)> = Vec::with_capacity(names.len());
-    let mut meta: HashMap<String, String> = metadata.metadata().clone().unwrap_or_default();
-    for name in &names {
-        let v = view(name)?;
-        let shape: Vec<u64> = v.shape().iter().map(|&e| e as u64).collect();
-        let dtype = match float_dtype(v.dtype()) {
-            Some(d) if selected.contains(name) => d,
-            _ => {
-                copied.push(Copied {
-                    name: name.clone(),
-                    dtype: v.dtype().to_string(),
-                    shape,
-                });
-                outputs.push((name.clone(), StOut::Copied(v)));
-                continue;
+            all
+        } else {
+            for name in tensors {
+                let v = st.named(name)?;
+                if float_dtype(v.dtype()).is_none() {
+                    return Err(bad_tensor(
+                        file,
+                        name,
+                        format!(
+                            "dtype {} is not supported (quant takes F32, BF16, F16)",
+                            v.dtype()
+                        ),
+                    ));
+                }
             }
+            tensors.iter().cloned().collect()
         };
-        let data = Aligned::new(v.data(), dtype.size()).map_err(|e| bad_tensor(file, name, e))?;
-        let tensor = Tensor {
-            dtype,
-            shape: &shape,
-            strides: None,
-            out_strides: None,
-            data: data.as_slice(),
-        };
-        let (q, abs_max) = quantize_one(job, Some(name), &tensor, &bar)?;
-        let p = q.params;
-        meta.insert(
-            format!("simak.{name}.multiplier_bits"),
-            format!("0x{:08x}", p.multiplier_bits),
-        );
-        meta.insert(format!("simak.{name}.zero_point"), p.zero_point.to_string());
-        meta.insert(
-            format!("simak.{name}.rounding"),
-            p.rounding.name().to_owned(),
-        );
-        meta.insert(format!("simak.{name}.input_dtype"), v.dtype().to_string());
-        meta.insert(
-            format!("simak.{name}.calibration"),
-            match job.scale {
-                Scale::Fixed(_) => "none".to_owned(),
-                Scale::Calibrate(c) => c.to_string(),
-            },
-        );
-        rows.push(Row::new(
-            name.clone(),
-            &shape,
-            dtype,
-            &q,
-            calibration_of(job, abs_max),
-        ));
-        outputs.push((
-            name.clone(),
-            StOut::Converted {
-                dtype: StDtype::I8,
-                shape: v.shape().to_vec(),
-                data: q.output,
-            },
-        ));
-    }
-    bar.finish_and_clear();
-    let serialized = safetensors::serialize(outputs, Some(meta))
-        .map_err(|e| CliError::Internal(anyhow!("serializing the output: {e}")))?;
-    let serialized = crate::output::sorted_safetensors_header(serialized);
-    target.write(|w| w.write_all(&serialized))?;
-    Ok((rows, copied))
-}
 
-fn run_npy(
-    job: &QuantJob,
-    target: &Target,
-    bytes: &[u8],
-) -> Result<(Vec<Row>, Vec<Copied>), CliError> {
-    let file = job.input.as_path();
-    let array = read_npy(
-        file,
-        bytes,
-        &[DType::F32, DType::F16],
-        "quant takes float32 and float16 .npy files",
-    )?;
-    let in_strides = array.byte_strides();
-    let tensor = array.tensor(&in_strides);
-    let elements = tensor.shape.iter().product::<u64>();
-    let shape = array.shape.clone();
-    let dtype = array.dtype;
-    let bar = progress(job, 1, elements);
-    let (q, abs_max) = quantize_one(job, None, &tensor, &bar)?;
-    bar.finish_and_clear();
-    let order = array.order();
-    target.write(|w| {
-        let w = npyz::WriteOptions::<i8>::new()
-            .default_dtype()
-            .shape(&shape)
-            .order(order)
-            .writer(w)
-            .write_header_only()?;
-        w.write_all(&q.output)
-    })?;
-    let name = file.file_name().map_or_else(
-        || file.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let row = Row::new(name, &shape, dtype, &q, calibration_of(job, abs_max));
-    Ok((vec![row], Vec::new()))
+        let mut total_elements = 0u64;
+        for name in &selected {
+            let v = st.tensor(name)?;
+            total_elements = total_elements.saturating_add(
+                v.shape()
+                    .iter()
+                    .fold(1u64, |n, &e| n.saturating_mul(e as u64)),
+            );
+        }
+        let bar = self.progress(selected.len(), total_elements);
+
+        let mut rows = Vec::new();
+        let mut copied = Vec::new();
+        let mut outputs: Vec<(String, StOut<'_>)> = Vec::with_capacity(names.len());
+        let mut meta: HashMap<String, String> = st.metadata.clone();
+        for name in names {
+            let v = st.tensor(name)?;
+            let shape: Vec<u64> = v.shape().iter().map(|&e| e as u64).collect();
+            let dtype = match float_dtype(v.dtype()) {
+                Some(d) if selected.contains(name) => d,
+                _ => {
+                    copied.push(Copied {
+                        name: name.clone(),
+                        dtype: v.dtype().to_string(),
+                        shape,
+                    });
+                    outputs.push((name.clone(), StOut::Copied(v)));
+                    continue;
+                }
+            };
+            let data =
+                Aligned::new(v.data(), dtype.size()).map_err(|e| bad_tensor(file, name, e))?;
+            let tensor = Tensor {
+                dtype,
+                shape: &shape,
+                strides: None,
+                out_strides: None,
+                data: data.as_slice(),
+            };
+            let (q, calibrated) = self.one(Some(name), &tensor, &bar)?;
+            let p = q.params;
+            meta.insert(
+                format!("simak.{name}.multiplier_bits"),
+                format!("0x{:08x}", p.multiplier_bits),
+            );
+            meta.insert(format!("simak.{name}.zero_point"), p.zero_point.to_string());
+            meta.insert(
+                format!("simak.{name}.rounding"),
+                p.rounding.name().to_owned(),
+            );
+            meta.insert(format!("simak.{name}.input_dtype"), v.dtype().to_string());
+            meta.insert(
+                format!("simak.{name}.calibration"),
+                match self.quantization.scale {
+                    Scale::Fixed(_) => "none".to_owned(),
+                    Scale::Calibrate(c) => c.to_string(),
+                },
+            );
+            rows.push(Row::new(name.clone(), &shape, dtype, &q, calibrated));
+            outputs.push((
+                name.clone(),
+                StOut::Converted {
+                    dtype: StDtype::I8,
+                    shape: v.shape().to_vec(),
+                    data: q.output,
+                },
+            ));
+        }
+        bar.finish_and_clear();
+        let staged = target.stage_safetensors(outputs, meta)?;
+        Ok((rows, copied, staged))
+    }
+
+    /// Quantizes the array of a `.npy` file and stages the output.
+    fn npy(
+        &self,
+        target: &Target,
+        bytes: &[u8],
+    ) -> Result<(Vec<Row>, Vec<Copied>, Staged), CliError> {
+        let file = self.file;
+        let array = read_npy(
+            file,
+            bytes,
+            &[DType::F32, DType::F16],
+            "quant takes float32 and float16 .npy files",
+        )?;
+        let in_strides = array.byte_strides();
+        let tensor = array.tensor(&in_strides);
+        let elements = tensor.shape.iter().product::<u64>();
+        let shape = array.shape.clone();
+        let dtype = array.dtype;
+        let bar = self.progress(1, elements);
+        let (q, calibrated) = self.one(None, &tensor, &bar)?;
+        bar.finish_and_clear();
+        let order = array.order();
+        let staged = target.stage_npy::<i8>(&shape, order, |w| w.write_all(&q.output))?;
+        let name = crate::read::file_name(file);
+        let row = Row::new(name, &shape, dtype, &q, calibrated);
+        Ok((vec![row], Vec::new(), staged))
+    }
 }
 
 #[cfg(test)]
@@ -491,5 +558,31 @@ mod test {
         assert_eq!(Format::of(Path::new("b.NPY")), Some(Format::Npy));
         assert_eq!(Format::of(Path::new("b.npz")), None);
         assert_eq!(Format::of(Path::new("b")), None);
+    }
+
+    /// `simak quant` alone, as clap parses it.
+    #[derive(Debug, clap::Parser)]
+    struct Quant {
+        #[command(flatten)]
+        args: QuantArgs,
+    }
+
+    #[test]
+    fn negative_values_parse_as_values() {
+        use clap::Parser as _;
+        let cli = Quant::try_parse_from([
+            "quant",
+            "--input",
+            "a.npy",
+            "--output",
+            "b.npy",
+            "--multiplier",
+            "-1",
+            "--zero-point",
+            "-129",
+        ])
+        .unwrap();
+        assert_eq!(cli.args.scale.multiplier.as_deref(), Some("-1"));
+        assert_eq!(cli.args.scale.zero_point.as_deref(), Some("-129"));
     }
 }

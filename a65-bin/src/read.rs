@@ -10,6 +10,7 @@ use std::path::Path;
 use npyz::{Endianness, NpyHeader, Order, TypeChar};
 use safetensors::SafeTensors;
 use safetensors::tensor::Dtype as StDtype;
+use safetensors::tensor::TensorView;
 use simak::DType;
 
 use crate::engine::{Aligned, Tensor};
@@ -290,6 +291,78 @@ pub fn unique_safetensor_names(file: &Path, bytes: &[u8]) -> Result<(), CliError
     Ok(())
 }
 
+/// A `.safetensors` file checked as a whole: its header parsed and free of duplicate names.
+pub struct StFile<'a> {
+    /// The input file (for messages).
+    file: std::path::PathBuf,
+    /// The parsed file.
+    pub st: SafeTensors<'a>,
+    /// Its tensor names in the order of their data.
+    pub names: Vec<String>,
+    /// Its `__metadata__` (empty when it has none).
+    pub metadata: std::collections::HashMap<String, String>,
+}
+
+impl<'a> StFile<'a> {
+    /// Parses the `.safetensors` file `bytes` read from `file`.
+    ///
+    /// # Errors
+    ///
+    /// Bad input naming `file`: a malformed header, a name given twice.
+    pub fn open(file: &Path, bytes: &'a [u8]) -> Result<StFile<'a>, CliError> {
+        let st = SafeTensors::deserialize(bytes).map_err(|e| malformed(file, e))?;
+        let (_, metadata) = SafeTensors::read_metadata(bytes).map_err(|e| malformed(file, e))?;
+        unique_safetensor_names(file, bytes)?;
+        Ok(StFile {
+            file: file.to_path_buf(),
+            names: metadata.offset_keys(),
+            metadata: metadata.metadata().clone().unwrap_or_default(),
+            st,
+        })
+    }
+
+    /// The tensor `name`, one of [`StFile::names`].
+    ///
+    /// # Errors
+    ///
+    /// Bad input naming the file when its header does not describe the tensor's data.
+    pub fn tensor(&self, name: &str) -> Result<TensorView<'a>, CliError> {
+        self.st.tensor(name).map_err(|e| malformed(&self.file, e))
+    }
+
+    /// The tensor `name` as the user named it.
+    ///
+    /// # Errors
+    ///
+    /// Bad input naming the tensor when the file has none of that name.
+    pub fn named(&self, name: &str) -> Result<TensorView<'a>, CliError> {
+        self.st.tensor(name).map_err(|_| {
+            bad_tensor(
+                &self.file,
+                name,
+                format!(
+                    "no such tensor (the file holds {})",
+                    crate::report::count(self.names.len() as u64, "tensor", "tensors")
+                ),
+            )
+        })
+    }
+}
+
+/// The file name of `path` (the whole path if it has none), as summaries name a file's
+/// only tensor.
+pub fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// A `.safetensors` file the parser refused.
+fn malformed(file: &Path, e: safetensors::SafeTensorError) -> CliError {
+    bad_file(file, format!("malformed safetensors file: {e}"))
+}
+
 /// One tensor of a `.safetensors` file.
 #[derive(Debug)]
 pub struct StTensor<'a> {
@@ -317,13 +390,8 @@ pub fn pick_safetensor<'a>(
     accepted: &[DType],
     accepts: &str,
 ) -> Result<StTensor<'a>, CliError> {
-    let malformed = |e: safetensors::SafeTensorError| {
-        bad_file(file, format!("malformed safetensors file: {e}"))
-    };
-    let st = SafeTensors::deserialize(bytes).map_err(malformed)?;
-    let (_, metadata) = SafeTensors::read_metadata(bytes).map_err(malformed)?;
-    unique_safetensor_names(file, bytes)?;
-    let names = metadata.offset_keys();
+    let st = StFile::open(file, bytes)?;
+    let names = &st.names;
     let name = match name {
         Some(n) => n.to_owned(),
         None => match names.as_slice() {
@@ -343,16 +411,7 @@ pub fn pick_safetensor<'a>(
             }
         },
     };
-    let view = st.tensor(&name).map_err(|_| {
-        bad_tensor(
-            file,
-            &name,
-            format!(
-                "no such tensor (the file holds {})",
-                crate::report::count(names.len() as u64, "tensor", "tensors")
-            ),
-        )
-    })?;
+    let view = st.named(&name)?;
     let dtype = match st_dtype(view.dtype()) {
         Some(d) if accepted.contains(&d) => d,
         _ => {

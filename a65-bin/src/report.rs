@@ -1,4 +1,7 @@
-//! The summary printed at the end of a run: a text table, or JSON with `--json`.
+//! The end of every command, in one place: a command returns its summary and the files it
+//! staged ([`Done`]); [`finish`] publishes the files together, then prints the summary as
+//! JSON (`--json`), as text, or not at all (`-q`). Also the shared pieces of the summaries:
+//! the quantization table ([`Row`], [`Total`], [`table`]), progress bars and number words.
 
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
@@ -11,7 +14,98 @@ use simak::ops::quant::Params;
 
 use crate::engine::Quantized;
 use crate::error::CliError;
+use crate::output::{Staged, commit_all};
 use crate::params::exact_decimal;
+
+/// The global flags every command sees.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Context {
+    /// `-q`: no progress bar and no text summary.
+    pub quiet: bool,
+    /// `--json`: the summary as JSON on stdout.
+    pub json: bool,
+}
+
+impl Context {
+    /// A progress bar for `prefix` over `elements` in `tensors` tensors ([`progress`]);
+    /// hidden under `-q`.
+    pub fn progress(&self, prefix: &'static str, tensors: usize, elements: u64) -> ProgressBar {
+        progress(prefix, self.quiet, tensors, elements)
+    }
+}
+
+/// What a command reports once it has succeeded: serialized for `--json`, else its text.
+pub trait Summary: Serialize {
+    /// The text printed without `--json` and without `-q`.
+    fn text(&self) -> String;
+
+    /// The text printed under `-q` without `--json`; nothing by default.
+    fn quiet_text(&self) -> Option<String> {
+        None
+    }
+
+    /// The command's outcome once the summary is printed: a summary may describe a
+    /// refusal (a descriptor the device rejects), reported after it.
+    ///
+    /// # Errors
+    ///
+    /// The refusal the summary describes.
+    fn status(&self) -> Result<(), CliError> {
+        Ok(())
+    }
+}
+
+/// A command's result before anything is published or printed: its summary and the files it
+/// staged in full ([`crate::output::Target::stage`]).
+#[derive(Debug)]
+#[must_use = "a command's result is published and printed by `report::finish`"]
+pub struct Done<S> {
+    /// The summary to print.
+    pub summary: S,
+    /// The staged outputs, published in this order.
+    pub staged: Vec<Staged>,
+}
+
+impl<S> Done<S> {
+    /// A result with the outputs `staged`, published in this order.
+    pub fn new(summary: S, staged: Vec<Staged>) -> Done<S> {
+        Done { summary, staged }
+    }
+
+    /// A result that wrote no file.
+    pub fn summary(summary: S) -> Done<S> {
+        Done {
+            summary,
+            staged: Vec::new(),
+        }
+    }
+}
+
+/// The common end of every command: publishes the staged outputs together
+/// ([`commit_all`]), then prints the summary: pretty JSON with `--json`, nothing (or
+/// [`Summary::quiet_text`]) with `-q`, else [`Summary::text`]; then returns
+/// [`Summary::status`].
+///
+/// # Errors
+///
+/// As [`commit_all`] and [`emit`]; a refusal from [`Summary::status`].
+pub fn finish<S: Summary>(ctx: &Context, done: Done<S>) -> Result<(), CliError> {
+    let Done { summary, staged } = done;
+    commit_all(staged)?;
+    let text = if ctx.json {
+        let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
+        s.push('\n');
+        Some(s)
+    } else if ctx.quiet {
+        summary.quiet_text()
+    } else {
+        Some(summary.text())
+    };
+    if let Some(text) = text {
+        emit(&text)?;
+    }
+    summary.status()
+}
 
 /// One quantized tensor.
 #[derive(Debug, Clone, Serialize)]

@@ -4,7 +4,7 @@
 //!
 //! Both targets are checked before the input is read. Both files are written in full to
 //! staging files first and published only when both are complete, the buffer before its
-//! sidecar ([`crate::output::commit_all`]); the sidecar records the buffer's length and
+//! sidecar ([`crate::report::finish`]); the sidecar records the buffer's length and
 //! CRC-32, so a reader can tell a buffer and a sidecar of different runs apart.
 //!
 //! A large tensor runs in pieces ([`tile_pieces`]), each a request of its own whose tiles
@@ -13,22 +13,123 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::anyhow;
+use clap::Args;
 use serde::{Deserialize, Serialize};
 use simak::DType;
 use simak::layout::{MlaTiled, TiledView};
 use simak::ops::casttess::TiledSpec;
-use simak::ops::quant::{Params, Rounding};
+use simak::ops::quant::Params;
 use simak::ops::{casttess, quanttess};
 use simak::{a65, ev74};
 
-use crate::engine::{self, AlignedBuf, EngineError, Piece, Tensor};
-use crate::error::{CliError, bad_file, bad_tensor};
-use crate::output::{Format, Target, commit_all, same_file};
-use crate::params::{Calibration, absmax_multiplier, exact_decimal};
-use crate::quant::Scale;
+use crate::engine::{self, AlignedBuf, Backend, EngineError, Piece, Tensor};
+use crate::error::{CliError, Subject, bad_file};
+use crate::output::{Format, Target};
+use crate::params::{BackendArg, LayoutFlags, exact_decimal, parse_rgb, parse_std};
+use crate::quant::{Quantization, ScaleArgs};
 use crate::read::{self, InputKind, Normalize};
-use crate::report::{emit, progress, rate_text, shape_text};
+use crate::report::{self, Context, Done, rate_text, shape_text};
+
+/// The input, output and layout flags of casttess and quanttess.
+#[derive(Debug, Args)]
+pub struct TessArgs {
+    /// Input: .npy, .safetensors, .png, .jpg or .jpeg.
+    #[arg(long, value_name = "PATH")]
+    input: PathBuf,
+    /// The tensor to convert (safetensors; default: the file's only tensor).
+    #[arg(long, value_name = "NAME")]
+    tensor: Option<String>,
+    /// The physical buffer to write; the sidecar goes to PATH.json.
+    #[arg(long, value_name = "PATH")]
+    output: PathBuf,
+    #[command(flatten)]
+    layout: LayoutFlags,
+    /// Images: per-channel mean subtracted after scaling to [0, 1] [default: 0,0,0].
+    #[arg(long, value_name = "R,G,B", value_parser = parse_rgb, allow_hyphen_values = true)]
+    mean: Option<[f32; 3]>,
+    /// Images: per-channel standard deviation divided by (each > 0) [default: 1,1,1].
+    #[arg(long, value_name = "R,G,B", value_parser = parse_std, allow_hyphen_values = true)]
+    std: Option<[f32; 3]>,
+    /// Images: the largest FP32 tensor an image may decode to, in MiB (12 bytes per pixel;
+    /// also the decoder's allocation limit). The default, 1024, admits a 48-megapixel RGB
+    /// photo (8000 x 6000 x 3 FP32, 576 MB).
+    #[arg(long, value_name = "MIB", default_value_t = crate::read::IMAGE_DEFAULT_LIMIT >> 20,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
+    image_limit: u64,
+}
+
+/// Convert a tensor or image to BF16 in the MlaTiled layout (writes OUT and OUT.json).
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Convert a tensor or image to BF16 in the MlaTiled layout of the ML \
+    accelerator (SPEC §4, §5): FP32 -> BF16 rounds to nearest-even on the bits (NaNs \
+    wrap as the integer formula does), FP16 -> BF16 rounds the exact value, BF16 is \
+    copied.\n\n\
+    Inputs: .npy (float32, float16; C or Fortran order), .safetensors (the tensor named \
+    by --tensor, or the only one; F32, BF16, F16), PNG and JPEG images (decoded under \
+    limits of 16384 x 16384 pixels and --image-limit, 1024 MiB by default, which admits \
+    a 48-megapixel photo; converted to RGB, then HWC FP32 [H, W, 3] as (p / 255 - mean) \
+    / std in binary32; 65535 for 16-bit images).\n\n\
+    --axes D,H,W,C names the logical axis playing each role (-1 absent); the other \
+    axes are outer axes. --tile D,H,W,C gives the tile extents. Writes the physical \
+    buffer (capacity bytes, zero padding) to --output and a JSON sidecar to \
+    OUTPUT.json (op, shape, input_dtype, output_dtype, axes, tile, channels, \
+    capacity_bytes, tiles_per_outer, outer_count, buffer_crc32: the CRC-32 of the \
+    buffer, sidecar_crc32: the CRC-32 of the sidecar's own fields), both atomically; \
+    `simak untile` reads them back and refuses a pair whose checksums do not match."
+)]
+pub struct CastTessArgs {
+    #[command(flatten)]
+    tess: TessArgs,
+    /// Execution backend: a65 (host cores) or ev74-sim (EV74 firmware on the host
+    /// simulator).
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = BackendArg::A65)]
+    backend: BackendArg,
+    /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4))]
+    workers: Option<u64>,
+}
+
+/// Quantize a tensor or image to INT8 in the MlaTiled layout (writes OUT and OUT.json).
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Quantize a tensor or image to INT8 (SPEC §3) in the MlaTiled layout \
+    (SPEC §5), on the A65 (QuantTess has no EV74 entry). Inputs, --axes, --tile, \
+    --channels and the sidecar are as for casttess; the sidecar adds multiplier_bits, \
+    zero_point and rounding. The quant flags are those of `simak quant`."
+)]
+#[command(
+    mut_arg("multiplier", |a| a.help("The multiplier M, as for `simak quant`")),
+    mut_arg("calibrate", |a| a.help(
+        "Pick the multiplier from the data (absmax: 127 / max|x|), as for `simak quant`"
+    )),
+    mut_arg("zero_point", |a| a.help("Zero point in [-128, 127]. Default 0. Not with --calibrate")),
+)]
+pub struct QuantTessArgs {
+    #[command(flatten)]
+    tess: TessArgs,
+    // --multiplier, --calibrate, --zero-point, --rounding: those of `simak quant`, with
+    // the help texts above.
+    #[command(flatten)]
+    scale: ScaleArgs,
+    /// Execution backend. Only a65: QuantTess has no EV74 entry (ev74-sim is refused).
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = BackendArg::A65)]
+    backend: BackendArg,
+}
+
+impl TessArgs {
+    /// Image normalization, when `--mean` or `--std` was given.
+    fn normalize(&self) -> Option<Normalize> {
+        if self.mean.is_none() && self.std.is_none() {
+            return None;
+        }
+        let d = Normalize::default();
+        Some(Normalize {
+            mean: self.mean.unwrap_or(d.mean),
+            std: self.std.unwrap_or(d.std),
+        })
+    }
+}
 
 /// Which conversion.
 #[derive(Debug, Clone)]
@@ -36,60 +137,16 @@ pub enum TessOp {
     /// CastTess: FP32 / FP16 / BF16 → MlaTiled BF16.
     Cast,
     /// QuantTess: FP32 / BF16 / FP16 → MlaTiled INT8 with Quant parameters.
-    Quant {
-        /// Multiplier choice.
-        scale: Scale,
-        /// Zero point (0 under calibration).
-        zero_point: i32,
-        /// Rounding mode.
-        rounding: Rounding,
-    },
+    Quant(Quantization),
 }
 
 impl TessOp {
     fn name(&self) -> &'static str {
         match self {
             TessOp::Cast => "casttess",
-            TessOp::Quant { .. } => "quanttess",
+            TessOp::Quant(_) => "quanttess",
         }
     }
-}
-
-/// Where the conversion runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TessBackend {
-    /// The A65 host cores.
-    A65,
-    /// The simulated EV74 with this many workers.
-    Ev74Sim {
-        /// Worker ring size, 1 to 4.
-        workers: usize,
-    },
-}
-
-/// A fully parsed `simak casttess` / `simak quanttess` invocation.
-#[derive(Debug, Clone)]
-pub struct TessJob {
-    /// Conversion and its parameters.
-    pub op: TessOp,
-    /// Input file.
-    pub input: PathBuf,
-    /// `--tensor` (safetensors only).
-    pub tensor: Option<String>,
-    /// Output physical buffer; the sidecar is this path plus `.json`.
-    pub output: PathBuf,
-    /// Layout metadata (checked against the shape by the library).
-    pub layout: MlaTiled,
-    /// Backend.
-    pub backend: TessBackend,
-    /// Image normalization, when `--mean` or `--std` was given.
-    pub normalize: Option<Normalize>,
-    /// Images: the largest FP32 tensor (and decoder allocation) in bytes.
-    pub image_limit: u64,
-    /// `-q`.
-    pub quiet: bool,
-    /// `--json`.
-    pub json: bool,
 }
 
 /// The JSON sidecar written next to a tiled buffer (`OUT.bin.json`): everything needed to
@@ -210,8 +267,10 @@ struct MultiplierEcho {
     note: Option<&'static str>,
 }
 
+/// What `simak casttess` / `simak quanttess` did: the input, the outputs, the route and the
+/// sidecar written.
 #[derive(Debug, Serialize)]
-struct Summary {
+pub struct TessSummary {
     command: &'static str,
     input: String,
     format: &'static str,
@@ -249,17 +308,10 @@ struct Loaded<'a> {
     source: Option<String>,
 }
 
-fn file_name(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
-}
-
 const ACCEPTS: &str = "casttess and quanttess take F32, BF16 and F16 tensors";
 
-fn load<'a>(job: &TessJob, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<'a>, CliError> {
-    let file = job.input.as_path();
+fn load<'a>(args: &TessArgs, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<'a>, CliError> {
+    let file = args.input.as_path();
     Ok(match kind {
         InputKind::Npy => {
             let a = read::read_npy(
@@ -270,7 +322,7 @@ fn load<'a>(job: &TessJob, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<'a
             )?;
             let strides = a.byte_strides();
             Loaded {
-                name: file_name(file),
+                name: read::file_name(file),
                 format: "npy",
                 dtype: a.dtype,
                 shape: a.shape,
@@ -284,7 +336,7 @@ fn load<'a>(job: &TessJob, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<'a
             let t = read::pick_safetensor(
                 file,
                 bytes,
-                job.tensor.as_deref(),
+                args.tensor.as_deref(),
                 &[DType::F32, DType::BF16, DType::F16],
                 ACCEPTS,
             )?;
@@ -300,8 +352,8 @@ fn load<'a>(job: &TessJob, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<'a
             }
         }
         InputKind::Image => {
-            let norm = job.normalize.unwrap_or_default();
-            let img = read::decode_image(file, bytes, &norm, job.image_limit)?;
+            let norm = args.normalize().unwrap_or_default();
+            let img = read::decode_image(file, bytes, &norm, args.image_limit << 20)?;
             let source = format!(
                 "{} {}-bit {} -> RGB -> HWC f32 (p / {} - mean {:?}) / std {:?}",
                 img.format,
@@ -312,7 +364,7 @@ fn load<'a>(job: &TessJob, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<'a
                 norm.std
             );
             Loaded {
-                name: file_name(file),
+                name: read::file_name(file),
                 format: img.format,
                 dtype: DType::F32,
                 shape: img.shape,
@@ -325,31 +377,36 @@ fn load<'a>(job: &TessJob, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<'a
     })
 }
 
-/// Checks the job's options against each other and the input kind, before reading.
-fn check_options(job: &TessJob, kind: Option<InputKind>) -> Result<InputKind, CliError> {
-    let input = job.input.as_path();
+/// Checks the options against each other and the input kind, before reading.
+fn check_options(
+    args: &TessArgs,
+    op: &TessOp,
+    backend: Backend,
+    kind: Option<InputKind>,
+) -> Result<InputKind, CliError> {
+    let input = args.input.as_path();
     let kind = kind.ok_or_else(|| {
         bad_file(
             input,
             format!(
                 "unsupported input file type ({} reads .npy, .safetensors, .png, .jpg and .jpeg files)",
-                job.op.name()
+                op.name()
             ),
         )
     })?;
-    if let (TessOp::Quant { .. }, TessBackend::Ev74Sim { .. }) = (&job.op, job.backend) {
+    if let (TessOp::Quant(_), Backend::Ev74Sim { .. }) = (op, backend) {
         return Err(bad_file(
             input,
             "--backend ev74-sim: QuantTess has no EV74 entry (it runs on the A65 only); use --backend a65",
         ));
     }
-    if job.tensor.is_some() && kind != InputKind::Safetensors {
+    if args.tensor.is_some() && kind != InputKind::Safetensors {
         return Err(bad_file(
             input,
             "--tensor applies to .safetensors inputs only",
         ));
     }
-    if job.normalize.is_some() && kind != InputKind::Image {
+    if args.normalize().is_some() && kind != InputKind::Image {
         return Err(bad_file(
             input,
             "--mean and --std apply to image inputs (.png, .jpg, .jpeg) only",
@@ -358,42 +415,55 @@ fn check_options(job: &TessJob, kind: Option<InputKind>) -> Result<InputKind, Cl
     Ok(kind)
 }
 
-/// Runs `simak casttess` / `simak quanttess`.
+/// Runs `simak casttess`: converts and stages the buffer and its sidecar.
 ///
 /// # Errors
 ///
 /// [`CliError::Input`] for bad input (exit 2, nothing written), [`CliError::Internal`]
 /// otherwise.
-pub fn run(job: &TessJob) -> Result<(), CliError> {
-    let input = job.input.as_path();
-    let kind = check_options(job, InputKind::of(input))?;
-    let sidecar_out = sidecar_path(&job.output);
-    let buffer_target = Target::new("--output", &job.output, Format::Raw)?;
+pub fn run_casttess(args: CastTessArgs, ctx: &Context) -> Result<Done<TessSummary>, CliError> {
+    let backend = args.backend.with_workers(args.workers)?;
+    convert(&args.tess, &TessOp::Cast, backend, ctx)
+}
+
+/// Runs `simak quanttess`: quantizes and stages the buffer and its sidecar.
+///
+/// # Errors
+///
+/// As [`run_casttess`]; bad input for Quant parameters outside their rules.
+pub fn run_quanttess(args: QuantTessArgs, ctx: &Context) -> Result<Done<TessSummary>, CliError> {
+    let op = TessOp::Quant(args.scale.parse(&args.tess.input)?);
+    convert(&args.tess, &op, args.backend.with_workers(None)?, ctx)
+}
+
+/// Converts the input of `args` with `op` on `backend` and stages both outputs.
+fn convert(
+    args: &TessArgs,
+    op: &TessOp,
+    backend: Backend,
+    ctx: &Context,
+) -> Result<Done<TessSummary>, CliError> {
+    let input = args.input.as_path();
+    let kind = check_options(args, op, backend, InputKind::of(input))?;
+    let layout = args.layout.layout();
+    let sidecar_out = sidecar_path(&args.output);
+    let buffer_target = Target::new("--output", &args.output, Format::Raw)?;
     let sidecar_target = Target::new(
         "the sidecar (--output with .json appended)",
         &sidecar_out,
         Format::Json,
     )?;
-    for (flag, target) in [("--output", &job.output), ("the sidecar", &sidecar_out)] {
-        if same_file(input, target) {
-            return Err(bad_file(
-                input,
-                format!(
-                    "{flag} {} is the input file itself; choose another path",
-                    target.display()
-                ),
-            ));
-        }
-    }
+    buffer_target.not_input("--output", input)?;
+    sidecar_target.not_input("the sidecar", input)?;
     let bytes = crate::read::read_file(input, "")?;
-    let loaded = load(job, kind, &bytes)?;
-    let bad = |rule: &dyn std::fmt::Display| {
-        if loaded.named {
-            bad_tensor(input, &loaded.name, rule)
-        } else {
-            bad_file(input, rule)
-        }
+    let loaded = load(args, kind, &bytes)?;
+    let subject = Subject {
+        file: input,
+        tensor: loaded.named.then_some(loaded.name.as_str()),
+        label: &loaded.name,
     };
+    let bad = |rule: &dyn std::fmt::Display| subject.bad(rule);
+    let engine_error = |e: EngineError| subject.engine(e);
     let tensor = Tensor {
         dtype: loaded.dtype,
         shape: &loaded.shape,
@@ -401,42 +471,19 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
         out_strides: None,
         data: loaded.data.as_slice(),
     };
-    let engine_error = |e: EngineError| match e {
-        EngineError::Execute(_) | EngineError::Sim(_) => {
-            CliError::Internal(anyhow!("{}: {}: {e}", input.display(), loaded.name))
-        }
-        other => bad(&other),
-    };
-    let bar = progress(
-        job.op.name(),
-        job.quiet,
-        1,
-        tensor.shape.iter().product::<u64>(),
-    );
+    let bar = ctx.progress(op.name(), 1, tensor.shape.iter().product::<u64>());
     let advance = |n: u64| bar.inc(n);
-    let (result, multiplier, saturated, mut sidecar) = match &job.op {
+    let (result, multiplier, saturated, mut sidecar) = match op {
         TessOp::Cast => {
-            let plan = cast_plan(&tensor, job.layout).map_err(|e| bad(&layout_rule(e)))?;
+            let plan = cast_plan(&tensor, layout).map_err(|e| bad(&layout_rule(e)))?;
             check_span(&plan.input().span(), &tensor).map_err(engine_error)?;
-            let result = run_cast(&plan, &tensor, job.backend, &advance).map_err(engine_error)?;
+            let result = run_cast(&plan, &tensor, backend, &advance).map_err(engine_error)?;
             let sidecar = Sidecar::new("casttess", tensor.dtype, plan.output(), None);
             (result, None, None, sidecar)
         }
-        TessOp::Quant {
-            scale,
-            zero_point,
-            rounding,
-        } => {
-            let (params, calibration) = match scale {
-                Scale::Fixed(m) => (Params::from_bits(m.bits).with_zero_point(*zero_point), None),
-                Scale::Calibrate(Calibration::Absmax) => {
-                    let a = engine::abs_max(&tensor).map_err(engine_error)?;
-                    let bits = absmax_multiplier(a).map_err(|e| bad(&e))?;
-                    (Params::from_bits(bits), Some(("absmax".to_owned(), a)))
-                }
-            };
-            let params = params.with_rounding(*rounding);
-            let plan = quant_plan(&tensor, job.layout, params).map_err(|e| bad(&layout_rule(e)))?;
+        TessOp::Quant(quantization) => {
+            let (params, calibration) = quantization.params(&tensor, &subject)?;
+            let plan = quant_plan(&tensor, layout, params).map_err(|e| bad(&layout_rule(e)))?;
             check_span(&plan.input().span(), &tensor).map_err(engine_error)?;
             let result = run_quant(&plan, &tensor, &advance).map_err(engine_error)?;
             let qplan = engine::plan(&tensor, params).map_err(engine_error)?;
@@ -445,10 +492,9 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
             let echo = MultiplierEcho {
                 bits: format!("0x{:08x}", p.multiplier_bits),
                 exact: exact_decimal(p.multiplier_bits),
-                calibration: calibration.as_ref().map(|c| c.0.clone()),
-                abs_max: calibration.as_ref().and_then(|c| c.1),
+                calibration: calibration.map(|c| c.0.to_owned()),
+                abs_max: calibration.and_then(|c| c.1),
                 note: calibration
-                    .as_ref()
                     .is_some_and(|c| c.1.is_none())
                     .then_some(crate::params::ZERO_RANGE_NOTE),
             };
@@ -462,24 +508,16 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
     json.push('\n');
     let physical = buffer_target.stage(|w| w.write_all(result.output.as_slice()))?;
     let side = sidecar_target.stage(|w| w.write_all(json.as_bytes()))?;
-    commit_all(vec![physical, side])?;
-
-    let summary = Summary {
-        command: job.op.name(),
+    let summary = TessSummary {
+        command: op.name(),
         input: input.display().to_string(),
         format: loaded.format,
         tensor: loaded.name.clone(),
         image: loaded.source.clone(),
-        output: job.output.display().to_string(),
+        output: args.output.display().to_string(),
         sidecar_path: sidecar_out.display().to_string(),
-        backend: match job.backend {
-            TessBackend::A65 => "a65",
-            TessBackend::Ev74Sim { .. } => "ev74-sim",
-        },
-        workers: match job.backend {
-            TessBackend::A65 => None,
-            TessBackend::Ev74Sim { workers } => Some(workers),
-        },
+        backend: backend.name(),
+        workers: backend.workers(),
         route: result.route,
         elements: result.elements,
         multiplier,
@@ -489,18 +527,16 @@ pub fn run(job: &TessJob) -> Result<(), CliError> {
             .then(|| result.elements as f64 / result.seconds),
         sidecar,
     };
-    if job.json {
-        let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
-        s.push('\n');
-        emit(&s)
-    } else if job.quiet {
-        Ok(())
-    } else {
-        emit(&summary_text(&summary))
+    Ok(Done::new(summary, vec![physical, side]))
+}
+
+impl report::Summary for TessSummary {
+    fn text(&self) -> String {
+        summary_text(self)
     }
 }
 
-fn summary_text(s: &Summary) -> String {
+fn summary_text(s: &TessSummary) -> String {
     let c = &s.sidecar;
     let axes: Vec<String> = ["D", "H", "W", "C"]
         .iter()
@@ -560,14 +596,11 @@ fn summary_text(s: &Summary) -> String {
     out
 }
 
-/// Words a library admission error for the command line: layout rules name the flag.
+/// Words a library admission error for the command line: layout rules name the flag
+/// ([`crate::params::layout_rule`]).
 pub fn layout_rule(e: EngineError) -> String {
-    use simak::AdmissionError as A;
     match e {
-        EngineError::Admission(a @ (A::TileAxisOutOfRange { .. } | A::TileAxisRepeated { .. })) => {
-            format!("--axes: {a}")
-        }
-        EngineError::Admission(a @ A::TileExtent { .. }) => format!("--tile: {a}"),
+        EngineError::Admission(a) => crate::params::layout_rule(a),
         other => other.to_string(),
     }
 }
@@ -697,26 +730,46 @@ pub fn tile_pieces(view: &TiledView) -> Vec<TilePiece> {
         .collect()
 }
 
-/// Runs `run` on each piece of a tiled conversion with its own input tensor and output
-/// range, calling `progress` with each piece's elements; checks that the pieces' ranges
-/// tile the whole buffer.
-fn run_pieces(
+/// Runs a tiled conversion of `tensor` piece by piece ([`tile_pieces`]) into a new zeroed
+/// buffer of `view`'s capacity. Each piece is a request of its own (`plan`) whose output is
+/// the next `capacity` bytes of the buffer, run by `execute`, which returns the seconds its
+/// kernel took and its route; `progress` is called with each piece's elements. Checks that
+/// the pieces' ranges tile the whole buffer. Returns the buffer, the seconds over all
+/// pieces and the first piece's route.
+fn run_tiled<P>(
     view: &TiledView,
-    tensor: &Tensor<'_>,
     in_strides: &[u64],
-    output: &mut [u8],
+    tensor: &Tensor<'_>,
     progress: &dyn Fn(u64),
-    mut run: impl FnMut(&Tensor<'_>, MlaTiled, &mut [u8]) -> Result<u64, EngineError>,
-) -> Result<(), EngineError> {
+    plan: impl Fn(&Tensor<'_>, MlaTiled) -> Result<P, EngineError>,
+    capacity: impl Fn(&P) -> u64,
+    mut execute: impl FnMut(&P, &[u8], &mut [u8]) -> Result<(f64, String), EngineError>,
+) -> Result<(AlignedBuf, f64, Option<String>), EngineError> {
+    let mut output = output_buffer(view)?;
+    let mut seconds = 0.0;
+    let mut route = None;
     let mut at = 0usize;
     for p in tile_pieces(view) {
         let part = p.piece.of(tensor, in_strides, &[]);
-        let out = output.get_mut(at..).ok_or(EngineError::Short {
-            required: at as u64,
-            found: view.capacity(),
+        let part = part.tensor();
+        let part_plan = plan(&part, p.layout)?;
+        let capacity = capacity(&part_plan);
+        let out = output
+            .as_mut_slice()
+            .get_mut(at..)
+            .ok_or(EngineError::Short {
+                required: at as u64,
+                found: view.capacity(),
+            })?;
+        let found = out.len() as u64;
+        let out = out.get_mut(..capacity as usize).ok_or(EngineError::Short {
+            required: capacity,
+            found,
         })?;
-        let written = run(&part.tensor(), p.layout, out)?;
-        at += written as usize;
+        let (s, r) = execute(&part_plan, part.data, out)?;
+        seconds += s;
+        route.get_or_insert(r);
+        at += capacity as usize;
         progress(p.piece.len * (view.elements() / view.extents()[p.piece.axis].max(1)));
     }
     if at as u64 != view.capacity() {
@@ -725,118 +778,102 @@ fn run_pieces(
             found: at as u64,
         });
     }
-    Ok(())
+    Ok((output, seconds, route))
 }
 
+/// CastTess of `tensor` under `plan` on `backend`, in pieces ([`run_tiled`]).
 fn run_cast(
     plan: &casttess::Plan,
     tensor: &Tensor<'_>,
-    backend: TessBackend,
+    backend: Backend,
     progress: &dyn Fn(u64),
 ) -> Result<TessResult, EngineError> {
-    let mut output = output_buffer(plan.output())?;
     let in_strides = &plan.input().strides()[..plan.input().rank()];
-    let mut seconds = 0.0;
-    let mut route = String::new();
-    run_pieces(
+    let (output, seconds, route) = run_tiled(
         plan.output(),
-        tensor,
         in_strides,
-        output.as_mut_slice(),
+        tensor,
         progress,
-        |part, layout, out| {
-            let part_plan = cast_plan(part, layout)?;
-            let capacity = part_plan.output().capacity();
-            let found = out.len() as u64;
-            let out = out.get_mut(..capacity as usize).ok_or(EngineError::Short {
-                required: capacity,
-                found,
-            })?;
-            let start = Instant::now();
-            match backend {
-                TessBackend::A65 => {
-                    let prepared = a65::casttess::prepare(&part_plan);
-                    a65::casttess::execute(&prepared, part.data, out)?;
-                    if route.is_empty() {
-                        route = prepared.implementation().to_owned();
-                    }
-                }
-                TessBackend::Ev74Sim { workers } => {
-                    // Only the accessed span goes to the device.
-                    let span = part_plan.input().span() as usize;
-                    let input = part.data.get(..span).unwrap_or(part.data);
-                    ev74::casttess::run_sim(&part_plan, input, out, workers)
-                        .map_err(engine::sim_error)?;
-                    route = engine::ev74_route(workers);
-                }
+        cast_plan,
+        |p| p.output().capacity(),
+        |p, data, out| match backend {
+            Backend::A65 => {
+                let start = Instant::now();
+                let prepared = a65::casttess::prepare(p);
+                a65::casttess::execute(&prepared, data, out)?;
+                let route = prepared.implementation().to_owned();
+                Ok((start.elapsed().as_secs_f64(), route))
             }
-            seconds += start.elapsed().as_secs_f64();
-            Ok(capacity)
+            Backend::Ev74Sim { workers } => {
+                let start = Instant::now();
+                // Only the accessed span goes to the device.
+                let span = p.input().span() as usize;
+                let input = data.get(..span).unwrap_or(data);
+                ev74::casttess::run_sim(p, input, out, workers).map_err(engine::sim_error)?;
+                Ok((start.elapsed().as_secs_f64(), engine::ev74_route(workers)))
+            }
         },
     )?;
+    let route = match (backend, route) {
+        (Backend::A65, None) => a65::casttess::prepare(plan).implementation().to_owned(),
+        (_, route) => route.unwrap_or_default(),
+    };
     Ok(TessResult {
         output,
         elements: plan.elements(),
         seconds,
-        route: match backend {
-            TessBackend::A65 if route.is_empty() => {
-                a65::casttess::prepare(plan).implementation().to_owned()
-            }
-            _ => route,
-        },
+        route,
     })
 }
 
+/// QuantTess of `tensor` under `plan` on the A65, in pieces ([`run_tiled`]).
 fn run_quant(
     plan: &quanttess::Plan,
     tensor: &Tensor<'_>,
     progress: &dyn Fn(u64),
 ) -> Result<TessResult, EngineError> {
-    let mut output = output_buffer(plan.output())?;
     let in_strides = &plan.input().strides()[..plan.input().rank()];
     let params = plan.params();
-    let mut seconds = 0.0;
-    let mut route = String::new();
-    run_pieces(
+    let (output, seconds, route) = run_tiled(
         plan.output(),
-        tensor,
         in_strides,
-        output.as_mut_slice(),
+        tensor,
         progress,
-        |part, layout, out| {
-            let part_plan = quant_plan(part, layout, params)?;
-            let capacity = part_plan.output().capacity();
-            let found = out.len() as u64;
-            let out = out.get_mut(..capacity as usize).ok_or(EngineError::Short {
-                required: capacity,
-                found,
-            })?;
-            let prepared = a65::quanttess::prepare(&part_plan);
+        |part, layout| quant_plan(part, layout, params),
+        |p| p.output().capacity(),
+        |p, data, out| {
+            let prepared = a65::quanttess::prepare(p);
             let start = Instant::now();
-            a65::quanttess::execute(&prepared, part.data, out)?;
-            seconds += start.elapsed().as_secs_f64();
-            if route.is_empty() {
-                route = prepared.implementation().to_owned();
-            }
-            Ok(capacity)
+            a65::quanttess::execute(&prepared, data, out)?;
+            let route = prepared.implementation().to_owned();
+            Ok((start.elapsed().as_secs_f64(), route))
         },
     )?;
+    let route = route.unwrap_or_else(|| a65::quanttess::prepare(plan).implementation().to_owned());
     Ok(TessResult {
         output,
         elements: plan.elements(),
         seconds,
-        route: if route.is_empty() {
-            a65::quanttess::prepare(plan).implementation().to_owned()
-        } else {
-            route
-        },
+        route,
     })
 }
 
 #[cfg(test)]
-mod test {
+pub(crate) mod test {
     use super::*;
     use simak::layout::Channels;
+
+    /// The layout example of SPEC §5: a `[2, 3]` BF16 tensor, W = axis 0, C = axis 1, tile
+    /// 2 x 3, compact channels.
+    pub(crate) fn spec_example() -> TiledView {
+        MlaTiled::new(
+            [None, None, Some(0), Some(1)],
+            [1, 1, 2, 3],
+            Channels::Compact,
+        )
+        .admit(&[2, 3], 2)
+        .unwrap()
+    }
 
     /// Every level a tiled conversion can be cut at (an outer axis; C, D, H and W tiles,
     /// with boundary tiles in the last piece): the pieces' ranges tile the buffer, progress
@@ -904,7 +941,7 @@ mod test {
                 reference.as_mut_slice(),
             )
             .unwrap();
-            for backend in [TessBackend::A65, TessBackend::Ev74Sim { workers: 2 }] {
+            for backend in [Backend::A65, Backend::Ev74Sim { workers: 2 }] {
                 let steps = std::cell::RefCell::new(Vec::new());
                 let r = run_cast(&plan, &tensor, backend, &|k| steps.borrow_mut().push(k)).unwrap();
                 let steps = steps.into_inner();
@@ -934,13 +971,7 @@ mod test {
 
     #[test]
     fn sidecar_of_the_spec_example() {
-        let view = MlaTiled::new(
-            [None, None, Some(0), Some(1)],
-            [1, 1, 2, 3],
-            Channels::Compact,
-        )
-        .admit(&[2, 3], 2)
-        .unwrap();
+        let view = spec_example();
         let s = Sidecar::new("casttess", DType::F32, &view, None);
         let json: serde_json::Value = serde_json::to_value(&s).unwrap();
         assert_eq!(

@@ -5,35 +5,44 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use npyz::WriterBuilder;
-use safetensors::SafeTensors;
+use clap::Args;
 use safetensors::tensor::Dtype as StDtype;
 use serde::Serialize;
 use simak::DType;
 use simak::layout::{Channels, MlaTiled};
 
 use crate::error::{CliError, bad_file, bad_tensor};
-use crate::output::{Format, StOut, Target, same_file};
-use crate::params::{MultiplierArg, exact_decimal, parse_multiplier, parse_zero_point};
-use crate::read::{read_npy, st_dtype};
-use crate::report::{emit, progress, shape_text};
+use crate::output::{Format, StOut, Staged, Target, same_file};
+use crate::params::{distinct, exact_decimal, parse_multiplier, parse_zero_point};
+use crate::read::{StFile, read_npy, st_dtype};
+use crate::report::{self, Context, Done, shape_text};
 use crate::tess::{Sidecar, buffer_crc32, sidecar_path, tile_pieces};
 
-/// A parsed `simak untile` invocation.
-#[derive(Debug, Clone)]
-pub struct UntileJob {
-    /// The tiled buffer (its sidecar is this path plus `.json`).
-    pub input: PathBuf,
-    /// The logical `.npy` to write (default: the input with extension `.npy`).
-    pub output: Option<PathBuf>,
-    /// `-q`.
-    pub quiet: bool,
-    /// `--json`.
-    pub json: bool,
+/// Read a tiled buffer and its sidecar back into a logical .npy (BF16 as float32, INT8
+/// as int8).
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Read a tiled buffer written by casttess or quanttess (and its sidecar \
+    FILE.json) back into a logical row-major .npy: CastTess BF16 values as float32 \
+    (exact: the BF16 bits shifted left by 16), QuantTess values as int8. The sidecar is \
+    checked against the layout the library derives and against its own sidecar_crc32, \
+    and the buffer must be exactly capacity_bytes long with the sidecar's buffer_crc32 \
+    (else the two files come from different runs, or one was edited: exit 2). Without \
+    --output, the default INPUT with extension .npy must not exist."
+)]
+pub struct UntileArgs {
+    /// The tiled buffer (its sidecar is INPUT.json).
+    #[arg(value_name = "INPUT")]
+    input: PathBuf,
+    /// The logical .npy to write [default: INPUT with extension .npy, which must not exist:
+    /// only a file named here is ever replaced].
+    #[arg(long, value_name = "PATH")]
+    output: Option<PathBuf>,
 }
 
+/// What `simak untile` did.
 #[derive(Debug, Serialize)]
-struct UntileSummary {
+pub struct UntileSummary {
     command: &'static str,
     input: String,
     sidecar_path: String,
@@ -119,10 +128,10 @@ fn admit_sidecar(path: &Path, s: &Sidecar) -> Result<simak::layout::TiledView, C
 /// Bad input (exit 2) for a missing or inconsistent sidecar, a buffer whose length or
 /// CRC-32 is not the sidecar's (a pair from different runs), an output equal to an input,
 /// a default output name that exists; internal otherwise.
-pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
-    let input = job.input.as_path();
+pub fn run_untile(args: UntileArgs, ctx: &Context) -> Result<Done<UntileSummary>, CliError> {
+    let input = args.input.as_path();
     let side = sidecar_path(input);
-    let output = job
+    let output = args
         .output
         .clone()
         .unwrap_or_else(|| default_untile_output(input));
@@ -141,7 +150,7 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
             ));
         }
     }
-    let target = match &job.output {
+    let target = match &args.output {
         Some(path) => Target::new("--output", path, Format::Npy)?,
         None => Target::derived(
             "the default output (INPUT with extension .npy)",
@@ -195,7 +204,7 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
     }
     let planes = view.planes();
     let elements = view.elements();
-    let bar = progress("untile", job.quiet, 1, elements);
+    let bar = ctx.progress("untile", 1, elements);
     let logical = untile_in_pieces(&view, &tiled, &|n| bar.inc(n)).map_err(|e| match e {
         UntileFailure::OutOfMemory => bad_file(
             input,
@@ -209,14 +218,9 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
     })?;
     bar.finish_and_clear();
     let shape = sidecar.shape.clone();
-    let npy_dtype = if planes == 2 {
+    let (staged, npy_dtype) = if planes == 2 {
         // BF16 → FP32 is exact: the bits shifted left by 16.
-        target.write(|w| {
-            let w = npyz::WriteOptions::<f32>::new()
-                .default_dtype()
-                .shape(&shape)
-                .writer(w)
-                .write_header_only()?;
+        let staged = target.stage_npy::<f32>(&shape, npyz::Order::C, |w| {
             let mut buf = Vec::with_capacity(64 << 10);
             for block in logical.chunks(32 << 10) {
                 buf.clear();
@@ -228,17 +232,10 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
             }
             Ok(())
         })?;
-        "float32"
+        (staged, "float32")
     } else {
-        target.write(|w| {
-            let w = npyz::WriteOptions::<i8>::new()
-                .default_dtype()
-                .shape(&shape)
-                .writer(w)
-                .write_header_only()?;
-            w.write_all(&logical)
-        })?;
-        "int8"
+        let staged = target.stage_npy::<i8>(&shape, npyz::Order::C, |w| w.write_all(&logical))?;
+        (staged, "int8")
     };
     let summary = UntileSummary {
         command: "untile",
@@ -252,30 +249,29 @@ pub fn run_untile(job: &UntileJob) -> Result<(), CliError> {
         elements,
         capacity_bytes: view.capacity(),
     };
-    if job.json {
-        let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
-        s.push('\n');
-        emit(&s)
-    } else if job.quiet {
-        Ok(())
-    } else {
-        emit(&format!(
+    Ok(Done::new(summary, vec![staged]))
+}
+
+impl report::Summary for UntileSummary {
+    fn text(&self) -> String {
+        format!(
             "simak untile: {} ({} {} {}, {} bytes tiled) -> {} ({} {}, {} elements{})\n",
-            summary.input,
-            summary.op,
-            summary.tiled_dtype,
-            shape_text(&summary.shape),
-            summary.capacity_bytes,
-            summary.output,
-            summary.npy_dtype,
-            shape_text(&summary.shape),
-            summary.elements,
-            if planes == 2 {
+            self.input,
+            self.op,
+            self.tiled_dtype,
+            shape_text(&self.shape),
+            self.capacity_bytes,
+            self.output,
+            self.npy_dtype,
+            shape_text(&self.shape),
+            self.elements,
+            // BF16 values are written as float32, exactly.
+            if self.npy_dtype == "float32" {
                 ", exact BF16 values"
             } else {
                 ""
             }
-        ))
+        )
     }
 }
 
@@ -344,23 +340,34 @@ fn untile_in_pieces(
     Ok(logical)
 }
 
-/// A parsed `simak dequant` invocation.
-#[derive(Debug, Clone)]
-pub struct DequantJob {
-    /// An int8 `.npy` or a `.safetensors` file written by `simak quant`.
-    pub input: PathBuf,
-    /// Output (format follows the input).
-    pub output: PathBuf,
-    /// Tensors to dequantize (safetensors; empty: every I8 tensor with simak metadata).
-    pub tensors: Vec<String>,
-    /// `--multiplier` (`.npy` only).
-    pub multiplier: Option<MultiplierArg>,
-    /// `--zero-point` (`.npy` only).
-    pub zero_point: Option<i32>,
-    /// `-q`.
-    pub quiet: bool,
-    /// `--json`.
-    pub json: bool,
+/// Turn INT8 back into FP32: (q - zero_point) / multiplier.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Turn INT8 back into FP32 as x = (q - zero_point) / multiplier: q - \
+    zero_point is an exact integer in binary32 and the division is one binary32 division \
+    (round to nearest-even). .npy: an int8 array with --multiplier and --zero-point \
+    (default 0); the output is a float32 .npy of the same shape and order. \
+    .safetensors: every I8 tensor carrying simak.<tensor>.multiplier_bits metadata (as \
+    written by `simak quant`), or those named with --tensor, with their own zero point; \
+    the output has F32 tensors, the other tensors copied, and the input's metadata less \
+    the simak.<tensor>.* keys of the dequantized tensors."
+)]
+pub struct DequantArgs {
+    /// An int8 .npy, or a .safetensors file written by `simak quant`.
+    #[arg(value_name = "INPUT")]
+    input: PathBuf,
+    /// Output; its format follows the input.
+    #[arg(long, value_name = "PATH")]
+    output: PathBuf,
+    /// Dequantize only this tensor (safetensors; repeatable).
+    #[arg(long = "tensor", value_name = "NAME")]
+    tensors: Vec<String>,
+    /// The multiplier M the data was quantized with (.npy only).
+    #[arg(long, value_name = "M", allow_hyphen_values = true)]
+    multiplier: Option<String>,
+    /// The zero point (.npy only) [default: 0].
+    #[arg(long, value_name = "Z", allow_hyphen_values = true)]
+    zero_point: Option<String>,
 }
 
 /// FP32 value of an INT8 `q`: `(q - zero_point) / multiplier`, where `q - zero_point` (an
@@ -404,8 +411,9 @@ struct DequantRow {
     elements: u64,
 }
 
+/// What `simak dequant` did.
 #[derive(Debug, Serialize)]
-struct DequantSummary {
+pub struct DequantSummary {
     command: &'static str,
     input: String,
     output: String,
@@ -431,8 +439,17 @@ fn row(name: String, shape: &[u64], bits: u32, zero_point: i32) -> DequantRow {
 ///
 /// Bad input (exit 2): unsupported file, non-INT8 data, missing or conflicting parameters,
 /// missing `simak.<t>.*` metadata; internal otherwise.
-pub fn run_dequant(job: &DequantJob) -> Result<(), CliError> {
-    let input = job.input.as_path();
+pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSummary>, CliError> {
+    let input = args.input.as_path();
+    let multiplier = match &args.multiplier {
+        Some(t) => Some(parse_multiplier(t).map_err(|e| bad_file(input, e))?),
+        None => None,
+    };
+    let zero_point = match &args.zero_point {
+        Some(t) => Some(parse_zero_point(t).map_err(|e| bad_file(input, e))?),
+        None => None,
+    };
+    let tensors = distinct(args.tensors);
     let ext = input
         .extension()
         .and_then(|e| e.to_str())
@@ -449,87 +466,65 @@ pub fn run_dequant(job: &DequantJob) -> Result<(), CliError> {
     };
     let target = Target::new(
         "--output",
-        &job.output,
+        &args.output,
         if format == "npy" {
             Format::Npy
         } else {
             Format::Safetensors
         },
     )?;
-    if same_file(input, &job.output) {
-        return Err(bad_file(
-            input,
-            format!(
-                "--output {} is the input file itself; choose another path",
-                job.output.display()
-            ),
-        ));
-    }
+    target.not_input("--output", input)?;
     let bytes = crate::read::read_file(input, "")?;
-    let (rows, copied) = if format == "npy" {
-        if !job.tensors.is_empty() {
+    let (rows, copied, staged) = if format == "npy" {
+        if !tensors.is_empty() {
             return Err(bad_file(
                 input,
                 "--tensor applies to .safetensors inputs only (a .npy file holds one tensor)",
             ));
         }
-        let Some(m) = &job.multiplier else {
+        let Some(m) = &multiplier else {
             return Err(bad_file(
                 input,
                 "--multiplier is required for a .npy input (a .safetensors file from simak quant carries its own)",
             ));
         };
-        let zp = job.zero_point.unwrap_or(0);
+        let zp = zero_point.unwrap_or(0);
         let array = read_npy(input, &bytes, &[DType::I8], "dequant takes int8 .npy files")?;
-        let bar = progress("dequant", job.quiet, 1, array.data.as_slice().len() as u64);
+        let bar = ctx.progress("dequant", 1, array.data.as_slice().len() as u64);
         let data = dequant_bytes(array.data.as_slice(), zp, m.bits, &bar)
             .map_err(|e| bad_file(input, e))?;
         bar.finish_and_clear();
         let shape = array.shape.clone();
-        let order = array.order();
-        target.write(|w| {
-            let w = npyz::WriteOptions::<f32>::new()
-                .default_dtype()
-                .shape(&shape)
-                .order(order)
-                .writer(w)
-                .write_header_only()?;
-            w.write_all(&data)
-        })?;
-        let name = input.file_name().map_or_else(
-            || input.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        (vec![row(name, &shape, m.bits, zp)], Vec::new())
+        let staged = target.stage_npy::<f32>(&shape, array.order(), |w| w.write_all(&data))?;
+        let name = crate::read::file_name(input);
+        (vec![row(name, &shape, m.bits, zp)], Vec::new(), staged)
     } else {
-        if job.multiplier.is_some() || job.zero_point.is_some() {
+        if multiplier.is_some() || zero_point.is_some() {
             return Err(bad_file(
                 input,
                 "--multiplier and --zero-point apply to .npy inputs; a .safetensors file's parameters come from its simak.<tensor>.* metadata",
             ));
         }
-        dequant_safetensors(job, &target, &bytes)?
+        dequant_safetensors(input, &tensors, ctx, &target, &bytes)?
     };
     let summary = DequantSummary {
         command: "dequant",
         input: input.display().to_string(),
-        output: job.output.display().to_string(),
+        output: args.output.display().to_string(),
         format,
         tensors: rows,
         copied,
     };
-    if job.json {
-        let mut s = serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?;
-        s.push('\n');
-        emit(&s)
-    } else if job.quiet {
-        Ok(())
-    } else {
+    Ok(Done::new(summary, vec![staged]))
+}
+
+impl report::Summary for DequantSummary {
+    fn text(&self) -> String {
         let mut text = format!(
             "simak dequant: {} ({}) -> {}: x = (q - zero_point) / multiplier in binary32\n",
-            summary.input, summary.format, summary.output
+            self.input, self.format, self.output
         );
-        for r in &summary.tensors {
+        for r in &self.tensors {
             text.push_str(&format!(
                 "{}  {}  multiplier {} ({})  zero point {}  {} elements\n",
                 r.name,
@@ -540,33 +535,26 @@ pub fn run_dequant(job: &DequantJob) -> Result<(), CliError> {
                 r.elements
             ));
         }
-        if !summary.copied.is_empty() {
-            text.push_str(&format!(
-                "copied unchanged: {}\n",
-                summary.copied.join(", ")
-            ));
+        if !self.copied.is_empty() {
+            text.push_str(&format!("copied unchanged: {}\n", self.copied.join(", ")));
         }
-        emit(&text)
+        text
     }
 }
 
 fn dequant_safetensors(
-    job: &DequantJob,
+    file: &Path,
+    tensors: &[String],
+    ctx: &Context,
     target: &Target,
     bytes: &[u8],
-) -> Result<(Vec<DequantRow>, Vec<String>), CliError> {
-    let file = job.input.as_path();
-    let malformed = |e: safetensors::SafeTensorError| {
-        bad_file(file, format!("malformed safetensors file: {e}"))
-    };
-    let st = SafeTensors::deserialize(bytes).map_err(malformed)?;
-    let (_, metadata) = SafeTensors::read_metadata(bytes).map_err(malformed)?;
-    crate::read::unique_safetensor_names(file, bytes)?;
-    let names = metadata.offset_keys();
-    let mut meta: HashMap<String, String> = metadata.metadata().clone().unwrap_or_default();
+) -> Result<(Vec<DequantRow>, Vec<String>, Staged), CliError> {
+    let st = StFile::open(file, bytes)?;
+    let names = &st.names;
+    let mut meta: HashMap<String, String> = st.metadata.clone();
     let key = |t: &str, k: &str| format!("simak.{t}.{k}");
     let has_params = |t: &str| meta.contains_key(&key(t, "multiplier_bits"));
-    let selected: BTreeSet<String> = if job.tensors.is_empty() {
+    let selected: BTreeSet<String> = if tensors.is_empty() {
         let all: BTreeSet<String> = names
             .iter()
             .filter(|n| {
@@ -584,17 +572,8 @@ fn dequant_safetensors(
         }
         all
     } else {
-        for name in &job.tensors {
-            let v = st.tensor(name).map_err(|_| {
-                bad_tensor(
-                    file,
-                    name,
-                    format!(
-                        "no such tensor (the file holds {})",
-                        crate::report::count(names.len() as u64, "tensor", "tensors")
-                    ),
-                )
-            })?;
+        for name in tensors {
+            let v = st.named(name)?;
             if st_dtype(v.dtype()) != Some(DType::I8) {
                 return Err(bad_tensor(
                     file,
@@ -610,18 +589,18 @@ fn dequant_safetensors(
                 ));
             }
         }
-        job.tensors.iter().cloned().collect()
+        tensors.iter().cloned().collect()
     };
     let mut total = 0u64;
     for name in &selected {
         total = total.saturating_add(st.tensor(name).map_or(0, |v| v.data().len() as u64));
     }
-    let bar = progress("dequant", job.quiet, selected.len(), total);
+    let bar = ctx.progress("dequant", selected.len(), total);
     let mut rows = Vec::new();
     let mut copied = Vec::new();
     let mut outputs: Vec<(String, StOut<'_>)> = Vec::with_capacity(names.len());
-    for name in &names {
-        let v = st.tensor(name).map_err(malformed)?;
+    for name in names {
+        let v = st.tensor(name)?;
         if !selected.contains(name) {
             copied.push(name.clone());
             outputs.push((name.clone(), StOut::Copied(v)));
@@ -671,11 +650,8 @@ fn dequant_safetensors(
             meta.remove(&key(name, k));
         }
     }
-    let serialized = safetensors::serialize(outputs, Some(meta))
-        .map_err(|e| CliError::Internal(anyhow!("serializing the output: {e}")))?;
-    let serialized = crate::output::sorted_safetensors_header(serialized);
-    target.write(|w| w.write_all(&serialized))?;
-    Ok((rows, copied))
+    let staged = target.stage_safetensors(outputs, meta)?;
+    Ok((rows, copied, staged))
 }
 
 #[cfg(test)]
