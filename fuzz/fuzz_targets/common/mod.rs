@@ -2,7 +2,7 @@
 //!
 //! The targets read their fuzz input as a plain little-endian byte stream through
 //! [`Input`], not through `arbitrary`'s encoding: the committed seeds are then written by a
-//! test (`a65-bin/tests/fuzz_seeds.rs`) in a format that stays fixed whatever `arbitrary`
+//! test (`a65-bin/tests/suite/fuzz_seeds.rs`) in a format that stays fixed whatever `arbitrary`
 //! version the fuzz crate resolves to. A read past the end gives zeros.
 
 /// A cursor over the fuzz input; reads past the end give zeros.

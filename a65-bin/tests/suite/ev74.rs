@@ -1,7 +1,7 @@
 //! `simak quant --backend ev74-sim` against `--backend a65` on real files, and `simak packet
 //! encode quant` / `simak packet decode` (round trip, hand-checked bytes, corrupted packets).
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -8,7 +8,7 @@
 //! there it must fail cleanly (an abort would be exit 134).
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

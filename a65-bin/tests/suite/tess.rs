@@ -5,7 +5,7 @@
 //! crate and normalized with the SPEC formula, and a plain nested-loop placement of SPEC §5
 //! ([`tile_oracle`]), compared with every byte of the physical buffers (padding included).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -11,7 +11,7 @@
 //! Zero-dimensional and zero-size tensors are valid (SPEC §2): the catalogue ends with
 //! `simak quant` succeeding on them, with the expected outputs.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -18,45 +18,12 @@ use simak_tests::oracle;
 
 const BIN: &str = env!("CARGO_BIN_EXE_simak");
 
-mod common;
+use crate::common;
 
-use common::{MINILM_BF16, MINILM_F16, MINILM_F32, chelsea_npy, data};
-
-fn simak(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("the simak binary runs")
-}
-
-fn path_str(p: &Path) -> &str {
-    p.to_str().expect("test paths are UTF-8")
-}
-
-fn stdout_of(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr_of(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn assert_success(out: &Output) {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        stdout_of(out),
-        stderr_of(out)
-    );
-}
-
-fn listing(dir: &Path) -> BTreeSet<String> {
-    fs::read_dir(dir)
-        .expect("test folder is readable")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect()
-}
+use common::{
+    MINILM_BF16, MINILM_F16, MINILM_F32, assert_success, chelsea_npy, data, expect_bad, listing,
+    path_str, simak, stdout_of,
+};
 
 fn rounding_of(name: &str) -> Rounding {
     Rounding::ALL
@@ -720,29 +687,6 @@ fn npy_calibration_uses_the_finite_absmax() {
         parse_bits(summary["tensors"][0]["multiplier_bits"].as_str().unwrap()),
         e.m_bits
     );
-}
-
-/// Runs simak expecting bad input: exit 2, exactly one stderr line naming everything in
-/// `mentions`, nothing on stdout, and the folder unchanged (no output, no temporary file).
-fn expect_bad(args: &[&str], dir: &Path, mentions: &[&str]) -> String {
-    let before = listing(dir);
-    let out = simak(args);
-    let err = stderr_of(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "args {args:?}\nstderr:\n{err}\nstdout:\n{}",
-        stdout_of(&out)
-    );
-    assert_eq!(err.lines().count(), 1, "exactly one line: {err:?}");
-    assert!(err.ends_with('\n'));
-    assert!(err.starts_with("simak: error: "), "{err}");
-    for m in mentions {
-        assert!(err.contains(m), "{err:?} should mention {m:?}");
-    }
-    assert!(out.stdout.is_empty(), "stdout: {}", stdout_of(&out));
-    assert_eq!(listing(dir), before, "folder changed for {args:?}");
-    err
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! replaced file, unwritable paths are refused before any work, and a closed or full
 //! standard output is not a crash.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fs;
