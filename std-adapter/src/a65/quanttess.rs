@@ -38,7 +38,9 @@ use simak_core::arith::quant::{Multiplier, RunFn};
 use simak_core::ops::quanttess::Plan;
 
 use super::ExecuteError;
+
 use super::arch::{self, Route};
+pub use super::raw::quanttess as execute_raw;
 use super::tess::{self, Geometry, Packer};
 
 /// A QuantTess plan prepared for the A65: Quant route and geometry selected once.
