@@ -65,6 +65,15 @@ pub fn prepare(plan: &Plan) -> Prepared {
         .unwrap_or_else(|| unreachable!("the exact route is always available"))
 }
 
+/// Prepares `plan` for the exact integer path of SPEC §3 on every element, whatever the
+/// CPU offers: independent of the FP environment (no FP check at execution), so it also
+/// runs where the caller keeps flush-to-zero or a directed FP rounding mode (a C program
+/// built with `-ffast-math`). Results are identical to [`prepare`]'s.
+pub fn prepare_exact(plan: &Plan) -> Prepared {
+    prepare_with_route(plan, Route::Exact)
+        .unwrap_or_else(|| unreachable!("the exact route is always available"))
+}
+
 /// Prepares `plan` with a forced Quant `route`, or `None` when this CPU lacks it. A test
 /// hook, not public API: routes are an implementation detail (SPEC §10).
 #[doc(hidden)]
