@@ -222,7 +222,7 @@ fn cmake_version() -> String {
 struct Check {
     name: String,
     command: Command,
-    compare: Option<(PathBuf, PathBuf)>,
+    compare: Option<(PathBuf, PathBuf, &'static str)>,
 }
 
 impl Check {
@@ -236,18 +236,18 @@ impl Check {
         }
     }
 
-    fn compare(name: &str, raw: PathBuf, safetensors: PathBuf) -> Check {
+    fn compare(name: &str, raw: PathBuf, safetensors: PathBuf, tensor: &'static str) -> Check {
         Check {
             name: name.to_owned(),
             command: Command::new("true"),
-            compare: Some((raw, safetensors)),
+            compare: Some((raw, safetensors, tensor)),
         }
     }
 }
 
-/// Whether the raw bytes at `raw` equal the data of the only I8 tensor of the safetensors
-/// file at `safetensors` (the header read as text: 8-byte length, JSON).
-fn compare_i8(raw: &Path, safetensors: &Path) -> Result<String, String> {
+/// Whether the raw bytes at `raw` equal the data of the I8 tensor `tensor` of the
+/// safetensors file at `safetensors` (the header read as text: 8-byte length, JSON).
+fn compare_i8(raw: &Path, safetensors: &Path, tensor: &str) -> Result<String, String> {
     let mine = std::fs::read(raw).map_err(|e| format!("{}: {e}", raw.display()))?;
     let file = std::fs::read(safetensors).map_err(|e| format!("{}: {e}", safetensors.display()))?;
     let len = file
@@ -257,14 +257,16 @@ fn compare_i8(raw: &Path, safetensors: &Path) -> Result<String, String> {
         .ok_or("no safetensors header")? as usize;
     let header = std::str::from_utf8(file.get(8..8 + len).ok_or("short header")?)
         .map_err(|e| e.to_string())?;
-    let at = header.find("\"dtype\":\"I8\"").ok_or("no I8 tensor")?;
-    let offsets = &header[at..];
-    let start = offsets
-        .find("\"data_offsets\":[")
-        .ok_or("no data_offsets")?
-        + 16;
-    let end = start + offsets[start..].find(']').ok_or("bad data_offsets")?;
-    let bounds: Vec<usize> = offsets[start..end]
+    let at = header
+        .find(&format!("\"{tensor}\":{{"))
+        .ok_or(format!("no tensor {tensor}"))?;
+    let entry = &header[at..at + header[at..].find('}').ok_or("bad header")?];
+    if !entry.contains("\"dtype\":\"I8\"") {
+        return Err(format!("{tensor} is not I8"));
+    }
+    let start = entry.find("\"data_offsets\":[").ok_or("no data_offsets")? + 16;
+    let end = start + entry[start..].find(']').ok_or("bad data_offsets")?;
+    let bounds: Vec<usize> = entry[start..end]
         .split(',')
         .map(|v| v.trim().parse().map_err(|_| format!("bad offset {v}")))
         .collect::<Result<_, String>>()?;
@@ -291,8 +293,8 @@ fn run_check(root: &Path, mut check: Check) -> bool {
     check.command.current_dir(root);
     println!("\n--> capi: {} ({:?})", check.name, check.command);
     let started = Instant::now();
-    let ok = if let Some((raw, safetensors)) = &check.compare {
-        match compare_i8(raw, safetensors) {
+    let ok = if let Some((raw, safetensors, tensor)) = &check.compare {
+        match compare_i8(raw, safetensors, tensor) {
             Ok(m) => {
                 println!("{m}");
                 true
@@ -599,6 +601,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
             &format!("consumer ({kind}) bytes equal simak quant's"),
             result,
             cli_out,
+            TENSOR,
         ));
     }
     out

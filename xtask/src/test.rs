@@ -733,6 +733,10 @@ mod tests {
                 path: vec![
                     "qemu-aarch64",
                     "aarch64-linux-gnu-gcc",
+                    "cc",
+                    "c++",
+                    "cmake",
+                    "valgrind",
                     "qemu-arm",
                     "arm-linux-gnueabihf-gcc",
                     "cargo-fuzz",
@@ -798,6 +802,7 @@ mod tests {
             describe(step("sweep")),
             "cargo xtask sweep --fp32 --stride 4099"
         );
+        assert_eq!(describe(step("capi")), "cargo xtask capi");
         assert_eq!(
             describe(step("doc")),
             "RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps"

@@ -25,10 +25,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The oracles are file-local; a test need not use every one. */
+#if defined(__GNUC__)
+#define ORACLE_API static __attribute__((unused))
+#else
+#define ORACLE_API static
+#endif
+
 /* Dtype codes as in simak.h. */
 enum { ORACLE_BF16 = 1, ORACLE_F32 = 3, ORACLE_F16 = 4 };
 
-static double oracle_decode(int dtype, const unsigned char *p) {
+ORACLE_API double oracle_decode(int dtype, const unsigned char *p) {
     if (dtype == ORACLE_F32) {
         float f;
         uint32_t bits = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
@@ -57,10 +64,10 @@ static double oracle_decode(int dtype, const unsigned char *p) {
     }
 }
 
-static size_t oracle_size(int dtype) { return dtype == ORACLE_F32 ? 4 : 2; }
+ORACLE_API size_t oracle_size(int dtype) { return dtype == ORACLE_F32 ? 4 : 2; }
 
 /* SPEC §3 for one element; rounding codes as simak_rounding. */
-static int8_t oracle_quant(double x, float multiplier, int zero_point, int rounding) {
+ORACLE_API int8_t oracle_quant(double x, float multiplier, int zero_point, int rounding) {
     float product;
     double r, v;
     if (isnan(x)) return (int8_t)zero_point;
@@ -79,7 +86,7 @@ static int8_t oracle_quant(double x, float multiplier, int zero_point, int round
 }
 
 /* SPEC §4 for a finite or infinite value: the nearest-even BF16, as its 16 bits. */
-static uint16_t oracle_bf16(double x) {
+ORACLE_API uint16_t oracle_bf16(double x) {
     double ax = fabs(x), r, quantum;
     int e;
     float f;
@@ -101,7 +108,7 @@ static uint16_t oracle_bf16(double x) {
  * tiles tw x tc, channels padded to 16 or not. `out` gets `*len` bytes (malloc'd). */
 typedef void (*oracle_element)(const void *ctx, size_t w, size_t c, unsigned char *bytes);
 
-static unsigned char *oracle_tiled_2d(size_t W, size_t C, size_t tw, size_t tc, int pad16,
+ORACLE_API unsigned char *oracle_tiled_2d(size_t W, size_t C, size_t tw, size_t tc, int pad16,
                                       int planes, oracle_element value, const void *ctx,
                                       size_t *len) {
     size_t cap = 0, pos = 0, ct, wt, w, c, cap_bound;
@@ -147,7 +154,7 @@ typedef struct oracle_tensor {
 } oracle_tensor;
 
 /* Reads a whole file; NULL on failure. */
-static unsigned char *oracle_read_file(const char *path, size_t *len) {
+ORACLE_API unsigned char *oracle_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     unsigned char *buf;
     long n;
@@ -169,7 +176,7 @@ static unsigned char *oracle_read_file(const char *path, size_t *len) {
 /* Finds `name` in a safetensors file's bytes (8-byte header length, JSON header, data);
  * 0 on success. The header is searched as text: the repository's files have no nesting
  * beyond each tensor's object. */
-static int oracle_find_tensor(const unsigned char *file, size_t len, const char *name,
+ORACLE_API int oracle_find_tensor(const unsigned char *file, size_t len, const char *name,
                               oracle_tensor *t) {
     uint64_t n = 0;
     size_t k;
