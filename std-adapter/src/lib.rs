@@ -49,7 +49,8 @@
 //!   the (now default) exact path. [`a65::SCALAR_ONLY`] tells whether it is on;
 //!   `cargo xtask test` runs the tests once with it (step `nosimd`).
 #![deny(missing_docs)]
-// `unsafe` is allowed only in `a65::arch` (SIMD intrinsics and FP control-register reads).
+// `unsafe` is allowed only in `a65::arch` (SIMD intrinsics and FP control-register reads)
+// and `a65::raw` (the raw-pointer entries, which view checked pointers as slices).
 #![deny(unsafe_code)]
 
 pub mod a65;

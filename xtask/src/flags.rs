@@ -9,8 +9,8 @@ Usage: cargo xtask <subcommand> [options]
 Subcommands:
   test [--require-all]  run the repository checks: fmt, clippy, test, nosimd (the
                         tests again with SIMD routes off), doc, no_std,
-                        cross (AArch64 under qemu), armv7, fw_release, fuzz,
-                        sweep (strided), miri (`cargo xtask test --help` lists each
+                        cross (AArch64 under qemu), armv7, fw_release, capi (the
+                        C ABI and C++ wrapper), fuzz, sweep (strided), miri (`cargo xtask test --help` lists each
                         step's command and the tools it needs).
                         A step whose tools are missing (rustup targets or components,
                         binaries on PATH) is SKIPPED with every missing piece and its
@@ -30,6 +30,14 @@ Subcommands:
   miri                  run the Miri subset (std-adapter/tests/miri_subset.rs: the
                         exact A65 Quant paths and the Runtime's retention and
                         completion) with `cargo +nightly miri test`
+  dist [--target T]     build the C ABI (bindings/c) in release mode and install
+                        it under target/dist/ (target/dist/T/ for --target T):
+                        include/simak/{simak.h,simak.hpp}, lib/libsimak.so.0.1.0
+                        (SONAME libsimak.so.0) with its links, lib/libsimak.a,
+                        lib/pkgconfig/simak.pc, lib/cmake/simak/simakConfig.cmake
+  capi                  the `capi` step: dist for the host and AArch64, then the
+                        header, symbol, C (native, ASan/UBSan, valgrind, qemu-aarch64),
+                        C++ and CMake-consumer checks of bindings/c/tests
   help                  print this message
 ";
 
@@ -50,6 +58,13 @@ pub(crate) enum Command {
     Sweep(Vec<String>),
     /// `cargo xtask miri`.
     Miri,
+    /// `cargo xtask dist [--target T]`.
+    Dist {
+        /// The target triple; `None`: the host.
+        target: Option<String>,
+    },
+    /// `cargo xtask capi`.
+    Capi,
 }
 
 /// Options of `cargo xtask fuzz`.
@@ -111,6 +126,18 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
             None => Ok(Command::FreshClone),
             Some(other) => Err(format!("unknown option `{other}` for `fresh-clone`")),
         },
+        "dist" => match rest {
+            [] => Ok(Command::Dist { target: None }),
+            [flag, target] if flag == "--target" => Ok(Command::Dist {
+                target: Some(target.clone()),
+            }),
+            [flag] if flag == "--target" => Err("`--target` needs a value".to_owned()),
+            [other, ..] => Err(format!("unknown option `{other}` for `dist`")),
+        },
+        "capi" => match rest.first() {
+            None => Ok(Command::Capi),
+            Some(other) => Err(format!("unknown option `{other}` for `capi`")),
+        },
         "miri" => match rest.first() {
             None => Ok(Command::Miri),
             Some(other) => Err(format!("unknown option `{other}` for `miri`")),
@@ -171,6 +198,17 @@ mod tests {
             ]))
         );
         assert_eq!(parse_strs(&["miri"]), Ok(Command::Miri));
+        assert_eq!(parse_strs(&["dist"]), Ok(Command::Dist { target: None }));
+        assert_eq!(
+            parse_strs(&["dist", "--target", "aarch64-unknown-linux-gnu"]),
+            Ok(Command::Dist {
+                target: Some("aarch64-unknown-linux-gnu".to_owned())
+            })
+        );
+        assert!(parse_strs(&["dist", "--target"]).is_err());
+        assert!(parse_strs(&["dist", "--x"]).is_err());
+        assert_eq!(parse_strs(&["capi"]), Ok(Command::Capi));
+        assert!(parse_strs(&["capi", "--x"]).is_err());
         assert!(parse_strs(&["miri", "--x"]).is_err());
     }
 

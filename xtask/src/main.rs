@@ -3,6 +3,7 @@
 //! Run through the alias in `.cargo/config.toml` (`cargo xtask <subcommand>`). The arguments
 //! are parsed into one [`flags::Command`] and handed to the matching module's `run`.
 
+mod dist;
 mod flags;
 mod fresh;
 mod fuzz;
@@ -32,6 +33,8 @@ fn main() -> ExitCode {
         Ok(flags::Command::Fuzz(options)) => fuzz::run(&project_root(), &options),
         Ok(flags::Command::Sweep(args)) => sweep::run(&project_root(), &args),
         Ok(flags::Command::Miri) => miri::run(&project_root()),
+        Ok(flags::Command::Dist { target }) => dist::run(&project_root(), target.as_deref()),
+        Ok(flags::Command::Capi) => dist::run_capi(&project_root()),
         Err(message) => {
             eprintln!("error: {message}\n");
             eprint!("{}", flags::USAGE);

@@ -182,6 +182,41 @@ pub(crate) const STEPS: &[Step] = &[
         env: &[],
         requires: &[Requirement::RustupTarget(NO_STD_TARGET)],
     },
+    // The C ABI (`bindings/c`) as a C or C++ user meets it: `cargo xtask dist`, then the
+    // header, symbol, C, C++ and CMake checks (xtask/src/dist.rs, `run_capi`).
+    Step {
+        name: "capi",
+        program: Program::Cargo,
+        args: &["xtask", "capi"],
+        env: &[],
+        requires: &[
+            Requirement::Binary {
+                name: "cc",
+                apt_package: "gcc",
+            },
+            Requirement::Binary {
+                name: "c++",
+                apt_package: "g++",
+            },
+            Requirement::Binary {
+                name: "cmake",
+                apt_package: "cmake",
+            },
+            Requirement::Binary {
+                name: "valgrind",
+                apt_package: "valgrind",
+            },
+            Requirement::RustupTarget(CROSS_TARGET),
+            Requirement::Binary {
+                name: "aarch64-linux-gnu-gcc",
+                apt_package: "gcc-aarch64-linux-gnu",
+            },
+            Requirement::Binary {
+                name: "qemu-aarch64",
+                apt_package: "qemu-user",
+            },
+        ],
+    },
     Step {
         name: "fuzz",
         program: Program::Cargo,
@@ -698,6 +733,10 @@ mod tests {
                 path: vec![
                     "qemu-aarch64",
                     "aarch64-linux-gnu-gcc",
+                    "cc",
+                    "c++",
+                    "cmake",
+                    "valgrind",
                     "qemu-arm",
                     "arm-linux-gnueabihf-gcc",
                     "cargo-fuzz",
@@ -748,6 +787,7 @@ mod tests {
                 "cross",
                 "armv7",
                 "fw_release",
+                "capi",
                 "fuzz",
                 "sweep",
                 "miri"
@@ -762,6 +802,7 @@ mod tests {
             describe(step("sweep")),
             "cargo xtask sweep --fp32 --stride 4099"
         );
+        assert_eq!(describe(step("capi")), "cargo xtask capi");
         assert_eq!(
             describe(step("doc")),
             "RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps"

@@ -301,13 +301,16 @@ fn host_examples() -> Vec<(&'static str, String, u32)> {
         X::AddressOverflow { port: o },
         X::Overlap,
         X::FpEnvironment { control: 0x8040 },
+        X::NullPointer { port: i },
+        X::NullPointer { port: o },
     ];
     let _: fn(X) = |e| match e {
         X::Capacity { .. }
         | X::Misaligned { .. }
         | X::AddressOverflow { .. }
         | X::Overlap
-        | X::FpEnvironment { .. } => {}
+        | X::FpEnvironment { .. }
+        | X::NullPointer { .. } => {}
     };
     let untile = [
         UntileError::Tiled {
@@ -421,6 +424,10 @@ fn errors_md_gives_every_host_error_its_code() {
     assert!(text.contains(&format!(
         "| 0x{:03x} | `BINDING_INTERNAL` |",
         simak::error::BINDING_INTERNAL
+    )));
+    assert!(text.contains(&format!(
+        "| 0x{:03x} | `BINDING_NULL_ARGUMENT` |",
+        simak::error::BINDING_NULL_ARGUMENT
     )));
 }
 

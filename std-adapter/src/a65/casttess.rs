@@ -38,10 +38,12 @@ use simak_core::DType;
 use simak_core::ops::casttess::Plan;
 
 use super::ExecuteError;
+
 use super::arch::tess::{
     Band, BandFn, ConvertFn, Rows, RowsFn, STREAM_MIN, SplitFn, TessKernels, TessLevel,
     tess_kernels,
 };
+pub use super::raw::casttess as execute_raw;
 use super::tess::{self, Geometry, PANEL, Packer};
 
 /// A CastTess plan prepared for the A65: kernel level and geometry selected once.

@@ -42,6 +42,7 @@ mod arch;
 pub mod casttess;
 pub mod quant;
 pub mod quanttess;
+mod raw;
 mod tess;
 mod walk;
 
@@ -85,6 +86,12 @@ pub enum ExecuteError {
     },
     /// The input and output accessed ranges overlap.
     Overlap,
+    /// A raw-pointer entry (`execute_raw`, the C ABI) was given a null pointer for a
+    /// nonempty port.
+    NullPointer {
+        /// Port checked.
+        port: Port,
+    },
     /// The calling thread's FP control register (MXCSR on x86-64, FPCR on AArch64) is not
     /// the default an FP route needs: round-to-nearest, no flush-to-zero, no
     /// denormals-are-zero, traps masked (SPEC §10). The register was not changed.
@@ -117,6 +124,7 @@ impl fmt::Display for ExecuteError {
                 write!(f, "{port} address plus span overflows the address space")
             }
             ExecuteError::Overlap => f.write_str("input and output accessed ranges overlap"),
+            ExecuteError::NullPointer { port } => write!(f, "{port} pointer is null"),
             ExecuteError::FpEnvironment { control } => write!(
                 f,
                 "FP control register 0x{control:x} is not round-to-nearest with gradual underflow and masked traps"
@@ -145,11 +153,41 @@ impl ExecuteError {
             ExecuteError::AddressOverflow { port: Port::Output } => 0x406,
             ExecuteError::Overlap => 0x407,
             ExecuteError::FpEnvironment { .. } => 0x408,
+            ExecuteError::NullPointer { port: Port::Input } => 0x409,
+            ExecuteError::NullPointer { port: Port::Output } => 0x40a,
         }
     }
 }
 
 impl std::error::Error for ExecuteError {}
+
+/// What one port's buffer must provide: the accessed span in bytes (the capacity for a
+/// tiled output) and the address alignment in bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PortNeed {
+    /// Bytes from the buffer's start that the call accesses.
+    pub(crate) span: u64,
+    /// Required address alignment in bytes.
+    pub(crate) align: usize,
+}
+
+/// Checks both ports' buffers, given as address and length, before any write (SPEC §6):
+/// capacity, alignment and address overflow of the input, then of the output, then that
+/// the two accessed ranges are disjoint. The one implementation of these rules, for the
+/// slice entries (`execute`) and the raw-pointer entries (`execute_raw`) alike.
+pub(crate) fn check_ports_at(
+    input: (usize, usize),
+    output: (usize, usize),
+    need_in: PortNeed,
+    need_out: PortNeed,
+) -> Result<(), ExecuteError> {
+    let (in_lo, in_hi) = check_buffer(Port::Input, input.0, input.1, need_in)?;
+    let (out_lo, out_hi) = check_buffer(Port::Output, output.0, output.1, need_out)?;
+    if in_lo < out_hi && out_lo < in_hi {
+        return Err(ExecuteError::Overlap);
+    }
+    Ok(())
+}
 
 /// Checks one port's buffer against its accessed span and alignment; returns its address
 /// range.
@@ -157,9 +195,9 @@ fn check_buffer(
     port: Port,
     address: usize,
     len: usize,
-    span: u64,
-    align: usize,
+    need: PortNeed,
 ) -> Result<(usize, usize), ExecuteError> {
+    let PortNeed { span, align } = need;
     if (len as u64) < span {
         return Err(ExecuteError::Capacity {
             port,

@@ -7,13 +7,14 @@
 //! output bytes. The exact integer path of SPEC §3 is the reference and the tail of every
 //! route; results are bit-identical whichever route runs.
 
-use simak_core::Port;
 use simak_core::arith::quant::{ElementFn, RunFn};
 use simak_core::ops::quant::Plan;
 
 use super::arch::{self, Route};
 use super::walk::Traversal;
-use super::{ExecuteError, check_buffer};
+use super::{ExecuteError, PortNeed, check_ports_at};
+
+pub use super::raw::quant as execute_raw;
 
 /// Elements per on-stack panel.
 const PANEL: usize = 256;
@@ -279,27 +280,30 @@ impl Piece<'_> {
     }
 }
 
+/// What the plan's ports need of their buffers: the accessed spans, the input aligned to
+/// its element size, the output unaligned.
+pub(crate) fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
+    (
+        PortNeed {
+            span: plan.input().span(),
+            align: plan.input().dtype().size(),
+        },
+        PortNeed {
+            span: plan.output().span(),
+            align: 1,
+        },
+    )
+}
+
 /// Checks both ports: capacity, alignment, address overflow, then overlap.
 fn check_ports(plan: &Plan, input: &[u8], output: &[u8]) -> Result<(), ExecuteError> {
-    let elem = plan.input().dtype().size();
-    let (in_lo, in_hi) = check_buffer(
-        Port::Input,
-        input.as_ptr() as usize,
-        input.len(),
-        plan.input().span(),
-        elem,
-    )?;
-    let (out_lo, out_hi) = check_buffer(
-        Port::Output,
-        output.as_ptr() as usize,
-        output.len(),
-        plan.output().span(),
-        1,
-    )?;
-    if in_lo < out_hi && out_lo < in_hi {
-        return Err(ExecuteError::Overlap);
-    }
-    Ok(())
+    let (need_in, need_out) = needs(plan);
+    check_ports_at(
+        (input.as_ptr() as usize, input.len()),
+        (output.as_ptr() as usize, output.len()),
+        need_in,
+        need_out,
+    )
 }
 
 /// The FP-environment seam: FP routes need round-to-nearest, no flush-to-zero, no

@@ -38,7 +38,9 @@ use simak_core::arith::quant::{Multiplier, RunFn};
 use simak_core::ops::quanttess::Plan;
 
 use super::ExecuteError;
+
 use super::arch::{self, Route};
+pub use super::raw::quanttess as execute_raw;
 use super::tess::{self, Geometry, Packer};
 
 /// A QuantTess plan prepared for the A65: Quant route and geometry selected once.
@@ -60,6 +62,15 @@ pub fn prepare(plan: &Plan) -> Prepared {
         .iter()
         .copied()
         .find_map(|route| prepare_with_route(plan, route))
+        .unwrap_or_else(|| unreachable!("the exact route is always available"))
+}
+
+/// Prepares `plan` for the exact integer path of SPEC §3 on every element, whatever the
+/// CPU offers: independent of the FP environment (no FP check at execution), so it also
+/// runs where the caller keeps flush-to-zero or a directed FP rounding mode (a C program
+/// built with `-ffast-math`). Results are identical to [`prepare`]'s.
+pub fn prepare_exact(plan: &Plan) -> Prepared {
+    prepare_with_route(plan, Route::Exact)
         .unwrap_or_else(|| unreachable!("the exact route is always available"))
 }
 

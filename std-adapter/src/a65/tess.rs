@@ -14,6 +14,7 @@
 
 use simak_core::layout::TiledView;
 
+use super::PortNeed;
 use super::arch::tess::{Band, Rows};
 use simak_core::{MAX_RANK, View};
 
@@ -419,6 +420,21 @@ impl Tile {
     }
 }
 
+/// What a tiled plan's ports need of their buffers: the input's accessed span aligned to
+/// its element size, the output's capacity 16-byte aligned.
+pub(crate) fn needs(input_view: &View, output_view: &TiledView) -> (PortNeed, PortNeed) {
+    (
+        PortNeed {
+            span: input_view.span(),
+            align: input_view.dtype().size(),
+        },
+        PortNeed {
+            span: output_view.capacity(),
+            align: simak_core::layout::TILE_ALIGN as usize,
+        },
+    )
+}
+
 /// Checks both ports before any write (SPEC §6): input capacity, element alignment and
 /// address range; output capacity, 16-byte alignment and address range; then overlap.
 pub(crate) fn check_ports(
@@ -427,25 +443,13 @@ pub(crate) fn check_ports(
     input: &[u8],
     output: &[u8],
 ) -> Result<(), super::ExecuteError> {
-    use simak_core::Port;
-    let (in_lo, in_hi) = super::check_buffer(
-        Port::Input,
-        input.as_ptr() as usize,
-        input.len(),
-        input_view.span(),
-        input_view.dtype().size(),
-    )?;
-    let (out_lo, out_hi) = super::check_buffer(
-        Port::Output,
-        output.as_ptr() as usize,
-        output.len(),
-        output_view.capacity(),
-        simak_core::layout::TILE_ALIGN as usize,
-    )?;
-    if in_lo < out_hi && out_lo < in_hi {
-        return Err(super::ExecuteError::Overlap);
-    }
-    Ok(())
+    let (need_in, need_out) = needs(input_view, output_view);
+    super::check_ports_at(
+        (input.as_ptr() as usize, input.len()),
+        (output.as_ptr() as usize, output.len()),
+        need_in,
+        need_out,
+    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,448 @@
+//! The EV74 host codec (SPEC §6, §7): the representability check, relocatable encoding,
+//! binding to device regions, the device decoder's validation and decoding into a fields
+//! struct, for Quant v1 (224 bytes) and CastTess v1 (216 bytes).
+
+use simak::ev74::{self, BindError, CastTess, DecodeError, DeviceRegion, NativeEntry, Quant};
+
+use crate::{
+    Failure, borrow, dtype_code, guard, put, simak_casttess_plan, simak_error, simak_quant_plan,
+};
+
+/// Bytes of a Quant v1 descriptor.
+pub const SIMAK_EV74_QUANT_DESCRIPTOR_SIZE: u32 = 224;
+/// Bytes of a CastTess v1 descriptor.
+pub const SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE: u32 = 216;
+
+const _: () = assert!(Quant::DESCRIPTOR_SIZE == SIMAK_EV74_QUANT_DESCRIPTOR_SIZE as usize);
+const _: () = assert!(CastTess::DESCRIPTOR_SIZE == SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE as usize);
+
+/// The fields of a Quant v1 descriptor that passed the decoder's rules (SPEC §7).
+#[repr(C)]
+#[allow(non_camel_case_types, reason = "the C name")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct simak_ev74_quant_fields {
+    /// Element count (0 when empty).
+    pub elements: u64,
+    /// Input accessed span in bytes.
+    pub input_span: u64,
+    /// Output accessed span in bytes.
+    pub output_span: u64,
+    /// Extents; slots from `rank` on are 0. A scalar is rank 1, extent 1.
+    pub extents: [u64; 6],
+    /// Input byte strides (0 for extent-0/1 axes and unused slots).
+    pub input_strides: [u64; 6],
+    /// Output byte strides (0 for extent-0/1 axes and unused slots).
+    pub output_strides: [u64; 6],
+    /// Input `simak_dtype` code (the wire code).
+    pub dtype: u32,
+    /// Rank on the wire, 1 to 6.
+    pub rank: u32,
+    /// Flag word: bit 0 input contiguous, bit 1 output contiguous.
+    pub flags: u32,
+    /// Input bus address (0: unbound).
+    pub input_address: u32,
+    /// Output bus address (0: unbound).
+    pub output_address: u32,
+    /// The multiplier's binary32 bits.
+    pub multiplier_bits: u32,
+    /// Zero point.
+    pub zero_point: i32,
+    /// A `simak_rounding` code.
+    pub rounding: u32,
+}
+
+/// The fields of a CastTess v1 descriptor that passed the decoder's rules (SPEC §7).
+#[repr(C)]
+#[allow(non_camel_case_types, reason = "the C name")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct simak_ev74_casttess_fields {
+    /// Element count (0 when empty).
+    pub elements: u64,
+    /// Input accessed span in bytes.
+    pub input_span: u64,
+    /// Output physical span in bytes (the `MlaTiled` capacity).
+    pub output_span: u64,
+    /// Output bytes per outer index.
+    pub bytes_per_outer: u64,
+    /// Extents; slots from `rank` on are 0.
+    pub extents: [u64; 6],
+    /// Input byte strides (0 for extent-0/1 axes and unused slots).
+    pub input_strides: [u64; 6],
+    /// Input `simak_dtype` code (the wire code).
+    pub dtype: u32,
+    /// Rank, 1 to 6.
+    pub rank: u32,
+    /// 1 when channels are padded to 16, else 0.
+    pub pad_to_16: u32,
+    /// Input bus address (0: unbound).
+    pub input_address: u32,
+    /// Output bus address (0: unbound).
+    pub output_address: u32,
+    /// Logical axis of D, H, W, C; -1 absent.
+    pub axes: [i32; 4],
+    /// Tile extents of D, H, W, C.
+    pub tile: [u32; 4],
+    /// Tiles along D, H, W, C.
+    pub tile_counts: [u32; 4],
+    /// Always 0 (keeps the struct free of padding).
+    pub reserved: u32,
+}
+
+/// Copies `bytes` to the caller's `out`.
+///
+/// # Safety
+///
+/// `out` is null or writable for `bytes.len()` bytes.
+unsafe fn copy_out(bytes: &[u8], out: *mut u8, what: &str) -> Result<(), Failure> {
+    if out.is_null() {
+        return Err(Failure::null(what));
+    }
+    // SAFETY: `out` is writable for `bytes.len()` bytes by the caller's contract, and
+    // `bytes` is this crate's own memory, so the two do not overlap.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out, bytes.len()) };
+    Ok(())
+}
+
+/// The caller's `length` bytes at `bytes`.
+///
+/// # Safety
+///
+/// `bytes` is null or readable for `length` bytes, unchanged during the call.
+unsafe fn bytes_in<'a, E: NativeEntry>(
+    bytes: *const u8,
+    length: usize,
+) -> Result<&'a [u8], Failure> {
+    if bytes.is_null() {
+        return Err(Failure::null("bytes"));
+    }
+    if isize::try_from(length).is_err() {
+        // No readable buffer is this long; it is not the descriptor's size either.
+        return Err(DecodeError::Length {
+            found: length,
+            expected: E::DESCRIPTOR_SIZE,
+        }
+        .into());
+    }
+    // SAFETY: not null, readable for `length` ≤ isize::MAX bytes by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(bytes, length) })
+}
+
+/// The device check, then the relocatable packet into `packet`.
+///
+/// # Safety
+///
+/// `packet` is null or writable for the descriptor's size.
+unsafe fn encode_relocatable<E: NativeEntry>(
+    plan: &E::Plan,
+    packet: *mut u8,
+) -> Result<(), Failure> {
+    let device = ev74::check_inference::<E>(plan)?;
+    let encoded = ev74::encode_relocatable(&device);
+    // SAFETY: the caller's contract.
+    unsafe { copy_out(encoded.as_bytes().as_ref(), packet, "packet") }
+}
+
+/// Binds the caller's encoded packet to the regions, into `bound` (SPEC §6).
+///
+/// # Safety
+///
+/// `encoded` is null or readable, `bound` null or writable, for the descriptor's size (they
+/// may be the same buffer).
+unsafe fn bind<E: NativeEntry>(
+    plan: &E::Plan,
+    encoded: *const u8,
+    input: DeviceRegion,
+    output: DeviceRegion,
+    bound: *mut u8,
+) -> Result<(), Failure> {
+    if encoded.is_null() {
+        return Err(Failure::null("encoded"));
+    }
+    if bound.is_null() {
+        return Err(Failure::null("bound"));
+    }
+    let device = ev74::check_inference::<E>(plan)?;
+    let relocatable = ev74::encode_relocatable(&device);
+    let mut given = [0u8; 256];
+    let given = &mut given[..E::DESCRIPTOR_SIZE];
+    // SAFETY: `encoded` is readable for the descriptor's size by the caller's contract;
+    // `given` is this function's own buffer.
+    unsafe { std::ptr::copy_nonoverlapping(encoded, given.as_mut_ptr(), given.len()) };
+    // The library binds only packets it made: the caller's bytes must be this plan's
+    // relocatable encoding (bind's first rule).
+    if given != relocatable.as_bytes().as_ref() {
+        return Err(BindError::PacketMismatch.into());
+    }
+    let packet = ev74::bind(&device, &relocatable, input, output)?;
+    // SAFETY: the caller's contract.
+    unsafe { copy_out(packet.as_bytes().as_ref(), bound, "bound") }
+}
+
+/// Checks `plan` for the EV74 (each span at most 2^32 - 1 bytes: 0x301, 0x302) and writes
+/// its relocatable Quant v1 descriptor (both address slots 0) into `packet`. No device work
+/// runs.
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `packet` NULL or writable for 224 bytes; `error` NULL
+/// or writable.
+///
+/// cbindgen:ptrs-as-arrays=[[packet;224]]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_quant_encode_relocatable(
+    plan: *const simak_quant_plan,
+    packet: *mut u8,
+    error: *mut simak_error,
+) -> u32 {
+    let body = || {
+        // SAFETY: this function's contract.
+        let plan = unsafe { borrow(plan, "plan") }?;
+        // SAFETY: this function's contract.
+        unsafe { encode_relocatable::<Quant>(&plan.plan, packet) }
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// Binds the relocatable packet `encoded` (from `simak_ev74_quant_encode_relocatable` of
+/// the same plan) to device regions, writing the bound packet to `bound` (which may be
+/// `encoded` itself; `encoded` is otherwise untouched, so it can be bound again).
+///
+/// Checks, in order: the packet is this plan's encoding (0x310); for a nonempty plan, for
+/// the input then the output region, a nonzero address (38, 39), capacity >= span (0x311,
+/// 0x312), alignment (36, 50), address + span <= 2^32 (34, 35); then disjoint regions (37).
+/// An empty plan binds any regions.
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `encoded` NULL or readable and `bound` NULL or writable
+/// for 224 bytes; `error` NULL or writable.
+///
+/// cbindgen:ptrs-as-arrays=[[encoded;224], [bound;224]]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_quant_bind(
+    plan: *const simak_quant_plan,
+    encoded: *const u8,
+    input_address: u32,
+    input_capacity: u64,
+    output_address: u32,
+    output_capacity: u64,
+    bound: *mut u8,
+    error: *mut simak_error,
+) -> u32 {
+    let body = || {
+        // SAFETY: this function's contract.
+        let plan = unsafe { borrow(plan, "plan") }?;
+        // SAFETY: this function's contract.
+        unsafe {
+            bind::<Quant>(
+                &plan.plan,
+                encoded,
+                DeviceRegion::new(input_address, input_capacity),
+                DeviceRegion::new(output_address, output_capacity),
+                bound,
+            )
+        }
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// Runs the EV74 device decoder's checks on `length` bytes (SPEC §7: every rule in its
+/// fixed order, then both address slots bound for a nonempty packet) and returns the first
+/// broken rule's code (1..=51, docs/errors.md), or 0 when the device would accept the
+/// packet.
+///
+/// # Safety
+///
+/// `bytes` is NULL or readable for `length` bytes; `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_quant_validate(
+    bytes: *const u8,
+    length: usize,
+    error: *mut simak_error,
+) -> u32 {
+    let body = || {
+        // SAFETY: this function's contract.
+        let bytes = unsafe { bytes_in::<Quant>(bytes, length) }?;
+        ev74::decode::<Quant>(bytes)?;
+        Ok(())
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// Decodes a Quant v1 descriptor into `fields`: every rule of `simak_ev74_quant_validate`
+/// except the bound-address rule (codes 38, 39), so a relocatable packet decodes too.
+/// `fields` is written only on success.
+///
+/// # Safety
+///
+/// `bytes` is NULL or readable for `length` bytes; `fields` NULL or writable; `error` NULL
+/// or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_quant_decode(
+    bytes: *const u8,
+    length: usize,
+    fields: *mut simak_ev74_quant_fields,
+    error: *mut simak_error,
+) -> u32 {
+    let body = || {
+        // SAFETY: this function's contract.
+        let bytes = unsafe { bytes_in::<Quant>(bytes, length) }?;
+        if fields.is_null() {
+            return Err(Failure::null("fields"));
+        }
+        let r = Quant::parse(bytes)?;
+        let p = &r.prefix;
+        let out = simak_ev74_quant_fields {
+            elements: p.elements,
+            input_span: p.input_span,
+            output_span: p.output_span,
+            extents: p.extents,
+            input_strides: p.input_strides,
+            output_strides: r.output_strides,
+            dtype: dtype_code(p.dtype),
+            rank: u32::from(p.rank),
+            flags: r.flags.bits(),
+            input_address: p.input_address,
+            output_address: p.output_address,
+            multiplier_bits: r.multiplier.bits(),
+            zero_point: r.zero_point,
+            rounding: r.rounding.code(),
+        };
+        // SAFETY: `fields` is not null and writable by this function's contract.
+        unsafe { put(fields, out) };
+        Ok(())
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// Checks `plan` for the EV74 (input span and output capacity at most 2^32 - 1 bytes) and
+/// writes its relocatable CastTess v1 descriptor into `packet`.
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `packet` NULL or writable for 216 bytes; `error` NULL
+/// or writable.
+///
+/// cbindgen:ptrs-as-arrays=[[packet;216]]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_casttess_encode_relocatable(
+    plan: *const simak_casttess_plan,
+    packet: *mut u8,
+    error: *mut simak_error,
+) -> u32 {
+    let body = || {
+        // SAFETY: this function's contract.
+        let plan = unsafe { borrow(plan, "plan") }?;
+        // SAFETY: this function's contract.
+        unsafe { encode_relocatable::<CastTess>(&plan.plan, packet) }
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// Binds a relocatable CastTess packet as `simak_ev74_quant_bind` does; the output region
+/// must be 16-byte aligned (50) and hold the capacity (0x312).
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_bind`, with 216-byte packets.
+///
+/// cbindgen:ptrs-as-arrays=[[encoded;216], [bound;216]]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_casttess_bind(
+    plan: *const simak_casttess_plan,
+    encoded: *const u8,
+    input_address: u32,
+    input_capacity: u64,
+    output_address: u32,
+    output_capacity: u64,
+    bound: *mut u8,
+    error: *mut simak_error,
+) -> u32 {
+    let body = || {
+        // SAFETY: this function's contract.
+        let plan = unsafe { borrow(plan, "plan") }?;
+        // SAFETY: this function's contract.
+        unsafe {
+            bind::<CastTess>(
+                &plan.plan,
+                encoded,
+                DeviceRegion::new(input_address, input_capacity),
+                DeviceRegion::new(output_address, output_capacity),
+                bound,
+            )
+        }
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// The CastTess v1 device decoder's checks, as `simak_ev74_quant_validate`.
+///
+/// # Safety
+///
+/// `bytes` is NULL or readable for `length` bytes; `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_casttess_validate(
+    bytes: *const u8,
+    length: usize,
+    error: *mut simak_error,
+) -> u32 {
+    let body = || {
+        // SAFETY: this function's contract.
+        let bytes = unsafe { bytes_in::<CastTess>(bytes, length) }?;
+        ev74::decode::<CastTess>(bytes)?;
+        Ok(())
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// Decodes a CastTess v1 descriptor into `fields`, as `simak_ev74_quant_decode`.
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_decode`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_casttess_decode(
+    bytes: *const u8,
+    length: usize,
+    fields: *mut simak_ev74_casttess_fields,
+    error: *mut simak_error,
+) -> u32 {
+    let body = || {
+        // SAFETY: this function's contract.
+        let bytes = unsafe { bytes_in::<CastTess>(bytes, length) }?;
+        if fields.is_null() {
+            return Err(Failure::null("fields"));
+        }
+        let r = CastTess::parse(bytes)?;
+        let p = &r.prefix;
+        let out = simak_ev74_casttess_fields {
+            elements: p.elements,
+            input_span: p.input_span,
+            output_span: p.output_span,
+            bytes_per_outer: r.bytes_per_outer,
+            extents: p.extents,
+            input_strides: p.input_strides,
+            dtype: dtype_code(p.dtype),
+            rank: u32::from(p.rank),
+            pad_to_16: u32::from(r.channels == simak::layout::Channels::PadTo16),
+            input_address: p.input_address,
+            output_address: p.output_address,
+            axes: r.axes.map(|a| a.map_or(-1, i32::from)),
+            tile: r.tile,
+            tile_counts: r.tile_counts,
+            reserved: 0,
+        };
+        // SAFETY: `fields` is not null and writable by this function's contract.
+        unsafe { put(fields, out) };
+        Ok(())
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
