@@ -6,7 +6,8 @@
 //! Code ranges: 1–255 descriptor rules (a host rule with a descriptor twin takes the twin's
 //! number), 0x100–0x1ff firmware status, 0x200 admission, 0x300 EV74 representability and
 //! bind, 0x400 A65 execute and untile, 0x500 Runtime, transport and simulator memory, 0x600
-//! the language bindings ([`BINDING_INVALID_ENUM`], [`BINDING_INTERNAL`]).
+//! the language bindings ([`BINDING_INVALID_ENUM`], [`BINDING_INTERNAL`],
+//! [`BINDING_NEGATIVE_STRIDE`], [`BINDING_READONLY`]).
 //!
 //! ```
 //! use simak::ops::quant::{check_inference, Params, Request};
@@ -45,6 +46,12 @@ use crate::ev74::sim::MemoryError;
 pub const BINDING_INVALID_ENUM: u32 = 0x601;
 /// Code of a binding-layer error: a panic caught at the binding boundary (a simak bug).
 pub const BINDING_INTERNAL: u32 = 0x602;
+/// Code of a binding-layer error: an array view with a negative stride (a reversed view,
+/// such as NumPy's `x[::-1]`), which the contract's unsigned byte strides cannot express
+/// (SPEC §2).
+pub const BINDING_NEGATIVE_STRIDE: u32 = 0x603;
+/// Code of a binding-layer error: an output buffer (`out=`) that is not writeable.
+pub const BINDING_READONLY: u32 = 0x604;
 
 /// The original error behind an [`Error`].
 #[derive(Debug, Clone, PartialEq)]

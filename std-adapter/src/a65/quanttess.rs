@@ -63,6 +63,15 @@ pub fn prepare(plan: &Plan) -> Prepared {
         .unwrap_or_else(|| unreachable!("the exact route is always available"))
 }
 
+/// Prepares `plan` for the exact integer path of SPEC §3 on every element, whatever the
+/// CPU offers: slower than the vector routes but independent of the FP environment (no
+/// FP check in `execute`), as Quant's `prepare_exact`. Results are identical to
+/// [`prepare`]'s.
+pub fn prepare_exact(plan: &Plan) -> Prepared {
+    prepare_with_route(plan, Route::Exact)
+        .unwrap_or_else(|| unreachable!("the exact route is always available"))
+}
+
 /// Prepares `plan` with a forced Quant `route`, or `None` when this CPU lacks it. A test
 /// hook, not public API: routes are an implementation detail (SPEC §10).
 #[doc(hidden)]
