@@ -28,9 +28,9 @@ use simak::a65::{self, ExecuteError};
 use simak::dequant::Dequant;
 use simak::ev74::{self, CastTess, DecodeError, FieldValue, NativeEntry, Quant};
 use simak::layout::{Channels, MlaTiled, TiledView};
-use simak::ops::quant::{Params, Rounding};
 use simak::ops::casttess as ct;
 use simak::ops::quant;
+use simak::ops::quant::{Params, Rounding};
 use simak::ops::quanttess as qt;
 use simak::{AdmissionError, DType, DynSpec, MAX_RANK, Port, View};
 
@@ -88,7 +88,7 @@ fn lib_error(py: Python<'_>, e: impl Into<simak::Error>, names: Names) -> PyErr 
         19 | 20 | 28 => message.push_str(&hint_in),
         0x203 | 21 | 29 => message.push_str(&hint_out),
         0x403 => message.push_str(&format!(
-            "; the data of {} is not aligned to its element size: pass np.ascontiguousarray({}) or a freshly allocated array",
+            "; the data of {} is not aligned to its element size: pass {}.copy(), a fresh aligned array",
             names.input, names.input
         )),
         0x408 => message.push_str(
@@ -145,6 +145,16 @@ fn asarray_fn(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         .map(|f| f.bind(py))
 }
 
+/// `numpy.generic`, the type of NumPy scalars, cached.
+fn generic_type(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static GENERIC: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    GENERIC
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(py.import("numpy")?.getattr("generic")?.unbind())
+        })
+        .map(|f| f.bind(py))
+}
+
 /// The `ml_dtypes.bfloat16` dtype and its type number, if `ml_dtypes` imports.
 fn bfloat16(py: Python<'_>) -> Option<(c_int, &Bound<'_, PyArrayDescr>)> {
     static BF16: PyOnceLock<Option<(c_int, Py<PyArrayDescr>)>> = PyOnceLock::new();
@@ -157,15 +167,18 @@ fn bfloat16(py: Python<'_>) -> Option<(c_int, &Bound<'_, PyArrayDescr>)> {
     .map(|(num, d)| (*num, d.bind(py)))
 }
 
-/// `x` as an ndarray: an ndarray as is, anything else through
-/// `np.asarray(x, copy=False)` (which raises rather than copy).
+/// `x` as an ndarray: an ndarray as is, a NumPy scalar as its 0-d array, anything else
+/// through `np.asarray(x, copy=False)` (which raises rather than copy).
 fn as_array<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
     if let Ok(a) = x.cast::<PyUntypedArray>() {
         return Ok(a.clone());
     }
     let py = x.py();
     let kwargs = PyDict::new(py);
-    kwargs.set_item("copy", false)?;
+    // A NumPy scalar (numpy.float32(1.5)) is a value, not a buffer: its 0-d array is made.
+    if !x.is_instance(generic_type(py)?)? {
+        kwargs.set_item("copy", false)?;
+    }
     let a = asarray_fn(py)?.call((x,), Some(&kwargs))?;
     Ok(a.cast_into::<PyUntypedArray>()?)
 }
@@ -233,9 +246,10 @@ impl Geometry {
         }
         let mut extents = [0u64; MAX_RANK];
         let mut strides = [0u64; MAX_RANK];
+        let empty = a.shape().contains(&0);
         for (axis, (&e, &s)) in a.shape().iter().zip(a.strides()).enumerate() {
             extents[axis] = e as u64;
-            strides[axis] = if e <= 1 {
+            strides[axis] = if e <= 1 || empty {
                 0
             } else if s < 0 {
                 let code = simak::error::BINDING_NEGATIVE_STRIDE;
@@ -250,7 +264,7 @@ impl Geometry {
                 s as u64
             };
         }
-        let address = data_address(&a);
+        let address = data_address(a);
         Ok(Geometry {
             address,
             rank,
@@ -263,8 +277,16 @@ impl Geometry {
         &self.extents[..self.rank]
     }
 
+    /// The port spec. An empty array has no storage and NumPy gives its axes arbitrary
+    /// strides (often 0), so it is described as row-major contiguous: nothing is read or
+    /// written either way.
     fn spec(&self, dtype: DType) -> DynSpec<'_> {
-        DynSpec::strided(&self.extents[..self.rank], &self.strides[..self.rank], dtype)
+        let extents = &self.extents[..self.rank];
+        if extents.contains(&0) {
+            DynSpec::contiguous(extents, dtype)
+        } else {
+            DynSpec::strided(extents, &self.strides[..self.rank], dtype)
+        }
     }
 }
 
@@ -608,7 +630,7 @@ fn new_array<'py, T: numpy::Element>(py: Python<'py>, shape: &[u64]) -> Bound<'p
 fn new_tiled<'py>(py: Python<'py>, capacity: u64) -> PyResult<Bound<'py, PyUntypedArray>> {
     let a = new_array::<u8>(py, &[capacity]);
     let address = data_address(&a);
-    if address % 16 == 0 {
+    if address.is_multiple_of(16) {
         return Ok(a);
     }
     let padded = new_array::<u8>(py, &[capacity + 15]);
@@ -949,7 +971,9 @@ impl QuantPlan {
     /// The multiplier (a float holding the binary32 value exactly).
     #[getter]
     fn multiplier(&self) -> f64 {
-        f64::from(f32::from_bits(self.prepared.plan().params().multiplier_bits))
+        f64::from(f32::from_bits(
+            self.prepared.plan().params().multiplier_bits,
+        ))
     }
 
     /// The multiplier's binary32 bits.
@@ -1134,7 +1158,12 @@ fn run_tiled(
     // SAFETY: the input span is admission's for the array's own geometry; the output is the
     // whole of a live, writeable, C-contiguous array of `len` bytes; both arrays are kept
     // alive by the caller's references; the ranges were just checked disjoint.
-    let (inp, outp) = unsafe { (input_slice(gin.address, in_span), output_slice(address, len)) };
+    let (inp, outp) = unsafe {
+        (
+            input_slice(gin.address, in_span),
+            output_slice(address, len),
+        )
+    };
     run_detached(py, elements, || exec(inp, outp)).map_err(|e| lib_error(py, e, TILED_NAMES))
 }
 
@@ -1396,7 +1425,11 @@ impl Layout {
     /// The tiled dtype: ``"bf16"`` or ``"i8"``.
     #[getter]
     fn dtype(&self) -> &'static str {
-        if self.view.planes() == 2 { "bf16" } else { "i8" }
+        if self.view.planes() == 2 {
+            "bf16"
+        } else {
+            "i8"
+        }
     }
 
     /// Byte planes per element: 2 (BF16) or 1 (INT8).
@@ -1445,9 +1478,9 @@ impl Layout {
         }
         let mut full = [0u64; MAX_RANK];
         full[..rank].copy_from_slice(&index);
-        self.view
-            .offset_of(&full, plane)
-            .ok_or_else(|| PyValueError::new_err(format!("plane {plane} is not below {}", self.view.planes())))
+        self.view.offset_of(&full, plane).ok_or_else(|| {
+            PyValueError::new_err(format!("plane {plane} is not below {}", self.view.planes()))
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -1521,7 +1554,9 @@ fn untile<'py>(
     guarded(py, || {
         let view = layout.get().view;
         let ta = as_array(t)?;
-        if ta.dtype().num() != num(NPY_TYPES::NPY_UBYTE) && ta.dtype().num() != num(NPY_TYPES::NPY_BYTE) {
+        if ta.dtype().num() != num(NPY_TYPES::NPY_UBYTE)
+            && ta.dtype().num() != num(NPY_TYPES::NPY_BYTE)
+        {
             let code = 5;
             return Err(simak_error(
                 py,
@@ -1549,8 +1584,12 @@ fn untile<'py>(
         let (t_address, o_address) = (data_address(&ta), data_address(&out));
         // SAFETY: `t` is a live C-contiguous array of `len` bytes; `out` is the new array of
         // `logical_len` bytes, which nothing else references; they cannot overlap.
-        let (tiled, logical) =
-            unsafe { (input_slice(t_address, len), output_slice(o_address, logical_len)) };
+        let (tiled, logical) = unsafe {
+            (
+                input_slice(t_address, len),
+                output_slice(o_address, logical_len),
+            )
+        };
         run_detached(py, view.elements(), || view.untile(tiled, logical)).map_err(|e| {
             lib_error(
                 py,
@@ -1563,7 +1602,9 @@ fn untile<'py>(
         })?;
         if bf16 {
             let (_, descr) = bfloat16(py).ok_or_else(|| {
-                PyValueError::new_err("ml_dtypes is not importable: it is needed for bfloat16 results")
+                PyValueError::new_err(
+                    "ml_dtypes is not importable: it is needed for bfloat16 results",
+                )
             })?;
             return out.call_method1("view", (descr,));
         }
