@@ -7,6 +7,7 @@ mod flags;
 mod fresh;
 mod fuzz;
 mod miri;
+mod python;
 mod sweep;
 mod test;
 #[cfg(test)]
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         Ok(flags::Command::Fuzz(options)) => fuzz::run(&project_root(), &options),
         Ok(flags::Command::Sweep(args)) => sweep::run(&project_root(), &args),
         Ok(flags::Command::Miri) => miri::run(&project_root()),
+        Ok(flags::Command::Python { aarch64_wheel }) => python::run(&project_root(), aarch64_wheel),
         Err(message) => {
             eprintln!("error: {message}\n");
             eprint!("{}", flags::USAGE);

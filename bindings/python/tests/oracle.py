@@ -34,12 +34,14 @@ def decode_exact(bits: np.ndarray, dtype: str) -> np.ndarray:
     """The exact values of bit patterns as float64 (NaN payloads dropped, which no
     oracle step needs)."""
     bits = np.asarray(bits)
-    if dtype == "f32":
-        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
-    if dtype == "bf16":
-        return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    if dtype == "f16":
-        return bits.astype(np.uint16).view(np.float16).astype(np.float64)
+    # Signalling NaNs raise NumPy's "invalid" flag when widened; their value is NaN either way.
+    with np.errstate(invalid="ignore"):
+        if dtype == "f32":
+            return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+        if dtype == "bf16":
+            return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        if dtype == "f16":
+            return bits.astype(np.uint16).view(np.float16).astype(np.float64)
     raise ValueError(dtype)
 
 
