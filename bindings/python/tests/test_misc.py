@@ -157,3 +157,29 @@ def test_package_surface():
     files = res.files("simak")
     assert files.joinpath("py.typed").is_file() and files.joinpath("__init__.pyi").is_file()
     assert "QuantPlan(" in repr(simak.QuantPlan((2,), "f32", 1.0))
+
+
+def test_the_example_script_runs(tmp_path):
+    import subprocess
+    import sys
+
+    script = oracle.REPO / "bindings" / "python" / "examples" / "quantize_and_tile.py"
+    done = subprocess.run([sys.executable, str(script), "--out-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "untile(casttess(x)) == x rounded to bfloat16: True" in done.stdout
+    assert (tmp_path / "minilm-int8.safetensors").stat().st_size > 300_000
+    assert (tmp_path / "chelsea-bf16-tiled.bin").stat().st_size == simak.Layout(
+        (300, 451, 3), (None, 0, 1, 2), (1, 16, 64, 3)).capacity
+
+
+@pytest.mark.parametrize("readme", ["README.md", "bindings/python/README.md"])
+def test_readme_python_blocks_run(readme, monkeypatch):
+    import re
+
+    text = (oracle.REPO / readme).read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks, f"{readme} has no python block"
+    monkeypatch.chdir(oracle.REPO)  # the blocks name files relative to the repository root
+    for block in blocks:
+        exec(compile(block, readme, "exec"), {})
