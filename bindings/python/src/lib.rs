@@ -145,6 +145,11 @@ fn asarray_fn(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         .map(|f| f.bind(py))
 }
 
+/// `numpy.<name>` (looked up per call: only on the foreign-object path).
+fn numpy_fn<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("numpy")?.getattr(name)
+}
+
 /// `numpy.generic`, the type of NumPy scalars, cached.
 fn generic_type(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static GENERIC: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -167,13 +172,21 @@ fn bfloat16(py: Python<'_>) -> Option<(c_int, &Bound<'_, PyArrayDescr>)> {
     .map(|(num, d)| (*num, d.bind(py)))
 }
 
-/// `x` as an ndarray: an ndarray as is, a NumPy scalar as its 0-d array, anything else
-/// through `np.asarray(x, copy=False)` (which raises rather than copy).
+/// `x` as an ndarray: an ndarray as is, an object with `__dlpack__` through
+/// `np.from_dlpack`, a NumPy scalar as its 0-d array, anything else through
+/// `np.asarray(x, copy=False)` (which raises rather than copy).
 fn as_array<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
     if let Ok(a) = x.cast::<PyUntypedArray>() {
         return Ok(a.clone());
     }
     let py = x.py();
+    // DLPack is zero-copy by definition (PyTorch CPU tensors, JAX CPU arrays): tried first,
+    // since np.asarray(copy=False) refuses objects whose __array__ has no copy keyword.
+    if x.hasattr("__dlpack__")? {
+        if let Ok(a) = numpy_fn(py, "from_dlpack")?.call1((x,)) {
+            return Ok(a.cast_into::<PyUntypedArray>()?);
+        }
+    }
     let kwargs = PyDict::new(py);
     // A NumPy scalar (numpy.float32(1.5)) is a value, not a buffer: its 0-d array is made.
     if !x.is_instance(generic_type(py)?)? {
@@ -597,9 +610,17 @@ fn parse_u64s(x: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u64>> {
         .collect()
 }
 
+/// Most native threads one call may use (as `simak bench --threads`).
+const MAX_THREADS: usize = 256;
+
 fn check_threads(threads: usize) -> PyResult<()> {
     if threads == 0 {
         return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    if threads > MAX_THREADS {
+        return Err(PyValueError::new_err(format!(
+            "threads={threads} is above {MAX_THREADS}; use at most one per core"
+        )));
     }
     Ok(())
 }

@@ -182,6 +182,8 @@ def test_tiled_out_too_small_misaligned_or_read_only():
 def test_threads_arguments():
     with pytest.raises(ValueError, match="at least 1"):
         simak.quantize(X, 1.0, threads=0)
+    with pytest.raises(ValueError, match="above 256"):
+        simak.quantize(X, 1.0, threads=257)
     with pytest.raises(ValueError, match="tiled partition API"):
         simak.casttess(X.reshape(4, 4, 4), tile=(1, 4, 4, 4), threads=2)
     with pytest.raises(ValueError, match="tiled partition API"):

@@ -112,3 +112,30 @@ def test_views_of_foreign_buffers_are_read_in_place():
     assert np.array_equal(simak.quantize(x, M), want_for(x))
     mv = memoryview(np.arange(10, dtype=np.float32))
     assert np.array_equal(simak.quantize(mv, M), want_for(np.asarray(mv)))
+
+
+class DLPackOnly:
+    """An object that offers its data only through the DLPack protocol (as a PyTorch or JAX
+    CPU tensor does)."""
+
+    def __init__(self, array):
+        self._a = array
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_objects_are_read_without_a_copy():
+    a = base((5, 40))[:, ::3]
+    got = simak.quantize(DLPackOnly(a), M)
+    assert np.array_equal(got, want_for(a))
+    try:
+        import torch
+    except ImportError:
+        return
+    t = torch.linspace(-300, 300, 1000)
+    assert np.array_equal(simak.quantize(t, M), want_for(t.numpy()))
+    assert np.array_equal(simak.quantize(t[::3], M), want_for(t.numpy()[::3]))
