@@ -152,9 +152,7 @@ impl Dequant {
         let outer_rank = rank.saturating_sub(1);
         let mut index = [0u64; MAX_RANK];
         let mut base = 0usize;
-        let mut rows = out[..required as usize].chunks_exact_mut(inner_len * 4);
-        loop {
-            let Some(row) = rows.next() else { break };
+        for row in out[..required as usize].chunks_exact_mut(inner_len * 4) {
             for (k, x) in row.chunks_exact_mut(4).enumerate() {
                 let b = q[base + k * inner_stride];
                 x.copy_from_slice(&self.table[usize::from(b)].to_le_bytes());
