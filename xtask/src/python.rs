@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// What the environment needs besides the package: the build backend, the declared
-/// runtime dependencies and the test dependencies (`[project.optional-dependencies] test`).
+/// runtime dependencies and the test dependencies (`[project.optional-dependencies] test`;
+/// mypy for the stub check).
 pub(crate) const VENV_PACKAGES: &[&str] = &[
     "maturin>=1.5,<2",
     "numpy>=2",
@@ -20,6 +21,7 @@ pub(crate) const VENV_PACKAGES: &[&str] = &[
     "pytest",
     "safetensors",
     "pillow",
+    "mypy",
 ];
 
 /// The AArch64 target of the cross-built wheel (the A65 is an AArch64 core).

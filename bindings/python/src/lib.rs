@@ -760,6 +760,9 @@ fn run_quant(
 ///     ValueError: ``threads`` < 1.
 #[pyfunction]
 #[pyo3(signature = (x, multiplier, zero_point=None, rounding="nearest-even", dtype=None, out=None, threads=1, exact=false))]
+#[pyo3(
+    text_signature = "(x, multiplier, zero_point=0, rounding='nearest-even', dtype=None, out=None, threads=1, exact=False)"
+)]
 #[allow(clippy::too_many_arguments)]
 fn quantize<'py>(
     py: Python<'py>,
@@ -856,6 +859,9 @@ struct QuantPlan {
 impl QuantPlan {
     #[new]
     #[pyo3(signature = (shape, dtype, multiplier, zero_point=None, rounding="nearest-even", input_strides=None, output_strides=None, exact=false))]
+    #[pyo3(
+        text_signature = "(shape, dtype, multiplier, zero_point=0, rounding='nearest-even', input_strides=None, output_strides=None, exact=False)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -1220,6 +1226,9 @@ fn run_tiled(
 ///         overlap (0x407), read-only ``out`` (0x604), a bad option string (0x601).
 #[pyfunction]
 #[pyo3(signature = (x, axes=None, tile=None, channels="compact", dtype=None, out=None, threads=1))]
+#[pyo3(
+    text_signature = "(x, axes=(None, 0, 1, 2), tile=(1, 16, 64, 3), channels='compact', dtype=None, out=None, threads=1)"
+)]
 #[allow(clippy::too_many_arguments)]
 fn casttess<'py>(
     py: Python<'py>,
@@ -1300,6 +1309,9 @@ fn default_layout<'py>(
 ///         errors of :func:`quantize`.
 #[pyfunction]
 #[pyo3(signature = (x, multiplier, axes=None, tile=None, channels="compact", zero_point=None, rounding="nearest-even", dtype=None, out=None, threads=1, exact=false))]
+#[pyo3(
+    text_signature = "(x, multiplier, axes=(None, 0, 1, 2), tile=(1, 16, 64, 3), channels='compact', zero_point=0, rounding='nearest-even', dtype=None, out=None, threads=1, exact=False)"
+)]
 #[allow(clippy::too_many_arguments)]
 fn quanttess<'py>(
     py: Python<'py>,
@@ -1379,6 +1391,7 @@ struct Layout {
 impl Layout {
     #[new]
     #[pyo3(signature = (shape, axes, tile, channels="compact", dtype=None))]
+    #[pyo3(text_signature = "(shape, axes, tile, channels='compact', dtype='bf16')")]
     fn new(
         py: Python<'_>,
         shape: &Bound<'_, PyAny>,
@@ -1650,6 +1663,7 @@ fn untile<'py>(
 ///         cannot be read in place (19, 20, 28, 0x603).
 #[pyfunction]
 #[pyo3(signature = (q, multiplier, zero_point=None))]
+#[pyo3(text_signature = "(q, multiplier, zero_point=0)")]
 fn dequantize<'py>(
     py: Python<'py>,
     q: &Bound<'py, PyAny>,

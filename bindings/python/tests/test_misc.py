@@ -183,3 +183,15 @@ def test_readme_python_blocks_run(readme, monkeypatch):
     monkeypatch.chdir(oracle.REPO)  # the blocks name files relative to the repository root
     for block in blocks:
         exec(compile(block, readme, "exec"), {})
+
+
+def test_type_stubs_match_the_runtime(tmp_path):
+    pytest.importorskip("mypy")
+    import subprocess
+    import sys
+
+    # mypy's stubtest: every stub name, signature and default against the installed module.
+    # Run in tmp_path: mypy's cache goes there, not into the repository.
+    done = subprocess.run([sys.executable, "-m", "mypy.stubtest", "simak"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
