@@ -290,6 +290,15 @@ impl Geometry {
         &self.extents[..self.rank]
     }
 
+    /// Whether this nonempty array has exactly the admitted geometry `view` (whose axes of
+    /// extent 0 or 1 carry stride 0, as here): then admitting it again would give `view`.
+    fn matches(&self, view: &View) -> bool {
+        self.rank == view.rank()
+            && self.extents == *view.extents()
+            && self.strides == *view.strides()
+            && !self.extents().contains(&0)
+    }
+
     /// The port spec. An empty array has no storage and NumPy gives its axes arbitrary
     /// strides (often 0), so it is described as row-major contiguous: nothing is read or
     /// written either way.
@@ -933,11 +942,13 @@ impl QuantPlan {
             let xa = as_array(x)?;
             let dt = input_dtype(py, &xa, "x", Some(plan.input().dtype()))?;
             let gin = Geometry::read(py, &xa, "x", 0)?;
-            let vin = gin
-                .spec(dt)
-                .admit(Port::Input)
-                .map_err(|e| lib_error(py, e, QUANT_NAMES))?;
-            same_geometry(py, &vin, plan.input(), "x", "input")?;
+            if !gin.matches(plan.input()) {
+                let vin = gin
+                    .spec(dt)
+                    .admit(Port::Input)
+                    .map_err(|e| lib_error(py, e, QUANT_NAMES))?;
+                same_geometry(py, &vin, plan.input(), "x", "input")?;
+            }
             let (oa, gout) = match out {
                 Some(o) => {
                     let oa = as_out_array(py, o, "out")?;
@@ -953,11 +964,13 @@ impl QuantPlan {
                         ));
                     }
                     let g = Geometry::read(py, &oa, "out", 0)?;
-                    let v = g
-                        .spec(DType::I8)
-                        .admit(Port::Output)
-                        .map_err(|e| lib_error(py, e, QUANT_NAMES))?;
-                    same_geometry(py, &v, plan.output(), "out", "output")?;
+                    if !g.matches(plan.output()) {
+                        let v = g
+                            .spec(DType::I8)
+                            .admit(Port::Output)
+                            .map_err(|e| lib_error(py, e, QUANT_NAMES))?;
+                        same_geometry(py, &v, plan.output(), "out", "output")?;
+                    }
                     (oa, g)
                 }
                 None => {
