@@ -182,10 +182,10 @@ fn as_array<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> 
     let py = x.py();
     // DLPack is zero-copy by definition (PyTorch CPU tensors, JAX CPU arrays): tried first,
     // since np.asarray(copy=False) refuses objects whose __array__ has no copy keyword.
-    if x.hasattr("__dlpack__")? {
-        if let Ok(a) = numpy_fn(py, "from_dlpack")?.call1((x,)) {
-            return Ok(a.cast_into::<PyUntypedArray>()?);
-        }
+    if x.hasattr("__dlpack__")?
+        && let Ok(a) = numpy_fn(py, "from_dlpack")?.call1((x,))
+    {
+        return Ok(a.cast_into::<PyUntypedArray>()?);
     }
     let kwargs = PyDict::new(py);
     // A NumPy scalar (numpy.float32(1.5)) is a value, not a buffer: its 0-d array is made.
