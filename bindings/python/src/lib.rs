@@ -15,10 +15,7 @@ use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use numpy::npyffi::{self, NPY_TYPES};
-use numpy::{
-    PyArray, PyArrayDescr, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray,
-    PyUntypedArrayMethods,
-};
+use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -645,25 +642,50 @@ fn tiled_threads(threads: usize) -> PyResult<()> {
 }
 
 /// A new uninitialized C-order array of `shape`; every byte must be written before it is
-/// returned to Python.
-fn new_array<'py, T: numpy::Element>(py: Python<'py>, shape: &[u64]) -> Bound<'py, PyUntypedArray> {
-    let dims: Vec<usize> = shape.iter().map(|&e| e as usize).collect();
-    // SAFETY: `PyArray::new` allocates an uninitialized array; every caller writes each
-    // element (a contiguous Quant output, an untiled tensor, a dequantized tensor) before
-    // Python sees it.
-    let a = unsafe { PyArray::<T, _>::new(py, dims, false) };
-    a.as_untyped().clone()
+/// returned to Python. An impossible size is NumPy's own `MemoryError` or `ValueError`.
+fn new_array<'py, T: numpy::Element>(
+    py: Python<'py>,
+    shape: &[u64],
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let mut dims = [0 as npyffi::npy_intp; MAX_RANK];
+    for (slot, &e) in dims.iter_mut().zip(shape) {
+        *slot = npyffi::npy_intp::try_from(e).map_err(|_| {
+            pyo3::exceptions::PyMemoryError::new_err(format!(
+                "cannot allocate an array of shape {shape:?}"
+            ))
+        })?;
+    }
+    // SAFETY: the array API is initialized by `numpy`; `dims` holds `shape.len()` (≤ 6)
+    // extents; a null strides, data and object pointer ask NumPy for a new C-order buffer;
+    // `into_dtype_ptr` gives the new reference the call steals. Every caller writes each
+    // element before Python sees the array.
+    let ptr = unsafe {
+        npyffi::PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type),
+            T::get_dtype(py).into_dtype_ptr(),
+            shape.len() as c_int,
+            dims.as_mut_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+        )
+    };
+    // SAFETY: `ptr` is a new reference to an ndarray, or null with a Python error set.
+    let any = unsafe { Bound::from_owned_ptr_or_err(py, ptr)? };
+    Ok(any.cast_into::<PyUntypedArray>()?)
 }
 
 /// A new 1-D `uint8` array of `capacity` bytes whose data is 16-byte aligned (the `MlaTiled`
 /// output rule), uninitialized: the tiled ops write all of it.
 fn new_tiled<'py>(py: Python<'py>, capacity: u64) -> PyResult<Bound<'py, PyUntypedArray>> {
-    let a = new_array::<u8>(py, &[capacity]);
+    let a = new_array::<u8>(py, &[capacity])?;
     let address = data_address(&a);
     if address.is_multiple_of(16) {
         return Ok(a);
     }
-    let padded = new_array::<u8>(py, &[capacity + 15]);
+    let padded = new_array::<u8>(py, &[capacity.saturating_add(15)])?;
     let address = data_address(&padded);
     let skip = (16 - address % 16) % 16;
     let slice = pyo3::types::PySlice::new(py, skip as isize, skip as isize + capacity as isize, 1);
@@ -833,7 +855,7 @@ fn quantize<'py>(
         let (oa, gout) = match (oa, gout) {
             (Some(a), Some(g)) => (a, g),
             _ => {
-                let a = new_array::<i8>(py, gin.extents());
+                let a = new_array::<i8>(py, gin.extents())?;
                 let g = Geometry::read(py, &a, "out", 0)?;
                 (a, g)
             }
@@ -977,7 +999,7 @@ impl QuantPlan {
                     let a = if self.output_strided {
                         strided_int8(py, plan.output())?
                     } else {
-                        new_array::<i8>(py, &plan.input().extents()[..plan.input().rank()])
+                        new_array::<i8>(py, &plan.input().extents()[..plan.input().rank()])?
                     };
                     let g = Geometry::read(py, &a, "out", 0)?;
                     (a, g)
@@ -1620,12 +1642,27 @@ fn untile<'py>(
             ));
         }
         let len = ta.len() as u64;
+        if len < view.capacity() {
+            // Refused before the logical tensor is allocated.
+            let e = simak::layout::UntileError::Tiled {
+                required: view.capacity(),
+                found: len,
+            };
+            return Err(lib_error(
+                py,
+                e,
+                Names {
+                    input: "t",
+                    output: "out",
+                },
+            ));
+        }
         let shape = &view.extents()[..view.rank()];
         let bf16 = view.planes() == 2;
         let out = if bf16 {
-            new_array::<u16>(py, shape)
+            new_array::<u16>(py, shape)?
         } else {
-            new_array::<i8>(py, shape)
+            new_array::<i8>(py, shape)?
         };
         let logical_len = view.elements() * view.planes() as u64;
         let (t_address, o_address) = (data_address(&ta), data_address(&out));
@@ -1711,7 +1748,7 @@ fn dequantize<'py>(
             .spec(DType::I8)
             .admit(Port::Input)
             .map_err(|e| lib_error(py, e, names))?;
-        let out = new_array::<f32>(py, g.extents());
+        let out = new_array::<f32>(py, g.extents())?;
         let o_address = data_address(&out);
         // SAFETY: `q`'s span is admission's for its own geometry; `out` is the new array of
         // 4 · elements bytes, referenced by nothing else, so the two cannot overlap.
@@ -1986,7 +2023,7 @@ fn _quantize_with_fp_control<'py>(
         } else {
             a65::quant::prepare(&plan)
         };
-        let out = new_array::<i8>(py, gin.extents());
+        let out = new_array::<i8>(py, gin.extents())?;
         let g = Geometry::read(py, &out, "out", 0)?;
         // SAFETY: as in `run_quant`: admission spans over live arrays; `out` is new.
         let (inp, outp) = unsafe {

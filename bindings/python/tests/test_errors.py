@@ -276,3 +276,10 @@ def test_real_flush_to_zero_environment():
                           want.reshape(1, -1, 1))
     assert np.array_equal(deq.view(np.uint32), deq_want.view(np.uint32))  # subnormal results kept
     assert np.any((deq != 0) & (np.abs(deq) < np.finfo(np.float32).tiny))
+
+
+def test_a_short_tiled_buffer_is_refused_before_the_result_is_allocated():
+    # The logical tensor of this layout would be 2 TiB: refused on the buffer's length.
+    huge = simak.Layout((2**40,), (None, None, None, 0), (1, 1, 1, 1))
+    assert huge.capacity == 2**44
+    raises(0x411, simak.untile, np.zeros(16, np.uint8), huge)
