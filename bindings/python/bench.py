@@ -1,6 +1,8 @@
 """Benchmark of the simak Python package against its peers, in one process.
 
-Measures, with the median over repetitions after warm-up:
+Measures, with the median over repetitions after warm-up, the candidates of each row
+interleaved (every repetition round times each once, so a load change on a shared machine
+hits them alike):
 
 - Quant at 64 Ki, 1 Mi and 16 Mi elements for FP32, BF16 and FP16 inputs (the peers'
   workload of ``simak bench quant``: N(0, 100) with an exact tie every 16th element,
@@ -61,22 +63,6 @@ def workload(n: int, dtype: str) -> np.ndarray:
 CLOCK = time.perf_counter
 
 
-def timeit(fn, reps: int, min_seconds: float = 0.02) -> float:
-    """Median seconds per call: each repetition runs enough calls to last min_seconds."""
-    fn()
-    t0 = time.perf_counter()
-    fn()
-    one = max(time.perf_counter() - t0, 1e-9)
-    inner = max(1, int(min_seconds / one))
-    samples = []
-    for _ in range(reps):
-        t0 = CLOCK()
-        for _ in range(inner):
-            fn()
-        samples.append((CLOCK() - t0) / inner)
-    return statistics.median(samples)
-
-
 def peers_available() -> dict:
     found = {}
     try:
@@ -126,44 +112,57 @@ def ort_session(ort, onnx, n: int, elem_type: int):
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
-def quant_rows(n: int, dtype: str, reps: int, peers: dict) -> dict:
+def measure(fns: dict, reps: int, external: dict | None = None, min_seconds: float = 0.02) -> dict:
+    """Median seconds per call of each callable, measured interleaved: every repetition
+    round times each callable once (enough calls to last min_seconds), so that a load change
+    on a shared machine hits every candidate alike. `external` callables return their own
+    seconds per call (the Rust benchmark in a subprocess), one sample per round."""
+    inner = {}
+    for name, fn in fns.items():
+        fn()
+        t0 = time.perf_counter()
+        fn()
+        inner[name] = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-9)))
+    samples = {name: [] for name in list(fns) + list(external or {})}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            k = inner[name]
+            t0 = CLOCK()
+            for _ in range(k):
+                fn()
+            samples[name].append((CLOCK() - t0) / k)
+        for name, fn in (external or {}).items():
+            samples[name].append(fn())
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def quant_rows(n: int, dtype: str, reps: int, peers: dict, cli: Path | None) -> dict:
     x = workload(n, dtype)
     y = np.empty(n, np.int8)
     plan = simak.QuantPlan(x.shape, dtype, M, zero_point=ZP)
-    row = {
-        "simak.quantize": timeit(lambda: simak.quantize(x, M, zero_point=ZP), reps),
-        "plan.execute(out=)": timeit(lambda: plan.execute(x, out=y), reps),
+    fns = {
+        "simak.quantize": lambda: simak.quantize(x, M, zero_point=ZP),
+        "plan.execute(out=)": lambda: plan.execute(x, out=y),
     }
-    # Same bytes as the oracle-free NumPy formula on the FP32 value of x (cross-check).
+    plan.execute(x, out=y)
+    # NumPy on the FP32 value of x: the same bytes for this workload (checked for FP32).
     x32 = x.astype(np.float32)
-    numpy_q = lambda: np.clip(np.rint(x32 * np.float32(M)) + ZP, -128, 127).astype(np.int8)  # noqa: E731
     if dtype == "f32":
+        numpy_q = lambda: np.clip(np.rint(x32 * np.float32(M)) + ZP, -128, 127).astype(np.int8)  # noqa: E731
         assert np.array_equal(numpy_q(), y), "simak and the NumPy formula differ"
-        row["numpy"] = timeit(numpy_q, reps)
     else:
-        xd = x
-        row["numpy"] = timeit(
-            lambda: np.clip(np.rint(xd.astype(np.float32) * np.float32(M)) + ZP, -128, 127).astype(np.int8),
-            reps,
-        )
+        numpy_q = lambda: np.clip(np.rint(x.astype(np.float32) * np.float32(M)) + ZP, -128, 127).astype(np.int8)  # noqa: E731
+    fns["numpy"] = numpy_q
     if "torch" in peers:
         torch = peers["torch"]
         tdt = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dtype]
         xt = torch.from_numpy(x32).to(tdt)
-        if dtype == "f32":
-            try:
-                row["torch.quantize_per_tensor"] = timeit(
-                    lambda: torch.quantize_per_tensor(xt, 2.0, ZP, torch.qint8), reps)
-            except Exception as e:
-                print(f"# torch {dtype}: {e}", file=sys.stderr)
-        else:
-            try:
-                row["torch.quantize_per_tensor"] = timeit(
-                    lambda: torch.quantize_per_tensor(xt, 2.0, ZP, torch.qint8), reps)
-            except Exception:
-                # quantize_per_tensor takes float32 only: the conversion is part of the work.
-                row["torch.quantize_per_tensor"] = timeit(
-                    lambda: torch.quantize_per_tensor(xt.float(), 2.0, ZP, torch.qint8), reps)
+        try:
+            torch.quantize_per_tensor(xt, 2.0, ZP, torch.qint8)
+            fns["torch.quantize_per_tensor"] = lambda: torch.quantize_per_tensor(xt, 2.0, ZP, torch.qint8)
+        except Exception:
+            # quantize_per_tensor takes float32 only: the conversion is part of the work.
+            fns["torch.quantize_per_tensor"] = lambda: torch.quantize_per_tensor(xt.float(), 2.0, ZP, torch.qint8)
     if "ort" in peers:
         ort, onnx = peers["ort"]
         from onnx import TensorProto
@@ -179,10 +178,13 @@ def quant_rows(n: int, dtype: str, reps: int, peers: dict) -> dict:
             sess.run_with_iobinding(binding)
             # x / 2 and x * 0.5 are the same real number: the bytes must agree.
             assert np.array_equal(yo, y), "ONNX Runtime bytes differ from simak's"
-            row["onnxruntime QuantizeLinear"] = timeit(lambda: sess.run_with_iobinding(binding), reps)
+            fns["onnxruntime QuantizeLinear"] = lambda: sess.run_with_iobinding(binding)
         except Exception as e:
             print(f"# onnxruntime {dtype} {n}: skipped ({e})", file=sys.stderr)
-    return row
+    external = {}
+    if cli is not None and cli.is_file() and n == 1 << 20:
+        external["rust"] = lambda: rust_rate(cli, n, dtype)
+    return measure(fns, reps, external)
 
 
 def rust_rate(cli: Path, n: int, dtype: str) -> float | None:
@@ -190,7 +192,7 @@ def rust_rate(cli: Path, n: int, dtype: str) -> float | None:
     if not cli.is_file():
         return None
     out = subprocess.run(
-        [str(cli), "bench", "quant", "--dtype", dtype, "--elements", str(n), "--reps", "31", "--json"],
+        [str(cli), "bench", "quant", "--dtype", dtype, "--elements", str(n), "--reps", "5", "--json"],
         check=True, capture_output=True, text=True,
     ).stdout
     summary = json.loads(out)
@@ -203,13 +205,16 @@ def rust_rate(cli: Path, n: int, dtype: str) -> float | None:
 def overhead(reps: int) -> dict:
     x = workload(16, "f32")
     y = np.empty(16, np.int8)
+    z = np.empty(16, np.float32)
     plan = simak.QuantPlan(x.shape, "f32", M, zero_point=ZP)
-    return {
-        "plan.execute(x, out=y)": timeit(lambda: plan.execute(x, out=y), reps, 0.05),
-        "simak.quantize(x, m)": timeit(lambda: simak.quantize(x, M), reps, 0.05),
-        "simak.quantize(x, m, zero_point=3)": timeit(lambda: simak.quantize(x, M, zero_point=ZP), reps, 0.05),
-        "np.empty(16, np.int8) (reference)": timeit(lambda: np.empty(16, np.int8), reps, 0.05),
-    }
+    return measure({
+        "plan.execute(x, out=y)": lambda: plan.execute(x, out=y),
+        "plan.execute(x, y)": lambda: plan.execute(x, y),
+        "simak.quantize(x, m)": lambda: simak.quantize(x, M),
+        "simak.quantize(x, m, zero_point=3)": lambda: simak.quantize(x, M, zero_point=ZP),
+        "np.empty(16, np.int8) (reference)": lambda: np.empty(16, np.int8),
+        "np.add(x, x, out=z) (reference)": lambda: np.add(x, x, out=z),
+    }, reps, min_seconds=0.05)
 
 
 def casttess_rows(reps: int, peers: dict) -> dict:
@@ -223,18 +228,18 @@ def casttess_rows(reps: int, peers: dict) -> dict:
     for dtype, x in (("f32", frame), ("f16", frame.astype(np.float16)),
                      ("bf16", frame.astype(ml_dtypes.bfloat16))):
         plan = simak.CastTessPlan(x.shape, dtype, (None, 0, 1, 2), (1, 16, 64, 3))
-        r = {"simak.casttess": timeit(lambda: simak.casttess(x), reps),
-             "CastTessPlan.execute(out=)": timeit(lambda: plan.execute(x, out=out), reps)}
+        fns = {"simak.casttess": lambda: simak.casttess(x),
+               "CastTessPlan.execute(out=)": lambda: plan.execute(x, out=out)}
         if "torch" in peers and dtype != "bf16":
             torch = peers["torch"]
             xt = torch.from_numpy(x)
             dst = torch.empty(x.shape, dtype=torch.bfloat16)
-            r["torch dst.copy_(x) to bfloat16"] = timeit(lambda: dst.copy_(xt), reps)
+            fns["torch dst.copy_(x) to bfloat16"] = lambda: dst.copy_(xt)
         if dtype == "bf16":
             src = x.view(np.uint16)
             dst16 = np.empty_like(src)
-            r["np.copyto (memcpy, reference)"] = timeit(lambda: np.copyto(dst16, src), reps)
-        rows[dtype] = r
+            fns["np.copyto (memcpy, reference)"] = lambda: np.copyto(dst16, src)
+        rows[dtype] = measure(fns, reps)
     return rows
 
 
@@ -271,10 +276,10 @@ def main() -> None:
     say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for dtype in ("f32", "bf16", "f16"):
         for n in sizes:
-            r = quant_rows(n, dtype, reps, peers)
+            r = quant_rows(n, dtype, reps, peers, args.simak_cli)
             peer_keys = ["numpy", "torch.quantize_per_tensor", "onnxruntime QuantizeLinear"]
             best = min((r[k] for k in peer_keys if k in r), default=None)
-            rust = rust_rate(args.simak_cli, n, dtype) if n == 1 << 20 else None
+            rust = r.get("rust")
             cell = lambda k: fmt_rate(n, r[k]) if k in r else "—"  # noqa: E731
             say(f"| {dtype} | {n} | {cell('simak.quantize')} | {cell('plan.execute(out=)')} | "
                 f"{cell('numpy')} | {cell('torch.quantize_per_tensor')} | "
