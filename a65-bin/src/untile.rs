@@ -370,32 +370,25 @@ pub struct DequantArgs {
     zero_point: Option<String>,
 }
 
-/// FP32 value of an INT8 `q`: `(q - zero_point) / multiplier`, where `q - zero_point` (an
-/// integer in [-255, 255]) is exact in binary32 and the division is one binary32 division
-/// (round to nearest-even).
-pub fn dequant_value(q: i8, zero_point: i32, multiplier: f32) -> f32 {
-    (i32::from(q) - zero_point) as f32 / multiplier
-}
-
-/// The FP32 little-endian bytes of INT8 `q` ([`dequant_value`]), advancing `bar` every
-/// 2^20 elements.
+/// The FP32 little-endian bytes of INT8 `q`, `(q - zero_point) / multiplier` rounded once
+/// to binary32 by the library's [`simak::dequant::Dequant`], advancing `bar` every 2^20
+/// elements.
 ///
 /// # Errors
 ///
-/// The out-of-memory error (as [`crate::engine::EngineError`]) when the output cannot be
-/// allocated.
+/// The library's admission error for a multiplier or zero point it does not admit, and the
+/// out-of-memory error when the output cannot be allocated (as
+/// [`crate::engine::EngineError`]).
 fn dequant_bytes(
     q: &[u8],
     zero_point: i32,
     multiplier_bits: u32,
     bar: &indicatif::ProgressBar,
 ) -> Result<Vec<u8>, crate::engine::EngineError> {
-    let m = f32::from_bits(multiplier_bits);
+    let dequant = simak::dequant::Dequant::new(multiplier_bits, zero_point)?;
     let mut out = crate::engine::try_zeroed("the FP32 output", q.len().saturating_mul(4))?;
     for (qs, xs) in q.chunks(1 << 20).zip(out.chunks_mut(4 << 20)) {
-        for (&b, x) in qs.iter().zip(xs.chunks_exact_mut(4)) {
-            x.copy_from_slice(&dequant_value(b as i8, zero_point, m).to_le_bytes());
-        }
+        dequant.run(qs, xs)?;
         bar.inc(qs.len() as u64);
     }
     Ok(out)
@@ -659,10 +652,16 @@ mod test {
     use super::*;
 
     #[test]
-    fn dequant_is_one_binary32_division() {
-        assert_eq!(dequant_value(10, 3, 0.5), 14.0);
-        assert_eq!(dequant_value(-128, 127, 1.0), -255.0);
-        assert_eq!(dequant_value(1, 0, 3.0), 1f32 / 3f32);
+    fn dequant_bytes_are_the_library_division() {
+        let bar = indicatif::ProgressBar::hidden();
+        let bytes = dequant_bytes(&[10, 0x80, 1], 3, 0.5f32.to_bits(), &bar).unwrap();
+        let values: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        // (10 - 3) / 0.5, (-128 - 3) / 0.5, (1 - 3) / 0.5: exact in binary32.
+        assert_eq!(values, [14.0, -262.0, -4.0]);
+        assert!(dequant_bytes(&[1], 0, 0f32.to_bits(), &bar).is_err());
         assert_eq!(
             default_untile_output(Path::new("a/out.bin")),
             PathBuf::from("a/out.npy")

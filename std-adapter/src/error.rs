@@ -7,7 +7,7 @@
 //! number), 0x100–0x1ff firmware status, 0x200 admission, 0x300 EV74 representability and
 //! bind, 0x400 A65 execute and untile, 0x500 Runtime, transport and simulator memory, 0x600
 //! the language bindings ([`BINDING_INVALID_ENUM`], [`BINDING_INTERNAL`],
-//! [`BINDING_NULL_ARGUMENT`]).
+//! [`BINDING_NULL_ARGUMENT`], [`BINDING_NEGATIVE_STRIDE`], [`BINDING_READONLY`]).
 //!
 //! ```
 //! use simak::ops::quant::{check_inference, Params, Request};
@@ -50,6 +50,12 @@ pub const BINDING_INTERNAL: u32 = 0x602;
 /// (a plan handle, a tensor, the parameters, a layout, a packet or an out-pointer) is null.
 /// A null data pointer of a nonempty port is `ExecuteError::NullPointer` (0x409, 0x40a).
 pub const BINDING_NULL_ARGUMENT: u32 = 0x603;
+/// Code of a binding-layer error: an array view with a negative stride (a reversed view,
+/// such as NumPy's `x[::-1]`), which the contract's unsigned byte strides cannot express
+/// (SPEC §2).
+pub const BINDING_NEGATIVE_STRIDE: u32 = 0x604;
+/// Code of a binding-layer error: an output buffer (`out=`) that is not writeable.
+pub const BINDING_READONLY: u32 = 0x605;
 
 /// The original error behind an [`Error`].
 #[derive(Debug, Clone, PartialEq)]

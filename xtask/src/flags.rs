@@ -10,7 +10,9 @@ Subcommands:
   test [--require-all]  run the repository checks: fmt, clippy, test, nosimd (the
                         tests again with SIMD routes off), doc, no_std,
                         cross (AArch64 under qemu), armv7, fw_release, capi (the
-                        C ABI and C++ wrapper), fuzz, sweep (strided), miri (`cargo xtask test --help` lists each
+                        C ABI and C++ wrapper), fuzz, sweep (strided), python
+                        (bindings/python under pytest), python_aarch64 (the AArch64
+                        wheel, built), miri (`cargo xtask test --help` lists each
                         step's command and the tools it needs).
                         A step whose tools are missing (rustup targets or components,
                         binaries on PATH) is SKIPPED with every missing piece and its
@@ -27,6 +29,12 @@ Subcommands:
                         (`cargo run --release -p simak-tests --bin sweep -- ...`);
                         options: [--multiplier BITS]... [--modes all|MODE,...]
                         [--stride N] [--zero-point Z] [--json FILE]; see `sweep --help`
+  python [--aarch64-wheel]
+                        build bindings/python into a virtual environment under
+                        target/python/venv (CARGO_TARGET_DIR=target/python), install
+                        it from the working tree and run its pytest suite; with
+                        --aarch64-wheel, cross-build the AArch64 abi3 wheel into
+                        target/python/wheels instead (built, not run)
   miri                  run the Miri subset (std-adapter/tests/miri_subset.rs: the
                         exact A65 Quant paths and the Runtime's retention and
                         completion) with `cargo +nightly miri test`
@@ -65,6 +73,11 @@ pub(crate) enum Command {
     },
     /// `cargo xtask capi`.
     Capi,
+    /// `cargo xtask python [--aarch64-wheel]`.
+    Python {
+        /// Cross-build the AArch64 wheel instead of testing.
+        aarch64_wheel: bool,
+    },
 }
 
 /// Options of `cargo xtask fuzz`.
@@ -142,6 +155,15 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
             None => Ok(Command::Miri),
             Some(other) => Err(format!("unknown option `{other}` for `miri`")),
         },
+        "python" => match rest {
+            [] => Ok(Command::Python {
+                aarch64_wheel: false,
+            }),
+            [flag] if flag == "--aarch64-wheel" => Ok(Command::Python {
+                aarch64_wheel: true,
+            }),
+            [other, ..] => Err(format!("unknown option `{other}` for `python`")),
+        },
         other => Err(format!("unknown subcommand `{other}`")),
     }
 }
@@ -210,6 +232,19 @@ mod tests {
         assert_eq!(parse_strs(&["capi"]), Ok(Command::Capi));
         assert!(parse_strs(&["capi", "--x"]).is_err());
         assert!(parse_strs(&["miri", "--x"]).is_err());
+        assert_eq!(
+            parse_strs(&["python"]),
+            Ok(Command::Python {
+                aarch64_wheel: false
+            })
+        );
+        assert_eq!(
+            parse_strs(&["python", "--aarch64-wheel"]),
+            Ok(Command::Python {
+                aarch64_wheel: true
+            })
+        );
+        assert!(parse_strs(&["python", "--x"]).is_err());
     }
 
     #[test]

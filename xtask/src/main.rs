@@ -8,6 +8,7 @@ mod flags;
 mod fresh;
 mod fuzz;
 mod miri;
+mod python;
 mod sweep;
 mod test;
 #[cfg(test)]
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
         Ok(flags::Command::Miri) => miri::run(&project_root()),
         Ok(flags::Command::Dist { target }) => dist::run(&project_root(), target.as_deref()),
         Ok(flags::Command::Capi) => dist::run_capi(&project_root()),
+        Ok(flags::Command::Python { aarch64_wheel }) => python::run(&project_root(), aarch64_wheel),
         Err(message) => {
             eprintln!("error: {message}\n");
             eprint!("{}", flags::USAGE);

@@ -237,6 +237,31 @@ pub(crate) const STEPS: &[Step] = &[
         env: &[],
         requires: &[],
     },
+    // The Python package (bindings/python, its own workspace): a virtual environment under
+    // target/python, the extension built with CARGO_TARGET_DIR=target/python, pytest.
+    Step {
+        name: "python",
+        program: Program::Cargo,
+        args: &["xtask", "python"],
+        env: &[],
+        requires: PYTHON_REQUIRES,
+    },
+    // The AArch64 abi3 wheel, cross-built (not run): the A65 is where users run it.
+    Step {
+        name: "python_aarch64",
+        program: Program::Cargo,
+        args: &["xtask", "python", "--aarch64-wheel"],
+        env: &[],
+        requires: &[
+            PYTHON3,
+            PYTHON_VENV,
+            Requirement::RustupTarget(CROSS_TARGET),
+            Requirement::Binary {
+                name: "aarch64-linux-gnu-gcc",
+                apt_package: "gcc-aarch64-linux-gnu",
+            },
+        ],
+    },
     Step {
         name: "miri",
         program: Program::Cargo,
@@ -248,6 +273,19 @@ pub(crate) const STEPS: &[Step] = &[
         ],
     },
 ];
+
+/// `python3` on `PATH`.
+const PYTHON3: Requirement = Requirement::Binary {
+    name: "python3",
+    apt_package: "python3",
+};
+/// `python3 -m venv` with pip (Debian ships `ensurepip` in python3-venv).
+const PYTHON_VENV: Requirement = Requirement::PythonModule {
+    module: "ensurepip",
+    apt_package: "python3-venv",
+};
+/// What the `python` step needs.
+const PYTHON_REQUIRES: &[Requirement] = &[PYTHON3, PYTHON_VENV];
 
 /// One check: a command run from the workspace root, and the tools it needs.
 #[derive(Debug)]
@@ -290,6 +328,14 @@ pub(crate) enum Requirement {
         /// The Debian package that provides it.
         apt_package: &'static str,
     },
+    /// A module `python3` can import, installed by a Debian package (for example
+    /// `ensurepip`, which `python3 -m venv` needs).
+    PythonModule {
+        /// The module name.
+        module: &'static str,
+        /// The Debian package that provides it.
+        apt_package: &'static str,
+    },
     /// An executable on `PATH` installed with `cargo install` (for example `cargo-fuzz`).
     CargoTool {
         /// File name looked up on `PATH`.
@@ -324,6 +370,8 @@ pub(crate) trait Probe {
     fn installed_components(&self, toolchain: Option<&str>) -> Result<Vec<String>, String>;
     /// Whether an executable with this file name is on `PATH`.
     fn on_path(&self, binary: &str) -> bool;
+    /// Whether `python3` on `PATH` imports this module.
+    fn python_module(&self, module: &str) -> bool;
 }
 
 /// Checks one requirement.
@@ -381,6 +429,19 @@ pub(crate) fn check(requirement: &Requirement, probe: &dyn Probe) -> Result<(), 
             } else {
                 Err(Missing {
                     why: format!("`{name}` is not on PATH"),
+                    install: format!("apt-get install {apt_package}"),
+                })
+            }
+        }
+        Requirement::PythonModule {
+            module,
+            apt_package,
+        } => {
+            if probe.python_module(module) {
+                Ok(())
+            } else {
+                Err(Missing {
+                    why: format!("`python3 -c 'import {module}'` fails"),
                     install: format!("apt-get install {apt_package}"),
                 })
             }
@@ -476,6 +537,10 @@ fn needs(requirement: &Requirement) -> String {
         Requirement::Binary { name, apt_package } => {
             format!("`{name}` on PATH (apt-get install {apt_package})")
         }
+        Requirement::PythonModule {
+            module,
+            apt_package,
+        } => format!("python3 module {module} (apt-get install {apt_package})"),
         Requirement::CargoTool { name, krate } => {
             format!("`{name}` on PATH (cargo install {krate} --locked)")
         }
@@ -680,6 +745,15 @@ impl Probe for SystemProbe {
             std::env::split_paths(&path).any(|dir| is_executable(&dir.join(binary)))
         })
     }
+
+    fn python_module(&self, module: &str) -> bool {
+        Command::new("python3")
+            .args(["-c", &format!("import {module}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
 }
 
 /// Whether `path` is a file that may be executed.
@@ -708,6 +782,7 @@ mod tests {
         components: Option<Vec<&'static str>>,
         nightly_components: Option<Vec<&'static str>>,
         path: Vec<&'static str>,
+        python_modules: Vec<&'static str>,
     }
 
     impl FakeProbe {
@@ -740,7 +815,9 @@ mod tests {
                     "qemu-arm",
                     "arm-linux-gnueabihf-gcc",
                     "cargo-fuzz",
+                    "python3",
                 ],
+                python_modules: vec!["ensurepip"],
             }
         }
     }
@@ -766,6 +843,10 @@ mod tests {
         fn on_path(&self, binary: &str) -> bool {
             self.path.contains(&binary)
         }
+
+        fn python_module(&self, module: &str) -> bool {
+            self.path.contains(&"python3") && self.python_modules.contains(&module)
+        }
     }
 
     fn step(name: &str) -> &'static Step {
@@ -790,6 +871,8 @@ mod tests {
                 "capi",
                 "fuzz",
                 "sweep",
+                "python",
+                "python_aarch64",
                 "miri"
             ]
         );
@@ -885,6 +968,43 @@ mod tests {
                 "apt-get install qemu-user",
                 "apt-get install gcc-aarch64-linux-gnu",
             ]
+        );
+    }
+
+    #[test]
+    fn python_step_skips_without_python_or_venv_and_fails_under_require_all() {
+        let no_venv = FakeProbe {
+            python_modules: vec![],
+            ..FakeProbe::complete()
+        };
+        let venv_missing = Missing {
+            why: "`python3 -c 'import ensurepip'` fails".to_owned(),
+            install: "apt-get install python3-venv".to_owned(),
+        };
+        assert_eq!(
+            decide(step("python"), &no_venv, false),
+            Decision::Skip(vec![venv_missing.clone()])
+        );
+        assert_eq!(
+            decide(step("python"), &no_venv, true),
+            Decision::FailMissing(vec![venv_missing])
+        );
+        let no_python = FakeProbe {
+            path: vec![],
+            ..FakeProbe::complete()
+        };
+        let Decision::Skip(missing) = decide(step("python"), &no_python, false) else {
+            panic!("python must be skipped without python3");
+        };
+        let installs: Vec<&str> = missing.iter().map(|m| m.install.as_str()).collect();
+        assert_eq!(
+            installs,
+            ["apt-get install python3", "apt-get install python3-venv"]
+        );
+        assert_eq!(describe(step("python")), "cargo xtask python");
+        assert_eq!(
+            describe(step("python_aarch64")),
+            "cargo xtask python --aarch64-wheel"
         );
     }
 

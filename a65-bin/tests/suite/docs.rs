@@ -417,18 +417,32 @@ fn errors_md_gives_every_host_error_its_code() {
         let code = line.split('|').nth(1).unwrap().trim();
         assert!(seen.insert(code.to_owned()), "{code} stands in two rows");
     }
-    assert!(text.contains(&format!(
-        "| 0x{:03x} | `BINDING_INVALID_ENUM` |",
-        simak::error::BINDING_INVALID_ENUM
-    )));
-    assert!(text.contains(&format!(
-        "| 0x{:03x} | `BINDING_INTERNAL` |",
-        simak::error::BINDING_INTERNAL
-    )));
-    assert!(text.contains(&format!(
-        "| 0x{:03x} | `BINDING_NULL_ARGUMENT` |",
-        simak::error::BINDING_NULL_ARGUMENT
-    )));
+    // The binding layer's codes: each constant has its row with its value, and every
+    // BINDING_ row of the table is one of these constants.
+    let bindings = [
+        ("BINDING_INVALID_ENUM", simak::error::BINDING_INVALID_ENUM),
+        ("BINDING_INTERNAL", simak::error::BINDING_INTERNAL),
+        ("BINDING_NULL_ARGUMENT", simak::error::BINDING_NULL_ARGUMENT),
+        (
+            "BINDING_NEGATIVE_STRIDE",
+            simak::error::BINDING_NEGATIVE_STRIDE,
+        ),
+        ("BINDING_READONLY", simak::error::BINDING_READONLY),
+    ];
+    for (name, code) in bindings {
+        assert!(
+            (0x600..=0x6ff).contains(&code),
+            "{name} 0x{code:x} outside 0x600..=0x6ff"
+        );
+        let row = format!("| 0x{code:03x} | `{name}` |");
+        assert!(text.contains(&row), "docs/errors.md has no row {row}");
+    }
+    let rows = text.lines().filter(|l| l.contains("| `BINDING_")).count();
+    assert_eq!(
+        rows,
+        bindings.len(),
+        "docs/errors.md lists other BINDING_ rows"
+    );
 }
 
 /// The fenced code blocks of `markdown` whose info string is `sh`, in order.

@@ -1,0 +1,313 @@
+"""Benchmark of the simak Python package against its peers, in one process.
+
+Measures, with the median over repetitions after warm-up, the candidates of each row
+interleaved (every repetition round times each once, so a load change on a shared machine
+hits them alike):
+
+- Quant at 64 Ki, 1 Mi and 16 Mi elements for FP32, BF16 and FP16 inputs (the peers'
+  workload of ``simak bench quant``: N(0, 100) with an exact tie every 16th element,
+  multiplier 0.5, zero point 3, nearest-even):
+  ``simak.quantize(x, m)`` (allocates its output), ``QuantPlan.execute(x, out=y)``, PyTorch
+  ``torch.quantize_per_tensor`` (scale 2 = 1 / m), ONNX Runtime ``QuantizeLinear``
+  (io-binding, 1 intra-op thread) and NumPy (``np.clip(np.rint(x * m) + zp, ...)``);
+- the per-call overhead at 16 elements;
+- the Rust ``simak bench quant`` rate at 1 Mi in the same run (``--simak-cli``);
+- ``simak.casttess`` of a 1080 x 1920 x 3 frame against PyTorch's conversion to bfloat16.
+
+Peers are optional imports: a missing one is reported and skipped. Usage:
+
+    python bindings/python/bench.py [--reps N] [--quick] [--simak-cli target/release/simak]
+        [--markdown FILE]
+
+Run it on an idle machine: the figures are wall-clock medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+import simak
+
+REPO = Path(__file__).resolve().parents[2]
+M = 0.5
+ZP = 3
+
+
+def workload(n: int, dtype: str) -> np.ndarray:
+    """N(0, 100) with an exact tie (x * 0.5 = k + 0.5) every 16th element."""
+    rng = np.random.default_rng(12345)
+    x = rng.normal(0.0, 100.0, n).astype(np.float32)
+    ties = (np.arange(n // 16) % 200 - 100) * 2 + 1
+    x[::16][: ties.size] = ties.astype(np.float32)
+    if dtype == "bf16":
+        return x.astype(ml_dtypes.bfloat16)
+    if dtype == "f16":
+        return x.astype(np.float16)
+    return x
+
+
+# The clock: wall time (time.perf_counter), or with --clock thread the calling thread's CPU
+# time (time.thread_time), which a machine shared with other work disturbs less. Every
+# kernel measured here, simak's and the peers', runs on the calling thread.
+CLOCK = time.perf_counter
+
+
+def peers_available() -> dict:
+    found = {}
+    try:
+        import warnings
+
+        import torch
+
+        torch.set_num_threads(1)
+        # quantize_per_tensor is deprecated in recent PyTorch but still the reference API.
+        warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*")
+        found["torch"] = torch
+    except Exception as e:  # an optional peer
+        print(f"# torch: not available ({type(e).__name__}: {e})", file=sys.stderr)
+    try:
+        import onnx
+        import onnxruntime as ort
+
+        found["ort"] = (ort, onnx)
+    except Exception as e:
+        print(f"# onnxruntime: not available ({type(e).__name__}: {e})", file=sys.stderr)
+    return found
+
+
+def ort_session(ort, onnx, n: int, elem_type: int):
+    """A QuantizeLinear model over a 1-D input of n elements (scale 2 = 1 / m, zp 3), on one
+    intra-op thread. BF16 input goes through Cast(to=FLOAT) first: ORT's CPU QuantizeLinear
+    takes float and float16 only."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", elem_type, [n])
+    y = helper.make_tensor_value_info("y", TensorProto.INT8, [n])
+    scale = helper.make_tensor("scale", TensorProto.FLOAT if elem_type == TensorProto.BFLOAT16
+                               else elem_type, [], [2.0])
+    zp = helper.make_tensor("zp", TensorProto.INT8, [], [ZP])
+    if elem_type == TensorProto.BFLOAT16:
+        nodes = [helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+                 helper.make_node("QuantizeLinear", ["xf", "scale", "zp"], ["y"])]
+    else:
+        nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["y"])]
+    graph = helper.make_graph(nodes, "q", [x], [y], [scale, zp])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def measure(fns: dict, reps: int, external: dict | None = None, min_seconds: float = 0.02) -> dict:
+    """Median seconds per call of each callable, measured interleaved: every repetition
+    round times each callable once (enough calls to last min_seconds), so that a load change
+    on a shared machine hits every candidate alike. `external` callables return their own
+    seconds per call (the Rust benchmark in a subprocess), one sample per round."""
+    inner = {}
+    for name, fn in fns.items():
+        fn()
+        t0 = time.perf_counter()
+        fn()
+        inner[name] = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-9)))
+    samples = {name: [] for name in list(fns) + list(external or {})}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            k = inner[name]
+            t0 = CLOCK()
+            for _ in range(k):
+                fn()
+            samples[name].append((CLOCK() - t0) / k)
+        for name, fn in (external or {}).items():
+            samples[name].append(fn())
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def quant_rows(n: int, dtype: str, reps: int, peers: dict, cli: Path | None) -> dict:
+    x = workload(n, dtype)
+    y = np.empty(n, np.int8)
+    plan = simak.QuantPlan(x.shape, dtype, M, zero_point=ZP)
+    fns = {
+        "simak.quantize": lambda: simak.quantize(x, M, zero_point=ZP),
+        "plan.execute(out=)": lambda: plan.execute(x, out=y),
+    }
+    plan.execute(x, out=y)
+    # NumPy on the FP32 value of x: the same bytes for this workload (checked for FP32).
+    x32 = x.astype(np.float32)
+    if dtype == "f32":
+        numpy_q = lambda: np.clip(np.rint(x32 * np.float32(M)) + ZP, -128, 127).astype(np.int8)  # noqa: E731
+        assert np.array_equal(numpy_q(), y), "simak and the NumPy formula differ"
+    else:
+        numpy_q = lambda: np.clip(np.rint(x.astype(np.float32) * np.float32(M)) + ZP, -128, 127).astype(np.int8)  # noqa: E731
+    fns["numpy"] = numpy_q
+    if "torch" in peers:
+        torch = peers["torch"]
+        tdt = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+        xt = torch.from_numpy(x32).to(tdt)
+        try:
+            torch.quantize_per_tensor(xt, 2.0, ZP, torch.qint8)
+            fns["torch.quantize_per_tensor"] = lambda: torch.quantize_per_tensor(xt, 2.0, ZP, torch.qint8)
+        except Exception:
+            # quantize_per_tensor takes float32 only: the conversion is part of the work.
+            fns["torch.quantize_per_tensor"] = lambda: torch.quantize_per_tensor(xt.float(), 2.0, ZP, torch.qint8)
+    if "ort" in peers:
+        ort, onnx = peers["ort"]
+        from onnx import TensorProto
+
+        et = {"f32": TensorProto.FLOAT, "f16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}[dtype]
+        try:
+            sess = ort_session(ort, onnx, n, et)
+            yo = np.empty(n, np.int8)
+            binding = sess.io_binding()
+            binding.bind_input("x", "cpu", 0, {"f32": np.float32, "f16": np.float16}.get(dtype, et),
+                               [n], x.ctypes.data)
+            binding.bind_output("y", "cpu", 0, np.int8, [n], yo.ctypes.data)
+            sess.run_with_iobinding(binding)
+            # x / 2 and x * 0.5 are the same real number: the bytes must agree.
+            assert np.array_equal(yo, y), "ONNX Runtime bytes differ from simak's"
+            fns["onnxruntime QuantizeLinear"] = lambda: sess.run_with_iobinding(binding)
+        except Exception as e:
+            print(f"# onnxruntime {dtype} {n}: skipped ({e})", file=sys.stderr)
+    external = {}
+    if cli is not None and cli.is_file() and n == 1 << 20:
+        external["rust"] = lambda: rust_rate(cli, n, dtype)
+    return measure(fns, reps, external)
+
+
+def rust_rate(cli: Path, n: int, dtype: str) -> float | None:
+    """Seconds per call of the Rust `simak bench quant` (auto route, 1 thread)."""
+    if not cli.is_file():
+        return None
+    out = subprocess.run(
+        [str(cli), "bench", "quant", "--dtype", dtype, "--elements", str(n), "--reps", "5", "--json"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    summary = json.loads(out)
+    for f in summary["figures"]:
+        if f["name"].startswith("quant"):
+            return f["median_ns_per_call"] * 1e-9
+    return summary["figures"][0]["median_ns_per_call"] * 1e-9
+
+
+def overhead(reps: int) -> dict:
+    x = workload(16, "f32")
+    y = np.empty(16, np.int8)
+    z = np.empty(16, np.float32)
+    plan = simak.QuantPlan(x.shape, "f32", M, zero_point=ZP)
+    return measure({
+        "plan.execute(x, out=y)": lambda: plan.execute(x, out=y),
+        "plan.execute(x, y)": lambda: plan.execute(x, y),
+        "simak.quantize(x, m)": lambda: simak.quantize(x, M),
+        "simak.quantize(x, m, zero_point=3)": lambda: simak.quantize(x, M, zero_point=ZP),
+        "np.empty(16, np.int8) (reference)": lambda: np.empty(16, np.int8),
+        "np.add(x, x, out=z) (reference)": lambda: np.add(x, x, out=z),
+    }, reps, min_seconds=0.05)
+
+
+def casttess_rows(reps: int, peers: dict) -> dict:
+    rows = {}
+    rng = np.random.default_rng(7)
+    frame = rng.random((1080, 1920, 3), dtype=np.float32)
+    layout = simak.Layout(frame.shape, (None, 0, 1, 2), (1, 16, 64, 3))
+    out = np.empty(layout.capacity + 16, np.uint8)
+    off = (-out.ctypes.data) % 16
+    out = out[off : off + layout.capacity]
+    for dtype, x in (("f32", frame), ("f16", frame.astype(np.float16)),
+                     ("bf16", frame.astype(ml_dtypes.bfloat16))):
+        plan = simak.CastTessPlan(x.shape, dtype, (None, 0, 1, 2), (1, 16, 64, 3))
+        fns = {"simak.casttess": lambda: simak.casttess(x),
+               "CastTessPlan.execute(out=)": lambda: plan.execute(x, out=out)}
+        if "torch" in peers and dtype != "bf16":
+            torch = peers["torch"]
+            xt = torch.from_numpy(x)
+            dst = torch.empty(x.shape, dtype=torch.bfloat16)
+            fns["torch dst.copy_(x) to bfloat16"] = lambda: dst.copy_(xt)
+        if dtype == "bf16":
+            src = x.view(np.uint16)
+            dst16 = np.empty_like(src)
+            fns["np.copyto (memcpy, reference)"] = lambda: np.copyto(dst16, src)
+        rows[dtype] = measure(fns, reps)
+    return rows
+
+
+def fmt_rate(n: int, s: float) -> str:
+    return f"{n / s / 1e9:.2f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--quick", action="store_true", help="64 Ki and 1 Mi only, 5 reps")
+    ap.add_argument("--simak-cli", type=Path, default=REPO / "target" / "release" / "simak")
+    ap.add_argument("--markdown", type=Path, help="also write the tables to this file")
+    ap.add_argument("--clock", choices=["wall", "thread"], default="wall",
+                    help="wall time, or the calling thread's CPU time")
+    args = ap.parse_args()
+    global CLOCK
+    CLOCK = time.perf_counter if args.clock == "wall" else time.thread_time
+    reps = 5 if args.quick else args.reps
+    sizes = [1 << 16, 1 << 20] if args.quick else [1 << 16, 1 << 20, 1 << 24]
+    peers = peers_available()
+    lines = []
+    say = lambda s="": (print(s), lines.append(s))  # noqa: E731
+    say(f"simak {simak.__version__}, Python {platform.python_version()}, NumPy {np.__version__}"
+        + (f", torch {peers['torch'].__version__}" if "torch" in peers else "")
+        + (f", onnxruntime {peers['ort'][0].__version__}" if "ort" in peers else "")
+        + f", {platform.machine()}, {os.cpu_count()} CPUs, load average "
+        + " ".join(f"{v:.1f}" for v in os.getloadavg()) + f", clock {args.clock}; route "
+        + simak.QuantPlan((1 << 20,), "f32", M).implementation)
+    say()
+    say("Quant, Gelem/s (median), ratio = simak / best peer")
+    say()
+    say("| dtype | elements | simak.quantize | plan.execute(out=) | NumPy | torch | ONNX Runtime | Rust `simak bench` | execute / best peer | quantize / best peer | execute / Rust |")
+    say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for dtype in ("f32", "bf16", "f16"):
+        for n in sizes:
+            r = quant_rows(n, dtype, reps, peers, args.simak_cli)
+            peer_keys = ["numpy", "torch.quantize_per_tensor", "onnxruntime QuantizeLinear"]
+            best = min((r[k] for k in peer_keys if k in r), default=None)
+            rust = r.get("rust")
+            cell = lambda k: fmt_rate(n, r[k]) if k in r else "—"  # noqa: E731
+            say(f"| {dtype} | {n} | {cell('simak.quantize')} | {cell('plan.execute(out=)')} | "
+                f"{cell('numpy')} | {cell('torch.quantize_per_tensor')} | "
+                f"{cell('onnxruntime QuantizeLinear')} | "
+                f"{fmt_rate(n, rust) if rust else '—'} | "
+                f"{best / r['plan.execute(out=)']:.2f}× | {best / r['simak.quantize']:.2f}× | "
+                + (f"{rust / r['plan.execute(out=)']:.2f}× |" if rust else "— |"))
+    say()
+    say("Per-call overhead at 16 elements (FP32), median ns per call")
+    say()
+    say("| call | ns |")
+    say("| --- | ---: |")
+    for k, v in overhead(reps).items():
+        say(f"| `{k}` | {v * 1e9:.0f} |")
+    say()
+    say("CastTess of a 1080 × 1920 × 3 frame, tile (1, 16, 64, 3), compact; Gelem/s (median)")
+    say()
+    say("| input | simak.casttess | CastTessPlan.execute(out=) | reference | ratio (execute / reference) |")
+    say("| --- | ---: | ---: | ---: | ---: |")
+    n = 1080 * 1920 * 3
+    for dtype, r in casttess_rows(reps, peers).items():
+        ref_key = next((k for k in r if k.startswith(("torch", "np."))), None)
+        ref = f"{fmt_rate(n, r[ref_key])} ({ref_key})" if ref_key else "—"
+        ratio = f"{r[ref_key] / r['CastTessPlan.execute(out=)']:.2f}×" if ref_key else "—"
+        say(f"| {dtype} | {fmt_rate(n, r['simak.casttess'])} | {fmt_rate(n, r['CastTessPlan.execute(out=)'])} | {ref} | {ratio} |")
+    if args.markdown:
+        args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""simak: FP32 / BF16 / FP16 NumPy tensors into exactly what the ML accelerator consumes.
+
+A thin layer over the Rust library of the same name: the same bytes as both simak backends
+(the A65 host CPU and the EV74 DSP), the speed of the Rust SIMD kernels, the GIL released
+while kernels run, and errors as :class:`SimakError` (a ``ValueError``) with the stable
+``code`` of ``docs/errors.md``.
+
+Operations (``docs/contract.md`` is the normative contract):
+
+- :func:`quantize`: FP32/BF16/FP16 to INT8, ``saturate(round(x * multiplier) + zero_point)``,
+  and :class:`QuantPlan` to admit a geometry once and run it many times;
+- :func:`casttess`: FP32/BF16/FP16 to BF16 in the accelerator's ``MlaTiled`` layout,
+  :func:`quanttess`: to INT8 in that layout, :class:`Layout` for its sizes and offsets,
+  :func:`untile` to read a tiled buffer back;
+- :func:`dequantize`: INT8 back to FP32, ``(q - zero_point) / multiplier``;
+- :mod:`simak.ev74`: the EV74 descriptors (224-byte Quant v1, 216-byte CastTess v1).
+
+Inputs are read in place: NumPy arrays (C order, Fortran order or any strided view with
+nonnegative, non-overlapping strides) and anything ``np.asarray(x, copy=False)`` views
+without a copy (PyTorch CPU tensors, JAX CPU arrays). A view the contract does not admit is
+a :class:`SimakError` naming the rule; ``np.ascontiguousarray(x)`` is the way out.
+"""
+
+from . import _native
+from ._native import (
+    CastTessPlan,
+    Layout,
+    QuantPlan,
+    SimakError,
+    casttess,
+    dequantize,
+    quantize,
+    quanttess,
+    untile,
+)
+from . import ev74
+
+__version__: str = _native.__version__
+
+ROUNDING_MODES = ("nearest-even", "toward-zero", "toward-positive", "toward-negative")
+"""The rounding modes of :func:`quantize`, the default first."""
+
+CHANNELS = ("compact", "pad16")
+"""The channel modes of the tiled ops."""
+
+__all__ = [
+    "CHANNELS",
+    "CastTessPlan",
+    "Layout",
+    "QuantPlan",
+    "ROUNDING_MODES",
+    "SimakError",
+    "__version__",
+    "casttess",
+    "dequantize",
+    "ev74",
+    "quantize",
+    "quanttess",
+    "untile",
+]

@@ -1,0 +1,218 @@
+"""Type stubs of the extension module simak._native (re-exported by simak)."""
+
+from typing import Any, Dict, Literal, Optional, Sequence, Tuple, Union, final
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+SIMD_ROUTES: bool
+
+_Rounding = Literal["nearest-even", "toward-zero", "toward-positive", "toward-negative"]
+_Channels = Literal["compact", "pad16"]
+#: The input format: a name or a NumPy dtype (numpy.float32, numpy.float16,
+#: ml_dtypes.bfloat16).
+_DTypeLike = Union[Literal["f32", "bf16", "f16"], npt.DTypeLike]
+#: The tiled format: "bf16" (CastTess) or "i8" (QuantTess).
+_TiledDType = Union[Literal["bf16", "i8"], npt.DTypeLike]
+#: A role's axis: None (absent) or a nonnegative logical axis.
+_Axes = Sequence[Optional[int]]
+#: _Tile extents in elements for the roles D, H, W, C.
+_Tile = Sequence[int]
+#: A multiplier: a float is rounded once to binary32 (nearest-even), np.float32 is exact.
+_Multiplier = Union[float, np.floating[Any]]
+
+class SimakError(ValueError):
+    """A broken rule of the contract; ``code`` is the stable code of docs/errors.md."""
+
+    code: int
+
+def quantize(
+    x: npt.ArrayLike,
+    multiplier: _Multiplier,
+    zero_point: int = 0,
+    rounding: _Rounding = "nearest-even",
+    dtype: Optional[_DTypeLike] = None,
+    out: Optional[npt.NDArray[np.int8]] = None,
+    threads: int = 1,
+    exact: bool = False,
+) -> npt.NDArray[np.int8]:
+    """FP32/BF16/FP16 (rank 0..6, read in place) to INT8:
+    ``saturate(round(x * multiplier) + zero_point)``; ``out`` or a new C-order array."""
+
+def casttess(
+    x: npt.ArrayLike,
+    axes: _Axes = (None, 0, 1, 2),
+    tile: _Tile = (1, 16, 64, 3),
+    channels: _Channels = "compact",
+    dtype: Optional[_DTypeLike] = None,
+    out: Optional[npt.NDArray[np.uint8]] = None,
+    threads: int = 1,
+) -> npt.NDArray[np.uint8]:
+    """FP32/BF16/FP16 (rank 1..6) to BF16 in the MlaTiled layout: ``out`` or a new 1-D
+    ``uint8`` array of ``capacity`` bytes, 16-byte aligned."""
+
+def quanttess(
+    x: npt.ArrayLike,
+    multiplier: _Multiplier,
+    axes: _Axes = (None, 0, 1, 2),
+    tile: _Tile = (1, 16, 64, 3),
+    channels: _Channels = "compact",
+    zero_point: int = 0,
+    rounding: _Rounding = "nearest-even",
+    dtype: Optional[_DTypeLike] = None,
+    out: Optional[npt.NDArray[np.uint8]] = None,
+    threads: int = 1,
+    exact: bool = False,
+) -> npt.NDArray[np.uint8]:
+    """FP32/BF16/FP16 (rank 1..6) to INT8 in the MlaTiled layout (quantize's arithmetic)."""
+
+def untile(t: npt.NDArray[np.uint8], layout: "Layout") -> npt.NDArray[Any]:
+    """A tiled buffer back to its logical tensor: ``ml_dtypes.bfloat16`` (a "bf16" layout)
+    or ``int8`` (an "i8" layout), C order."""
+
+def dequantize(
+    q: npt.NDArray[np.int8], multiplier: _Multiplier, zero_point: int = 0
+) -> npt.NDArray[np.float32]:
+    """INT8 to FP32: ``(q - zero_point) / multiplier``, one binary32 division."""
+
+@final
+class Layout:
+    """The MlaTiled layout of a logical shape: sizes in bytes, tile counts, offsets."""
+
+    def __new__(
+        cls,
+        shape: Sequence[int],
+        axes: _Axes,
+        tile: _Tile,
+        channels: _Channels = "compact",
+        dtype: _TiledDType = "bf16",
+    ) -> Layout: ...
+    @property
+    def capacity(self) -> int:
+        """Bytes of the tiled buffer."""
+    @property
+    def tile_counts(self) -> Tuple[int, int, int, int]:
+        """Tiles per role D, H, W, C."""
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def axes(self) -> Tuple[Optional[int], Optional[int], Optional[int], Optional[int]]: ...
+    @property
+    def tile(self) -> Tuple[int, int, int, int]: ...
+    @property
+    def channels(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def planes(self) -> int: ...
+    @property
+    def elements(self) -> int: ...
+    @property
+    def outer_count(self) -> int: ...
+    @property
+    def bytes_per_outer(self) -> int: ...
+    @property
+    def tiles_per_outer(self) -> int: ...
+    def offset_of(self, index: Sequence[int], plane: int = 0) -> int:
+        """Byte offset of byte plane ``plane`` of the element at logical ``index``."""
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class QuantPlan:
+    """A Quant geometry and parameters admitted once; ``execute`` runs it."""
+
+    def __new__(
+        cls,
+        shape: Sequence[int],
+        dtype: _DTypeLike,
+        multiplier: _Multiplier,
+        zero_point: int = 0,
+        rounding: _Rounding = "nearest-even",
+        input_strides: Optional[Sequence[int]] = None,
+        output_strides: Optional[Sequence[int]] = None,
+        exact: bool = False,
+    ) -> QuantPlan: ...
+    def execute(
+        self,
+        x: npt.ArrayLike,
+        out: Optional[npt.NDArray[np.int8]] = None,
+        threads: int = 1,
+    ) -> npt.NDArray[np.int8]: ...
+    @property
+    def implementation(self) -> str:
+        """The A65 route chosen once (a diagnostic name)."""
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def multiplier(self) -> float: ...
+    @property
+    def multiplier_bits(self) -> int: ...
+    @property
+    def zero_point(self) -> int: ...
+    @property
+    def rounding(self) -> str: ...
+    @property
+    def input_strides(self) -> Tuple[int, ...]: ...
+    @property
+    def output_strides(self) -> Tuple[int, ...]: ...
+    @property
+    def input_span(self) -> int: ...
+    @property
+    def output_span(self) -> int: ...
+    @property
+    def elements(self) -> int: ...
+    @property
+    def exact(self) -> bool: ...
+
+@final
+class CastTessPlan:
+    """A CastTess geometry and layout admitted once; ``execute`` runs it."""
+
+    def __new__(
+        cls,
+        shape: Sequence[int],
+        dtype: _DTypeLike,
+        axes: _Axes,
+        tile: _Tile,
+        channels: _Channels = "compact",
+        input_strides: Optional[Sequence[int]] = None,
+    ) -> CastTessPlan: ...
+    def execute(
+        self, x: npt.ArrayLike, out: Optional[npt.NDArray[np.uint8]] = None
+    ) -> npt.NDArray[np.uint8]: ...
+    @property
+    def layout(self) -> Layout: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def implementation(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+
+def ev74_quant_encode_relocatable(plan: QuantPlan) -> bytes: ...
+def ev74_casttess_encode_relocatable(plan: CastTessPlan) -> bytes: ...
+def ev74_decode(packet: bytes, validate: bool = True) -> Dict[str, Union[int, bytes]]: ...
+def _quantize_with_fp_control(
+    x: npt.ArrayLike, multiplier: _Multiplier, control: int, exact: bool = False
+) -> npt.NDArray[np.int8]: ...
+
+__all__ = [
+    "SimakError",
+    "__version__",
+    "SIMD_ROUTES",
+    "quantize",
+    "casttess",
+    "quanttess",
+    "untile",
+    "dequantize",
+    "ev74_quant_encode_relocatable",
+    "ev74_casttess_encode_relocatable",
+    "ev74_decode",
+    "_quantize_with_fp_control",
+    "QuantPlan",
+    "CastTessPlan",
+    "Layout",
+]
