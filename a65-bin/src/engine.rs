@@ -597,6 +597,38 @@ mod test {
         values.iter().flat_map(|x| x.to_le_bytes()).collect()
     }
 
+    /// Issue 10 scope 8: one large tensor reports progress piece by piece while it runs,
+    /// not once at the end, and the pieces give the bytes of one whole call.
+    #[test]
+    fn progress_advances_within_one_large_tensor() {
+        let shape = [6u64, 512, 1024];
+        let n = 6 * 512 * 1024;
+        let values: Vec<f32> = (0..n).map(|k| (k % 251) as f32 - 125.0).collect();
+        let data = f32_bytes(&values);
+        let aligned = Aligned::new(&data, 4).unwrap();
+        let calls = std::cell::RefCell::new(Vec::new());
+        let q = quantize(
+            &Tensor {
+                dtype: DType::F32,
+                shape: &shape,
+                strides: None,
+                out_strides: None,
+                data: aligned.as_slice(),
+            },
+            Params::new(1.0),
+            Backend::A65,
+            &|k| calls.borrow_mut().push(k),
+        )
+        .unwrap();
+        let calls = calls.into_inner();
+        assert!(calls.len() >= 4, "progress called {} times", calls.len());
+        assert!(calls.iter().all(|&k| k <= PIECE_ELEMENTS), "{calls:?}");
+        assert_eq!(calls.iter().sum::<u64>(), n as u64);
+        // Multiplier 1: every value is an integer in [-125, 125], so q is the value itself.
+        let expected: Vec<u8> = values.iter().map(|&x| x as i8 as u8).collect();
+        assert!(q.output == expected, "pieces differ from the whole call");
+    }
+
     #[test]
     fn every_rank_dispatches() {
         for rank in 0..=6usize {
