@@ -20,7 +20,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyTuple};
 use simak::a65::{self, ExecuteError};
 use simak::dequant::Dequant;
 use simak::ev74::{self, CastTess, DecodeError, FieldValue, NativeEntry, Quant};
@@ -147,6 +147,16 @@ fn numpy_fn<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("numpy")?.getattr(name)
 }
 
+/// `numpy.float32`, cached.
+fn float32_type(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static FLOAT32: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    FLOAT32
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(py.import("numpy")?.getattr("float32")?.unbind())
+        })
+        .map(|f| f.bind(py))
+}
+
 /// `numpy.generic`, the type of NumPy scalars, cached.
 fn generic_type(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static GENERIC: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -189,7 +199,17 @@ fn as_array<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> 
     if !x.is_instance(generic_type(py)?)? {
         kwargs.set_item("copy", false)?;
     }
-    let a = asarray_fn(py)?.call((x,), Some(&kwargs))?;
+    let a = asarray_fn(py)?.call((x,), Some(&kwargs)).map_err(|e| {
+        if e.is_instance_of::<PyValueError>(py) {
+            // NumPy would have to copy (a list, a Python float, None): say what to pass.
+            PyTypeError::new_err(format!(
+                "expected a NumPy array or an object NumPy can view without a copy (the buffer protocol, __array__, __dlpack__), not {}: convert it first, e.g. np.asarray(x, dtype=np.float32)",
+                type_name(x)
+            ))
+        } else {
+            e
+        }
+    })?;
     Ok(a.cast_into::<PyUntypedArray>()?)
 }
 
@@ -399,6 +419,13 @@ fn parse_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
     }
 }
 
+/// The name of `x`'s type (`list`, `float`, `NoneType`).
+fn type_name(x: &Bound<'_, PyAny>) -> String {
+    x.get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+}
+
 fn repr(x: &Bound<'_, PyAny>) -> String {
     x.repr()
         .map_or_else(|_| "?".to_owned(), |r| r.to_string_lossy().into_owned())
@@ -463,15 +490,26 @@ fn input_dtype(
 }
 
 /// A multiplier: a Python float is rounded once to binary32, nearest-even; a
-/// `numpy.float32` is exact (binary32 → binary64 → binary32 is the identity).
+/// `numpy.float32` is taken exactly, by its bits. Neither conversion uses the FP unit, so
+/// the calling thread's rounding mode and flush-to-zero settings cannot change the value
+/// (SPEC §3: the result does not depend on the FP environment). A `bool` is refused.
 fn multiplier_bits(m: &Bound<'_, PyAny>) -> PyResult<u32> {
-    let v: f64 = m.extract().map_err(|_| {
+    let refuse = || {
         PyTypeError::new_err(format!(
             "multiplier must be a real number (a float or numpy.float32), not {}",
             repr(m)
         ))
-    })?;
-    Ok((v as f32).to_bits())
+    };
+    if m.is_instance_of::<PyBool>() {
+        return Err(refuse());
+    }
+    if m.is_instance(float32_type(m.py())?)? {
+        // The scalar's own 4 bytes, reinterpreted (`float(np.float32)` would widen it on
+        // the FP unit, where denormals-are-zero flushes a subnormal).
+        return m.call_method1("view", ("<u4",))?.extract::<u32>();
+    }
+    let v: f64 = m.extract().map_err(|_| refuse())?;
+    Ok(simak::arith::cast::f64_to_f32_bits(v))
 }
 
 /// A zero point: an integer in [-128, 127] (any other integer is the admission error 15,
@@ -619,21 +657,24 @@ fn parse_u64s(x: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u64>> {
 /// Most native threads one call may use (as `simak bench --threads`).
 const MAX_THREADS: usize = 256;
 
-fn check_threads(threads: usize) -> PyResult<()> {
-    if threads == 0 {
-        return Err(PyValueError::new_err("threads must be at least 1"));
-    }
-    if threads > MAX_THREADS {
+/// `threads` checked: at least 1 (a negative count is the same `ValueError` as 0) and at
+/// most [`MAX_THREADS`].
+fn check_threads(threads: i64) -> PyResult<usize> {
+    if threads < 1 {
         return Err(PyValueError::new_err(format!(
-            "threads={threads} is above {MAX_THREADS}; use at most one per core"
+            "threads={threads}: threads must be at least 1"
         )));
     }
-    Ok(())
+    match usize::try_from(threads) {
+        Ok(n) if n <= MAX_THREADS => Ok(n),
+        _ => Err(PyValueError::new_err(format!(
+            "threads={threads} is above {MAX_THREADS}; use at most one per core"
+        ))),
+    }
 }
 
-fn tiled_threads(threads: usize) -> PyResult<()> {
-    check_threads(threads)?;
-    if threads > 1 {
+fn tiled_threads(threads: i64) -> PyResult<()> {
+    if check_threads(threads)? > 1 {
         return Err(PyValueError::new_err(
             "threads > 1 for casttess and quanttess needs the tiled partition API, which the library does not offer yet; use threads=1",
         ));
@@ -764,7 +805,8 @@ fn run_quant(
 ///         place (C order, Fortran order or any strided view with nonnegative,
 ///         non-overlapping strides); ``uint16`` storage needs ``dtype="bf16"`` or ``"f16"``.
 ///         Anything else goes through ``np.asarray(x, copy=False)``, so a copy is never
-///         made silently (PyTorch CPU tensors and JAX CPU arrays are read in place).
+///         made silently (PyTorch CPU tensors and JAX CPU arrays are read in place); an
+///         object that would need a copy (a list, a float) is a ``TypeError``.
 ///     multiplier: the factor (it multiplies, it is not a scale to divide by): finite and
 ///         > 0. A Python float is rounded once to binary32 (nearest-even); a
 ///         ``numpy.float32`` is taken exactly.
@@ -803,11 +845,11 @@ fn quantize<'py>(
     rounding: &str,
     dtype: Option<&Bound<'py, PyAny>>,
     out: Option<&Bound<'py, PyAny>>,
-    threads: usize,
+    threads: i64,
     exact: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {
-        check_threads(threads)?;
+        let threads = check_threads(threads)?;
         let zero = 0i32.into_pyobject(py)?.into_any();
         let params = quant_params(py, multiplier, zero_point.unwrap_or(&zero), rounding)?;
         let given = dtype.map(|d| parse_dtype(py, d)).transpose()?;
@@ -956,10 +998,10 @@ impl QuantPlan {
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
         out: Option<&Bound<'py, PyAny>>,
-        threads: usize,
+        threads: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
         guarded(py, || {
-            check_threads(threads)?;
+            let threads = check_threads(threads)?;
             let plan = self.prepared.plan();
             let xa = as_array(x)?;
             let dt = input_dtype(py, &xa, "x", Some(plan.input().dtype()))?;
@@ -1273,7 +1315,7 @@ fn casttess<'py>(
     channels: &str,
     dtype: Option<&Bound<'py, PyAny>>,
     out: Option<&Bound<'py, PyAny>>,
-    threads: usize,
+    threads: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {
         tiled_threads(threads)?;
@@ -1359,7 +1401,7 @@ fn quanttess<'py>(
     rounding: &str,
     dtype: Option<&Bound<'py, PyAny>>,
     out: Option<&Bound<'py, PyAny>>,
-    threads: usize,
+    threads: i64,
     exact: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {

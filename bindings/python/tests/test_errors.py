@@ -184,6 +184,11 @@ def test_threads_arguments():
         simak.quantize(X, 1.0, threads=0)
     with pytest.raises(ValueError, match="above 256"):
         simak.quantize(X, 1.0, threads=257)
+    # A negative count is the same ValueError as 0, not an OverflowError.
+    with pytest.raises(ValueError, match="at least 1"):
+        simak.quantize(X, 1.0, threads=-1)
+    with pytest.raises(ValueError, match="at least 1"):
+        simak.QuantPlan(X.shape, "f32", 1.0).execute(X, threads=-3)
     with pytest.raises(ValueError, match="tiled partition API"):
         simak.casttess(X.reshape(4, 4, 4), tile=(1, 4, 4, 4), threads=2)
     with pytest.raises(ValueError, match="tiled partition API"):
@@ -191,9 +196,21 @@ def test_threads_arguments():
 
 
 def test_no_silent_copy():
-    # A Python list would need a copy: np.asarray(copy=False) refuses, and so does simak.
-    with pytest.raises(ValueError):
-        simak.quantize([1.0, 2.0], 1.0)
+    # A Python list, a float or None would need a copy (np.asarray(copy=False) refuses): a
+    # TypeError that says what to pass, for every function that reads an array.
+    for bad in ([1.0, 2.0], 2.5, None):
+        with pytest.raises(TypeError, match="np.asarray"):
+            simak.quantize(bad, 1.0)
+    with pytest.raises(TypeError, match="list"):
+        simak.dequantize([1, 2, 3], 1.0)
+    layout = simak.Layout((2, 2, 2), (None, 0, 1, 2), (1, 2, 2, 2))
+    with pytest.raises(TypeError, match="bytes"):
+        simak.untile(b"\0" * layout.capacity, layout)
+
+
+def test_a_bool_multiplier_is_refused():
+    with pytest.raises(TypeError, match="multiplier must be a real number"):
+        simak.quantize(X, True)
 
 
 def test_plan_geometry_mismatch():
@@ -245,6 +262,47 @@ class FlushToZero:
     def __exit__(self, *exc):
         self.libm.fesetenv(self.saved)
         return False
+
+
+class RoundTowardZero(FlushToZero):
+    """Sets the rounding mode toward zero on this thread (fesetround, x87 and SSE alike)
+    and restores the saved environment on exit."""
+
+    def __enter__(self):
+        if self.libm.fegetenv(self.saved) != 0:
+            pytest.skip("fegetenv failed")
+        toward_zero = {"x86_64": 0xC00, "aarch64": 0xC00000}.get(platform.machine())
+        if toward_zero is None:
+            pytest.skip(f"no FE_TOWARDZERO for {platform.machine()}")
+        if self.libm.fesetround(toward_zero) != 0:
+            pytest.skip("fesetround failed")
+        return self
+
+
+@pytest.mark.skipif(platform.system() != "Linux", reason="glibc fesetenv")
+@pytest.mark.parametrize("environment", [FlushToZero, RoundTowardZero])
+def test_the_multiplier_does_not_depend_on_the_fp_environment(environment):
+    # A Python float is rounded once to nearest-even binary32 and a numpy.float32 is taken
+    # by its bits, whatever the thread's rounding mode or flush-to-zero says. The expected
+    # bits come from NumPy in the default environment, before the change.
+    multipliers = [0.1, 1e-39, 3.0000001, np.float32(0.1), np.float32(1e-39)]
+    want = [int(np.float32(m).view(np.uint32)) for m in multipliers]
+    x = np.float32([5, 15, 25, -35, 0.5])
+    q = np.arange(-128, 128, dtype=np.int8)
+    want_q = oracle.quant(x.view(np.uint32), "f32", want[0])
+    want_deq = simak.dequantize(q, 0.1)
+    subnormal = np.float32(1e-39)  # made here: NumPy's own conversion obeys flush-to-zero
+    with environment():
+        got = [simak.QuantPlan((1,), "f32", m, exact=True).multiplier_bits
+               for m in multipliers]
+        got_q = simak.quantize(x, 0.1, exact=True)
+        got_deq = simak.dequantize(q, 0.1)
+        got_deq_sub = simak.dequantize(q, subnormal)
+    assert [hex(b) for b in got] == [hex(b) for b in want]
+    assert np.array_equal(got_q, want_q)
+    assert np.array_equal(got_deq.view(np.uint32), want_deq.view(np.uint32))
+    assert np.array_equal(got_deq_sub.view(np.uint32),
+                          simak.dequantize(q, subnormal).view(np.uint32))
 
 
 @pytest.mark.skipif(platform.system() != "Linux", reason="glibc fesetenv")

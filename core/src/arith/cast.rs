@@ -70,6 +70,65 @@ pub const fn f16_to_bf16(bits: u16) -> u16 {
     f32_to_bf16(f16_to_f32_bits(bits))
 }
 
+/// A binary64 value rounded once to binary32, nearest-even, as its bits: what `x as f32`
+/// gives in the default FP environment, but in integer code, so that neither a directed
+/// rounding mode nor flush-to-zero of the calling thread changes it (a binding converting
+/// a host language's double multiplier uses this). Subnormal results are kept, values at
+/// or above the binary32 overflow threshold become infinities, and a NaN stays a quiet NaN
+/// with the sign and the top 22 payload bits kept.
+///
+/// # Examples
+///
+/// ```
+/// use simak_core::arith::cast::f64_to_f32_bits;
+/// assert_eq!(f64_to_f32_bits(0.1), 0x3dcc_cccd);
+/// assert_eq!(f64_to_f32_bits(1e-39), 0x000a_e398); // a binary32 subnormal
+/// assert_eq!(f64_to_f32_bits(-1e300), 0xff80_0000);
+/// ```
+pub const fn f64_to_f32_bits(x: f64) -> u32 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 32) as u32) & 0x8000_0000;
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let mant = bits & ((1u64 << 52) - 1);
+    if exp == 0x7ff {
+        return if mant == 0 {
+            sign | 0x7f80_0000
+        } else {
+            sign | 0x7fc0_0000 | ((mant >> 29) as u32 & 0x003f_ffff)
+        };
+    }
+    if exp == 0 {
+        // Zero or a binary64 subnormal (below 2^-1022): zero in binary32, sign kept.
+        return sign;
+    }
+    // x = m · 2^(exp − 1075) with the 53-bit significand m.
+    let m = mant | 1u64 << 52;
+    let biased = exp - 1023 + 127;
+    // Bits of m below the binary32 significand (or below its subnormal grid).
+    let shift: i32 = if biased >= 1 { 29 } else { 29 + 1 - biased };
+    if shift > 54 {
+        // Below half the smallest subnormal: zero.
+        return sign;
+    }
+    let kept = m >> shift;
+    let rest = m & ((1u64 << shift) - 1);
+    let half = 1u64 << (shift - 1);
+    let up = rest > half || (rest == half && kept & 1 == 1);
+    // Normal: exponent field above the 23 significand bits (the implicit bit adds one to
+    // it); subnormal: the field is 0 and `kept` is the significand. A carry out of the
+    // significand moves into the exponent field, up to infinity (0x7f80_0000) at most.
+    let field = if biased >= 1 {
+        (biased as u64 - 1) << 23
+    } else {
+        0
+    };
+    let magnitude = field + kept + up as u64;
+    if magnitude >= 0x7f80_0000 {
+        return sign | 0x7f80_0000;
+    }
+    sign | magnitude as u32
+}
+
 /// BF16 → BF16: the identity on all 16 bits (SPEC §4).
 #[inline(always)]
 pub const fn bf16_to_bf16(bits: u16) -> u16 {
@@ -189,6 +248,71 @@ mod test {
             let v = if h & 0x8000 != 0 { -mag } else { mag };
             assert_eq!(f as f64, v, "0x{h:04x}");
             assert_eq!(f.is_sign_negative(), h & 0x8000 != 0);
+        }
+    }
+
+    #[test]
+    fn f64_to_f32_is_the_default_environment_cast() {
+        // The oracle is the CPU's conversion (`as f32`) in the test's default environment.
+        let check = |x: f64| {
+            let want = x as f32;
+            let got = f64_to_f32_bits(x);
+            if want.is_nan() {
+                assert!(f32::from_bits(got).is_nan(), "{x:e}: 0x{got:08x}");
+                assert_eq!(got >> 31, (x.to_bits() >> 63) as u32, "{x:e} sign");
+            } else {
+                assert_eq!(got, want.to_bits(), "{x:e} (0x{:016x})", x.to_bits());
+            }
+        };
+        // Around every binary32 boundary class: ties, subnormal grid, overflow threshold.
+        for f in [
+            0u32,
+            1,
+            2,
+            3,
+            0x007f_ffff,
+            0x0080_0000,
+            0x0080_0001,
+            0x3f80_0000,
+            0x3dcc_cccd,
+            0x7f7f_fffe,
+            0x7f7f_ffff,
+        ] {
+            let v = f32::from_bits(f) as f64;
+            let next = f32::from_bits(f + 1) as f64;
+            let tie = (v + next) / 2.0;
+            for x in [
+                v,
+                next,
+                tie,
+                tie.next_down(),
+                tie.next_up(),
+                v.next_up(),
+                next.next_down(),
+            ] {
+                check(x);
+                check(-x);
+            }
+        }
+        check(f32::from_bits(1) as f64 / 2.0); // exactly half the smallest subnormal: 0
+        check((f32::from_bits(1) as f64 / 2.0).next_up()); // just above: the smallest
+        check(f64::MAX);
+        check(f64::MIN_POSITIVE);
+        check(5e-324);
+        check(f64::INFINITY);
+        check(f64::NEG_INFINITY);
+        check(f64::NAN);
+        check(-f64::NAN);
+        // Fixed-seed bit patterns across the whole binary64 range and near binary32's.
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            check(f64::from_bits(s));
+            // Exponents inside binary32's range and its subnormals.
+            let e = 1023 - 160 + (s >> 56) % 300;
+            check(f64::from_bits((s & 0x800f_ffff_ffff_ffff) | e << 52));
         }
     }
 
