@@ -7,7 +7,8 @@
 //! number), 0x100–0x1ff firmware status, 0x200 admission, 0x300 EV74 representability and
 //! bind, 0x400 A65 execute and untile, 0x500 Runtime, transport and simulator memory, 0x600
 //! the language bindings ([`BINDING_INVALID_ENUM`], [`BINDING_INTERNAL`],
-//! [`BINDING_NULL_ARGUMENT`], [`BINDING_NEGATIVE_STRIDE`], [`BINDING_READONLY`]).
+//! [`BINDING_NULL_ARGUMENT`], [`BINDING_NEGATIVE_STRIDE`], [`BINDING_READONLY`],
+//! [`BINDING_PLAN_STRIDES`], [`BINDING_NOT_CONTIGUOUS`]).
 //!
 //! ```
 //! use simak::ops::quant::{check_inference, Params, Request};
@@ -56,6 +57,12 @@ pub const BINDING_NULL_ARGUMENT: u32 = 0x603;
 pub const BINDING_NEGATIVE_STRIDE: u32 = 0x604;
 /// Code of a binding-layer error: an output buffer (`out=`) that is not writeable.
 pub const BINDING_READONLY: u32 = 0x605;
+/// Code of a binding-layer error: an array given to a plan's `execute` has the plan's
+/// extents but other byte strides (a plan is made for one memory layout).
+pub const BINDING_PLAN_STRIDES: u32 = 0x606;
+/// Code of a binding-layer error: a byte buffer (a tiled `out=` or a tiled input) is not
+/// C-contiguous.
+pub const BINDING_NOT_CONTIGUOUS: u32 = 0x607;
 
 /// The original error behind an [`Error`].
 #[derive(Debug, Clone, PartialEq)]

@@ -428,6 +428,11 @@ fn errors_md_gives_every_host_error_its_code() {
             simak::error::BINDING_NEGATIVE_STRIDE,
         ),
         ("BINDING_READONLY", simak::error::BINDING_READONLY),
+        ("BINDING_PLAN_STRIDES", simak::error::BINDING_PLAN_STRIDES),
+        (
+            "BINDING_NOT_CONTIGUOUS",
+            simak::error::BINDING_NOT_CONTIGUOUS,
+        ),
     ];
     for (name, code) in bindings {
         assert!(

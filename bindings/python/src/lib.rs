@@ -373,9 +373,14 @@ unsafe fn output_slice<'a>(address: usize, span: u64) -> &'a mut [u8] {
 /// The byte length of a C-contiguous array, or a `ValueError` naming it.
 fn contiguous_bytes(a: &Bound<'_, PyUntypedArray>, name: &str) -> PyResult<u64> {
     if !a.is_c_contiguous() {
-        return Err(PyValueError::new_err(format!(
-            "{name}= must be a C-contiguous array (a buffer of bytes); pass np.ascontiguousarray({name})"
-        )));
+        let code = simak::error::BINDING_NOT_CONTIGUOUS;
+        return Err(simak_error(
+            a.py(),
+            code,
+            format!(
+                "{name}= must be a C-contiguous array (a buffer of bytes); pass np.ascontiguousarray({name}) (simak error code {code})"
+            ),
+        ));
     }
     let itemsize = a.dtype().itemsize() as u64;
     Ok(a.len() as u64 * itemsize)
@@ -1185,11 +1190,16 @@ fn same_geometry(py: Python<'_>, got: &View, want: &View, name: &str, port: &str
             ),
         ));
     }
-    Err(PyValueError::new_err(format!(
-        "{name} has byte strides {:?} but the plan's {port} strides are {:?} (axes of extent 0 or 1 count as 0): make a plan for this layout",
-        strides(got),
-        strides(want)
-    )))
+    let code = simak::error::BINDING_PLAN_STRIDES;
+    Err(simak_error(
+        py,
+        code,
+        format!(
+            "{name} has byte strides {:?} but the plan's {port} strides are {:?} (axes of extent 0 or 1 count as 0): make a plan for this layout (simak error code {code})",
+            strides(got),
+            strides(want)
+        ),
+    ))
 }
 
 /// A tiled layout argument set, admitted.

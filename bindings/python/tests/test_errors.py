@@ -173,8 +173,8 @@ def test_tiled_out_too_small_misaligned_or_read_only():
     raises(0x605, simak.casttess, x, tile=(1, 2, 2, 4), out=ro)
     raises(0x201, simak.casttess, x, tile=(1, 2, 2, 4), out=np.zeros(cap, np.int16))
     assert np.all(store == 0xAB)
-    with pytest.raises(ValueError, match="C-contiguous"):
-        simak.casttess(x, tile=(1, 2, 2, 4), out=np.zeros(2 * cap, np.uint8)[::2])
+    raises(0x607, simak.casttess, x, tile=(1, 2, 2, 4), out=np.zeros(2 * cap, np.uint8)[::2],
+           match="C-contiguous")
     raises(0x411, simak.untile, np.zeros(cap - 1, np.uint8),
            simak.Layout(x.shape, (None, 0, 1, 2), (1, 2, 2, 4)))
 
@@ -218,6 +218,10 @@ def test_plan_geometry_mismatch():
     raises(0x202, plan.execute, X[:32])
     raises(5, plan.execute, X.astype(np.float16))
     raises(0x202, plan.execute, X, out=np.zeros(32, np.int8))
+    # Same extents, other byte strides: a plan is made for one memory layout.
+    plan2 = simak.QuantPlan((8, 8), "f32", 1.0)
+    raises(0x606, plan2.execute, np.asfortranarray(X.reshape(8, 8)), match="byte strides")
+    raises(0x606, plan2.execute, X.reshape(8, 8), out=np.zeros((8, 8), np.int8, order="F"))
 
 
 def test_fp_environment_error_via_the_seam():
