@@ -1284,7 +1284,9 @@ fn run_tiled(
 /// Converts ``x`` to BF16 in the accelerator's ``MlaTiled`` layout (SPEC §4, §5).
 ///
 /// FP32 is rounded to nearest-even BF16 on its bits (subnormals rounded, never flushed;
-/// NaNs not canonicalized), FP16 exactly then rounded once, BF16 copied. The layout: the
+/// NaNs not canonicalized: the rounding carries into the exponent, so a NaN with a small
+/// payload such as ``0x7f800001`` becomes the infinity ``0x7f80``, and ``0x7fffffff``
+/// becomes ``0x8000``), FP16 exactly then rounded once, BF16 copied. The layout: the
 /// roles D, H, W, C name logical axes (``axes``), tiles of ``tile`` elements, pixels in
 /// d, h, w order, each pixel storing its channels as a low-byte plane then a high-byte
 /// plane, tiles padded to 16 bytes with zeros.
