@@ -494,8 +494,13 @@ impl SimDevice {
         &self.model
     }
 
-    /// Starts costing `command`: every worker's clocks and counters restart at zero.
-    fn begin_call(&mut self, command: &Command) {
+    /// Starts costing `command`: every worker's clocks and counters restart at zero, and
+    /// loads of its descriptor count as its dispatch. The simulator's own runs
+    /// (`run_sim`, the simulated transport) call it before each dispatch; a caller that
+    /// runs `Firmware::dispatch` on this device itself calls it first (otherwise the
+    /// figures of [`SimDevice::cost`] run on from the previous call, with no compute cost
+    /// charged before the first).
+    pub fn begin_call(&mut self, command: &Command) {
         let start = u64::from(command.descriptor);
         self.call = CallMeter {
             entry: self.model.entry(command.route),
@@ -506,7 +511,8 @@ impl SimDevice {
         self.meters.fill(WorkerMeter::default());
     }
 
-    /// The simulated cost of the last command dispatched (all zero before the first).
+    /// The simulated cost of the command since [`SimDevice::begin_call`] (all zero before
+    /// any command).
     pub fn cost(&self) -> Cost {
         let workers: Vec<_> = self.meters.iter().map(WorkerMeter::finish).collect();
         Cost::of_call(
