@@ -110,6 +110,9 @@ pub struct Quantized {
     pub seconds: f64,
     /// The route: the A65 route name (diagnostic), or `ev74-sim (N workers)`.
     pub route: String,
+    /// EV74 simulator: the simulated cost summed over the calls the tensor ran in, and the
+    /// number of calls; `None` on the A65.
+    pub sim_cost: Option<(ev74::Cost, u64)>,
 }
 
 impl Quantized {
@@ -184,6 +187,7 @@ pub fn quantize(
     let out_strides = plan.output().strides()[..plan.output().rank()].to_vec();
     let mut seconds = 0.0;
     let mut route = String::new();
+    let mut sim_cost: Option<(ev74::Cost, u64)> = None;
     for piece in pieces(tensor.shape, &out_strides, 1) {
         let part = piece.of(tensor, &in_strides, &out_strides);
         let part_plan = self::plan(&part.tensor(), params)?;
@@ -212,7 +216,11 @@ pub fn quantize(
                 };
                 let out_span = (part_plan.output().span() as usize).min(out.len());
                 let out = &mut out[..out_span];
-                ev74::quant::run_sim_with(&part_plan, input, out, &options).map_err(sim_error)?;
+                let run = ev74::quant::run_sim_with(&part_plan, input, out, &options)
+                    .map_err(sim_error)?;
+                let (cost, calls) = sim_cost.get_or_insert_with(Default::default);
+                cost.add(&run.cost);
+                *calls += u64::from(run.report.is_some());
                 route = ev74_route(workers);
             }
         }
@@ -233,6 +241,10 @@ pub fn quantize(
         saturated,
         seconds,
         route,
+        sim_cost: match backend {
+            Backend::A65 => None,
+            Backend::Ev74Sim { .. } => Some(sim_cost.unwrap_or_default()),
+        },
     })
 }
 

@@ -143,6 +143,93 @@ pub struct Row {
     pub elements_per_second: Option<f64>,
     /// Route: the A65 route (diagnostic name) or `ev74-sim (N workers)`.
     pub route: String,
+    /// `--backend ev74-sim`: the simulated cost, flattened into the row (absent on the A65).
+    #[serde(flatten)]
+    pub sim_cost: Option<SimCost>,
+}
+
+/// One worker's share of a [`SimCost`].
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerSimCost {
+    /// Physical worker ID.
+    pub worker: usize,
+    /// Simulated cycles of the worker, from its launch to its end, summed over the calls.
+    pub simulated_cycles: u64,
+    /// Of which the core spent computing (cycles).
+    pub compute_cycles: u64,
+    /// DMA commands the worker started.
+    pub dma_commands: u64,
+    /// Global bytes the worker read.
+    pub bytes_read: u64,
+    /// Global bytes the worker wrote.
+    pub bytes_written: u64,
+    /// Elements computed on the fast path.
+    pub fast_elements: u64,
+    /// Elements computed on the fallback (Quant: exact path; CastTess: physical blocks).
+    pub fallback_elements: u64,
+}
+
+/// The simulated EV74 cost of one tensor under the simulator's cost model
+/// (`docs/cost-model.md`; assumptions, not device figures), summed over the device calls
+/// the tensor ran in.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimCost {
+    /// Simulated cycles: per call, dispatch plus the slowest worker; summed over calls.
+    pub simulated_cycles: u64,
+    /// Of which dispatch (cycles before the workers start, descriptor load included).
+    pub dispatch_cycles: u64,
+    /// DMA commands started.
+    pub dma_commands: u64,
+    /// Global bytes read by the device (descriptors included).
+    pub bytes_read: u64,
+    /// Global bytes written by the device.
+    pub bytes_written: u64,
+    /// Device calls (a large tensor runs in pieces, one call each).
+    pub device_calls: u64,
+    /// The figures of each configured worker.
+    pub per_worker: Vec<WorkerSimCost>,
+}
+
+impl SimCost {
+    /// The JSON form of `cost`, summed over `calls` device calls.
+    pub fn new(cost: &simak::ev74::Cost, calls: u64) -> SimCost {
+        SimCost {
+            simulated_cycles: cost.simulated_cycles,
+            dispatch_cycles: cost.dispatch_cycles,
+            dma_commands: cost.dma_commands,
+            bytes_read: cost.bytes_read,
+            bytes_written: cost.bytes_written,
+            device_calls: calls,
+            per_worker: cost
+                .workers
+                .iter()
+                .enumerate()
+                .map(|(worker, w)| WorkerSimCost {
+                    worker,
+                    simulated_cycles: w.simulated_cycles,
+                    compute_cycles: w.compute_cycles,
+                    dma_commands: w.dma_commands,
+                    bytes_read: w.bytes_read,
+                    bytes_written: w.bytes_written,
+                    fast_elements: w.fast_elements,
+                    fallback_elements: w.fallback_elements,
+                })
+                .collect(),
+        }
+    }
+
+    /// One line of text: `simulated N cycles (M dispatch), D DMA commands, R bytes read,
+    /// W bytes written`.
+    pub fn text(&self) -> String {
+        format!(
+            "simulated {} cycles ({} dispatch), {}, {} read, {} written",
+            self.simulated_cycles,
+            self.dispatch_cycles,
+            count(self.dma_commands, "DMA command", "DMA commands"),
+            count(self.bytes_read, "byte", "bytes"),
+            count(self.bytes_written, "byte", "bytes"),
+        )
+    }
 }
 
 impl Row {
@@ -178,6 +265,10 @@ impl Row {
             execute_seconds: result.seconds,
             elements_per_second: result.elements_per_second(),
             route: result.route.clone(),
+            sim_cost: result
+                .sim_cost
+                .as_ref()
+                .map(|(cost, calls)| SimCost::new(cost, *calls)),
         }
     }
 }
@@ -350,6 +441,11 @@ pub fn table(rows: &[Row]) -> String {
     for r in rows {
         if let Some(note) = r.note {
             let _ = writeln!(out, "note: {}: {note}", r.name);
+        }
+    }
+    for r in rows {
+        if let Some(cost) = &r.sim_cost {
+            let _ = writeln!(out, "ev74-sim: {}: {}", r.name, cost.text());
         }
     }
     let t = Total::of(rows);

@@ -289,6 +289,9 @@ pub struct TessSummary {
     saturated: Option<u64>,
     execute_seconds: f64,
     elements_per_second: Option<f64>,
+    /// `--backend ev74-sim`: the simulated cost (`docs/cost-model.md`), flattened.
+    #[serde(flatten)]
+    sim_cost: Option<report::SimCost>,
     sidecar: Sidecar,
 }
 
@@ -525,6 +528,10 @@ fn convert(
         execute_seconds: result.seconds,
         elements_per_second: (result.seconds > 0.0)
             .then(|| result.elements as f64 / result.seconds),
+        sim_cost: result
+            .sim_cost
+            .as_ref()
+            .map(|(cost, calls)| report::SimCost::new(cost, *calls)),
         sidecar,
     };
     Ok(Done::new(summary, vec![physical, side]))
@@ -593,6 +600,9 @@ fn summary_text(s: &TessSummary) -> String {
         rate_text(s.elements_per_second),
         s.route
     ));
+    if let Some(cost) = &s.sim_cost {
+        out.push_str(&format!("ev74-sim: {}\n", cost.text()));
+    }
     out
 }
 
@@ -621,6 +631,8 @@ struct TessResult {
     elements: u64,
     seconds: f64,
     route: String,
+    /// EV74 simulator: the cost summed over the calls, and the number of calls.
+    sim_cost: Option<(ev74::Cost, u64)>,
 }
 
 /// The tiled output spec of `tensor` with `layout` and dtype `dtype`.
@@ -789,6 +801,7 @@ fn run_cast(
     progress: &dyn Fn(u64),
 ) -> Result<TessResult, EngineError> {
     let in_strides = &plan.input().strides()[..plan.input().rank()];
+    let mut sim_cost = (ev74::Cost::default(), 0u64);
     let (output, seconds, route) = run_tiled(
         plan.output(),
         in_strides,
@@ -809,8 +822,12 @@ fn run_cast(
                 // Only the accessed span goes to the device.
                 let span = p.input().span() as usize;
                 let input = data.get(..span).unwrap_or(data);
-                ev74::casttess::run_sim(p, input, out, workers).map_err(engine::sim_error)?;
-                Ok((start.elapsed().as_secs_f64(), engine::ev74_route(workers)))
+                let run =
+                    ev74::casttess::run_sim(p, input, out, workers).map_err(engine::sim_error)?;
+                let seconds = start.elapsed().as_secs_f64();
+                sim_cost.0.add(&run.cost);
+                sim_cost.1 += u64::from(run.report.is_some());
+                Ok((seconds, engine::ev74_route(workers)))
             }
         },
     )?;
@@ -823,6 +840,10 @@ fn run_cast(
         elements: plan.elements(),
         seconds,
         route,
+        sim_cost: match backend {
+            Backend::A65 => None,
+            Backend::Ev74Sim { .. } => Some(sim_cost),
+        },
     })
 }
 
@@ -855,6 +876,7 @@ fn run_quant(
         elements: plan.elements(),
         seconds,
         route,
+        sim_cost: None,
     })
 }
 

@@ -22,7 +22,7 @@ use simak_core::DType;
 use simak_core::arith::cast;
 use simak_core::wire::casttess::CastTessRepr;
 
-use crate::device::{DeviceMemory, Direction, Dma, Event, Platform, Transfer};
+use crate::device::{ComputePath, DeviceMemory, Direction, Dma, Event, Meter, Platform, Transfer};
 use crate::tess::{
     Cursor, LOCAL_BYTES, Mode, OUTPUT_SLOT_BYTES, SLOT_BYTES, SOURCE_SLOT_BYTES, TaskSpan,
     TessGeometry, TileClass,
@@ -180,7 +180,7 @@ struct Run {
 }
 
 impl Ctx<'_> {
-    fn run<W: DeviceMemory + Dma>(
+    fn run<W: DeviceMemory + Dma + Meter>(
         &self,
         worker: &mut W,
         start: u64,
@@ -208,7 +208,14 @@ impl Ctx<'_> {
                     worker.wait(e)?;
                 }
             }
-            self.pack(worker.local(), &task, slot)?;
+            let converted = self.pack(worker.local(), &task, slot)?;
+            if converted > 0 {
+                let path = match task.class.mode {
+                    Mode::Blocks => ComputePath::Fallback,
+                    Mode::Bands | Mode::Panels => ComputePath::Fast,
+                };
+                worker.compute(path, converted);
+            }
             outputs[slot] = self.store(worker, &task, slot, tess)?;
             match next {
                 Some(t) => {
@@ -468,8 +475,9 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// Converts and packs the task in slot `slot` into its output area.
-    fn pack(&self, local: &mut [u8], task: &Task, slot: usize) -> Result<(), FwError> {
+    /// Converts and packs the task in slot `slot` into its output area; returns the
+    /// conversions made (padding written as zero is not a conversion).
+    fn pack(&self, local: &mut [u8], task: &Task, slot: usize) -> Result<u64, FwError> {
         let base = slot * SLOT_BYTES;
         let (head, tail) = local
             .split_at_mut_checked(base + SOURCE_SLOT_BYTES)
@@ -482,7 +490,7 @@ impl Ctx<'_> {
         };
         let convert = self.convert;
         let class = &task.class;
-        match class.mode {
+        let converted = match class.mode {
             Mode::Bands | Mode::Panels => {
                 let span = &task.span;
                 let (np, k, kc) = (index(span.count)?, index(span.k)?, index(span.kc)?);
@@ -510,6 +518,7 @@ impl Ctx<'_> {
                         out[hi + row + j] = (v >> 8) as u8;
                     }
                 }
+                span.count * span.kc
             }
             Mode::Blocks => {
                 let tc = class.extents[3];
@@ -536,15 +545,16 @@ impl Ctx<'_> {
                 out.get_mut(end..index(task.span.count)?)
                     .ok_or(FwError::Internal)?
                     .fill(0);
+                pos as u64
             }
-        }
+        };
         if class.mode == Mode::Bands {
             // The last band carries the tile's trailing padding.
             let used = index(task.span.count * 2 * class.stored)?;
             let len = index(task.span.band_bytes(class))?;
             out.get_mut(used..len).ok_or(FwError::Internal)?.fill(0);
         }
-        Ok(())
+        Ok(converted)
     }
 
     /// Starts the output transfers of the task in slot `slot`.

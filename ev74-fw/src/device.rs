@@ -1,5 +1,5 @@
 //! The hardware seams: a 32-bit bus address space, a DMA engine with per-worker local memory,
-//! and the platform that hands out workers (SPEC §8).
+//! a compute meter, and the platform that hands out workers (SPEC §8).
 //!
 //! The firmware is written only against these traits, so the same code runs on the host
 //! simulator (`simak::ev74::sim`) and could run on hardware.
@@ -137,10 +137,35 @@ pub trait Dma {
     fn wait(&mut self, event: Event) -> Result<(), Fault>;
 }
 
+/// The arithmetic path a worker's elements took, as told to [`Meter::compute`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ComputePath {
+    /// The fast path. Quant: an element of a 16-element block multiplied on the FP unit
+    /// (also when the block is then recomputed exactly). CastTess: an element converted by
+    /// a band or panel task.
+    Fast,
+    /// The fallback. Quant: an element computed on the exact integer path (a recomputed
+    /// block, a tail, a scattered element). CastTess: a conversion by a 4 KiB
+    /// physical-block task (an element may be converted once per byte plane).
+    Fallback,
+}
+
+/// Cost accounting: the firmware tells the platform how much arithmetic a worker did, at
+/// the point in its program where it did it, so that a simulator can charge compute time
+/// (`simak::ev74::cost`). Hardware has nothing to count: the default does nothing.
+pub trait Meter {
+    /// This worker computed `elements` elements on `path` just now.
+    fn compute(&mut self, path: ComputePath, elements: u64) {
+        let _ = (path, elements);
+    }
+}
+
 /// The device: a configured ring of workers (1 to 4) sharing one bus address space.
 pub trait Platform {
-    /// A worker's view: the shared global memory plus its own DMA engine and local memory.
-    type Worker<'a>: DeviceMemory + Dma
+    /// A worker's view: the shared global memory plus its own DMA engine, local memory and
+    /// compute meter.
+    type Worker<'a>: DeviceMemory + Dma + Meter
     where
         Self: 'a;
 

@@ -6,8 +6,9 @@
 //!
 //! - [`capability`](mod@capability): the native entries (name, version, route) and which are advertised;
 //! - [`device`]: the seams to hardware — [`DeviceMemory`] (a 32-bit bus address space),
-//!   [`Dma`] (1D/2D transfers with completion events, per-worker local memory) and
-//!   [`Platform`] (the worker ring);
+//!   [`Dma`] (1D/2D transfers with completion events, per-worker local memory), [`Meter`]
+//!   (the arithmetic each worker did, for a simulator's cost model) and [`Platform`] (the
+//!   worker ring);
 //! - [`work`]: coalescing, span kinds, work units and their partition (SPEC §8);
 //! - [`tess`]: the CastTess work model — at most 16 tile classes, bands, channel panels and
 //!   4 KiB physical blocks, weighted suffix tables and the carry cursor (SPEC §8);
@@ -42,7 +43,9 @@ use simak_core::wire::{CastTessRepr, DecodeError, QuantRepr};
 
 pub use capability::{CAPABILITIES, CASTTESS_V1, Capabilities, Capability, QUANT_V1, capability};
 pub use casttess::DMA_MIN_ROW_BYTES;
-pub use device::{DeviceMemory, Direction, Dma, Event, Fault, Platform, Transfer};
+pub use device::{
+    ComputePath, DeviceMemory, Direction, Dma, Event, Fault, Meter, Platform, Transfer,
+};
 pub use numerics::{BlockStats, FlushToZero, FpUnit, Ieee};
 pub use work::SpanKind;
 

@@ -139,6 +139,24 @@ pub struct BlockStats {
 }
 
 impl BlockStats {
+    /// The elements of this tally on each path, `(fast, fallback)`, as a
+    /// [`crate::Meter`] is told: a fast block is 16 fast elements; a recomputed block is
+    /// 16 fast elements (the products that decided it, unless the multiplier is subnormal,
+    /// `multiplier_subnormal`, when no product is computed) plus 16 fallback elements;
+    /// every tail element is a fallback element.
+    pub fn elements(&self, multiplier_subnormal: bool) -> (u64, u64) {
+        let block = BLOCK as u64;
+        let tried = if multiplier_subnormal {
+            self.fast
+        } else {
+            self.fast.saturating_add(self.exact)
+        };
+        (
+            tried.saturating_mul(block),
+            self.exact.saturating_mul(block).saturating_add(self.tail),
+        )
+    }
+
     /// Adds another tally.
     pub fn add(&mut self, other: BlockStats) {
         self.fast = self.fast.saturating_add(other.fast);

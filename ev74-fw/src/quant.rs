@@ -12,7 +12,9 @@
 
 use simak_core::wire::quant::QuantRepr;
 
-use crate::device::{Direction, Dma, Event, Fault, Platform, Transfer};
+use crate::device::{
+    ComputePath, DeviceMemory, Direction, Dma, Event, Fault, Meter, Platform, Transfer,
+};
 use crate::numerics::{BlockStats, Entry, EntryParams};
 use crate::work::{Geometry, IN_SLOT_BYTES, SpanKind, Walker, bus, slot_bytes, small};
 use crate::{FwError, Report};
@@ -66,7 +68,19 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn scatter<W: crate::device::DeviceMemory>(
+    /// Tallies what the entry's contiguous-run function computed and tells the meter.
+    fn meter<W: Meter>(&self, worker: &mut W, stats: BlockStats, report: &mut Report) {
+        let (fast, fallback) = stats.elements(self.params.multiplier_subnormal());
+        if fast > 0 {
+            worker.compute(ComputePath::Fast, fast);
+        }
+        if fallback > 0 {
+            worker.compute(ComputePath::Fallback, fallback);
+        }
+        report.stats.add(stats);
+    }
+
+    fn scatter<W: DeviceMemory + Meter>(
         &self,
         worker: &mut W,
         start: u64,
@@ -86,6 +100,7 @@ impl Ctx<'_> {
                 _ => 0,
             };
             let q = element(&self.params.multiplier, self.params.zero_point, bits) as u8;
+            worker.compute(ComputePath::Fallback, 1);
             worker.write(bus(self.repr.prefix.output_address, walker.output)?, &[q])?;
             report.stats.tail += 1;
             walker.advance();
@@ -93,7 +108,7 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn direct<W: crate::device::DeviceMemory>(
+    fn direct<W: DeviceMemory + Meter>(
         &self,
         worker: &mut W,
         start: u64,
@@ -112,7 +127,8 @@ impl Ctx<'_> {
         let mut walker = Walker::new(self.geometry, start);
         for _ in start..end {
             worker.read(bus(self.repr.prefix.input_address, walker.input)?, src)?;
-            report.stats.add((self.entry.run)(self.params, src, dst));
+            let stats = (self.entry.run)(self.params, src, dst);
+            self.meter(worker, stats, report);
             worker.write(bus(self.repr.prefix.output_address, walker.output)?, dst)?;
             walker.advance();
         }
@@ -157,7 +173,7 @@ impl Ctx<'_> {
         ))
     }
 
-    fn dma<W: Dma>(
+    fn dma<W: Dma + Meter>(
         &self,
         worker: &mut W,
         start: u64,
@@ -209,7 +225,8 @@ impl Ctx<'_> {
                     len: (cur_n * elem) as u64,
                 }))?;
             let dst = hi.get_mut(..cur_n).ok_or(FwError::Internal)?;
-            report.stats.add((self.entry.run)(self.params, src, dst));
+            let stats = (self.entry.run)(self.params, src, dst);
+            self.meter(worker, stats, report);
             pending_out[slot] = Some(worker.start(&cur_out)?);
             report.transfers += 1;
             match next {

@@ -587,3 +587,103 @@ fn casttess_packets_encode_decode_and_reject_corruption() {
         &["aligned"],
     );
 }
+
+/// The simulated-cost keys of one tensor's `--json` figures (`docs/cost-model.md`): the
+/// totals, and per-worker figures that add up to them. Returns `simulated_cycles`.
+pub(crate) fn check_sim_cost(v: &serde_json::Value, workers: usize) -> u64 {
+    for key in [
+        "simulated_cycles",
+        "dispatch_cycles",
+        "dma_commands",
+        "bytes_read",
+        "bytes_written",
+        "device_calls",
+    ] {
+        assert!(v[key].is_u64(), "{key} in {v}");
+    }
+    let per = v["per_worker"].as_array().unwrap();
+    assert_eq!(per.len(), workers, "{v}");
+    let sum = |key: &str| per.iter().map(|w| w[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("dma_commands"), v["dma_commands"].as_u64().unwrap());
+    assert_eq!(sum("bytes_written"), v["bytes_written"].as_u64().unwrap());
+    assert!(
+        sum("bytes_read") < v["bytes_read"].as_u64().unwrap(),
+        "descriptor bytes"
+    );
+    let slowest = per
+        .iter()
+        .map(|w| w["simulated_cycles"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let cycles = v["simulated_cycles"].as_u64().unwrap();
+    let calls = v["device_calls"].as_u64().unwrap();
+    if calls == 1 {
+        assert_eq!(cycles, v["dispatch_cycles"].as_u64().unwrap() + slowest);
+    }
+    for (id, w) in per.iter().enumerate() {
+        assert_eq!(w["worker"], id as u64);
+    }
+    cycles
+}
+
+#[test]
+fn quant_json_reports_the_simulated_cost_per_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = chelsea_npy(); // contiguous FP32 [300, 451, 3]
+    let elements = 300 * 451 * 3u64;
+    let out = dir.path().join("q.npy");
+    let args = |backend: &[&'static str]| {
+        let mut a = vec![
+            "quant".to_owned(),
+            "--input".to_owned(),
+            path_str(&input).to_owned(),
+            "--output".to_owned(),
+            path_str(&out).to_owned(),
+            "--multiplier".to_owned(),
+            "37.5".to_owned(),
+        ];
+        a.extend(backend.iter().map(|s| (*s).to_owned()));
+        a
+    };
+    let mut a65 = args(&["--backend", "a65"]);
+    a65.push("--json".to_owned());
+    let summary = json_run(&a65);
+    let row = &summary["tensors"][0];
+    assert!(row.get("simulated_cycles").is_none(), "{row}");
+    assert!(row.get("per_worker").is_none(), "{row}");
+    let mut cycles = Vec::new();
+    for workers in ["1", "4"] {
+        let mut a = args(&["--backend", "ev74-sim", "--workers", workers]);
+        a.push("--json".to_owned());
+        let summary = json_run(&a);
+        let row = &summary["tensors"][0];
+        cycles.push(check_sim_cost(row, workers.parse().unwrap()));
+        // One call; one DMA block of 4096 elements in and out per unit.
+        assert_eq!(row["device_calls"], 1);
+        assert_eq!(row["dma_commands"], 2 * elements.div_ceil(4096));
+        assert_eq!(row["bytes_read"], 4 * elements + 224);
+        assert_eq!(row["bytes_written"], elements);
+        let per = row["per_worker"].as_array().unwrap();
+        let sum = |key: &str| per.iter().map(|w| w[key].as_u64().unwrap()).sum::<u64>();
+        // Every element once, on the fast block path but for the exact 12-element tail.
+        assert_eq!(sum("fast_elements"), elements - 12);
+        assert_eq!(sum("fallback_elements"), 12);
+        // The text summary has one short line per tensor.
+        let text = stdout_of(&simak(&args(&[
+            "--backend",
+            "ev74-sim",
+            "--workers",
+            workers,
+        ])));
+        let line = format!(
+            "simulated {} cycles",
+            row["simulated_cycles"].as_u64().unwrap()
+        );
+        assert!(
+            text.contains("ev74-sim: ") && text.contains(&line),
+            "{text}"
+        );
+    }
+    // Four workers share the blocks: fewer simulated cycles than one.
+    assert!(cycles[1] * 3 < cycles[0], "{cycles:?}");
+}

@@ -1110,3 +1110,26 @@ fn a_48_megapixel_photo_fits_the_default_image_limit() {
         "{err}"
     );
 }
+
+#[test]
+fn casttess_json_reports_the_simulated_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = chelsea_npy();
+    let out = dir.path().join("c.bin");
+    let summary = tess("casttess", &input, &out, &HWC, &["--backend", "a65"]);
+    assert!(summary.get("simulated_cycles").is_none(), "{summary}");
+    for workers in ["1", "3"] {
+        let summary = tess(
+            "casttess",
+            &input,
+            &out,
+            &HWC,
+            &["--backend", "ev74-sim", "--workers", workers],
+        );
+        crate::ev74::check_sim_cost(&summary, workers.parse().unwrap());
+        // Every byte of the tiled buffer leaves the device once, by DMA.
+        let capacity = fs::metadata(&out).unwrap().len();
+        assert_eq!(summary["bytes_written"], capacity);
+        assert!(summary["dma_commands"].as_u64().unwrap() > 0);
+    }
+}

@@ -215,3 +215,17 @@ fn twelve_distinct_entries() {
     assert_eq!(seen.len(), 12);
     assert!(select::<Ieee>(DType::I8, Rounding::NearestEven).is_none());
 }
+
+/// What a meter is told per tally: recomputed blocks count their deciding products as fast
+/// elements unless the multiplier is subnormal; tails are fallback elements.
+#[test]
+fn block_stats_elements_split_fast_and_fallback() {
+    let stats = BlockStats {
+        fast: 3,
+        exact: 2,
+        tail: 5,
+    };
+    assert_eq!(stats.elements(false), (5 * 16, 2 * 16 + 5));
+    assert_eq!(stats.elements(true), (3 * 16, 2 * 16 + 5));
+    assert_eq!(BlockStats::default().elements(false), (0, 0));
+}

@@ -8,6 +8,8 @@
 //! - [`sim`]: the host simulator — mapped regions in a 32-bit address space with guard
 //!   bands, a lazily completing DMA engine with traffic counters, 1–4 workers with 48 KiB of
 //!   local memory each — implementing the `simak-ev74-fw` device traits;
+//! - [`cost`]: the simulator's cost model ([`cost::CostModel`], assumptions written in one
+//!   place) and the simulated cycles, DMA commands and bytes of a run, per worker;
 //! - [`runtime`]: [`runtime::Executor`] over a [`runtime::Transport`] (a real driver, or
 //!   [`runtime::SimTransport`] running the firmware on a device thread), device buffers with
 //!   32-bit bus addresses, asynchronous submission with completion handles.
@@ -15,11 +17,13 @@
 //! Nothing here falls back to the A65: a missing capability or a device error is reported.
 
 pub mod casttess;
+pub mod cost;
 pub mod quant;
 pub mod run;
 pub mod runtime;
 pub mod sim;
 
+pub use cost::{Cost, CostModel, EntryCost, WorkerCost};
 pub use run::{SimError, SimOptions, SimRun};
 pub use simak_core::ev74::{
     BindError, CastTess, DevicePlan, DeviceRegion, MAX_SPAN, NativeEntry, Packet, Quant,

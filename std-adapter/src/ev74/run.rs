@@ -10,6 +10,7 @@ use simak_core::ev74::{self as codec, BindError, RepresentError};
 use simak_ev74_fw::{Capabilities, Command, FirmwareEntry, FwError, Report};
 
 use super::DeviceRegion;
+use super::cost::{Cost, CostModel};
 use super::sim::{DmaStats, MemoryError, SimDevice, dispatch, try_zeroed};
 
 /// Options of a simulated run.
@@ -31,10 +32,13 @@ pub struct SimOptions {
     /// Count device writes per output byte into [`SimRun::output_write_counts`] (two host
     /// bytes per output byte while the device runs); off, the counts are empty.
     pub track_writes: bool,
+    /// The cost model of [`SimRun::cost`] (assumptions, `docs/cost-model.md`).
+    pub cost: CostModel,
 }
 
 impl SimOptions {
-    /// `workers` workers, IEEE unit, no phase offsets, full local memory.
+    /// `workers` workers, IEEE unit, no phase offsets, full local memory, per-byte write
+    /// counts, the default cost model ([`CostModel::DEFAULT`]).
     pub const fn new(workers: usize) -> SimOptions {
         SimOptions {
             workers,
@@ -43,6 +47,7 @@ impl SimOptions {
             output_phase: 0,
             local_bytes: simak_ev74_fw::work::LOCAL_MEMORY_BYTES,
             track_writes: true,
+            cost: CostModel::DEFAULT,
         }
     }
 }
@@ -62,6 +67,9 @@ pub struct SimRun {
     /// Device writes per byte of the `output` slice; empty when
     /// [`SimOptions::track_writes`] is off.
     pub output_write_counts: Vec<u16>,
+    /// The simulated cost under [`SimOptions::cost`]: cycles, DMA commands and global bytes
+    /// read and written, in total and per worker (all zero for an empty plan).
+    pub cost: Cost,
 }
 
 impl SimRun {
@@ -78,6 +86,7 @@ impl SimRun {
             } else {
                 Vec::new()
             },
+            cost: Cost::default(),
         })
     }
 }
@@ -230,6 +239,7 @@ fn run_packet<E: FirmwareEntry>(
 ) -> Result<(SimRun, Option<Vec<u8>>), SimError> {
     let out_len = output.len();
     let mut device = SimDevice::with_local_bytes(options.workers, options.local_bytes);
+    device.set_cost_model(options.cost);
     let mem = &mut device.memory;
     let in_base = mem.allocate(input.len() as u64 + u64::from(options.input_phase))?;
     let in_addr = in_base + options.input_phase;
@@ -257,6 +267,7 @@ fn run_packet<E: FirmwareEntry>(
         options.flush_to_zero,
         &Command::of::<E>(descriptor),
     )?;
+    let cost = device.cost();
     let mem = &mut device.memory;
     let stats = mem.stats();
     let input_bytes_read = mem.region_traffic(in_base).map_or(0, |t| t.0);
@@ -290,6 +301,7 @@ fn run_packet<E: FirmwareEntry>(
         input_bytes_read,
         output_bytes_written,
         output_write_counts: counts,
+        cost,
     };
     Ok((run, moved))
 }

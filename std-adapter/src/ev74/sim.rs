@@ -11,13 +11,19 @@
 //!   waited for are discarded and counted in [`DmaStats::unfinished`].
 //! - Every global byte read or written — DMA or direct — is counted, per region and in total;
 //!   a region can also count writes per byte.
+//! - Each call is costed in simulated cycles per worker by a [`CostModel`]
+//!   ([`super::cost`]): [`SimDevice::cost`].
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
-use simak_ev74_fw::device::{DeviceMemory, Direction, Dma, Event, Fault, Platform, Transfer};
+use simak_ev74_fw::device::{
+    ComputePath, DeviceMemory, Direction, Dma, Event, Fault, Meter, Platform, Transfer,
+};
 use simak_ev74_fw::work::{LOCAL_MEMORY_BYTES, MAX_WORKERS};
 use simak_ev74_fw::{Capabilities, Command, Firmware, FlushToZero, FwError, Ieee, Report};
+
+use super::cost::{CallMeter, Cost, CostModel, WorkerMeter};
 
 /// Unmapped bytes kept on each side of every allocation.
 pub const GUARD_BYTES: u64 = 64;
@@ -433,6 +439,7 @@ pub(crate) fn dispatch(
     flush_to_zero: bool,
     command: &Command,
 ) -> Result<Report, FwError> {
+    device.begin_call(command);
     if workers == 0 || workers > MAX_WORKERS {
         Err(FwError::Workers {
             configured: workers,
@@ -444,12 +451,16 @@ pub(crate) fn dispatch(
     }
 }
 
-/// The simulated device: memory plus a ring of 1 to 4 workers with their local memories.
+/// The simulated device: memory plus a ring of 1 to 4 workers with their local memories,
+/// costed by a [`CostModel`].
 #[derive(Debug)]
 pub struct SimDevice {
     /// The bus address space.
     pub memory: SimMemory,
     locals: Vec<Vec<u8>>,
+    model: CostModel,
+    meters: Vec<WorkerMeter>,
+    call: CallMeter,
 }
 
 impl SimDevice {
@@ -467,7 +478,48 @@ impl SimDevice {
             locals: (0..n)
                 .map(|_| vec![LOCAL_FILL; local_bytes.min(LOCAL_MEMORY_BYTES)])
                 .collect(),
+            model: CostModel::DEFAULT,
+            meters: vec![WorkerMeter::default(); n],
+            call: CallMeter::default(),
         }
+    }
+
+    /// Costs later calls with `model` (the default is [`CostModel::DEFAULT`]).
+    pub fn set_cost_model(&mut self, model: CostModel) {
+        self.model = model;
+    }
+
+    /// The cost model in use.
+    pub fn cost_model(&self) -> &CostModel {
+        &self.model
+    }
+
+    /// Starts costing `command`: every worker's clocks and counters restart at zero, and
+    /// loads of its descriptor count as its dispatch. The simulator's own runs
+    /// (`run_sim`, the simulated transport) call it before each dispatch; a caller that
+    /// runs `Firmware::dispatch` on this device itself calls it first (otherwise the
+    /// figures of [`SimDevice::cost`] run on from the previous call, with no compute cost
+    /// charged before the first).
+    pub fn begin_call(&mut self, command: &Command) {
+        let start = u64::from(command.descriptor);
+        self.call = CallMeter {
+            entry: self.model.entry(command.route),
+            descriptor: (start, start + u64::from(command.length)),
+            dispatch_cycles: self.model.dispatch_cycles,
+            dispatch_bytes_read: 0,
+        };
+        self.meters.fill(WorkerMeter::default());
+    }
+
+    /// The simulated cost of the command since [`SimDevice::begin_call`] (all zero before
+    /// any command).
+    pub fn cost(&self) -> Cost {
+        let workers: Vec<_> = self.meters.iter().map(WorkerMeter::finish).collect();
+        Cost::of_call(
+            self.call.dispatch_cycles,
+            self.call.dispatch_bytes_read,
+            &workers,
+        )
     }
 }
 
@@ -485,6 +537,9 @@ impl Platform for SimDevice {
             local: &mut self.locals[id % n],
             queue: VecDeque::new(),
             next_event: 0,
+            model: self.model,
+            meter: &mut self.meters[id % n],
+            call: &mut self.call,
         }
     }
 }
@@ -494,21 +549,42 @@ impl Platform for SimDevice {
 pub struct SimWorker<'a> {
     memory: &'a mut SimMemory,
     local: &'a mut Vec<u8>,
-    queue: VecDeque<(u32, Transfer)>,
+    /// Started transfers not yet waited for: event, transfer, completion cycle.
+    queue: VecDeque<(u32, Transfer, u64)>,
     next_event: u32,
+    model: CostModel,
+    meter: &'a mut WorkerMeter,
+    call: &'a mut CallMeter,
 }
 
 impl DeviceMemory for SimWorker<'_> {
     fn read(&mut self, address: u32, out: &mut [u8]) -> Result<(), Fault> {
         self.memory.device_read(u64::from(address), out)?;
-        self.memory.stats.direct_bytes_read += out.len() as u64;
+        let len = out.len() as u64;
+        self.memory.stats.direct_bytes_read += len;
+        if self.call.is_descriptor(u64::from(address), len) {
+            self.call.dispatch_cycles = self
+                .call
+                .dispatch_cycles
+                .saturating_add(self.model.load_cycles(len));
+            self.call.dispatch_bytes_read += len;
+        } else {
+            self.meter.load(&self.model, len);
+        }
         Ok(())
     }
 
     fn write(&mut self, address: u32, data: &[u8]) -> Result<(), Fault> {
         self.memory.device_write(u64::from(address), data)?;
         self.memory.stats.direct_bytes_written += data.len() as u64;
+        self.meter.store(&self.model, data.len() as u64);
         Ok(())
+    }
+}
+
+impl Meter for SimWorker<'_> {
+    fn compute(&mut self, path: ComputePath, elements: u64) {
+        self.meter.compute(&self.call.entry, path, elements);
     }
 }
 
@@ -569,9 +645,12 @@ impl Dma for SimWorker<'_> {
             }
         }
         self.memory.stats.commands += 1;
+        let done = self
+            .meter
+            .dma(&self.model, t.bytes(), t.direction == Direction::ToLocal);
         let event = self.next_event;
         self.next_event += 1;
-        self.queue.push_back((event, *t));
+        self.queue.push_back((event, *t, done));
         Ok(Event(event))
     }
 
@@ -582,9 +661,10 @@ impl Dma for SimWorker<'_> {
         }
         // Only this transfer completes: events carry no ordering, so firmware must wait
         // for every transfer whose data it depends on.
-        if let Some(pos) = self.queue.iter().position(|&(id, _)| id == event.0)
-            && let Some((_, t)) = self.queue.remove(pos)
+        if let Some(pos) = self.queue.iter().position(|&(id, _, _)| id == event.0)
+            && let Some((_, t, done)) = self.queue.remove(pos)
         {
+            self.meter.wait(done);
             self.perform(&t)?;
         }
         Ok(())
