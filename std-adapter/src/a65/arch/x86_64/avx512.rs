@@ -1,119 +1,86 @@
-//! AVX-512 (F/BW/VL) Quant kernel: 64 elements per iteration.
+//! AVX-512 F/BW/VL lanes: the Quant loop (64 elements per step, streaming stores for long
+//! runs), the BF16 conversions and the band kernel.
 
 use core::arch::x86_64::*;
 
-use super::CLAMP_HI;
+use simak_core::DType;
+use simak_core::arith::quant::{InputFormat, RoundingMode};
+use simak_core::ops::quant::Rounding;
 
-super::level_select!(body, 64, STREAM_MIN_AVX512);
+use super::super::isa::{Avx512, lanes};
+use super::super::quant::QuantLanes;
+use super::CLAMP_HI;
 
 /// Runs of at least this many elements store their output with non-temporal stores: the
 /// output then bypasses the caches (no read-for-ownership, no eviction of the input).
 pub(crate) const STREAM_MIN_AVX512: usize = 1 << 22;
 
-/// Loads 16 input elements at `ptr` as binary32 lanes.
-///
-/// # Safety
-///
-/// AVX-512F must be available and `ptr` must be valid for reading 16 elements of the
-/// input format `IN` (0 = FP32, 1 = BF16, 2 = FP16).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-#[inline]
-unsafe fn load16<const IN: u8>(ptr: *const u8) -> __m512 {
-    match IN {
-        0 => {
-            // SAFETY: the caller guarantees 64 readable bytes at `ptr`; loadu has no
-            // alignment requirement.
-            unsafe { _mm512_loadu_ps(ptr.cast()) }
+lanes! {
+    impl QuantLanes for Avx512 with "avx2,f16c,avx512f,avx512bw,avx512vl" {
+        type F = __m512;
+        type I = __m512i;
+        type Zp = __m512i;
+        type Bytes = __m512i;
+        const LANES: usize = 16;
+        const STREAM_MIN: usize = STREAM_MIN_AVX512;
+
+        fn splat(self, m: f32) -> __m512 {
+            _mm512_set1_ps(m)
         }
-        1 => {
+
+        fn zero_point(self, zp: i16) -> __m512i {
+            _mm512_set1_epi16(zp)
+        }
+
+        fn convert<M: RoundingMode>(self, x: __m512, m: __m512) -> __m512i {
+            const NEAR: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+            const ZERO: i32 = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+            const UP: i32 = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
+            const DOWN: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+            let p = _mm512_mul_round_ps::<NEAR>(x, m);
+            let ordered = _mm512_cmp_ps_mask::<_CMP_ORD_Q>(p, p);
+            let p = _mm512_min_ps(p, _mm512_set1_ps(CLAMP_HI));
+            match M::MODE {
+                Rounding::TowardZero => _mm512_maskz_cvt_roundps_epi32::<ZERO>(ordered, p),
+                Rounding::NearestEven => _mm512_maskz_cvt_roundps_epi32::<NEAR>(ordered, p),
+                Rounding::TowardPositive => _mm512_maskz_cvt_roundps_epi32::<UP>(ordered, p),
+                Rounding::TowardNegative => _mm512_maskz_cvt_roundps_epi32::<DOWN>(ordered, p),
+            }
+        }
+
+        fn narrow(self, v: [__m512i; 4], zp: __m512i) -> __m512i {
+            // After the two in-lane packs, dword 4·l + j holds vector j's elements 4·l..4·l+4.
+            let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+            let ab = _mm512_adds_epi16(_mm512_packs_epi32(v[0], v[1]), zp);
+            let cd = _mm512_adds_epi16(_mm512_packs_epi32(v[2], v[3]), zp);
+            _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd))
+        }
+
+        fn fence(self) {
+            _mm_sfence();
+        }
+
+        unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> __m512 {
+            if matches!(I::DTYPE, DType::F32) {
+                // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
+                return unsafe { _mm512_loadu_ps(ptr.cast()) };
+            }
             // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
             let raw = unsafe { _mm256_loadu_si256(ptr.cast()) };
-            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(raw)))
+            match I::DTYPE {
+                DType::F16 => _mm512_cvtph_ps(raw),
+                _ => _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(raw))),
+            }
         }
-        _ => {
-            // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
-            let raw = unsafe { _mm256_loadu_si256(ptr.cast()) };
-            _mm512_cvtph_ps(raw)
-        }
-    }
-}
 
-/// Product, NaN → 0, upper clamp and conversion with rounding mode `MODE` (wire code).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-#[inline]
-fn convert<const MODE: u32>(x: __m512, m: __m512) -> __m512i {
-    let p = _mm512_mul_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x, m);
-    let ordered = _mm512_cmp_ps_mask::<_CMP_ORD_Q>(p, p);
-    let p = _mm512_min_ps(p, _mm512_set1_ps(CLAMP_HI));
-    match MODE {
-        0 => {
-            _mm512_maskz_cvt_roundps_epi32::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(ordered, p)
+        unsafe fn store(self, ptr: *mut u8, bytes: __m512i, stream: bool) {
+            if stream {
+                // SAFETY: the caller guarantees 64 writable, 64-byte aligned bytes at `ptr`.
+                unsafe { _mm512_stream_si512(ptr.cast(), bytes) }
+            } else {
+                // SAFETY: the caller guarantees 64 writable bytes at `ptr`.
+                unsafe { _mm512_storeu_si512(ptr.cast(), bytes) }
+            }
         }
-        1 => _mm512_maskz_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
-            ordered, p,
-        ),
-        2 => _mm512_maskz_cvt_roundps_epi32::<{ _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC }>(
-            ordered, p,
-        ),
-        _ => _mm512_maskz_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(
-            ordered, p,
-        ),
-    }
-}
-
-/// Quantizes `n` elements (a multiple of 64).
-///
-/// # Safety
-///
-/// AVX-512F and AVX-512BW must be available; `input` must be valid for reading `n`
-/// elements of format `IN` and `output` for writing `n` bytes.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-unsafe fn body<const IN: u8, const MODE: u32, const STREAM: bool>(
-    m: f32,
-    zero_point: i16,
-    input: *const u8,
-    output: *mut u8,
-    n: usize,
-) {
-    let size = if IN == 0 { 4 } else { 2 };
-    let mv = _mm512_set1_ps(m);
-    let zp = _mm512_set1_epi16(zero_point);
-    // After the two in-lane packs, dword 4·l + j of the result holds group j's elements
-    // 4·l..4·l+4; this gathers each group's dwords back in order.
-    let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    let mut i = 0;
-    while i < n {
-        let at = input.wrapping_add(i * size);
-        // SAFETY: (all four loads) i + 64 ≤ n, so elements i..i + 64 are readable.
-        let a = unsafe { load16::<IN>(at) };
-        // SAFETY: as above.
-        let b = unsafe { load16::<IN>(at.wrapping_add(16 * size)) };
-        // SAFETY: as above.
-        let c = unsafe { load16::<IN>(at.wrapping_add(32 * size)) };
-        // SAFETY: as above.
-        let d = unsafe { load16::<IN>(at.wrapping_add(48 * size)) };
-        let ab = _mm512_adds_epi16(
-            _mm512_packs_epi32(convert::<MODE>(a, mv), convert::<MODE>(b, mv)),
-            zp,
-        );
-        let cd = _mm512_adds_epi16(
-            _mm512_packs_epi32(convert::<MODE>(c, mv), convert::<MODE>(d, mv)),
-            zp,
-        );
-        let bytes = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd));
-        let to = output.wrapping_add(i);
-        if STREAM && (to as usize).is_multiple_of(64) {
-            // SAFETY: i + 64 ≤ n, so the 64-byte store stays inside the `n` writable bytes,
-            // and `to` is 64-byte aligned as the streaming store requires.
-            unsafe { _mm512_stream_si512(to.cast(), bytes) };
-        } else {
-            // SAFETY: i + 64 ≤ n, so the 64-byte store stays inside the `n` writable bytes.
-            unsafe { _mm512_storeu_si512(to.cast(), bytes) };
-        }
-        i += 64;
-    }
-    if STREAM {
-        // Order the non-temporal stores before anything that follows the call.
-        _mm_sfence();
     }
 }
