@@ -124,17 +124,10 @@ isa_table! {
 
 impl Avx512Vbmi {
     /// The AVX-512 F/BW/VL token this one implies.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     #[inline(always)]
     pub(crate) fn avx512(self) -> Avx512 {
         Avx512(())
-    }
-}
-
-impl Avx512 {
-    /// The AVX2 token this one implies.
-    #[inline(always)]
-    pub(crate) fn avx2(self) -> Avx2 {
-        Avx2(())
     }
 }
 
@@ -147,7 +140,11 @@ impl Avx512 {
 /// to call); the call is sound because `self`, the token, proves the features (the list
 /// must be the token's: see the table above). Each `unsafe fn` gets the attribute directly;
 /// its callers uphold its own contract. Bodies cannot use `self`: they are free functions
-/// of their arguments, so the types in their signatures are written out.
+/// of their arguments, so the types in their signatures are written out. A last
+/// `inline { … }` section holds methods pasted as written: single-intrinsic methods (with
+/// const generics, which the forms above do not take), each `#[inline(always)]` with one
+/// `unsafe` intrinsic call justified by the token; inlined into `vectorize`'s entry, the
+/// intrinsic is compiled with the features.
 macro_rules! lanes {
     (
         impl $trait:ident for $token:ident with $features:literal {
@@ -161,6 +158,7 @@ macro_rules! lanes {
                 unsafe fn $uname:ident $(<$($ug:ident: $ugb:path),*>)?
                     ($uself:ident $(, $uarg:ident: $uat:ty)* $(,)?) $(-> $uret:ty)? $ubody:block
             )*
+            $(inline { $($raw:tt)* })?
         }
     ) => {
         impl $trait for $token {
@@ -183,7 +181,52 @@ macro_rules! lanes {
                 unsafe fn $uname $(<$($ug: $ugb),*>)?
                     ($uself $(, $uarg: $uat)*) $(-> $uret)? $ubody
             )*
+            $($($raw)*)?
         }
     };
 }
 pub(crate) use lanes;
+
+/// Single-intrinsic lane methods for a [`lanes!`] `inline { … }` section, several per line:
+/// `unary name(T) -> R = intrinsic;`, `binary name(T) -> R = intrinsic;` (two `T`
+/// arguments), `shift name(T) = intrinsic;` (a const-generic immediate `K`) and
+/// `splat name(T as C) -> R = intrinsic;` (the argument cast to `C` first). Each method is
+/// `#[inline(always)]` with one `unsafe` intrinsic call: sound because `self` is the token
+/// of the level whose features the intrinsic needs, and once inlined into
+/// [`Isa::vectorize`]'s entry the intrinsic is compiled with them.
+macro_rules! ops {
+    () => {};
+    (unary $name:ident($t:ty) -> $r:ty = $i:path; $($rest:tt)*) => {
+        #[inline(always)]
+        fn $name(self, a: $t) -> $r {
+            // SAFETY: `self` is the token of the intrinsic's features (see `ops!`).
+            unsafe { $i(a) }
+        }
+        ops!($($rest)*);
+    };
+    (binary $name:ident($t:ty) -> $r:ty = $i:path; $($rest:tt)*) => {
+        #[inline(always)]
+        fn $name(self, a: $t, b: $t) -> $r {
+            // SAFETY: `self` is the token of the intrinsic's features (see `ops!`).
+            unsafe { $i(a, b) }
+        }
+        ops!($($rest)*);
+    };
+    (shift $name:ident($t:ty) = $i:ident; $($rest:tt)*) => {
+        #[inline(always)]
+        fn $name<const K: i32>(self, a: $t) -> $t {
+            // SAFETY: `self` is the token of the intrinsic's features (see `ops!`).
+            unsafe { $i::<K>(a) }
+        }
+        ops!($($rest)*);
+    };
+    (splat $name:ident($t:ty as $c:ty) -> $r:ty = $i:path; $($rest:tt)*) => {
+        #[inline(always)]
+        fn $name(self, x: $t) -> $r {
+            // SAFETY: `self` is the token of the intrinsic's features (see `ops!`).
+            unsafe { $i(x as $c) }
+        }
+        ops!($($rest)*);
+    };
+}
+pub(crate) use ops;

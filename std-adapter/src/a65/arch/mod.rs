@@ -14,9 +14,12 @@
 
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod aarch64;
+pub(crate) mod band;
+pub(crate) mod convert;
 pub(crate) mod isa;
 pub(crate) mod quant;
 pub mod reference;
+pub(crate) mod split;
 pub(crate) mod tess;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_64;

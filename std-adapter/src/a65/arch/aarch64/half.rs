@@ -272,7 +272,9 @@ impl<H: HalfInput, M: RoundingMode> Kernel<NeonFp16> for HalfBody<'_, H, M> {
     #[inline(always)]
     fn run(self, _: NeonFp16) {
         assert!(
-            self.n.is_multiple_of(16) && self.input.len() >= 2 * self.n && self.output.len() >= self.n
+            self.n.is_multiple_of(16)
+                && self.input.len() >= 2 * self.n
+                && self.output.len() >= self.n
         );
         // SAFETY: NEON is part of the AArch64 baseline.
         let zp = unsafe { vdupq_n_s16(self.zero_point) };
@@ -319,7 +321,12 @@ fn half_run<I: InputFormat, M: RoundingMode, H: HalfInput>(
         // Not reached: the run functions are handed out only after detection.
         None => 0,
     };
-    exact::run::<I, M>(m, zero_point, &input[2 * blocks..2 * n], &mut output[blocks..n]);
+    exact::run::<I, M>(
+        m,
+        zero_point,
+        &input[2 * blocks..2 * n],
+        &mut output[blocks..n],
+    );
 }
 
 fn fp16_of(m: &Multiplier) -> Fp16 {
@@ -348,7 +355,11 @@ struct Select(bool);
 impl Lift for Select {
     type Output = RunFn;
     fn lift<I: InputFormat, M: RoundingMode>(self) -> RunFn {
-        if self.0 { bf16_run::<I, M> } else { fp16_run::<I, M> }
+        if self.0 {
+            bf16_run::<I, M>
+        } else {
+            fp16_run::<I, M>
+        }
     }
 }
 

@@ -8,8 +8,11 @@ use simak_core::DType;
 use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
-use super::super::isa::{Neon, lanes};
+use super::super::band::{BandLanes, Lines, table_pattern};
+use super::super::convert::ConvertLanes;
+use super::super::isa::{Neon, lanes, ops};
 use super::super::quant::QuantLanes;
+use super::super::split::SplitLanes;
 
 lanes! {
     impl QuantLanes for Neon with "neon" {
@@ -82,4 +85,205 @@ fn widen_f16(h: uint16x4_t) -> float32x4_t {
     let nonfinite = vorrq_u32(shifted, vdupq_n_u32(0x7f80_0000));
     let bits = vbslq_u32(special, nonfinite, vreinterpretq_u32_f32(scaled));
     vreinterpretq_f32_u32(vorrq_u32(bits, sign))
+}
+
+lanes! {
+    impl ConvertLanes for Neon with "neon" {
+        type U32 = uint32x4_t;
+        type U16 = uint16x8_t;
+        type Mask = uint16x8_t;
+        const LANES: usize = 4;
+
+        fn high_halves(self, a: uint32x4_t, b: uint32x4_t) -> uint16x8_t {
+            vuzp2q_u16(vreinterpretq_u16_u32(a), vreinterpretq_u16_u32(b))
+        }
+
+        fn any(self, m: uint16x8_t) -> bool {
+            vmaxvq_u16(m) != 0
+        }
+
+        unsafe fn load32(self, ptr: *const u8) -> uint32x4_t {
+            // SAFETY: the caller guarantees 16 readable bytes at `ptr`; byte loads need no
+            // alignment.
+            vreinterpretq_u32_u8(unsafe { vld1q_u8(ptr) })
+        }
+
+        unsafe fn load16(self, ptr: *const u8) -> uint16x8_t {
+            // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
+            vreinterpretq_u16_u8(unsafe { vld1q_u8(ptr) })
+        }
+
+        unsafe fn store16(self, ptr: *mut u8, v: uint16x8_t) {
+            let bytes = vreinterpretq_u8_u16(v);
+            // SAFETY: the caller guarantees 16 writable bytes at `ptr`.
+            unsafe { vst1q_u8(ptr, bytes) }
+        }
+
+        inline {
+            ops! {
+                unary splat32(u32) -> uint32x4_t = vdupq_n_u32;
+                unary splat16(u16) -> uint16x8_t = vdupq_n_u16;
+                binary add32(uint32x4_t) -> uint32x4_t = vaddq_u32;
+                binary and32(uint32x4_t) -> uint32x4_t = vandq_u32;
+                unary shr32_16(uint32x4_t) -> uint32x4_t = vshrq_n_u32::<16>;
+                binary add16(uint16x8_t) -> uint16x8_t = vaddq_u16;
+                binary sub16(uint16x8_t) -> uint16x8_t = vsubq_u16;
+                binary and16(uint16x8_t) -> uint16x8_t = vandq_u16;
+                binary or16(uint16x8_t) -> uint16x8_t = vorrq_u16;
+                shift shl16(uint16x8_t) = vshlq_n_u16;
+                shift shr16(uint16x8_t) = vshrq_n_u16;
+                binary gt16(uint16x8_t) -> uint16x8_t = vcgtq_u16;
+                binary eq16(uint16x8_t) -> uint16x8_t = vceqq_u16;
+            }
+            #[inline(always)]
+            fn select(self, m: uint16x8_t, yes: uint16x8_t, no: uint16x8_t) -> uint16x8_t {
+                // SAFETY: NEON is part of the AArch64 baseline (`self` is its token).
+                unsafe { vbslq_u16(m, yes, no) }
+            }
+        }
+    }
+}
+
+lanes! {
+    impl SplitLanes for Neon with "neon" {
+        type V = uint8x16_t;
+
+        fn zero(self) -> uint8x16_t {
+            vdupq_n_u8(0)
+        }
+
+        fn shuffle(self, v: uint8x16_t, pattern: uint8x16_t) -> uint8x16_t {
+            // TBL gives 0 for indices ≥ 16.
+            vqtbl1q_u8(v, pattern)
+        }
+
+        fn split16(self, a: uint8x16_t, b: uint8x16_t, k: usize) -> (uint8x16_t, uint8x16_t) {
+            let kk = vdupq_n_u16(k.min(16) as u16);
+            let idx_a = vcombine_u16(
+                vcreate_u16(0x0003_0002_0001_0000),
+                vcreate_u16(0x0007_0006_0005_0004),
+            );
+            let idx_b = vaddq_u16(idx_a, vdupq_n_u16(8));
+            let a = vandq_u16(vreinterpretq_u16_u8(a), vcltq_u16(idx_a, kk));
+            let b = vandq_u16(vreinterpretq_u16_u8(b), vcltq_u16(idx_b, kk));
+            let (a, b) = (vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b));
+            (vuzp1q_u8(a, b), vuzp2q_u8(a, b))
+        }
+
+        unsafe fn load(self, ptr: *const u8) -> uint8x16_t {
+            // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
+            unsafe { vld1q_u8(ptr) }
+        }
+
+        unsafe fn store(self, ptr: *mut u8, v: uint8x16_t) {
+            // SAFETY: the caller guarantees 16 writable bytes at `ptr`.
+            unsafe { vst1q_u8(ptr, v) }
+        }
+    }
+}
+
+lanes! {
+    impl Lines for Neon with "neon" {
+        type Line = [uint8x16_t; 4];
+
+        unsafe fn load_line(self, ptr: *const u8) -> [uint8x16_t; 4] {
+            // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
+            let v = unsafe { vld1q_u8_x4(ptr) };
+            [v.0, v.1, v.2, v.3]
+        }
+
+        unsafe fn store_line(self, ptr: *mut u8, v: [uint8x16_t; 4], _nt: bool) {
+            // SAFETY: the caller guarantees 64 writable bytes at `ptr`.
+            unsafe { vst1q_u8_x4(ptr, uint8x16x4_t(v[0], v[1], v[2], v[3])) }
+        }
+
+        unsafe fn store_head(self, ptr: *mut u8, v: [uint8x16_t; 4], n: usize) {
+            for (k, q) in v.into_iter().enumerate().take(n / 16) {
+                // SAFETY: bytes 16k .. 16k + 16 lie in the caller's `n`.
+                unsafe { vst1q_u8(ptr.wrapping_add(16 * k), q) };
+            }
+        }
+
+        inline {
+            #[inline(always)]
+            fn align<const IMM: i32>(self, hi: [uint8x16_t; 4], lo: [uint8x16_t; 4]) -> [uint8x16_t; 4] {
+                // Whole registers: IMM 4, 8 or 12 is 1, 2 or 3 of them.
+                let all = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
+                let s = IMM as usize / 4;
+                [all[s], all[s + 1], all[s + 2], all[s + 3]]
+            }
+        }
+    }
+}
+
+/// The band split's three-register table lookups (`TBL`), per 16-byte output register
+/// `j mod 3` of a block (the pattern repeats every 48 bytes).
+static SPLIT: [u8; 48] = {
+    let p = table_pattern(0);
+    let mut t = [0u8; 48];
+    let mut i = 0;
+    while i < 48 {
+        t[i] = p[i];
+        i += 1;
+    }
+    t
+};
+
+lanes! {
+    impl BandLanes for Neon with "neon" {
+        type Convert = Neon;
+        type Lines = Neon;
+        const PARTS: usize = 4;
+        const STREAMS: bool = false;
+
+        fn line(self, parts: [uint16x8_t; 4]) -> [uint8x16_t; 4] {
+            let [a, b, c, d] = parts;
+            [
+                vreinterpretq_u8_u16(a),
+                vreinterpretq_u8_u16(b),
+                vreinterpretq_u8_u16(c),
+                vreinterpretq_u8_u16(d),
+            ]
+        }
+
+        fn split3(self, p: [[uint8x16_t; 4]; 3]) -> [[uint8x16_t; 4]; 3] {
+            // Register j of the output from the stream's registers j − 1, j, j + 1.
+            let x = [
+                p[0][0], p[0][1], p[0][2], p[0][3], p[1][0], p[1][1], p[1][2], p[1][3],
+                p[2][0], p[2][1], p[2][2], p[2][3],
+            ];
+            let t = SPLIT.as_ptr();
+            // SAFETY: (all three loads) the table is 48 readable bytes.
+            let i0 = unsafe { vld1q_u8(t) };
+            // SAFETY: as above.
+            let i1 = unsafe { vld1q_u8(t.wrapping_add(16)) };
+            // SAFETY: as above.
+            let idx = [i0, i1, unsafe { vld1q_u8(t.wrapping_add(32)) }];
+            let mut out = x;
+            let mut j = 0;
+            while j < 12 {
+                let before = if j == 0 { x[0] } else { x[j - 1] };
+                let after = if j == 11 { x[11] } else { x[j + 1] };
+                out[j] = vqtbl3q_u8(uint8x16x3_t(before, x[j], after), idx[j % 3]);
+                j += 1;
+            }
+            [
+                [out[0], out[1], out[2], out[3]],
+                [out[4], out[5], out[6], out[7]],
+                [out[8], out[9], out[10], out[11]],
+            ]
+        }
+
+        inline {
+            #[inline(always)]
+            fn convert(self) -> Neon {
+                self
+            }
+
+            #[inline(always)]
+            fn lines(self) -> Neon {
+                self
+            }
+        }
+    }
 }

@@ -7,8 +7,11 @@ use simak_core::DType;
 use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
-use super::super::isa::{Avx2, lanes};
+use super::super::band::{BandLanes, Lines, window_pattern};
+use super::super::convert::ConvertLanes;
+use super::super::isa::{Avx2, lanes, ops};
 use super::super::quant::QuantLanes;
+use super::super::split::SplitLanes;
 use super::CLAMP_HI;
 
 lanes! {
@@ -65,6 +68,239 @@ lanes! {
         unsafe fn store(self, ptr: *mut u8, bytes: __m256i, _stream: bool) {
             // SAFETY: the caller guarantees 32 writable bytes at `ptr`.
             unsafe { _mm256_storeu_si256(ptr.cast(), bytes) }
+        }
+    }
+}
+
+lanes! {
+    impl ConvertLanes for Avx2 with "avx2,f16c" {
+        type U32 = __m256i;
+        type U16 = __m256i;
+        type Mask = __m256i;
+        const LANES: usize = 8;
+
+        fn high_halves(self, a: __m256i, b: __m256i) -> __m256i {
+            // packus works in 128-bit halves: [a0..3 b0..3 a4..7 b4..7] → reorder the qwords.
+            let (a, b) = (_mm256_srli_epi32::<16>(a), _mm256_srli_epi32::<16>(b));
+            _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(a, b))
+        }
+
+        fn select(self, m: __m256i, yes: __m256i, no: __m256i) -> __m256i {
+            _mm256_blendv_epi8(no, yes, m)
+        }
+
+        fn any(self, m: __m256i) -> bool {
+            _mm256_movemask_epi8(m) != 0
+        }
+
+        unsafe fn load32(self, ptr: *const u8) -> __m256i {
+            // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
+            unsafe { _mm256_loadu_si256(ptr.cast()) }
+        }
+
+        unsafe fn load16(self, ptr: *const u8) -> __m256i {
+            // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
+            unsafe { _mm256_loadu_si256(ptr.cast()) }
+        }
+
+        unsafe fn store16(self, ptr: *mut u8, v: __m256i) {
+            // SAFETY: the caller guarantees 32 writable bytes at `ptr`.
+            unsafe { _mm256_storeu_si256(ptr.cast(), v) }
+        }
+
+        inline {
+            ops! {
+                splat splat32(u32 as i32) -> __m256i = _mm256_set1_epi32;
+                splat splat16(u16 as i16) -> __m256i = _mm256_set1_epi16;
+                binary add32(__m256i) -> __m256i = _mm256_add_epi32;
+                binary and32(__m256i) -> __m256i = _mm256_and_si256;
+                unary shr32_16(__m256i) -> __m256i = _mm256_srli_epi32::<16>;
+                binary add16(__m256i) -> __m256i = _mm256_add_epi16;
+                binary sub16(__m256i) -> __m256i = _mm256_sub_epi16;
+                binary and16(__m256i) -> __m256i = _mm256_and_si256;
+                binary or16(__m256i) -> __m256i = _mm256_or_si256;
+                shift shl16(__m256i) = _mm256_slli_epi16;
+                shift shr16(__m256i) = _mm256_srli_epi16;
+                // Signed compares: every compared lane is below 0x8000.
+                binary gt16(__m256i) -> __m256i = _mm256_cmpgt_epi16;
+                binary eq16(__m256i) -> __m256i = _mm256_cmpeq_epi16;
+            }
+        }
+    }
+}
+
+lanes! {
+    impl SplitLanes for Avx2 with "avx2,f16c" {
+        type V = __m128i;
+
+        fn zero(self) -> __m128i {
+            _mm_setzero_si128()
+        }
+
+        fn shuffle(self, v: __m128i, pattern: __m128i) -> __m128i {
+            _mm_shuffle_epi8(v, pattern)
+        }
+
+        fn split16(self, a: __m128i, b: __m128i, k: usize) -> (__m128i, __m128i) {
+            // Zero the u16 lanes ≥ k of a:b, then pack their low and high bytes.
+            let kk = _mm_set1_epi16(k.min(16) as i16);
+            let a = _mm_and_si128(a, _mm_cmpgt_epi16(kk, _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7)));
+            let b = _mm_and_si128(
+                b,
+                _mm_cmpgt_epi16(kk, _mm_setr_epi16(8, 9, 10, 11, 12, 13, 14, 15)),
+            );
+            let low = _mm_set1_epi16(0x00ff);
+            let lo = _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low));
+            (lo, _mm_packus_epi16(_mm_srli_epi16::<8>(a), _mm_srli_epi16::<8>(b)))
+        }
+
+        unsafe fn load(self, ptr: *const u8) -> __m128i {
+            // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
+            unsafe { _mm_loadu_si128(ptr.cast()) }
+        }
+
+        unsafe fn store(self, ptr: *mut u8, v: __m128i) {
+            // SAFETY: the caller guarantees 16 writable bytes at `ptr`.
+            unsafe { _mm_storeu_si128(ptr.cast(), v) }
+        }
+    }
+}
+
+lanes! {
+    impl Lines for Avx2 with "avx2,f16c" {
+        type Line = [__m256i; 2];
+
+        unsafe fn load_line(self, ptr: *const u8) -> [__m256i; 2] {
+            // SAFETY: (both loads) the caller guarantees 64 readable bytes at `ptr`.
+            let a = unsafe { _mm256_loadu_si256(ptr.cast()) };
+            // SAFETY: as above.
+            [a, unsafe { _mm256_loadu_si256(ptr.wrapping_add(32).cast()) }]
+        }
+
+        unsafe fn store_line(self, ptr: *mut u8, v: [__m256i; 2], nt: bool) {
+            let (a, b) = (ptr.cast::<__m256i>(), ptr.wrapping_add(32).cast::<__m256i>());
+            if nt {
+                // SAFETY: (both stores) the caller guarantees 64 writable, 64-byte aligned
+                // bytes at `ptr`.
+                unsafe { _mm256_stream_si256(a, v[0]) };
+                // SAFETY: as above.
+                unsafe { _mm256_stream_si256(b, v[1]) };
+            } else {
+                // SAFETY: (both stores) the caller guarantees 64 writable bytes at `ptr`.
+                unsafe { _mm256_storeu_si256(a, v[0]) };
+                // SAFETY: as above.
+                unsafe { _mm256_storeu_si256(b, v[1]) };
+            }
+        }
+
+        unsafe fn store_head(self, ptr: *mut u8, v: [__m256i; 2], n: usize) {
+            if n >= 32 {
+                // SAFETY: the caller guarantees `n` ≥ 32 writable bytes at `ptr`.
+                unsafe { _mm256_storeu_si256(ptr.cast(), v[0]) };
+            }
+            let (at, half) = if n >= 32 { (32, v[1]) } else { (0, v[0]) };
+            if n % 32 == 16 {
+                let low = _mm256_castsi256_si128(half);
+                // SAFETY: bytes `at .. at + 16` lie in the caller's `n`.
+                unsafe { _mm_storeu_si128(ptr.wrapping_add(at).cast(), low) };
+            }
+        }
+
+        inline {
+            #[inline(always)]
+            fn align<const IMM: i32>(self, hi: [__m256i; 2], lo: [__m256i; 2]) -> [__m256i; 2] {
+                // Whole 16-byte lanes: IMM 4 (16 bytes), 8 (32) or 12 (48).
+                match IMM {
+                    8 => [lo[1], hi[0]],
+                    4 => [
+                        // SAFETY: (both) `self` proves AVX2.
+                        unsafe { _mm256_permute2x128_si256::<0x21>(lo[0], lo[1]) },
+                        // SAFETY: as above.
+                        unsafe { _mm256_permute2x128_si256::<0x21>(lo[1], hi[0]) },
+                    ],
+                    _ => [
+                        // SAFETY: (both) `self` proves AVX2.
+                        unsafe { _mm256_permute2x128_si256::<0x21>(lo[1], hi[0]) },
+                        // SAFETY: as above.
+                        unsafe { _mm256_permute2x128_si256::<0x21>(hi[0], hi[1]) },
+                    ],
+                }
+            }
+        }
+    }
+}
+
+/// The band split's shuffles (`vpshufb`) of output vector `r` (32 bytes) from the windows
+/// 4 bytes before and after each lane: `[first window, second window]`.
+static SPLIT: [[[u8; 32]; 2]; 6] = {
+    let mut t = [[[0u8; 32]; 2]; 6];
+    let mut r = 0;
+    while r < 6 {
+        let (a, b) = (
+            window_pattern(32 * r, 4, false),
+            window_pattern(32 * r, 4, true),
+        );
+        let mut i = 0;
+        while i < 32 {
+            t[r][0][i] = a[i];
+            t[r][1][i] = b[i];
+            i += 1;
+        }
+        r += 1;
+    }
+    t
+};
+
+lanes! {
+    impl BandLanes for Avx2 with "avx2,f16c" {
+        type Convert = Avx2;
+        type Lines = Avx2;
+        const PARTS: usize = 2;
+        const STREAMS: bool = true;
+
+        fn line(self, parts: [__m256i; 4]) -> [__m256i; 2] {
+            [parts[0], parts[1]]
+        }
+
+        fn split3(self, p: [[__m256i; 2]; 3]) -> [[__m256i; 2]; 3] {
+            // Vector r (lanes j = 2r, 2r + 1): two in-lane shuffles of the stream windows
+            // from 16j − 4 (`vpalignr` by 12 of [x_{j-1}, x_j]) and from 16j + 4 (by 4 of
+            // [x_{j+1}, x_{j+2}] and x_j), `x` the 16-byte lanes of the stream.
+            let v = [p[0][0], p[0][1], p[1][0], p[1][1], p[2][0], p[2][1]];
+            let mut out = v;
+            // `shifted[r]` = [x_{2r-1}, x_{2r}] (r = 0: x_0 twice; x_{-1} is never picked).
+            let mut prev = _mm256_permute2x128_si256::<0x00>(v[0], v[0]);
+            let mut r = 0;
+            while r < 6 {
+                let next = if r == 5 {
+                    // x_12 lies past the block and is never picked.
+                    _mm256_permute2x128_si256::<0x11>(v[5], v[5])
+                } else {
+                    _mm256_permute2x128_si256::<0x21>(v[r], v[r + 1])
+                };
+                let w1 = _mm256_alignr_epi8::<12>(v[r], prev);
+                let w2 = _mm256_alignr_epi8::<4>(next, v[r]);
+                // SAFETY: (both loads) each table entry is 32 readable bytes.
+                let a = unsafe { _mm256_loadu_si256(SPLIT[r][0].as_ptr().cast()) };
+                // SAFETY: as above.
+                let b = unsafe { _mm256_loadu_si256(SPLIT[r][1].as_ptr().cast()) };
+                out[r] = _mm256_or_si256(_mm256_shuffle_epi8(w1, a), _mm256_shuffle_epi8(w2, b));
+                prev = next;
+                r += 1;
+            }
+            [[out[0], out[1]], [out[2], out[3]], [out[4], out[5]]]
+        }
+
+        inline {
+            #[inline(always)]
+            fn convert(self) -> Avx2 {
+                self
+            }
+
+            #[inline(always)]
+            fn lines(self) -> Avx2 {
+                self
+            }
         }
     }
 }

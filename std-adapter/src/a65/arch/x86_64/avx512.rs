@@ -7,7 +7,9 @@ use simak_core::DType;
 use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
-use super::super::isa::{Avx512, lanes};
+use super::super::band::{BandLanes, Lines, window_pattern};
+use super::super::convert::ConvertLanes;
+use super::super::isa::{Avx512, lanes, ops};
 use super::super::quant::QuantLanes;
 use super::CLAMP_HI;
 
@@ -80,6 +82,191 @@ lanes! {
             } else {
                 // SAFETY: the caller guarantees 64 writable bytes at `ptr`.
                 unsafe { _mm512_storeu_si512(ptr.cast(), bytes) }
+            }
+        }
+    }
+}
+
+/// `vpermt2w` indexes of the high 16 bits of the 32 lanes of two vectors.
+static HIGH_WORDS: [u16; 32] = {
+    let mut p = [0u16; 32];
+    let mut i = 0;
+    while i < 32 {
+        p[i] = (2 * i + 1) as u16;
+        i += 1;
+    }
+    p
+};
+
+lanes! {
+    impl ConvertLanes for Avx512 with "avx2,f16c,avx512f,avx512bw,avx512vl" {
+        type U32 = __m512i;
+        type U16 = __m512i;
+        type Mask = __mmask32;
+        const LANES: usize = 16;
+
+        fn high_halves(self, a: __m512i, b: __m512i) -> __m512i {
+            // SAFETY: the table is 64 readable bytes.
+            let high = unsafe { _mm512_loadu_si512(HIGH_WORDS.as_ptr().cast()) };
+            _mm512_permutex2var_epi16(a, high, b)
+        }
+
+        fn select(self, m: __mmask32, yes: __m512i, no: __m512i) -> __m512i {
+            _mm512_mask_blend_epi16(m, no, yes)
+        }
+
+        fn any(self, m: __mmask32) -> bool {
+            m != 0
+        }
+
+        unsafe fn load32(self, ptr: *const u8) -> __m512i {
+            // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
+            unsafe { _mm512_loadu_si512(ptr.cast()) }
+        }
+
+        unsafe fn load16(self, ptr: *const u8) -> __m512i {
+            // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
+            unsafe { _mm512_loadu_si512(ptr.cast()) }
+        }
+
+        unsafe fn store16(self, ptr: *mut u8, v: __m512i) {
+            // SAFETY: the caller guarantees 64 writable bytes at `ptr`.
+            unsafe { _mm512_storeu_si512(ptr.cast(), v) }
+        }
+
+        inline {
+            ops! {
+                splat splat32(u32 as i32) -> __m512i = _mm512_set1_epi32;
+                splat splat16(u16 as i16) -> __m512i = _mm512_set1_epi16;
+                binary add32(__m512i) -> __m512i = _mm512_add_epi32;
+                binary and32(__m512i) -> __m512i = _mm512_and_si512;
+                unary shr32_16(__m512i) -> __m512i = _mm512_srli_epi32::<16>;
+                binary add16(__m512i) -> __m512i = _mm512_add_epi16;
+                binary sub16(__m512i) -> __m512i = _mm512_sub_epi16;
+                binary and16(__m512i) -> __m512i = _mm512_and_si512;
+                binary or16(__m512i) -> __m512i = _mm512_or_si512;
+                binary gt16(__m512i) -> __mmask32 = _mm512_cmpgt_epu16_mask;
+                binary eq16(__m512i) -> __mmask32 = _mm512_cmpeq_epi16_mask;
+            }
+            // The immediate forms take a `u32` count here: shift by a constant vector count,
+            // which compiles to the immediate form.
+            #[inline(always)]
+            fn shl16<const K: i32>(self, a: __m512i) -> __m512i {
+                // SAFETY: SSE2 is part of the x86-64 baseline.
+                let count = unsafe { _mm_cvtsi32_si128(K) };
+                // SAFETY: `self` proves AVX-512BW.
+                unsafe { _mm512_sll_epi16(a, count) }
+            }
+            #[inline(always)]
+            fn shr16<const K: i32>(self, a: __m512i) -> __m512i {
+                // SAFETY: SSE2 is part of the x86-64 baseline.
+                let count = unsafe { _mm_cvtsi32_si128(K) };
+                // SAFETY: `self` proves AVX-512BW.
+                unsafe { _mm512_srl_epi16(a, count) }
+            }
+        }
+    }
+}
+
+/// Byte mask of the first `n` bytes of a 64-byte vector (`n` < 64).
+#[inline(always)]
+fn head_mask(n: usize) -> u64 {
+    (1u64 << n) - 1
+}
+
+lanes! {
+    impl Lines for Avx512 with "avx2,f16c,avx512f,avx512bw,avx512vl" {
+        type Line = __m512i;
+
+        fn fence(self) {
+            _mm_sfence();
+        }
+
+        unsafe fn load_line(self, ptr: *const u8) -> __m512i {
+            // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
+            unsafe { _mm512_loadu_si512(ptr.cast()) }
+        }
+
+        unsafe fn store_line(self, ptr: *mut u8, v: __m512i, nt: bool) {
+            if nt {
+                // SAFETY: the caller guarantees 64 writable, 64-byte aligned bytes at `ptr`.
+                unsafe { _mm512_stream_si512(ptr.cast(), v) }
+            } else {
+                // SAFETY: the caller guarantees 64 writable bytes at `ptr`.
+                unsafe { _mm512_storeu_si512(ptr.cast(), v) }
+            }
+        }
+
+        unsafe fn store_head(self, ptr: *mut u8, v: __m512i, n: usize) {
+            // SAFETY: the mask selects the first `n` bytes, which the caller guarantees.
+            unsafe { _mm512_mask_storeu_epi8(ptr.cast(), head_mask(n), v) }
+        }
+
+        inline {
+            #[inline(always)]
+            fn align<const IMM: i32>(self, hi: __m512i, lo: __m512i) -> __m512i {
+                // SAFETY: `self` proves AVX-512F.
+                unsafe { _mm512_alignr_epi32::<IMM>(hi, lo) }
+            }
+        }
+    }
+}
+
+/// The band split's shuffles (`vpshufb`) of output line `k` from the windows 4 bytes before
+/// and after each lane: `[first window, second window]`.
+static SPLIT: [[[u8; 64]; 2]; 3] = {
+    let mut t = [[[0u8; 64]; 2]; 3];
+    let mut k = 0;
+    while k < 3 {
+        t[k] = [
+            window_pattern(64 * k, 4, false),
+            window_pattern(64 * k, 4, true),
+        ];
+        k += 1;
+    }
+    t
+};
+
+lanes! {
+    impl BandLanes for Avx512 with "avx2,f16c,avx512f,avx512bw,avx512vl" {
+        type Convert = Avx512;
+        type Lines = Avx512;
+        const PARTS: usize = 1;
+        const STREAMS: bool = true;
+
+        fn line(self, parts: [__m512i; 4]) -> __m512i {
+            parts[0]
+        }
+
+        fn split3(self, p: [__m512i; 3]) -> [__m512i; 3] {
+            // Line k: per 16-byte lane j, two in-lane shuffles of the stream windows from
+            // 16j − 4 (`valignd` by −1 dword) and from 16j + 4 (+1 dword).
+            let mut out = p;
+            let mut k = 0;
+            while k < 3 {
+                let before = if k == 0 { p[0] } else { p[k - 1] };
+                let after = if k == 2 { p[2] } else { p[k + 1] };
+                let w1 = _mm512_alignr_epi32::<15>(p[k], before);
+                let w2 = _mm512_alignr_epi32::<1>(after, p[k]);
+                // SAFETY: (both loads) each table entry is 64 readable bytes.
+                let a = unsafe { _mm512_loadu_si512(SPLIT[k][0].as_ptr().cast()) };
+                // SAFETY: as above.
+                let b = unsafe { _mm512_loadu_si512(SPLIT[k][1].as_ptr().cast()) };
+                out[k] = _mm512_or_si512(_mm512_shuffle_epi8(w1, a), _mm512_shuffle_epi8(w2, b));
+                k += 1;
+            }
+            out
+        }
+
+        inline {
+            #[inline(always)]
+            fn convert(self) -> Avx512 {
+                self
+            }
+
+            #[inline(always)]
+            fn lines(self) -> Avx512 {
+                self
             }
         }
     }

@@ -3,6 +3,7 @@
 
 pub(crate) mod avx2;
 pub(crate) mod avx512;
+pub(crate) mod avx512vbmi;
 pub(crate) mod sse41;
 
 /// Upper clamp of the Quant product before conversion to INT32 (NaN-free by then).
