@@ -16,7 +16,7 @@
 //! lines. A row that does not start on a line boundary shifts its lines
 //! ([`BandLanes::align`]); the line it shares with the tile's next row is completed in a
 //! carry when that row is written, so only a tile's first and last lines take partial
-//! ordinary stores. Each row is one call into the level's `#[target_feature]` entry.
+//! ordinary stores. The whole band is one call into the level's `#[target_feature]` entry.
 
 use core::marker::PhantomData;
 
@@ -274,72 +274,80 @@ fn band<L: BandLanes, I: InputFormat>(b: Band<'_>, tc: usize, stream: bool) -> b
         out_end.is_some_and(|n| n <= b.out.len()),
         "band past the output"
     );
-    rows_of::<L, I>(l, b, stream && L::STREAMS);
+    l.vectorize(Rows::<I> {
+        b,
+        stream: stream && L::STREAMS,
+        format: PhantomData,
+    });
     true
 }
 
-/// Writes every row of the band, each with the row kernel for its first line's offset
-/// (bounds proved by [`band`]).
-fn rows_of<L: BandLanes, I: InputFormat>(l: L, b: Band<'_>, stream: bool) {
-    let rows = b.td * b.th;
-    let mut carry = [[0u8; 64]; MAX_CARRY];
-    let src0 = b.input.as_ptr();
-    let dst0 = b.out.as_mut_ptr();
-    for k in 0..rows {
-        let row = (k / b.th) * b.sd + (k % b.th) * b.sh;
-        for iw in 0..b.tiles {
-            let px = if iw + 1 == b.tiles {
-                b.last_px
-            } else {
-                b.tile_px
-            };
-            let src = src0.wrapping_add(row + iw * b.tile_px * 3 * I::SIZE);
-            let dst = dst0.wrapping_add(iw * b.tile_stride + k * 6 * px);
-            // A tile's rows share lines only when each row is whole blocks (then every row
-            // of the tile has the same offset in its first line).
-            let slot = carry.get_mut(iw).filter(|_| px % BLOCK_PX == 0);
-            let edges = Edges {
-                first: k == 0,
-                last: k + 1 == rows,
-            };
-            macro_rules! row {
-                ($mode:literal) => {
-                    l.vectorize(Row::<I, $mode> {
-                        src,
-                        dst,
-                        px,
-                        carry: slot,
-                        edges,
-                        format: PhantomData,
-                    })
-                };
-            }
-            match (stream, dst as usize % 64) {
-                (true, 0) => row!(16),
-                (true, 16) => row!(12),
-                (true, 32) => row!(8),
-                (true, 48) => row!(4),
-                // Rows off the 16-byte grid (tiles whose pixel count is not a multiple of
-                // 8), or not streamed: ordinary stores.
-                _ => row!(0),
-            }
-        }
-    }
-    if stream {
-        // Non-temporal stores are weakly ordered: order them before the caller's next
-        // stores (a completion flag, another thread's reads).
-        l.vectorize(Fence);
-    }
+/// Every row of a band (bounds proved by [`band`]), in one call into the level's
+/// `#[target_feature]` entry: each row with the row kernel for its first line's offset.
+struct Rows<'a, I> {
+    b: Band<'a>,
+    stream: bool,
+    format: PhantomData<I>,
 }
 
-/// Orders the band's non-temporal stores.
-struct Fence;
-
-impl<L: BandLanes> Kernel<L> for Fence {
+impl<L: BandLanes, I: InputFormat> Kernel<L> for Rows<'_, I> {
     type Output = ();
+
     #[inline(always)]
     fn run(self, l: L) {
-        l.lines().fence();
+        let (b, stream) = (self.b, self.stream);
+        let rows = b.td * b.th;
+        let mut carry = [[0u8; 64]; MAX_CARRY];
+        let src0 = b.input.as_ptr();
+        let dst0 = b.out.as_mut_ptr();
+        for k in 0..rows {
+            let row = (k / b.th) * b.sd + (k % b.th) * b.sh;
+            for iw in 0..b.tiles {
+                let px = if iw + 1 == b.tiles {
+                    b.last_px
+                } else {
+                    b.tile_px
+                };
+                let src = src0.wrapping_add(row + iw * b.tile_px * 3 * I::SIZE);
+                let dst = dst0.wrapping_add(iw * b.tile_stride + k * 6 * px);
+                // A tile's rows share lines only when each row is whole blocks (then every
+                // row of the tile has the same offset in its first line).
+                let slot = carry.get_mut(iw).filter(|_| px % BLOCK_PX == 0);
+                let edges = Edges {
+                    first: k == 0,
+                    last: k + 1 == rows,
+                };
+                macro_rules! row {
+                    ($mode:literal) => {
+                        Kernel::<L>::run(
+                            Row::<I, $mode> {
+                                src,
+                                dst,
+                                px,
+                                carry: slot,
+                                edges,
+                                format: PhantomData,
+                            },
+                            l,
+                        )
+                    };
+                }
+                match (stream, dst as usize % 64) {
+                    (true, 0) => row!(16),
+                    (true, 16) => row!(12),
+                    (true, 32) => row!(8),
+                    (true, 48) => row!(4),
+                    // Rows off the 16-byte grid (tiles whose pixel count is not a multiple
+                    // of 8), or not streamed: ordinary stores.
+                    _ => row!(0),
+                }
+            }
+        }
+        if stream {
+            // Non-temporal stores are weakly ordered: order them before the caller's next
+            // stores (a completion flag, another thread's reads).
+            l.lines().fence();
+        }
     }
 }
 
