@@ -14,7 +14,7 @@
 //!
 //! With `stream`, the output is written with 64-byte non-temporal stores on whole cache
 //! lines. A row that does not start on a line boundary shifts its lines
-//! ([`BandLanes::align`]); the line it shares with the tile's next row is completed in a
+//! ([`Lines::align`]); the line it shares with the tile's next row is completed in a
 //! carry when that row is written, so only a tile's first and last lines take partial
 //! ordinary stores. The whole band is one call into the level's `#[target_feature]` entry.
 
@@ -359,7 +359,7 @@ struct Edges {
 }
 
 /// One row of `px` pixels: `src` readable for `3 · px · I::SIZE` bytes and `dst` writable
-/// for `6 · px` (proved by [`band`] for every row [`rows_of`] makes).
+/// for `6 · px` (proved by [`band`] for every row [`Rows`] makes).
 ///
 /// `MODE` 0: ordinary stores. Otherwise non-temporal stores on whole lines with
 /// `dst % 64 = 64 − 4·MODE` (`MODE = 16`: aligned); `carry` holds the tile's line shared
