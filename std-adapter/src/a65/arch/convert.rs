@@ -3,10 +3,11 @@
 //!
 //! - FP32 → BF16: `(x + 0x7fff + ((x >> 16) & 1)) >> 16` per 32-bit lane, wrapping, NaNs
 //!   included ([`round_pack`]).
-//! - FP16 → BF16 ([`f16_lanes`]): subnormals normalized by four compare / shift / select
-//!   steps (skipped when no lane is subnormal), one nearest-even rounding of the 10-bit
-//!   significand to 7 bits, infinities and NaNs (quieted, high payload kept) rebuilt, sign
-//!   ORed back.
+//! - FP16 → BF16 ([`f16_lanes`]): one nearest-even rounding of the 10-bit significand to
+//!   7 bits and the exponent rebias when every lane of the vector is normal; otherwise
+//!   subnormals normalized by four compare / shift / select steps (skipped when no lane is
+//!   zero or subnormal), the rounding, zeros, infinities and NaNs (quieted, high payload
+//!   kept) rebuilt, sign ORed back.
 //!
 //! Whole vectors only; the remainder goes through `simak_core::arith::cast`, so every level
 //! gives the bytes of the exact conversions.
@@ -104,10 +105,31 @@ pub(crate) fn round32<L: ConvertLanes>(l: L, x: L::U32) -> L::U32 {
 /// FP16 → BF16 per 16-bit lane.
 #[inline(always)]
 pub(crate) fn f16_lanes<L: ConvertLanes>(l: L, h: L::U16) -> L::U16 {
-    let zero = l.splat16(0);
     let t = l.and16(h, l.splat16(0x7fff));
     let sign = l.and16(h, l.splat16(0x8000));
     let below_normal = l.gt16(l.splat16(0x400), t);
+    let special = l.gt16(t, l.splat16(0x7bff));
+    if !l.any(below_normal) && !l.any(special) {
+        // Every lane normal: round the 10-bit significand to 7 bits (nearest-even, a carry
+        // goes into the exponent) and rebias the exponent (127 − 15 = 112, i.e. 0x3800).
+        let lsb = l.and16(l.shr16::<3>(t), l.splat16(1));
+        let rounded = l.shr16::<3>(l.add16(l.add16(t, l.splat16(3)), lsb));
+        return l.or16(l.add16(rounded, l.splat16(0x3800)), sign);
+    }
+    f16_general(l, t, sign, below_normal, special)
+}
+
+/// FP16 → BF16 of the magnitudes `t` (signs `sign`) when some lane is zero, subnormal
+/// (`below_normal`), infinite or NaN (`special`).
+#[inline(always)]
+fn f16_general<L: ConvertLanes>(
+    l: L,
+    t: L::U16,
+    sign: L::U16,
+    below_normal: L::Mask,
+    special: L::Mask,
+) -> L::U16 {
+    let zero = l.splat16(0);
     let (mut m, mut s) = (t, zero);
     if l.any(below_normal) {
         let lt = l.gt16(l.splat16(1 << 3), m);
@@ -138,7 +160,6 @@ pub(crate) fn f16_lanes<L: ConvertLanes>(l: L, h: L::U16) -> L::U16 {
     let rounded = l.shr16::<3>(l.add16(l.add16(tn, l.splat16(3)), lsb));
     let r = l.add16(rounded, l.splat16(102 << 7));
     let r = l.select(l.eq16(t, zero), zero, r);
-    let special = l.gt16(t, l.splat16(0x7bff));
     let nan = l.gt16(t, l.splat16(0x7c00));
     let payload = l.shr16::<3>(l.and16(t, l.splat16(0x3ff)));
     let quiet = l.select(nan, l.splat16(0x40), zero);
