@@ -9,8 +9,7 @@
 
 use simak_core::DType;
 use simak_core::arith::quant::{
-    self as exact, Bf16, F16, F32, InputFormat, Multiplier, NearestEven, Rounding, RoundingMode,
-    TowardNegative, TowardPositive, TowardZero,
+    self as exact, InputFormat, Lift, Multiplier, Rounding, RoundingMode,
 };
 
 /// Lanes per fast-path block.
@@ -55,58 +54,6 @@ impl FpUnit for FlushToZero {
     #[inline(always)]
     fn mul(a: u32, b: u32) -> u32 {
         flush((f32::from_bits(flush(a)) * f32::from_bits(flush(b))).to_bits())
-    }
-}
-
-/// An input format with its fast-path widening to binary32 bits.
-pub trait FastInput: InputFormat {
-    /// Whether a decoded value can be an FP32 subnormal (false for FP16: every nonzero
-    /// half is a normal binary32).
-    const MAY_BE_SUBNORMAL: bool;
-    /// Widens raw element bits to binary32 bits exactly (integer code only).
-    fn to_f32_bits(bits: u32) -> u32;
-}
-
-impl FastInput for F32 {
-    const MAY_BE_SUBNORMAL: bool = true;
-    #[inline(always)]
-    fn to_f32_bits(bits: u32) -> u32 {
-        bits
-    }
-}
-
-impl FastInput for Bf16 {
-    const MAY_BE_SUBNORMAL: bool = true;
-    #[inline(always)]
-    fn to_f32_bits(bits: u32) -> u32 {
-        bits << 16
-    }
-}
-
-impl FastInput for F16 {
-    const MAY_BE_SUBNORMAL: bool = false;
-    #[inline(always)]
-    fn to_f32_bits(bits: u32) -> u32 {
-        f16_to_f32_bits(bits)
-    }
-}
-
-/// Exact IEEE binary16 → binary32 widening on bits (half subnormals normalized; NaN payload
-/// kept in the high mantissa bits).
-#[inline(always)]
-pub fn f16_to_f32_bits(h: u32) -> u32 {
-    let sign = (h & 0x8000) << 16;
-    let exp = (h >> 10) & 0x1f;
-    let man = h & 0x3ff;
-    match exp {
-        0x1f => sign | 0x7f80_0000 | (man << 13),
-        0 if man == 0 => sign,
-        0 => {
-            // value = man · 2^-24 with the top set bit at position hb (0..=9).
-            let hb = 31 - man.leading_zeros();
-            sign | ((hb + 103) << 23) | ((man << (23 - hb)) & 0x7f_ffff)
-        }
-        _ => sign | ((exp + 112) << 23) | (man << 13),
     }
 }
 
@@ -208,7 +155,7 @@ fn finish<M: RoundingMode>(product: u32, zero_point: i32) -> u8 {
 /// flags as plain array operations, which a compiler may vectorize); then the block is
 /// finished from the products or recomputed on the exact path.
 #[inline(always)]
-fn block<I: FastInput, M: RoundingMode, U: FpUnit>(
+fn block<I: InputFormat, M: RoundingMode, U: FpUnit>(
     p: &EntryParams,
     input: &[u8],
     output: &mut [u8],
@@ -244,7 +191,7 @@ fn block<I: FastInput, M: RoundingMode, U: FpUnit>(
 /// The exact path over `min(output.len(), input.len() / I::SIZE)` elements; returns that
 /// count.
 #[inline(always)]
-fn exact_elements<I: FastInput, M: RoundingMode>(
+fn exact_elements<I: InputFormat, M: RoundingMode>(
     p: &EntryParams,
     input: &[u8],
     output: &mut [u8],
@@ -257,7 +204,7 @@ fn exact_elements<I: FastInput, M: RoundingMode>(
     n
 }
 
-fn run<I: FastInput, M: RoundingMode, U: FpUnit>(
+fn run<I: InputFormat, M: RoundingMode, U: FpUnit>(
     p: &EntryParams,
     input: &[u8],
     output: &mut [u8],
@@ -289,7 +236,7 @@ fn run<I: FastInput, M: RoundingMode, U: FpUnit>(
     stats
 }
 
-fn entry_for<I: FastInput, M: RoundingMode, U: FpUnit>() -> Entry {
+fn entry_for<I: InputFormat, M: RoundingMode, U: FpUnit>() -> Entry {
     Entry {
         dtype: I::DTYPE,
         rounding: M::MODE,
@@ -299,23 +246,16 @@ fn entry_for<I: FastInput, M: RoundingMode, U: FpUnit>() -> Entry {
     }
 }
 
-fn entry_dtype<M: RoundingMode, U: FpUnit>(dtype: DType) -> Option<Entry> {
-    match dtype {
-        DType::F32 => Some(entry_for::<F32, M, U>()),
-        DType::BF16 => Some(entry_for::<Bf16, M, U>()),
-        DType::F16 => Some(entry_for::<F16, M, U>()),
-        DType::I8 => None,
-    }
-}
-
 /// The entry for `dtype` × `rounding` on FP unit `U`; `None` for `I8` input.
 pub fn select<U: FpUnit>(dtype: DType, rounding: Rounding) -> Option<Entry> {
-    match rounding {
-        Rounding::TowardZero => entry_dtype::<TowardZero, U>(dtype),
-        Rounding::NearestEven => entry_dtype::<NearestEven, U>(dtype),
-        Rounding::TowardPositive => entry_dtype::<TowardPositive, U>(dtype),
-        Rounding::TowardNegative => entry_dtype::<TowardNegative, U>(dtype),
+    struct Select<U>(core::marker::PhantomData<U>);
+    impl<U: FpUnit> Lift for Select<U> {
+        type Output = Entry;
+        fn lift<I: InputFormat, M: RoundingMode>(self) -> Entry {
+            entry_for::<I, M, U>()
+        }
     }
+    exact::lift(dtype, rounding, Select::<U>(core::marker::PhantomData))
 }
 
 #[cfg(test)]

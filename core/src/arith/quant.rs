@@ -184,10 +184,16 @@ pub trait InputFormat {
     const DTYPE: DType;
     /// Element size in bytes.
     const SIZE: usize;
+    /// Whether a nonzero value can be an FP32 subnormal once widened (false for FP16:
+    /// every nonzero half is a normal binary32).
+    const MAY_BE_SUBNORMAL: bool;
     /// Reads one element's raw bits from exactly `SIZE` little-endian bytes (zero-extended).
     fn load(bytes: &[u8]) -> u32;
     /// Decodes raw bits exactly.
     fn decode(bits: u32) -> Decoded;
+    /// Widens raw bits to the binary32 bits of the same value, exactly (integer code only;
+    /// NaN payloads kept in the high mantissa bits).
+    fn to_f32_bits(bits: u32) -> u32;
 }
 
 /// FP32 input.
@@ -225,6 +231,11 @@ fn decode_f32(bits: u32) -> Decoded {
 impl InputFormat for F32 {
     const DTYPE: DType = DType::F32;
     const SIZE: usize = 4;
+    const MAY_BE_SUBNORMAL: bool = true;
+    #[inline(always)]
+    fn to_f32_bits(bits: u32) -> u32 {
+        bits
+    }
     #[inline(always)]
     fn load(bytes: &[u8]) -> u32 {
         match bytes {
@@ -241,6 +252,11 @@ impl InputFormat for F32 {
 impl InputFormat for Bf16 {
     const DTYPE: DType = DType::BF16;
     const SIZE: usize = 2;
+    const MAY_BE_SUBNORMAL: bool = true;
+    #[inline(always)]
+    fn to_f32_bits(bits: u32) -> u32 {
+        bits << 16
+    }
     #[inline(always)]
     fn load(bytes: &[u8]) -> u32 {
         match bytes {
@@ -257,6 +273,11 @@ impl InputFormat for Bf16 {
 impl InputFormat for F16 {
     const DTYPE: DType = DType::F16;
     const SIZE: usize = 2;
+    const MAY_BE_SUBNORMAL: bool = false;
+    #[inline(always)]
+    fn to_f32_bits(bits: u32) -> u32 {
+        crate::arith::cast::f16_to_f32_bits(bits as u16)
+    }
     #[inline(always)]
     fn load(bytes: &[u8]) -> u32 {
         match bytes {
@@ -557,24 +578,69 @@ fn kernels_for<I: InputFormat, M: RoundingMode>() -> Kernels {
     }
 }
 
-fn kernels_dtype<M: RoundingMode>(dtype: DType) -> Option<Kernels> {
+/// A computation generic over an input format, lifted from a run-time [`DType`] by
+/// [`lift_format`].
+pub trait FormatLift {
+    /// What the computation gives.
+    type Output;
+    /// The computation for input format `I`.
+    fn lift<I: InputFormat>(self) -> Self::Output;
+}
+
+/// A computation generic over an input format and a rounding mode, lifted from a run-time
+/// ([`DType`], [`Rounding`]) pair by [`lift`].
+pub trait Lift {
+    /// What the computation gives.
+    type Output;
+    /// The computation for input format `I` and rounding mode `M`.
+    fn lift<I: InputFormat, M: RoundingMode>(self) -> Self::Output;
+}
+
+/// Runs `f` for the input format of `dtype`: the one place a run-time dtype becomes a type
+/// ([`F32`], [`Bf16`], [`F16`]); `None` for `I8`, which is no input format.
+#[inline]
+pub fn lift_format<L: FormatLift>(dtype: DType, f: L) -> Option<L::Output> {
     match dtype {
-        DType::F32 => Some(kernels_for::<F32, M>()),
-        DType::BF16 => Some(kernels_for::<Bf16, M>()),
-        DType::F16 => Some(kernels_for::<F16, M>()),
+        DType::F32 => Some(f.lift::<F32>()),
+        DType::BF16 => Some(f.lift::<Bf16>()),
+        DType::F16 => Some(f.lift::<F16>()),
         DType::I8 => None,
     }
+}
+
+/// Runs `f` for the input format of `dtype` and the mode type of `rounding`: the one place a
+/// run-time (dtype, rounding) pair becomes types, used by the exact path ([`Kernels::select`]),
+/// the A65 kernels and the EV74 firmware's entries. `None` for `I8` input.
+#[inline]
+pub fn lift<L: Lift>(dtype: DType, rounding: Rounding, f: L) -> Option<L::Output> {
+    struct WithMode<L>(L, Rounding);
+    impl<L: Lift> FormatLift for WithMode<L> {
+        type Output = L::Output;
+        #[inline(always)]
+        fn lift<I: InputFormat>(self) -> L::Output {
+            let WithMode(f, rounding) = self;
+            match rounding {
+                Rounding::TowardZero => f.lift::<I, TowardZero>(),
+                Rounding::NearestEven => f.lift::<I, NearestEven>(),
+                Rounding::TowardPositive => f.lift::<I, TowardPositive>(),
+                Rounding::TowardNegative => f.lift::<I, TowardNegative>(),
+            }
+        }
+    }
+    lift_format(dtype, WithMode(f, rounding))
 }
 
 impl Kernels {
     /// The exact specialization for `dtype` × `rounding`; `None` for `I8` input.
     pub fn select(dtype: DType, rounding: Rounding) -> Option<Kernels> {
-        match rounding {
-            Rounding::TowardZero => kernels_dtype::<TowardZero>(dtype),
-            Rounding::NearestEven => kernels_dtype::<NearestEven>(dtype),
-            Rounding::TowardPositive => kernels_dtype::<TowardPositive>(dtype),
-            Rounding::TowardNegative => kernels_dtype::<TowardNegative>(dtype),
+        struct Select;
+        impl Lift for Select {
+            type Output = Kernels;
+            fn lift<I: InputFormat, M: RoundingMode>(self) -> Kernels {
+                kernels_for::<I, M>()
+            }
         }
+        lift(dtype, rounding, Select)
     }
 }
 

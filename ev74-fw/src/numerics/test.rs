@@ -5,7 +5,7 @@ extern crate std;
 use std::vec::Vec;
 
 use super::*;
-use simak_core::arith::quant::{Decoded, Kernels};
+use simak_core::arith::quant::{Decoded, F16, Kernels};
 
 /// Multipliers that stress the fast path: 1.0, ≈0.3, large and tiny normals (products near
 /// the subnormal range and overflow), and subnormal multipliers (always exact).
@@ -72,7 +72,7 @@ fn check(dtype: DType, bits: &[u32]) -> (BlockStats, BlockStats) {
 #[test]
 fn f16_widening_is_exact_for_every_pattern() {
     for h in 0u32..=0xffff {
-        let w = f16_to_f32_bits(h);
+        let w = F16::to_f32_bits(h);
         match F16::decode(h) {
             Decoded::Zero => assert_eq!(w & 0x7fff_ffff, 0, "{h:04x}"),
             Decoded::Nan => assert!(f32::from_bits(w).is_nan(), "{h:04x}"),

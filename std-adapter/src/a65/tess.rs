@@ -177,8 +177,8 @@ pub(crate) fn run<P: Packer>(g: &Geometry, packer: &P, input: &[u8], output: &mu
 }
 
 /// Writes one row of tiles (every W tile of one outer index and C, D, H tile) in input
-/// order when its rows are contiguous in the input and the packer has fused rows for
-/// compact `tc`-channel pixels: each input row goes out as one segment per W tile, so the
+/// order when its rows are contiguous in the input and the packer has a band kernel or
+/// fused rows for compact `tc`-channel pixels: each input row goes out as one segment per W tile, so the
 /// input streams front to back (tile order would interleave `td · th` input rows). Returns
 /// the bytes written (the tiles' padding included), or `None`, writing nothing.
 fn tile_row<P: Packer>(
@@ -207,9 +207,8 @@ fn tile_row<P: Packer>(
         out: &mut [],
         out_stride: 0,
     };
-    if !packer.rows(probe, tc) {
-        return None;
-    }
+    // Without fused rows, only a band kernel can take the row of tiles (it may refuse it).
+    let has_rows = packer.rows(probe, tc);
     let pb = 2 * tc;
     let full = td * th * t_w * pb;
     let full_size = full.next_multiple_of(16);
@@ -232,6 +231,9 @@ fn tile_row<P: Packer>(
     };
     // A band kernel writes every row at once; otherwise one rows call per input row.
     if !packer.band(band, tc) {
+        if !has_rows {
+            return None;
+        }
         for d in 0..td {
             for h in 0..th {
                 let row = base + d * sd + h * sh;

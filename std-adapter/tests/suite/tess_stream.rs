@@ -6,8 +6,9 @@
 //! The bytes before the output and the guard bytes after the required span must stay
 //! untouched; the output starts dirty.
 //!
-//! x86-64 only: the streaming band kernel is an AVX-512 VBMI kernel, and under qemu these
-//! frames would cost minutes while exercising nothing the other suites do not.
+//! x86-64 only: the streaming band kernels are the x86-64 levels' (AVX2, AVX-512, AVX-512
+//! VBMI; NEON's band kernel has no non-temporal stores), and under qemu these frames would
+//! cost minutes while exercising nothing the other suites do not.
 #![cfg(target_arch = "x86_64")]
 
 use crate::tess_common;

@@ -1,21 +1,30 @@
-//! Per-ISA Quant kernels and FP-environment reads: the only place `unsafe` is allowed.
+//! The SIMD kernels and FP-environment reads: the only place `unsafe` is allowed.
 //!
-//! Layout (after memchr): one folder per instruction set, one file per level, and one
-//! dispatch table per architecture ([`routes`]). Every kernel processes whole vectors of a
-//! contiguous run and leaves the remainder (fewer elements than one block) to the exact
-//! scalar path of `simak_core::arith::quant`, so results are bit-identical to it.
+//! Layout: the ISA table ([`isa`]: one capability token per instruction-set level), the
+//! kernels written once over lane traits ([`quant`] for Quant, `convert`, `split` and
+//! `band` for CastTess), and one folder per architecture with one file per level holding
+//! only that level's lane-trait implementations. Every kernel processes whole vectors and
+//! leaves the remainder to the exact scalar paths of `simak_core::arith`, so results are
+//! bit-identical to them.
 //!
-//! Each SIMD kernel is an `unsafe fn` with `#[target_feature]`; it is reached only through a
-//! safe wrapper stored in a route table that is built after runtime feature detection, so
-//! the wrapper's `unsafe` call is sound by construction.
+//! A kernel reaches its `#[target_feature]` code only through `Isa::vectorize`, which takes
+//! the level's token, and tokens come only from runtime detection: every safe wrapper is
+//! sound because it holds a token.
 #![allow(unsafe_code)]
 
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod aarch64;
+pub(crate) mod band;
+pub(crate) mod convert;
+pub(crate) mod isa;
+pub(crate) mod quant;
 pub mod reference;
+pub(crate) mod split;
 pub(crate) mod tess;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_64;
+
+use isa::Isa;
 
 use simak_core::arith::quant::{Multiplier, RunFn};
 use simak_core::{DType, ops::quant::Rounding};
@@ -33,11 +42,11 @@ pub const SCALAR_ONLY: bool = cfg!(feature = "scalar-only");
 pub enum Route {
     /// The exact integer path (any CPU, independent of the FP environment).
     Exact,
-    /// x86-64 SSE4.1 (F16C for FP16 input).
+    /// x86-64 SSE4.1 (FP32 and BF16 input).
     Sse41,
-    /// x86-64 AVX2 (F16C for FP16 input).
+    /// x86-64 AVX2 with F16C.
     Avx2,
-    /// x86-64 AVX-512 F/BW/VL.
+    /// x86-64 AVX-512 F/BW/VL (with AVX2 and F16C).
     Avx512,
     /// AArch64 NEON with FP32 arithmetic (BF16 fused widen, FP16 widened in registers).
     Neon,
@@ -73,11 +82,11 @@ impl Route {
     pub const fn name(self) -> &'static str {
         match self {
             Route::Exact => "exact-scalar",
-            Route::Sse41 => "x86_64-sse4.1",
-            Route::Avx2 => "x86_64-avx2",
-            Route::Avx512 => "x86_64-avx512",
-            Route::Neon => "aarch64-neon",
-            Route::NeonFp16 => "aarch64-neon-fp16",
+            Route::Sse41 => isa::Sse41::NAME,
+            Route::Avx2 => isa::Avx2::NAME,
+            Route::Avx512 => isa::Avx512::NAME,
+            Route::Neon => isa::Neon::NAME,
+            Route::NeonFp16 => isa::NeonFp16::NAME,
             Route::NeonBf16Fp16 => "aarch64-neon-bf16-via-fp16",
         }
     }
@@ -110,9 +119,13 @@ pub(crate) fn run_fn_for(
     match route {
         Route::Exact => simak_core::arith::quant::Kernels::select(dtype, rounding).map(|k| k.run),
         #[cfg(target_arch = "x86_64")]
-        Route::Sse41 | Route::Avx2 | Route::Avx512 => x86_64::run_fn(route, dtype, rounding),
+        Route::Sse41 => quant::run_fn::<isa::Sse41>(dtype, rounding),
+        #[cfg(target_arch = "x86_64")]
+        Route::Avx2 => quant::run_fn::<isa::Avx2>(dtype, rounding),
+        #[cfg(target_arch = "x86_64")]
+        Route::Avx512 => quant::run_fn::<isa::Avx512>(dtype, rounding),
         #[cfg(target_arch = "aarch64")]
-        Route::Neon => aarch64::run_fn(dtype, rounding),
+        Route::Neon => quant::run_fn::<isa::Neon>(dtype, rounding),
         #[cfg(target_arch = "aarch64")]
         Route::NeonFp16 if dtype == DType::F16 => aarch64::half::fp16_run_fn(multiplier, rounding),
         #[cfg(target_arch = "aarch64")]

@@ -19,13 +19,14 @@
 
 use core::arch::aarch64::*;
 use core::arch::asm;
+use core::marker::PhantomData;
 
-use simak_core::arith::quant::{self as exact, Multiplier, Rounding, RunFn};
+use simak_core::DType;
+use simak_core::arith::quant::{
+    self as exact, InputFormat, Lift, Multiplier, Rounding, RoundingMode, RunFn,
+};
 
-/// Whether the CPU has FP16 vector arithmetic (asimdhp).
-pub(crate) fn available() -> bool {
-    std::arch::is_aarch64_feature_detected!("fp16")
-}
+use super::super::isa::{Isa, Kernel, NeonFp16};
 
 /// The native FP16 route's predicate on the multiplier and mode.
 pub(crate) fn fp16_eligible(m: &Multiplier, rounding: Rounding) -> bool {
@@ -169,62 +170,23 @@ macro_rules! convert_store {
     };
 }
 
-/// Converts 16 FP16 lanes with mode `MODE` and stores 16 INT8 bytes.
+/// Converts 16 FP16 lanes with mode `M` and stores 16 INT8 bytes.
 ///
 /// # Safety
 ///
 /// FEAT_FP16 must be available and `dst` valid for writing 16 bytes.
 #[target_feature(enable = "neon,fp16")]
 #[inline]
-unsafe fn finish<const MODE: u32>(a: uint16x8_t, b: uint16x8_t, zp: int16x8_t, dst: *mut u8) {
-    match MODE {
-        0 => convert_store!("fcvtzs", a, b, zp, dst),
-        1 => convert_store!("fcvtns", a, b, zp, dst),
-        2 => convert_store!("fcvtps", a, b, zp, dst),
-        _ => convert_store!("fcvtms", a, b, zp, dst),
+unsafe fn finish<M: RoundingMode>(a: uint16x8_t, b: uint16x8_t, zp: int16x8_t, dst: *mut u8) {
+    match M::MODE {
+        Rounding::TowardZero => convert_store!("fcvtzs", a, b, zp, dst),
+        Rounding::NearestEven => convert_store!("fcvtns", a, b, zp, dst),
+        Rounding::TowardPositive => convert_store!("fcvtps", a, b, zp, dst),
+        Rounding::TowardNegative => convert_store!("fcvtms", a, b, zp, dst),
     }
 }
 
-/// Native FP16: `n` (a multiple of 16) elements.
-///
-/// # Safety
-///
-/// FEAT_FP16 must be available; `input` valid for reading `2n` bytes, `output` for writing
-/// `n` bytes.
-#[target_feature(enable = "neon,fp16")]
-unsafe fn fp16_body<const MODE: u32>(
-    k: i32,
-    zero_point: i16,
-    input: *const u8,
-    output: *mut u8,
-    n: usize,
-) {
-    let m = vdupq_n_u16(fp16_power_of_two(k));
-    let zp = vdupq_n_s16(zero_point);
-    let mut i = 0;
-    while i < n {
-        // SAFETY: i + 16 ≤ n, so 32 bytes are readable at `input + 2i`.
-        let v = unsafe { vld1q_u16_x2(input.wrapping_add(2 * i).cast::<u16>()) };
-        let (mut a, mut b) = (v.0, v.1);
-        if k != 0 {
-            // SAFETY: register-only FP16 multiplies; FEAT_FP16 is enabled for this function.
-            unsafe {
-                asm!(
-                    "fmul {a:v}.8h, {a:v}.8h, {m:v}.8h",
-                    "fmul {b:v}.8h, {b:v}.8h, {m:v}.8h",
-                    a = inout(vreg) a,
-                    b = inout(vreg) b,
-                    m = in(vreg) m,
-                    options(pure, nomem, nostack, preserves_flags)
-                );
-            }
-        }
-        // SAFETY: i + 16 ≤ n, so 16 bytes are writable at `output + i`.
-        unsafe { finish::<MODE>(a, b, zp, output.wrapping_add(i)) };
-        i += 16;
-    }
-}
-
+/// BF16 lanes as FP16 encodings with the same INT8 result in every mode (module doc).
 #[target_feature(enable = "neon")]
 #[inline]
 fn bf16_to_fp16(v: uint16x8_t, c: &Bf16Consts) -> uint16x8_t {
@@ -246,53 +208,120 @@ fn bf16_to_fp16(v: uint16x8_t, c: &Bf16Consts) -> uint16x8_t {
     vorrq_u16(r, sign)
 }
 
-/// BF16 through FP16: `n` (a multiple of 16) elements.
-///
-/// # Safety
-///
-/// FEAT_FP16 must be available; `input` valid for reading `2n` bytes, `output` for writing
-/// `n` bytes.
-#[target_feature(enable = "neon,fp16")]
-unsafe fn bf16_body<const MODE: u32>(
-    c: Bf16Consts,
-    zero_point: i16,
-    input: *const u8,
-    output: *mut u8,
-    n: usize,
-) {
-    let zp = vdupq_n_s16(zero_point);
-    let mut i = 0;
-    while i < n {
-        // SAFETY: i + 16 ≤ n, so 32 bytes are readable at `input + 2i`.
-        let v = unsafe { vld1q_u16_x2(input.wrapping_add(2 * i).cast::<u16>()) };
-        let (a, b) = (bf16_to_fp16(v.0, &c), bf16_to_fp16(v.1, &c));
-        // SAFETY: i + 16 ≤ n, so 16 bytes are writable at `output + i`.
-        unsafe { finish::<MODE>(a, b, zp, output.wrapping_add(i)) };
-        i += 16;
+/// How a half route turns 8 input lanes into FP16 lanes.
+trait HalfInput: Copy {
+    /// The FP16 lanes of `v`.
+    ///
+    /// # Safety
+    ///
+    /// FEAT_FP16 available.
+    unsafe fn to_fp16(self, v: uint16x8_t) -> uint16x8_t;
+}
+
+/// Native FP16: `x · 2^k` in FP16 arithmetic (nothing at k = 0); `m` holds 2^k.
+#[derive(Clone, Copy)]
+struct Fp16 {
+    k: i32,
+    m: uint16x8_t,
+}
+
+impl HalfInput for Fp16 {
+    #[inline(always)]
+    unsafe fn to_fp16(self, mut v: uint16x8_t) -> uint16x8_t {
+        if self.k != 0 {
+            // SAFETY: a register-only FP16 multiply; FEAT_FP16 is available (the caller's
+            // contract).
+            unsafe {
+                asm!(
+                    "fmul {v:v}.8h, {v:v}.8h, {m:v}.8h",
+                    v = inout(vreg) v,
+                    m = in(vreg) self.m,
+                    options(pure, nomem, nostack, preserves_flags)
+                );
+            }
+        }
+        v
     }
 }
 
-fn fp16_wrapper<M: exact::RoundingMode, const MODE: u32>(
+/// BF16 mapped to FP16 encodings with the same INT8 result ([`bf16_to_fp16`]).
+#[derive(Clone, Copy)]
+struct Bf16ViaFp16(Bf16Consts);
+
+impl HalfInput for Bf16ViaFp16 {
+    #[inline(always)]
+    unsafe fn to_fp16(self, v: uint16x8_t) -> uint16x8_t {
+        // SAFETY: NEON is part of the baseline.
+        unsafe { bf16_to_fp16(v, &self.0) }
+    }
+}
+
+/// The half routes' loop: `n` (a multiple of 16) 16-bit elements.
+struct HalfBody<'a, H, M> {
+    how: H,
+    zero_point: i16,
+    input: &'a [u8],
+    output: &'a mut [u8],
+    n: usize,
+    mode: PhantomData<M>,
+}
+
+impl<H: HalfInput, M: RoundingMode> Kernel<NeonFp16> for HalfBody<'_, H, M> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self, _: NeonFp16) {
+        assert!(
+            self.n.is_multiple_of(16)
+                && self.input.len() >= 2 * self.n
+                && self.output.len() >= self.n
+        );
+        // SAFETY: NEON is part of the AArch64 baseline.
+        let zp = unsafe { vdupq_n_s16(self.zero_point) };
+        let (input, output) = (self.input.as_ptr(), self.output.as_mut_ptr());
+        let mut i = 0;
+        while i < self.n {
+            // SAFETY: i + 16 ≤ n, so 32 bytes are readable at `input + 2i` (asserted above).
+            let v = unsafe { vld1q_u16_x2(input.wrapping_add(2 * i).cast::<u16>()) };
+            // SAFETY: this body runs inside the token's `vectorize`: FEAT_FP16 is enabled.
+            let a = unsafe { self.how.to_fp16(v.0) };
+            // SAFETY: as above.
+            let b = unsafe { self.how.to_fp16(v.1) };
+            // SAFETY: FEAT_FP16 enabled as above; i + 16 ≤ n, so 16 bytes are writable at
+            // `output + i`.
+            unsafe { finish::<M>(a, b, zp, output.wrapping_add(i)) };
+            i += 16;
+        }
+    }
+}
+
+/// A half route's run function: whole 16-element blocks through [`HalfBody`], the rest on
+/// the exact path. `route` maps the multiplier to the route's input mapping.
+fn half_run<I: InputFormat, M: RoundingMode, H: HalfInput>(
+    route: fn(&Multiplier) -> H,
     m: &Multiplier,
     zero_point: i32,
     input: &[u8],
     output: &mut [u8],
 ) {
     let n = output.len().min(input.len() / 2);
-    let blocks = n / 16 * 16;
-    let k = m.power_of_two().unwrap_or(0);
-    // SAFETY: only handed out by `run_fn` after `available()` and `fp16_eligible`; `input`
-    // holds 2·blocks bytes and `output` blocks bytes.
-    unsafe {
-        fp16_body::<MODE>(
-            k,
-            zero_point as i16,
-            input.as_ptr(),
-            output.as_mut_ptr(),
-            blocks,
-        )
+    let blocks = match NeonFp16::detect() {
+        Some(t) => {
+            let blocks = n / 16 * 16;
+            t.vectorize(HalfBody {
+                how: route(m),
+                zero_point: zero_point as i16,
+                input,
+                output: &mut *output,
+                n: blocks,
+                mode: PhantomData::<M>,
+            });
+            blocks
+        }
+        // Not reached: the run functions are handed out only after detection.
+        None => 0,
     };
-    exact::run::<exact::F16, M>(
+    exact::run::<I, M>(
         m,
         zero_point,
         &input[2 * blocks..2 * n],
@@ -300,59 +329,56 @@ fn fp16_wrapper<M: exact::RoundingMode, const MODE: u32>(
     );
 }
 
-fn bf16_wrapper<M: exact::RoundingMode, const MODE: u32>(
-    m: &Multiplier,
-    zero_point: i32,
-    input: &[u8],
-    output: &mut [u8],
-) {
-    let n = output.len().min(input.len() / 2);
-    let blocks = n / 16 * 16;
+fn fp16_of(m: &Multiplier) -> Fp16 {
+    let k = m.power_of_two().unwrap_or(0);
+    // SAFETY: NEON is part of the AArch64 baseline.
+    let m = unsafe { vdupq_n_u16(fp16_power_of_two(k)) };
+    Fp16 { k, m }
+}
+
+fn bf16_of(m: &Multiplier) -> Bf16ViaFp16 {
     // The run function's signature carries only the multiplier: look its constants up.
-    let c = bf16_consts(m.power_of_two().unwrap_or(0));
-    // SAFETY: only handed out by `run_fn` after `available()` and `bf16_eligible`; `input`
-    // holds 2·blocks bytes and `output` blocks bytes.
-    unsafe {
-        bf16_body::<MODE>(
-            c,
-            zero_point as i16,
-            input.as_ptr(),
-            output.as_mut_ptr(),
-            blocks,
-        )
-    };
-    exact::run::<exact::Bf16, M>(
-        m,
-        zero_point,
-        &input[2 * blocks..2 * n],
-        &mut output[blocks..n],
-    );
+    Bf16ViaFp16(bf16_consts(m.power_of_two().unwrap_or(0)))
+}
+
+fn fp16_run<I: InputFormat, M: RoundingMode>(m: &Multiplier, zp: i32, i: &[u8], o: &mut [u8]) {
+    half_run::<I, M, Fp16>(fp16_of, m, zp, i, o)
+}
+
+fn bf16_run<I: InputFormat, M: RoundingMode>(m: &Multiplier, zp: i32, i: &[u8], o: &mut [u8]) {
+    half_run::<I, M, Bf16ViaFp16>(bf16_of, m, zp, i, o)
+}
+
+/// Lifts one of the two run functions above to (dtype, rounding).
+struct Select(bool);
+
+impl Lift for Select {
+    type Output = RunFn;
+    fn lift<I: InputFormat, M: RoundingMode>(self) -> RunFn {
+        if self.0 {
+            bf16_run::<I, M>
+        } else {
+            fp16_run::<I, M>
+        }
+    }
 }
 
 /// The native FP16 run function, when the CPU and the predicate allow it.
 pub(crate) fn fp16_run_fn(m: &Multiplier, rounding: Rounding) -> Option<RunFn> {
-    if !available() || !fp16_eligible(m, rounding) {
+    NeonFp16::detect()?;
+    if !fp16_eligible(m, rounding) {
         return None;
     }
-    Some(match rounding {
-        Rounding::TowardZero => fp16_wrapper::<exact::TowardZero, 0>,
-        Rounding::NearestEven => fp16_wrapper::<exact::NearestEven, 1>,
-        Rounding::TowardPositive => fp16_wrapper::<exact::TowardPositive, 2>,
-        Rounding::TowardNegative => fp16_wrapper::<exact::TowardNegative, 3>,
-    })
+    exact::lift(DType::F16, rounding, Select(false))
 }
 
 /// The BF16-through-FP16 run function, when the CPU and the predicate allow it.
 pub(crate) fn bf16_run_fn(m: &Multiplier, rounding: Rounding) -> Option<RunFn> {
-    if !available() || !bf16_eligible(m) {
+    NeonFp16::detect()?;
+    if !bf16_eligible(m) {
         return None;
     }
-    Some(match rounding {
-        Rounding::TowardZero => bf16_wrapper::<exact::TowardZero, 0>,
-        Rounding::NearestEven => bf16_wrapper::<exact::NearestEven, 1>,
-        Rounding::TowardPositive => bf16_wrapper::<exact::TowardPositive, 2>,
-        Rounding::TowardNegative => bf16_wrapper::<exact::TowardNegative, 3>,
-    })
+    exact::lift(DType::BF16, rounding, Select(true))
 }
 
 #[cfg(test)]

@@ -1,19 +1,13 @@
-//! AArch64 Quant kernels: NEON with FP32 arithmetic.
+//! AArch64 lanes (NEON, part of the baseline) and the half-precision Quant routes
+//! (FEAT_FP16); and FPCR.
 //!
-//! Per lane: `p = x · m` in binary32 (FPCR checked: round-to-nearest, no FZ/FZ16/FIZ, traps
-//! disabled); `FCVT{Z,N,P,M}S` converts with the plan's rounding mode, saturating, NaN → 0;
-//! saturating narrows to INT16, saturating zero-point add, saturating narrow to INT8. Every
-//! step preserves `saturate(round(p) + zp)`.
-//!
-//! BF16 is widened in registers (`bits << 16`); FP16 is widened exactly with integer
-//! operations and one multiplication by 2^112 (exact, gradual underflow assumed).
+//! The NEON Quant loop converts with `FCVT{Z,N,P,M}S` (saturating, NaN → 0) after the
+//! binary32 product (FPCR checked: round-to-nearest, no FZ/FZ16/FIZ, traps disabled). BF16
+//! is widened in registers (`bits << 16`); FP16 is widened exactly with integer operations
+//! and one multiplication by 2^112 (exact, gradual underflow assumed).
 
 pub(crate) mod half;
 pub(crate) mod neon;
-
-use simak_core::DType;
-use simak_core::arith::quant::RunFn;
-use simak_core::ops::quant::Rounding;
 
 /// Reads FPCR.
 pub(crate) fn read_fpcr() -> u64 {
@@ -31,15 +25,4 @@ pub(crate) fn read_fpcr() -> u64 {
 pub(crate) fn fpcr_ok(control: u64) -> bool {
     let mask = (3 << 22) | (1 << 24) | (1 << 19) | (0x1f << 8) | (1 << 15) | 0b11;
     control & mask == 0
-}
-
-/// The NEON run function (NEON is part of the AArch64 baseline).
-pub(crate) fn run_fn(dtype: DType, rounding: Rounding) -> Option<RunFn> {
-    let input = match dtype {
-        DType::F32 => 0,
-        DType::BF16 => 1,
-        DType::F16 => 2,
-        DType::I8 => return None,
-    };
-    Some(neon::select(input, rounding))
 }

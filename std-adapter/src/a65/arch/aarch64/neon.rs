@@ -1,52 +1,71 @@
-//! NEON Quant kernel: 16 elements per iteration.
+//! NEON lanes: the Quant loop (16 elements per step), the BF16 conversions, the plane split
+//! (`UZP1`/`UZP2` deinterleave, `TBL` shuffle) and the band kernel. NEON is part of the
+//! AArch64 baseline.
 
 use core::arch::aarch64::*;
 
-use simak_core::arith::quant as exact;
+use simak_core::DType;
+use simak_core::arith::quant::{InputFormat, RoundingMode};
+use simak_core::ops::quant::Rounding;
 
-/// Loads 16 elements of format `IN` as four binary32 vectors.
-///
-/// # Safety
-///
-/// `ptr` must be valid for reading 16 elements of format `IN` (0 = FP32, 1 = BF16,
-/// 2 = FP16).
-#[target_feature(enable = "neon")]
-#[inline]
-unsafe fn load16<const IN: u8>(ptr: *const u8) -> [float32x4_t; 4] {
-    match IN {
-        0 => {
-            let p = ptr.cast::<f32>();
-            // SAFETY: the caller guarantees 64 readable bytes; vld1q has no alignment
-            // requirement beyond the element's, and the A65 execute checks input alignment.
-            let v = unsafe { vld1q_f32_x4(p) };
-            [v.0, v.1, v.2, v.3]
+use super::super::band::{BandLanes, Lines, table_pattern};
+use super::super::convert::ConvertLanes;
+use super::super::isa::{Neon, lanes, ops};
+use super::super::quant::QuantLanes;
+use super::super::split::SplitLanes;
+
+lanes! {
+    impl QuantLanes for Neon with "neon" {
+        type F = float32x4_t;
+        type I = int32x4_t;
+        type Zp = int16x8_t;
+        type Bytes = int8x16_t;
+        const LANES: usize = 4;
+
+        fn splat(self, m: f32) -> float32x4_t {
+            vdupq_n_f32(m)
         }
-        _ => {
-            // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
-            let v = unsafe { vld1q_u16_x2(ptr.cast::<u16>()) };
-            if IN == 1 {
-                [
-                    widen_bf16(vget_low_u16(v.0)),
-                    widen_bf16(vget_high_u16(v.0)),
-                    widen_bf16(vget_low_u16(v.1)),
-                    widen_bf16(vget_high_u16(v.1)),
-                ]
-            } else {
-                [
-                    widen_f16(vget_low_u16(v.0)),
-                    widen_f16(vget_high_u16(v.0)),
-                    widen_f16(vget_low_u16(v.1)),
-                    widen_f16(vget_high_u16(v.1)),
-                ]
+
+        fn zero_point(self, zp: i16) -> int16x8_t {
+            vdupq_n_s16(zp)
+        }
+
+        fn convert<M: RoundingMode>(self, x: float32x4_t, m: float32x4_t) -> int32x4_t {
+            // FCVT*S: NaN → 0, out-of-range values saturate.
+            let p = vmulq_f32(x, m);
+            match M::MODE {
+                Rounding::TowardZero => vcvtq_s32_f32(p),
+                Rounding::NearestEven => vcvtnq_s32_f32(p),
+                Rounding::TowardPositive => vcvtpq_s32_f32(p),
+                Rounding::TowardNegative => vcvtmq_s32_f32(p),
             }
         }
-    }
-}
 
-#[target_feature(enable = "neon")]
-#[inline]
-fn widen_bf16(h: uint16x4_t) -> float32x4_t {
-    vreinterpretq_f32_u32(vshll_n_u16::<16>(h))
+        fn narrow(self, v: [int32x4_t; 4], zp: int16x8_t) -> int8x16_t {
+            let ab = vcombine_s16(vqmovn_s32(v[0]), vqmovn_s32(v[1]));
+            let cd = vcombine_s16(vqmovn_s32(v[2]), vqmovn_s32(v[3]));
+            vcombine_s8(vqmovn_s16(vqaddq_s16(ab, zp)), vqmovn_s16(vqaddq_s16(cd, zp)))
+        }
+
+        unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> float32x4_t {
+            if matches!(I::DTYPE, DType::F32) {
+                // SAFETY: the caller guarantees 16 readable bytes at `ptr`; the A65 execute
+                // checks the input's element alignment.
+                return unsafe { vld1q_f32(ptr.cast()) };
+            }
+            // SAFETY: the caller guarantees 8 readable bytes at `ptr`.
+            let h = unsafe { vld1_u16(ptr.cast()) };
+            match I::DTYPE {
+                DType::F16 => widen_f16(h),
+                _ => vreinterpretq_f32_u32(vshll_n_u16::<16>(h)),
+            }
+        }
+
+        unsafe fn store(self, ptr: *mut u8, bytes: int8x16_t, _stream: bool) {
+            // SAFETY: the caller guarantees 16 writable bytes at `ptr`.
+            unsafe { vst1q_s8(ptr.cast(), bytes) }
+        }
+    }
 }
 
 /// Exact FP16 → FP32: magnitude bits shifted into place and scaled by 2^112 (exact for
@@ -68,102 +87,203 @@ fn widen_f16(h: uint16x4_t) -> float32x4_t {
     vreinterpretq_f32_u32(vorrq_u32(bits, sign))
 }
 
-#[target_feature(enable = "neon")]
-#[inline]
-fn convert<const MODE: u32>(x: float32x4_t, m: float32x4_t) -> int32x4_t {
-    let p = vmulq_f32(x, m);
-    match MODE {
-        0 => vcvtq_s32_f32(p),
-        1 => vcvtnq_s32_f32(p),
-        2 => vcvtpq_s32_f32(p),
-        _ => vcvtmq_s32_f32(p),
-    }
-}
+lanes! {
+    impl ConvertLanes for Neon with "neon" {
+        type U32 = uint32x4_t;
+        type U16 = uint16x8_t;
+        type Mask = uint16x8_t;
+        const LANES: usize = 4;
 
-/// Quantizes `n` elements (a multiple of 16).
-///
-/// # Safety
-///
-/// `input` must be valid for reading `n` elements of format `IN` and `output` for writing
-/// `n` bytes.
-#[target_feature(enable = "neon")]
-unsafe fn body<const IN: u8, const MODE: u32>(
-    m: f32,
-    zero_point: i16,
-    input: *const u8,
-    output: *mut u8,
-    n: usize,
-) {
-    let size = if IN == 0 { 4 } else { 2 };
-    let mv = vdupq_n_f32(m);
-    let zp = vdupq_n_s16(zero_point);
-    let mut i = 0;
-    while i < n {
-        // SAFETY: i + 16 ≤ n, so elements i..i + 16 are readable.
-        let [a, b, c, d] = unsafe { load16::<IN>(input.wrapping_add(i * size)) };
-        let ab = vqaddq_s16(
-            vcombine_s16(
-                vqmovn_s32(convert::<MODE>(a, mv)),
-                vqmovn_s32(convert::<MODE>(b, mv)),
-            ),
-            zp,
-        );
-        let cd = vqaddq_s16(
-            vcombine_s16(
-                vqmovn_s32(convert::<MODE>(c, mv)),
-                vqmovn_s32(convert::<MODE>(d, mv)),
-            ),
-            zp,
-        );
-        let bytes = vcombine_s8(vqmovn_s16(ab), vqmovn_s16(cd));
-        // SAFETY: i + 16 ≤ n, so the 16-byte store stays inside the `n` writable bytes.
-        unsafe { vst1q_s8(output.wrapping_add(i).cast::<i8>(), bytes) };
-        i += 16;
-    }
-}
+        fn high_halves(self, a: uint32x4_t, b: uint32x4_t) -> uint16x8_t {
+            vuzp2q_u16(vreinterpretq_u16_u32(a), vreinterpretq_u16_u32(b))
+        }
 
-fn wrapper<I: exact::InputFormat, M: exact::RoundingMode, const IN: u8, const MODE: u32>(
-    m: &exact::Multiplier,
-    zero_point: i32,
-    input: &[u8],
-    output: &mut [u8],
-) {
-    let n = output.len().min(input.len() / I::SIZE);
-    let blocks = n / 16 * 16;
-    // SAFETY: NEON is part of the AArch64 baseline; `input` holds at least
-    // `blocks · I::SIZE` bytes and `output` at least `blocks` bytes.
-    unsafe {
-        body::<IN, MODE>(
-            f32::from_bits(m.bits()),
-            zero_point as i16,
-            input.as_ptr(),
-            output.as_mut_ptr(),
-            blocks,
-        );
-    }
-    exact::run::<I, M>(
-        m,
-        zero_point,
-        &input[blocks * I::SIZE..n * I::SIZE],
-        &mut output[blocks..n],
-    );
-}
+        fn any(self, m: uint16x8_t) -> bool {
+            vmaxvq_u16(m) != 0
+        }
 
-/// The NEON run function for input format `input` (0 = FP32, 1 = BF16, 2 = FP16).
-pub(crate) fn select(input: u8, rounding: exact::Rounding) -> exact::RunFn {
-    macro_rules! by_mode {
-        ($ty:ty, $in:literal) => {
-            match rounding {
-                exact::Rounding::TowardZero => wrapper::<$ty, exact::TowardZero, $in, 0>,
-                exact::Rounding::NearestEven => wrapper::<$ty, exact::NearestEven, $in, 1>,
-                exact::Rounding::TowardPositive => wrapper::<$ty, exact::TowardPositive, $in, 2>,
-                exact::Rounding::TowardNegative => wrapper::<$ty, exact::TowardNegative, $in, 3>,
+        unsafe fn load32(self, ptr: *const u8) -> uint32x4_t {
+            // SAFETY: the caller guarantees 16 readable bytes at `ptr`; byte loads need no
+            // alignment.
+            vreinterpretq_u32_u8(unsafe { vld1q_u8(ptr) })
+        }
+
+        unsafe fn load16(self, ptr: *const u8) -> uint16x8_t {
+            // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
+            vreinterpretq_u16_u8(unsafe { vld1q_u8(ptr) })
+        }
+
+        unsafe fn store16(self, ptr: *mut u8, v: uint16x8_t) {
+            let bytes = vreinterpretq_u8_u16(v);
+            // SAFETY: the caller guarantees 16 writable bytes at `ptr`.
+            unsafe { vst1q_u8(ptr, bytes) }
+        }
+
+        inline {
+            ops! {
+                unary splat32(u32) -> uint32x4_t = vdupq_n_u32;
+                unary splat16(u16) -> uint16x8_t = vdupq_n_u16;
+                binary add32(uint32x4_t) -> uint32x4_t = vaddq_u32;
+                binary and32(uint32x4_t) -> uint32x4_t = vandq_u32;
+                unary shr32_16(uint32x4_t) -> uint32x4_t = vshrq_n_u32::<16>;
+                binary add16(uint16x8_t) -> uint16x8_t = vaddq_u16;
+                binary sub16(uint16x8_t) -> uint16x8_t = vsubq_u16;
+                binary and16(uint16x8_t) -> uint16x8_t = vandq_u16;
+                binary or16(uint16x8_t) -> uint16x8_t = vorrq_u16;
+                shift shl16(uint16x8_t) = vshlq_n_u16;
+                shift shr16(uint16x8_t) = vshrq_n_u16;
+                binary gt16(uint16x8_t) -> uint16x8_t = vcgtq_u16;
+                binary eq16(uint16x8_t) -> uint16x8_t = vceqq_u16;
             }
-        };
+            #[inline(always)]
+            fn select(self, m: uint16x8_t, yes: uint16x8_t, no: uint16x8_t) -> uint16x8_t {
+                // SAFETY: NEON is part of the AArch64 baseline (`self` is its token).
+                unsafe { vbslq_u16(m, yes, no) }
+            }
+        }
     }
-    match input {
-        0 => by_mode!(exact::F32, 0),
-        1 => by_mode!(exact::Bf16, 1),
-        _ => by_mode!(exact::F16, 2),
+}
+
+lanes! {
+    impl SplitLanes for Neon with "neon" {
+        type V = uint8x16_t;
+
+        fn zero(self) -> uint8x16_t {
+            vdupq_n_u8(0)
+        }
+
+        fn shuffle(self, v: uint8x16_t, pattern: uint8x16_t) -> uint8x16_t {
+            // TBL gives 0 for indices ≥ 16.
+            vqtbl1q_u8(v, pattern)
+        }
+
+        fn split16(self, a: uint8x16_t, b: uint8x16_t, k: usize) -> (uint8x16_t, uint8x16_t) {
+            let kk = vdupq_n_u16(k.min(16) as u16);
+            let idx_a = vcombine_u16(
+                vcreate_u16(0x0003_0002_0001_0000),
+                vcreate_u16(0x0007_0006_0005_0004),
+            );
+            let idx_b = vaddq_u16(idx_a, vdupq_n_u16(8));
+            let a = vandq_u16(vreinterpretq_u16_u8(a), vcltq_u16(idx_a, kk));
+            let b = vandq_u16(vreinterpretq_u16_u8(b), vcltq_u16(idx_b, kk));
+            let (a, b) = (vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b));
+            (vuzp1q_u8(a, b), vuzp2q_u8(a, b))
+        }
+
+        unsafe fn load(self, ptr: *const u8) -> uint8x16_t {
+            // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
+            unsafe { vld1q_u8(ptr) }
+        }
+
+        unsafe fn store(self, ptr: *mut u8, v: uint8x16_t) {
+            // SAFETY: the caller guarantees 16 writable bytes at `ptr`.
+            unsafe { vst1q_u8(ptr, v) }
+        }
+    }
+}
+
+lanes! {
+    impl Lines for Neon with "neon" {
+        type Line = [uint8x16_t; 4];
+
+        unsafe fn load_line(self, ptr: *const u8) -> [uint8x16_t; 4] {
+            // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
+            let v = unsafe { vld1q_u8_x4(ptr) };
+            [v.0, v.1, v.2, v.3]
+        }
+
+        unsafe fn store_line(self, ptr: *mut u8, v: [uint8x16_t; 4], _nt: bool) {
+            // SAFETY: the caller guarantees 64 writable bytes at `ptr`.
+            unsafe { vst1q_u8_x4(ptr, uint8x16x4_t(v[0], v[1], v[2], v[3])) }
+        }
+
+        unsafe fn store_head(self, ptr: *mut u8, v: [uint8x16_t; 4], n: usize) {
+            for (k, q) in v.into_iter().enumerate().take(n / 16) {
+                // SAFETY: bytes 16k .. 16k + 16 lie in the caller's `n`.
+                unsafe { vst1q_u8(ptr.wrapping_add(16 * k), q) };
+            }
+        }
+
+        inline {
+            #[inline(always)]
+            fn align<const IMM: i32>(self, hi: [uint8x16_t; 4], lo: [uint8x16_t; 4]) -> [uint8x16_t; 4] {
+                // Whole registers: IMM 4, 8 or 12 is 1, 2 or 3 of them.
+                let all = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
+                let s = IMM as usize / 4;
+                [all[s], all[s + 1], all[s + 2], all[s + 3]]
+            }
+        }
+    }
+}
+
+/// The band split's three-register table lookups (`TBL`), per 16-byte output register
+/// `j mod 3` of a block (the pattern repeats every 48 bytes).
+static SPLIT: [u8; 48] = {
+    let p = table_pattern(0);
+    let mut t = [0u8; 48];
+    let mut i = 0;
+    while i < 48 {
+        t[i] = p[i];
+        i += 1;
+    }
+    t
+};
+
+lanes! {
+    impl BandLanes for Neon with "neon" {
+        type Convert = Neon;
+        type Lines = Neon;
+        const PARTS: usize = 4;
+        const STREAMS: bool = false;
+
+        fn line(self, parts: [uint16x8_t; 4]) -> [uint8x16_t; 4] {
+            let [a, b, c, d] = parts;
+            [
+                vreinterpretq_u8_u16(a),
+                vreinterpretq_u8_u16(b),
+                vreinterpretq_u8_u16(c),
+                vreinterpretq_u8_u16(d),
+            ]
+        }
+
+        fn split3(self, p: [[uint8x16_t; 4]; 3]) -> [[uint8x16_t; 4]; 3] {
+            // Register j of the output from the stream's registers j − 1, j, j + 1.
+            let x = [
+                p[0][0], p[0][1], p[0][2], p[0][3], p[1][0], p[1][1], p[1][2], p[1][3],
+                p[2][0], p[2][1], p[2][2], p[2][3],
+            ];
+            let t = SPLIT.as_ptr();
+            // SAFETY: (all three loads) the table is 48 readable bytes.
+            let i0 = unsafe { vld1q_u8(t) };
+            // SAFETY: as above.
+            let i1 = unsafe { vld1q_u8(t.wrapping_add(16)) };
+            // SAFETY: as above.
+            let idx = [i0, i1, unsafe { vld1q_u8(t.wrapping_add(32)) }];
+            let mut out = x;
+            let mut j = 0;
+            while j < 12 {
+                let before = if j == 0 { x[0] } else { x[j - 1] };
+                let after = if j == 11 { x[11] } else { x[j + 1] };
+                out[j] = vqtbl3q_u8(uint8x16x3_t(before, x[j], after), idx[j % 3]);
+                j += 1;
+            }
+            [
+                [out[0], out[1], out[2], out[3]],
+                [out[4], out[5], out[6], out[7]],
+                [out[8], out[9], out[10], out[11]],
+            ]
+        }
+
+        inline {
+            #[inline(always)]
+            fn convert(self) -> Neon {
+                self
+            }
+
+            #[inline(always)]
+            fn lines(self) -> Neon {
+                self
+            }
+        }
     }
 }

@@ -3,20 +3,24 @@
 
 use simak_core::DType;
 use simak_core::arith::cast;
+use simak_core::arith::quant::{FormatLift, InputFormat, lift_format};
 
 use super::ConvertFn;
 
-fn convert_f32_fallback(input: &[u8], output: &mut [u8]) {
-    cast::run(DType::F32, input, output);
-}
-
-fn convert_f16_fallback(input: &[u8], output: &mut [u8]) {
-    cast::run(DType::F16, input, output);
+fn convert_exact<I: InputFormat>(input: &[u8], output: &mut [u8]) {
+    cast::run(I::DTYPE, input, output);
 }
 
 /// The scalar conversion of a float `dtype` (BF16 is a copy).
-pub(crate) fn convert_fn(dtype: DType) -> ConvertFn {
-    super::convert_by_dtype(dtype, convert_f32_fallback, convert_f16_fallback)
+pub(crate) fn convert_fn(dtype: DType) -> Option<ConvertFn> {
+    struct Select;
+    impl FormatLift for Select {
+        type Output = ConvertFn;
+        fn lift<I: InputFormat>(self) -> ConvertFn {
+            convert_exact::<I>
+        }
+    }
+    lift_format(dtype, Select)
 }
 
 /// Scalar plane split; see [`super::SplitFn`].

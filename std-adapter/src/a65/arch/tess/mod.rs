@@ -4,32 +4,33 @@
 //! Two kernel kinds, chosen once per plan from a table built after runtime detection:
 //!
 //! - [`ConvertFn`]: a contiguous run of input elements → BF16 values as little-endian byte
-//!   pairs. Integer SIMD only (the AVX-512 `VCVTNEPS2BF16` instruction flushes subnormals
-//!   and quiets NaNs, which SPEC §4 forbids); tails go through `simak_core::arith::cast`.
+//!   pairs, written once over `ConvertLanes` (`super::convert`: integer SIMD only); tails
+//!   go through `simak_core::arith::cast`.
 //! - [`SplitFn`]: pixel-major BF16 values (`tc` per pixel) → pixels of `sc` stored
 //!   channels as two planes, `[lo × tc, 0 × (sc − tc), hi × tc, 0 × (sc − tc)]`, padding
-//!   included. Written once over the [`generic::Lanes`] trait (x86-64 SSSE3 lanes inside
+//!   included. Written once over `SplitLanes` (`super::split`: x86-64 SSSE3 lanes inside
 //!   AVX2 functions, AArch64 NEON) with the scalar [`fallback`].
 //! - [`RowsFn`] (optional, per level): both in one pass over whole rows of compact small
 //!   pixels, straight from the input rows to the output (x86-64 AVX-512 VBMI byte
 //!   permutes), with no BF16 intermediate.
 //! - [`BandFn`] (optional, per level): both over a whole band of tiles of 3-channel pixels
 //!   in input order, 32 pixels per block into whole output vectors, with non-temporal
-//!   stores on whole cache lines for outputs of at least [`STREAM_MIN`] bytes (x86-64
-//!   AVX-512 VBMI).
+//!   stores on whole cache lines for outputs of at least [`STREAM_MIN`] bytes. Written
+//!   once over `BandLanes` (`super::band`): every SIMD level has it (x86-64 AVX2,
+//!   AVX-512, AVX-512 VBMI; AArch64 NEON, without non-temporal stores).
 //!
-//! Layout: `generic` (the split, over a 16-byte vector trait), `fallback` (portable scalar),
-//! one folder per architecture with one file per level.
+//! The levels are those of the ISA table (`super::isa`), with the same names and features.
 
 pub(crate) mod fallback;
-pub(crate) mod generic;
-
-#[cfg(target_arch = "aarch64")]
-mod aarch64;
-#[cfg(target_arch = "x86_64")]
-mod x86_64;
 
 use simak_core::DType;
+
+use super::isa::Isa;
+#[cfg(target_arch = "aarch64")]
+use super::isa::Neon;
+#[cfg(target_arch = "x86_64")]
+use super::isa::{Avx2, Avx512, Avx512Vbmi};
+use super::{band, convert, split};
 
 /// Converts `output.len() / 2` elements (little-endian input of the kernel's dtype) into
 /// BF16 little-endian byte pairs. `input` holds at least that many elements.
@@ -111,14 +112,16 @@ pub(crate) const STREAM_MIN: usize = 4 << 20;
 pub enum TessLevel {
     /// Portable scalar integer code.
     Scalar,
-    /// x86-64 AVX2 (conversion in 256-bit lanes, split in 128-bit SSSE3 lanes).
+    /// x86-64 AVX2 with F16C (conversion in 256-bit lanes, split in 128-bit SSSE3 lanes),
+    /// with the band kernel for compact 3-channel pixels.
     Avx2,
-    /// x86-64 AVX-512 F/BW (conversion in 512-bit lanes, split as AVX2).
+    /// x86-64 AVX-512 F/BW/VL (conversion in 512-bit lanes, split as AVX2), with the band
+    /// kernel for compact 3-channel pixels.
     Avx512,
-    /// x86-64 AVX-512 F/BW/VBMI: as `Avx512`, plus conversion and split fused in registers
-    /// for compact pixels of 2..=8 channels.
+    /// x86-64 AVX-512 F/BW/VL/VBMI: as `Avx512`, plus conversion and split fused in
+    /// registers for compact pixels of 2..=8 channels.
     Avx512Vbmi,
-    /// AArch64 NEON.
+    /// AArch64 NEON, with the band kernel for compact 3-channel pixels (ordinary stores).
     Neon,
 }
 
@@ -145,10 +148,10 @@ impl TessLevel {
     pub const fn name(self) -> &'static str {
         match self {
             TessLevel::Scalar => "scalar",
-            TessLevel::Avx2 => "x86_64-avx2",
-            TessLevel::Avx512 => "x86_64-avx512",
-            TessLevel::Avx512Vbmi => "x86_64-avx512vbmi",
-            TessLevel::Neon => "aarch64-neon",
+            TessLevel::Avx2 => super::isa::Avx2::NAME,
+            TessLevel::Avx512 => super::isa::Avx512::NAME,
+            TessLevel::Avx512Vbmi => super::isa::Avx512Vbmi::NAME,
+            TessLevel::Neon => super::isa::Neon::NAME,
         }
     }
 }
@@ -176,16 +179,38 @@ pub(crate) fn tess_kernels(level: TessLevel, dtype: DType) -> Option<TessKernels
     }
     let (convert, split, rows, band): (ConvertFn, SplitFn, Option<RowsFn>, Option<BandFn>) =
         match level {
-            TessLevel::Scalar => (fallback::convert_fn(dtype), fallback::split, None, None),
+            TessLevel::Scalar => (fallback::convert_fn(dtype)?, fallback::split, None, None),
             #[cfg(target_arch = "x86_64")]
-            TessLevel::Avx2 | TessLevel::Avx512 | TessLevel::Avx512Vbmi => {
-                x86_64::kernels(level, dtype)?
+            TessLevel::Avx2 => (
+                convert::convert_fn::<Avx2>(dtype)?,
+                split::split_fn::<Avx2>()?,
+                None,
+                Some(band::band_fn::<Avx2>(dtype)?),
+            ),
+            #[cfg(target_arch = "x86_64")]
+            TessLevel::Avx512 => {
+                Avx512::detect()?;
+                (
+                    convert::convert_fn::<Avx512>(dtype)?,
+                    split::split_fn::<Avx2>()?,
+                    None,
+                    Some(band::band_fn::<Avx512>(dtype)?),
+                )
             }
+            #[cfg(target_arch = "x86_64")]
+            TessLevel::Avx512Vbmi => (
+                convert::convert_fn::<Avx512>(dtype)?,
+                split::split_fn::<Avx2>()?,
+                Some(super::x86_64::avx512vbmi::rows_fn(dtype)?),
+                Some(band::band_fn::<Avx512Vbmi>(dtype)?),
+            ),
             #[cfg(target_arch = "aarch64")]
-            TessLevel::Neon => {
-                let (convert, split) = aarch64::kernels(dtype);
-                (convert, split, None, None)
-            }
+            TessLevel::Neon => (
+                convert::convert_fn::<Neon>(dtype)?,
+                split::split_fn::<Neon>()?,
+                None,
+                Some(band::band_fn::<Neon>(dtype)?),
+            ),
             #[allow(unreachable_patterns)]
             _ => return None,
         };
@@ -196,64 +221,6 @@ pub(crate) fn tess_kernels(level: TessLevel, dtype: DType) -> Option<TessKernels
         rows,
         band,
     })
-}
-
-/// Copies BF16 input unchanged (SPEC §4: all 16 bits preserved).
-pub(crate) fn convert_bf16(input: &[u8], output: &mut [u8]) {
-    let n = output.len() & !1;
-    output[..n].copy_from_slice(&input[..n]);
-}
-
-/// A level's SIMD conversion body: converts `n` elements (a multiple of the level's block)
-/// from `input` into `2n` bytes of BF16 at `output`.
-///
-/// Calling one is sound when the level's target features are available, `input` is
-/// readable for `n` input elements and `output` writable for `2n` bytes.
-#[cfg_attr(
-    not(any(target_arch = "x86_64", target_arch = "aarch64")),
-    allow(dead_code)
-)]
-pub(crate) type ConvertBody = unsafe fn(input: *const u8, output: *mut u8, n: usize);
-
-/// A level's [`ConvertFn`] body: converts `min(output.len() / 2, input.len() / size)`
-/// elements of the float `dtype`, whole blocks of `block` elements through `body` and the
-/// remainder through the exact conversions of SPEC §4 (`simak_core::arith::cast`).
-///
-/// # Safety
-///
-/// The target features of `body` are available on this CPU.
-#[cfg_attr(
-    not(any(target_arch = "x86_64", target_arch = "aarch64")),
-    allow(dead_code)
-)]
-pub(crate) unsafe fn convert_blocks(
-    dtype: DType,
-    block: usize,
-    body: ConvertBody,
-    input: &[u8],
-    output: &mut [u8],
-) {
-    let size = dtype.size();
-    let n = (output.len() / 2).min(input.len() / size);
-    let blocks = n / block * block;
-    // SAFETY: features as the caller guarantees; `input` holds `blocks · size` readable
-    // bytes and `output` `blocks · 2` writable bytes, all the body touches.
-    unsafe { body(input.as_ptr(), output.as_mut_ptr(), blocks) };
-    simak_core::arith::cast::run(
-        dtype,
-        &input[blocks * size..n * size],
-        &mut output[blocks * 2..n * 2],
-    );
-}
-
-/// A level's conversion of a float `dtype` from its FP32 and FP16 conversions (BF16 input
-/// is a copy, [`convert_bf16`]).
-pub(crate) fn convert_by_dtype(dtype: DType, f32: ConvertFn, f16: ConvertFn) -> ConvertFn {
-    match dtype {
-        DType::F32 => f32,
-        DType::F16 => f16,
-        _ => convert_bf16,
-    }
 }
 
 /// Hints the CPU to fetch `bytes` into the caches (one hint per 64-byte line). Never

@@ -1,99 +1,306 @@
-//! AVX2 Quant kernel (F16C for FP16 input): 32 elements per iteration.
+//! AVX2 + F16C lanes: the Quant loop (32 elements per step), the BF16 conversions, the
+//! plane split (SSSE3 lanes) and the band kernel.
 
 use core::arch::x86_64::*;
 
+use simak_core::DType;
+use simak_core::arith::quant::{InputFormat, RoundingMode};
+use simak_core::ops::quant::Rounding;
+
+use super::super::band::{BandLanes, Lines, window_pattern};
+use super::super::convert::ConvertLanes;
+use super::super::isa::{Avx2, lanes, ops};
+use super::super::quant::QuantLanes;
+use super::super::split::SplitLanes;
 use super::CLAMP_HI;
 
-super::level_select!(body, 32, usize::MAX);
+lanes! {
+    impl QuantLanes for Avx2 with "avx2,f16c" {
+        type F = __m256;
+        type I = __m256i;
+        type Zp = __m256i;
+        type Bytes = __m256i;
+        const LANES: usize = 8;
 
-/// Loads 8 input elements at `ptr` as binary32 lanes.
-///
-/// # Safety
-///
-/// AVX2 (and F16C for `IN` = 2) must be available and `ptr` valid for reading 8 elements
-/// of format `IN` (0 = FP32, 1 = BF16, 2 = FP16).
-#[target_feature(enable = "avx2,f16c")]
-#[inline]
-unsafe fn load8<const IN: u8>(ptr: *const u8) -> __m256 {
-    match IN {
-        0 => {
+        fn splat(self, m: f32) -> __m256 {
+            _mm256_set1_ps(m)
+        }
+
+        fn zero_point(self, zp: i16) -> __m256i {
+            _mm256_set1_epi16(zp)
+        }
+
+        fn convert<M: RoundingMode>(self, x: __m256, m: __m256) -> __m256i {
+            let p = _mm256_mul_ps(x, m);
+            let p = _mm256_and_ps(p, _mm256_cmp_ps::<_CMP_ORD_Q>(p, p));
+            let p = _mm256_min_ps(p, _mm256_set1_ps(CLAMP_HI));
+            const UP: i32 = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
+            const DOWN: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+            match M::MODE {
+                Rounding::TowardZero => _mm256_cvttps_epi32(p),
+                Rounding::NearestEven => _mm256_cvtps_epi32(p),
+                Rounding::TowardPositive => _mm256_cvttps_epi32(_mm256_round_ps::<UP>(p)),
+                Rounding::TowardNegative => _mm256_cvttps_epi32(_mm256_round_ps::<DOWN>(p)),
+            }
+        }
+
+        fn narrow(self, v: [__m256i; 4], zp: __m256i) -> __m256i {
+            // After the two in-lane packs, dword 4·l + j holds vector j's elements 4·l..4·l+4.
+            let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+            let ab = _mm256_adds_epi16(_mm256_packs_epi32(v[0], v[1]), zp);
+            let cd = _mm256_adds_epi16(_mm256_packs_epi32(v[2], v[3]), zp);
+            _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), order)
+        }
+
+        unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> __m256 {
+            if matches!(I::DTYPE, DType::F32) {
+                // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
+                return unsafe { _mm256_loadu_ps(ptr.cast()) };
+            }
+            // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
+            let raw = unsafe { _mm_loadu_si128(ptr.cast()) };
+            match I::DTYPE {
+                DType::F16 => _mm256_cvtph_ps(raw),
+                _ => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(raw))),
+            }
+        }
+
+        unsafe fn store(self, ptr: *mut u8, bytes: __m256i, _stream: bool) {
+            // SAFETY: the caller guarantees 32 writable bytes at `ptr`.
+            unsafe { _mm256_storeu_si256(ptr.cast(), bytes) }
+        }
+    }
+}
+
+lanes! {
+    impl ConvertLanes for Avx2 with "avx2,f16c" {
+        type U32 = __m256i;
+        type U16 = __m256i;
+        type Mask = __m256i;
+        const LANES: usize = 8;
+
+        fn high_halves(self, a: __m256i, b: __m256i) -> __m256i {
+            // packus works in 128-bit halves: [a0..3 b0..3 a4..7 b4..7] → reorder the qwords.
+            let (a, b) = (_mm256_srli_epi32::<16>(a), _mm256_srli_epi32::<16>(b));
+            _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(a, b))
+        }
+
+        fn select(self, m: __m256i, yes: __m256i, no: __m256i) -> __m256i {
+            _mm256_blendv_epi8(no, yes, m)
+        }
+
+        fn any(self, m: __m256i) -> bool {
+            _mm256_movemask_epi8(m) != 0
+        }
+
+        unsafe fn load32(self, ptr: *const u8) -> __m256i {
             // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
-            unsafe { _mm256_loadu_ps(ptr.cast()) }
+            unsafe { _mm256_loadu_si256(ptr.cast()) }
         }
-        1 => {
-            // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
-            let raw = unsafe { _mm_loadu_si128(ptr.cast()) };
-            _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(raw)))
+
+        unsafe fn load16(self, ptr: *const u8) -> __m256i {
+            // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
+            unsafe { _mm256_loadu_si256(ptr.cast()) }
         }
-        _ => {
-            // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
-            let raw = unsafe { _mm_loadu_si128(ptr.cast()) };
-            _mm256_cvtph_ps(raw)
+
+        unsafe fn store16(self, ptr: *mut u8, v: __m256i) {
+            // SAFETY: the caller guarantees 32 writable bytes at `ptr`.
+            unsafe { _mm256_storeu_si256(ptr.cast(), v) }
+        }
+
+        inline {
+            ops! {
+                splat splat32(u32 as i32) -> __m256i = _mm256_set1_epi32;
+                splat splat16(u16 as i16) -> __m256i = _mm256_set1_epi16;
+                binary add32(__m256i) -> __m256i = _mm256_add_epi32;
+                binary and32(__m256i) -> __m256i = _mm256_and_si256;
+                unary shr32_16(__m256i) -> __m256i = _mm256_srli_epi32::<16>;
+                binary add16(__m256i) -> __m256i = _mm256_add_epi16;
+                binary sub16(__m256i) -> __m256i = _mm256_sub_epi16;
+                binary and16(__m256i) -> __m256i = _mm256_and_si256;
+                binary or16(__m256i) -> __m256i = _mm256_or_si256;
+                shift shl16(__m256i) = _mm256_slli_epi16;
+                shift shr16(__m256i) = _mm256_srli_epi16;
+                // Signed compares: every compared lane is below 0x8000.
+                binary gt16(__m256i) -> __m256i = _mm256_cmpgt_epi16;
+                binary eq16(__m256i) -> __m256i = _mm256_cmpeq_epi16;
+            }
         }
     }
 }
 
-/// Product, NaN → 0, upper clamp and conversion with rounding mode `MODE` (wire code).
-/// Nearest-even converts with MXCSR's rounding, checked to be nearest before execution.
-#[target_feature(enable = "avx2,f16c")]
-#[inline]
-fn convert<const MODE: u32>(x: __m256, m: __m256) -> __m256i {
-    let p = _mm256_mul_ps(x, m);
-    let p = _mm256_and_ps(p, _mm256_cmp_ps::<_CMP_ORD_Q>(p, p));
-    let p = _mm256_min_ps(p, _mm256_set1_ps(CLAMP_HI));
-    match MODE {
-        0 => _mm256_cvttps_epi32(p),
-        1 => _mm256_cvtps_epi32(p),
-        2 => _mm256_cvttps_epi32(_mm256_round_ps::<
-            { _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC },
-        >(p)),
-        _ => _mm256_cvttps_epi32(_mm256_round_ps::<
-            { _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC },
-        >(p)),
+lanes! {
+    impl SplitLanes for Avx2 with "avx2,f16c" {
+        type V = __m128i;
+
+        fn zero(self) -> __m128i {
+            _mm_setzero_si128()
+        }
+
+        fn shuffle(self, v: __m128i, pattern: __m128i) -> __m128i {
+            _mm_shuffle_epi8(v, pattern)
+        }
+
+        fn split16(self, a: __m128i, b: __m128i, k: usize) -> (__m128i, __m128i) {
+            // Zero the u16 lanes ≥ k of a:b, then pack their low and high bytes.
+            let kk = _mm_set1_epi16(k.min(16) as i16);
+            let a = _mm_and_si128(a, _mm_cmpgt_epi16(kk, _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7)));
+            let b = _mm_and_si128(
+                b,
+                _mm_cmpgt_epi16(kk, _mm_setr_epi16(8, 9, 10, 11, 12, 13, 14, 15)),
+            );
+            let low = _mm_set1_epi16(0x00ff);
+            let lo = _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low));
+            (lo, _mm_packus_epi16(_mm_srli_epi16::<8>(a), _mm_srli_epi16::<8>(b)))
+        }
+
+        unsafe fn load(self, ptr: *const u8) -> __m128i {
+            // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
+            unsafe { _mm_loadu_si128(ptr.cast()) }
+        }
+
+        unsafe fn store(self, ptr: *mut u8, v: __m128i) {
+            // SAFETY: the caller guarantees 16 writable bytes at `ptr`.
+            unsafe { _mm_storeu_si128(ptr.cast(), v) }
+        }
     }
 }
 
-/// Quantizes `n` elements (a multiple of 32).
-///
-/// # Safety
-///
-/// AVX2 (and F16C for FP16) must be available; `input` must be valid for reading `n`
-/// elements of format `IN` and `output` for writing `n` bytes.
-#[target_feature(enable = "avx2,f16c")]
-unsafe fn body<const IN: u8, const MODE: u32, const STREAM: bool>(
-    m: f32,
-    zero_point: i16,
-    input: *const u8,
-    output: *mut u8,
-    n: usize,
-) {
-    let size = if IN == 0 { 4 } else { 2 };
-    let mv = _mm256_set1_ps(m);
-    let zp = _mm256_set1_epi16(zero_point);
-    // After the two in-lane packs, dword 4·l + j holds group j's elements 4·l..4·l+4.
-    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    let mut i = 0;
-    while i < n {
-        let at = input.wrapping_add(i * size);
-        // SAFETY: (all four loads) i + 32 ≤ n, so elements i..i + 32 are readable.
-        let a = unsafe { load8::<IN>(at) };
-        // SAFETY: as above.
-        let b = unsafe { load8::<IN>(at.wrapping_add(8 * size)) };
-        // SAFETY: as above.
-        let c = unsafe { load8::<IN>(at.wrapping_add(16 * size)) };
-        // SAFETY: as above.
-        let d = unsafe { load8::<IN>(at.wrapping_add(24 * size)) };
-        let ab = _mm256_adds_epi16(
-            _mm256_packs_epi32(convert::<MODE>(a, mv), convert::<MODE>(b, mv)),
-            zp,
+lanes! {
+    impl Lines for Avx2 with "avx2,f16c" {
+        type Line = [__m256i; 2];
+
+        unsafe fn load_line(self, ptr: *const u8) -> [__m256i; 2] {
+            // SAFETY: (both loads) the caller guarantees 64 readable bytes at `ptr`.
+            let a = unsafe { _mm256_loadu_si256(ptr.cast()) };
+            // SAFETY: as above.
+            [a, unsafe { _mm256_loadu_si256(ptr.wrapping_add(32).cast()) }]
+        }
+
+        unsafe fn store_line(self, ptr: *mut u8, v: [__m256i; 2], nt: bool) {
+            let (a, b) = (ptr.cast::<__m256i>(), ptr.wrapping_add(32).cast::<__m256i>());
+            if nt {
+                // SAFETY: (both stores) the caller guarantees 64 writable, 64-byte aligned
+                // bytes at `ptr`.
+                unsafe { _mm256_stream_si256(a, v[0]) };
+                // SAFETY: as above.
+                unsafe { _mm256_stream_si256(b, v[1]) };
+            } else {
+                // SAFETY: (both stores) the caller guarantees 64 writable bytes at `ptr`.
+                unsafe { _mm256_storeu_si256(a, v[0]) };
+                // SAFETY: as above.
+                unsafe { _mm256_storeu_si256(b, v[1]) };
+            }
+        }
+
+        unsafe fn store_head(self, ptr: *mut u8, v: [__m256i; 2], n: usize) {
+            if n >= 32 {
+                // SAFETY: the caller guarantees `n` ≥ 32 writable bytes at `ptr`.
+                unsafe { _mm256_storeu_si256(ptr.cast(), v[0]) };
+            }
+            let (at, half) = if n >= 32 { (32, v[1]) } else { (0, v[0]) };
+            if n % 32 == 16 {
+                let low = _mm256_castsi256_si128(half);
+                // SAFETY: bytes `at .. at + 16` lie in the caller's `n`.
+                unsafe { _mm_storeu_si128(ptr.wrapping_add(at).cast(), low) };
+            }
+        }
+
+        inline {
+            #[inline(always)]
+            fn align<const IMM: i32>(self, hi: [__m256i; 2], lo: [__m256i; 2]) -> [__m256i; 2] {
+                // Whole 16-byte lanes: IMM 4 (16 bytes), 8 (32) or 12 (48).
+                match IMM {
+                    8 => [lo[1], hi[0]],
+                    4 => [
+                        // SAFETY: (both) `self` proves AVX2.
+                        unsafe { _mm256_permute2x128_si256::<0x21>(lo[0], lo[1]) },
+                        // SAFETY: as above.
+                        unsafe { _mm256_permute2x128_si256::<0x21>(lo[1], hi[0]) },
+                    ],
+                    _ => [
+                        // SAFETY: (both) `self` proves AVX2.
+                        unsafe { _mm256_permute2x128_si256::<0x21>(lo[1], hi[0]) },
+                        // SAFETY: as above.
+                        unsafe { _mm256_permute2x128_si256::<0x21>(hi[0], hi[1]) },
+                    ],
+                }
+            }
+        }
+    }
+}
+
+/// The band split's shuffles (`vpshufb`) of output vector `r` (32 bytes) from the windows
+/// 4 bytes before and after each lane: `[first window, second window]`.
+static SPLIT: [[[u8; 32]; 2]; 6] = {
+    let mut t = [[[0u8; 32]; 2]; 6];
+    let mut r = 0;
+    while r < 6 {
+        let (a, b) = (
+            window_pattern(32 * r, 4, false),
+            window_pattern(32 * r, 4, true),
         );
-        let cd = _mm256_adds_epi16(
-            _mm256_packs_epi32(convert::<MODE>(c, mv), convert::<MODE>(d, mv)),
-            zp,
-        );
-        let bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), order);
-        // SAFETY: i + 32 ≤ n, so the 32-byte store stays inside the `n` writable bytes.
-        unsafe { _mm256_storeu_si256(output.wrapping_add(i).cast(), bytes) };
-        i += 32;
+        let mut i = 0;
+        while i < 32 {
+            t[r][0][i] = a[i];
+            t[r][1][i] = b[i];
+            i += 1;
+        }
+        r += 1;
+    }
+    t
+};
+
+lanes! {
+    impl BandLanes for Avx2 with "avx2,f16c" {
+        type Convert = Avx2;
+        type Lines = Avx2;
+        const PARTS: usize = 2;
+        const STREAMS: bool = true;
+
+        fn line(self, parts: [__m256i; 4]) -> [__m256i; 2] {
+            [parts[0], parts[1]]
+        }
+
+        fn split3(self, p: [[__m256i; 2]; 3]) -> [[__m256i; 2]; 3] {
+            // Vector r (lanes j = 2r, 2r + 1): two in-lane shuffles of the stream windows
+            // from 16j − 4 (`vpalignr` by 12 of [x_{j-1}, x_j]) and from 16j + 4 (by 4 of
+            // [x_{j+1}, x_{j+2}] and x_j), `x` the 16-byte lanes of the stream.
+            let v = [p[0][0], p[0][1], p[1][0], p[1][1], p[2][0], p[2][1]];
+            let mut out = v;
+            // `shifted[r]` = [x_{2r-1}, x_{2r}] (r = 0: x_0 twice; x_{-1} is never picked).
+            let mut prev = _mm256_permute2x128_si256::<0x00>(v[0], v[0]);
+            let mut r = 0;
+            while r < 6 {
+                let next = if r == 5 {
+                    // x_12 lies past the block and is never picked.
+                    _mm256_permute2x128_si256::<0x11>(v[5], v[5])
+                } else {
+                    _mm256_permute2x128_si256::<0x21>(v[r], v[r + 1])
+                };
+                let w1 = _mm256_alignr_epi8::<12>(v[r], prev);
+                let w2 = _mm256_alignr_epi8::<4>(next, v[r]);
+                // SAFETY: (both loads) each table entry is 32 readable bytes.
+                let a = unsafe { _mm256_loadu_si256(SPLIT[r][0].as_ptr().cast()) };
+                // SAFETY: as above.
+                let b = unsafe { _mm256_loadu_si256(SPLIT[r][1].as_ptr().cast()) };
+                out[r] = _mm256_or_si256(_mm256_shuffle_epi8(w1, a), _mm256_shuffle_epi8(w2, b));
+                prev = next;
+                r += 1;
+            }
+            [[out[0], out[1]], [out[2], out[3]], [out[4], out[5]]]
+        }
+
+        inline {
+            #[inline(always)]
+            fn convert(self) -> Avx2 {
+                self
+            }
+
+            #[inline(always)]
+            fn lines(self) -> Avx2 {
+                self
+            }
+        }
     }
 }

@@ -1,119 +1,273 @@
-//! AVX-512 (F/BW/VL) Quant kernel: 64 elements per iteration.
+//! AVX-512 F/BW/VL lanes: the Quant loop (64 elements per step, streaming stores for long
+//! runs), the BF16 conversions and the band kernel.
 
 use core::arch::x86_64::*;
 
-use super::CLAMP_HI;
+use simak_core::DType;
+use simak_core::arith::quant::{InputFormat, RoundingMode};
+use simak_core::ops::quant::Rounding;
 
-super::level_select!(body, 64, STREAM_MIN_AVX512);
+use super::super::band::{BandLanes, Lines, window_pattern};
+use super::super::convert::ConvertLanes;
+use super::super::isa::{Avx512, lanes, ops};
+use super::super::quant::QuantLanes;
+use super::CLAMP_HI;
 
 /// Runs of at least this many elements store their output with non-temporal stores: the
 /// output then bypasses the caches (no read-for-ownership, no eviction of the input).
 pub(crate) const STREAM_MIN_AVX512: usize = 1 << 22;
 
-/// Loads 16 input elements at `ptr` as binary32 lanes.
-///
-/// # Safety
-///
-/// AVX-512F must be available and `ptr` must be valid for reading 16 elements of the
-/// input format `IN` (0 = FP32, 1 = BF16, 2 = FP16).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-#[inline]
-unsafe fn load16<const IN: u8>(ptr: *const u8) -> __m512 {
-    match IN {
-        0 => {
-            // SAFETY: the caller guarantees 64 readable bytes at `ptr`; loadu has no
-            // alignment requirement.
-            unsafe { _mm512_loadu_ps(ptr.cast()) }
+lanes! {
+    impl QuantLanes for Avx512 with "avx2,f16c,avx512f,avx512bw,avx512vl" {
+        type F = __m512;
+        type I = __m512i;
+        type Zp = __m512i;
+        type Bytes = __m512i;
+        const LANES: usize = 16;
+        const STREAM_MIN: usize = STREAM_MIN_AVX512;
+
+        fn splat(self, m: f32) -> __m512 {
+            _mm512_set1_ps(m)
         }
-        1 => {
+
+        fn zero_point(self, zp: i16) -> __m512i {
+            _mm512_set1_epi16(zp)
+        }
+
+        fn convert<M: RoundingMode>(self, x: __m512, m: __m512) -> __m512i {
+            const NEAR: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+            const ZERO: i32 = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+            const UP: i32 = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
+            const DOWN: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+            let p = _mm512_mul_round_ps::<NEAR>(x, m);
+            let ordered = _mm512_cmp_ps_mask::<_CMP_ORD_Q>(p, p);
+            let p = _mm512_min_ps(p, _mm512_set1_ps(CLAMP_HI));
+            match M::MODE {
+                Rounding::TowardZero => _mm512_maskz_cvt_roundps_epi32::<ZERO>(ordered, p),
+                Rounding::NearestEven => _mm512_maskz_cvt_roundps_epi32::<NEAR>(ordered, p),
+                Rounding::TowardPositive => _mm512_maskz_cvt_roundps_epi32::<UP>(ordered, p),
+                Rounding::TowardNegative => _mm512_maskz_cvt_roundps_epi32::<DOWN>(ordered, p),
+            }
+        }
+
+        fn narrow(self, v: [__m512i; 4], zp: __m512i) -> __m512i {
+            // After the two in-lane packs, dword 4·l + j holds vector j's elements 4·l..4·l+4.
+            let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+            let ab = _mm512_adds_epi16(_mm512_packs_epi32(v[0], v[1]), zp);
+            let cd = _mm512_adds_epi16(_mm512_packs_epi32(v[2], v[3]), zp);
+            _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd))
+        }
+
+        fn fence(self) {
+            _mm_sfence();
+        }
+
+        unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> __m512 {
+            if matches!(I::DTYPE, DType::F32) {
+                // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
+                return unsafe { _mm512_loadu_ps(ptr.cast()) };
+            }
             // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
             let raw = unsafe { _mm256_loadu_si256(ptr.cast()) };
-            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(raw)))
+            match I::DTYPE {
+                DType::F16 => _mm512_cvtph_ps(raw),
+                _ => _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(raw))),
+            }
         }
-        _ => {
-            // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
-            let raw = unsafe { _mm256_loadu_si256(ptr.cast()) };
-            _mm512_cvtph_ps(raw)
+
+        unsafe fn store(self, ptr: *mut u8, bytes: __m512i, stream: bool) {
+            if stream {
+                // SAFETY: the caller guarantees 64 writable, 64-byte aligned bytes at `ptr`.
+                unsafe { _mm512_stream_si512(ptr.cast(), bytes) }
+            } else {
+                // SAFETY: the caller guarantees 64 writable bytes at `ptr`.
+                unsafe { _mm512_storeu_si512(ptr.cast(), bytes) }
+            }
         }
     }
 }
 
-/// Product, NaN → 0, upper clamp and conversion with rounding mode `MODE` (wire code).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-#[inline]
-fn convert<const MODE: u32>(x: __m512, m: __m512) -> __m512i {
-    let p = _mm512_mul_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x, m);
-    let ordered = _mm512_cmp_ps_mask::<_CMP_ORD_Q>(p, p);
-    let p = _mm512_min_ps(p, _mm512_set1_ps(CLAMP_HI));
-    match MODE {
-        0 => {
-            _mm512_maskz_cvt_roundps_epi32::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(ordered, p)
-        }
-        1 => _mm512_maskz_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
-            ordered, p,
-        ),
-        2 => _mm512_maskz_cvt_roundps_epi32::<{ _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC }>(
-            ordered, p,
-        ),
-        _ => _mm512_maskz_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(
-            ordered, p,
-        ),
-    }
-}
-
-/// Quantizes `n` elements (a multiple of 64).
-///
-/// # Safety
-///
-/// AVX-512F and AVX-512BW must be available; `input` must be valid for reading `n`
-/// elements of format `IN` and `output` for writing `n` bytes.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-unsafe fn body<const IN: u8, const MODE: u32, const STREAM: bool>(
-    m: f32,
-    zero_point: i16,
-    input: *const u8,
-    output: *mut u8,
-    n: usize,
-) {
-    let size = if IN == 0 { 4 } else { 2 };
-    let mv = _mm512_set1_ps(m);
-    let zp = _mm512_set1_epi16(zero_point);
-    // After the two in-lane packs, dword 4·l + j of the result holds group j's elements
-    // 4·l..4·l+4; this gathers each group's dwords back in order.
-    let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+/// `vpermt2w` indexes of the high 16 bits of the 32 lanes of two vectors.
+static HIGH_WORDS: [u16; 32] = {
+    let mut p = [0u16; 32];
     let mut i = 0;
-    while i < n {
-        let at = input.wrapping_add(i * size);
-        // SAFETY: (all four loads) i + 64 ≤ n, so elements i..i + 64 are readable.
-        let a = unsafe { load16::<IN>(at) };
-        // SAFETY: as above.
-        let b = unsafe { load16::<IN>(at.wrapping_add(16 * size)) };
-        // SAFETY: as above.
-        let c = unsafe { load16::<IN>(at.wrapping_add(32 * size)) };
-        // SAFETY: as above.
-        let d = unsafe { load16::<IN>(at.wrapping_add(48 * size)) };
-        let ab = _mm512_adds_epi16(
-            _mm512_packs_epi32(convert::<MODE>(a, mv), convert::<MODE>(b, mv)),
-            zp,
-        );
-        let cd = _mm512_adds_epi16(
-            _mm512_packs_epi32(convert::<MODE>(c, mv), convert::<MODE>(d, mv)),
-            zp,
-        );
-        let bytes = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd));
-        let to = output.wrapping_add(i);
-        if STREAM && (to as usize).is_multiple_of(64) {
-            // SAFETY: i + 64 ≤ n, so the 64-byte store stays inside the `n` writable bytes,
-            // and `to` is 64-byte aligned as the streaming store requires.
-            unsafe { _mm512_stream_si512(to.cast(), bytes) };
-        } else {
-            // SAFETY: i + 64 ≤ n, so the 64-byte store stays inside the `n` writable bytes.
-            unsafe { _mm512_storeu_si512(to.cast(), bytes) };
-        }
-        i += 64;
+    while i < 32 {
+        p[i] = (2 * i + 1) as u16;
+        i += 1;
     }
-    if STREAM {
-        // Order the non-temporal stores before anything that follows the call.
-        _mm_sfence();
+    p
+};
+
+lanes! {
+    impl ConvertLanes for Avx512 with "avx2,f16c,avx512f,avx512bw,avx512vl" {
+        type U32 = __m512i;
+        type U16 = __m512i;
+        type Mask = __mmask32;
+        const LANES: usize = 16;
+
+        fn high_halves(self, a: __m512i, b: __m512i) -> __m512i {
+            // SAFETY: the table is 64 readable bytes.
+            let high = unsafe { _mm512_loadu_si512(HIGH_WORDS.as_ptr().cast()) };
+            _mm512_permutex2var_epi16(a, high, b)
+        }
+
+        fn select(self, m: __mmask32, yes: __m512i, no: __m512i) -> __m512i {
+            _mm512_mask_blend_epi16(m, no, yes)
+        }
+
+        fn any(self, m: __mmask32) -> bool {
+            m != 0
+        }
+
+        unsafe fn load32(self, ptr: *const u8) -> __m512i {
+            // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
+            unsafe { _mm512_loadu_si512(ptr.cast()) }
+        }
+
+        unsafe fn load16(self, ptr: *const u8) -> __m512i {
+            // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
+            unsafe { _mm512_loadu_si512(ptr.cast()) }
+        }
+
+        unsafe fn store16(self, ptr: *mut u8, v: __m512i) {
+            // SAFETY: the caller guarantees 64 writable bytes at `ptr`.
+            unsafe { _mm512_storeu_si512(ptr.cast(), v) }
+        }
+
+        inline {
+            ops! {
+                splat splat32(u32 as i32) -> __m512i = _mm512_set1_epi32;
+                splat splat16(u16 as i16) -> __m512i = _mm512_set1_epi16;
+                binary add32(__m512i) -> __m512i = _mm512_add_epi32;
+                binary and32(__m512i) -> __m512i = _mm512_and_si512;
+                unary shr32_16(__m512i) -> __m512i = _mm512_srli_epi32::<16>;
+                binary add16(__m512i) -> __m512i = _mm512_add_epi16;
+                binary sub16(__m512i) -> __m512i = _mm512_sub_epi16;
+                binary and16(__m512i) -> __m512i = _mm512_and_si512;
+                binary or16(__m512i) -> __m512i = _mm512_or_si512;
+                binary gt16(__m512i) -> __mmask32 = _mm512_cmpgt_epu16_mask;
+                binary eq16(__m512i) -> __mmask32 = _mm512_cmpeq_epi16_mask;
+            }
+            // The immediate forms take a `u32` count here: shift by a constant vector count,
+            // which compiles to the immediate form.
+            #[inline(always)]
+            fn shl16<const K: i32>(self, a: __m512i) -> __m512i {
+                // SAFETY: SSE2 is part of the x86-64 baseline.
+                let count = unsafe { _mm_cvtsi32_si128(K) };
+                // SAFETY: `self` proves AVX-512BW.
+                unsafe { _mm512_sll_epi16(a, count) }
+            }
+            #[inline(always)]
+            fn shr16<const K: i32>(self, a: __m512i) -> __m512i {
+                // SAFETY: SSE2 is part of the x86-64 baseline.
+                let count = unsafe { _mm_cvtsi32_si128(K) };
+                // SAFETY: `self` proves AVX-512BW.
+                unsafe { _mm512_srl_epi16(a, count) }
+            }
+        }
+    }
+}
+
+/// Byte mask of the first `n` bytes of a 64-byte vector (`n` < 64).
+#[inline(always)]
+fn head_mask(n: usize) -> u64 {
+    (1u64 << n) - 1
+}
+
+lanes! {
+    impl Lines for Avx512 with "avx2,f16c,avx512f,avx512bw,avx512vl" {
+        type Line = __m512i;
+
+        fn fence(self) {
+            _mm_sfence();
+        }
+
+        unsafe fn load_line(self, ptr: *const u8) -> __m512i {
+            // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
+            unsafe { _mm512_loadu_si512(ptr.cast()) }
+        }
+
+        unsafe fn store_line(self, ptr: *mut u8, v: __m512i, nt: bool) {
+            if nt {
+                // SAFETY: the caller guarantees 64 writable, 64-byte aligned bytes at `ptr`.
+                unsafe { _mm512_stream_si512(ptr.cast(), v) }
+            } else {
+                // SAFETY: the caller guarantees 64 writable bytes at `ptr`.
+                unsafe { _mm512_storeu_si512(ptr.cast(), v) }
+            }
+        }
+
+        unsafe fn store_head(self, ptr: *mut u8, v: __m512i, n: usize) {
+            // SAFETY: the mask selects the first `n` bytes, which the caller guarantees.
+            unsafe { _mm512_mask_storeu_epi8(ptr.cast(), head_mask(n), v) }
+        }
+
+        inline {
+            #[inline(always)]
+            fn align<const IMM: i32>(self, hi: __m512i, lo: __m512i) -> __m512i {
+                // SAFETY: `self` proves AVX-512F.
+                unsafe { _mm512_alignr_epi32::<IMM>(hi, lo) }
+            }
+        }
+    }
+}
+
+/// The band split's shuffles (`vpshufb`) of output line `k` from the windows 4 bytes before
+/// and after each lane: `[first window, second window]`.
+static SPLIT: [[[u8; 64]; 2]; 3] = {
+    let mut t = [[[0u8; 64]; 2]; 3];
+    let mut k = 0;
+    while k < 3 {
+        t[k] = [
+            window_pattern(64 * k, 4, false),
+            window_pattern(64 * k, 4, true),
+        ];
+        k += 1;
+    }
+    t
+};
+
+lanes! {
+    impl BandLanes for Avx512 with "avx2,f16c,avx512f,avx512bw,avx512vl" {
+        type Convert = Avx512;
+        type Lines = Avx512;
+        const PARTS: usize = 1;
+        const STREAMS: bool = true;
+
+        fn line(self, parts: [__m512i; 4]) -> __m512i {
+            parts[0]
+        }
+
+        fn split3(self, p: [__m512i; 3]) -> [__m512i; 3] {
+            // Line k: per 16-byte lane j, two in-lane shuffles of the stream windows from
+            // 16j − 4 (`valignd` by −1 dword) and from 16j + 4 (+1 dword).
+            let mut out = p;
+            let mut k = 0;
+            while k < 3 {
+                let before = if k == 0 { p[0] } else { p[k - 1] };
+                let after = if k == 2 { p[2] } else { p[k + 1] };
+                let w1 = _mm512_alignr_epi32::<15>(p[k], before);
+                let w2 = _mm512_alignr_epi32::<1>(after, p[k]);
+                // SAFETY: (both loads) each table entry is 64 readable bytes.
+                let a = unsafe { _mm512_loadu_si512(SPLIT[k][0].as_ptr().cast()) };
+                // SAFETY: as above.
+                let b = unsafe { _mm512_loadu_si512(SPLIT[k][1].as_ptr().cast()) };
+                out[k] = _mm512_or_si512(_mm512_shuffle_epi8(w1, a), _mm512_shuffle_epi8(w2, b));
+                k += 1;
+            }
+            out
+        }
+
+        inline {
+            #[inline(always)]
+            fn convert(self) -> Avx512 {
+                self
+            }
+
+            #[inline(always)]
+            fn lines(self) -> Avx512 {
+                self
+            }
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! The plane split written once over a 16-byte vector trait.
+//! The plane split (SPEC §5) written once over a 16-byte vector trait, [`SplitLanes`].
 //!
 //! Paths, chosen per call from `(tc, sc)`:
 //!
@@ -12,46 +12,69 @@
 //!   the start of the high plane (rewritten by group 0's high store) and past the pixel
 //!   (rewritten by the next pixel); stores that would cross the end of `out` are bounded.
 
-/// 16 bytes of SIMD lanes for one instruction set.
-///
-/// Every method is `unsafe`: the caller guarantees the level's target features are
-/// enabled (the functions are inlined into a `#[target_feature]` entry point).
-pub(crate) trait Lanes: Copy {
+use super::isa::{Isa, Kernel};
+use super::tess::SplitFn;
+
+/// 16 bytes of SIMD lanes for the split, on one level.
+pub(crate) trait SplitLanes: Isa {
+    /// 16 bytes.
+    type V: Copy;
+
     /// Loads 16 bytes.
     ///
     /// # Safety
     ///
-    /// Features enabled; `ptr` valid for reading 16 bytes (no alignment needed).
-    unsafe fn load(ptr: *const u8) -> Self;
+    /// `ptr` valid for reading 16 bytes (no alignment needed).
+    unsafe fn load(self, ptr: *const u8) -> Self::V;
 
     /// Stores 16 bytes.
     ///
     /// # Safety
     ///
-    /// Features enabled; `ptr` valid for writing 16 bytes (no alignment needed).
-    unsafe fn store(self, ptr: *mut u8);
+    /// `ptr` valid for writing 16 bytes (no alignment needed).
+    unsafe fn store(self, ptr: *mut u8, v: Self::V);
 
     /// All-zero lanes.
-    ///
-    /// # Safety
-    ///
-    /// Features enabled.
-    unsafe fn zero() -> Self;
+    fn zero(self) -> Self::V;
 
-    /// `out[i] = self[pattern[i]]` for `pattern[i] < 16`, else 0.
-    ///
-    /// # Safety
-    ///
-    /// Features enabled.
-    unsafe fn shuffle(self, pattern: Self) -> Self;
+    /// `out[i] = v[pattern[i]]` for `pattern[i] < 16`, else 0.
+    fn shuffle(self, v: Self::V, pattern: Self::V) -> Self::V;
 
     /// `a` and `b` hold 16 little-endian `u16` lanes (8 each); lanes `≥ k` are treated as
     /// zero. Returns (low bytes, high bytes) of the 16 lanes.
-    ///
-    /// # Safety
-    ///
-    /// Features enabled.
-    unsafe fn split16(a: Self, b: Self, k: usize) -> (Self, Self);
+    fn split16(self, a: Self::V, b: Self::V, k: usize) -> (Self::V, Self::V);
+}
+
+/// The split of [`SplitFn`] on level `L`, or `None` when this CPU lacks it.
+pub(crate) fn split_fn<L: SplitLanes>() -> Option<SplitFn> {
+    L::detect()?;
+    Some(split_on::<L>)
+}
+
+/// [`SplitFn`] on level `L` (the scalar split if this CPU lacks it, which the table above
+/// rules out).
+fn split_on<L: SplitLanes>(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]) {
+    match L::detect() {
+        Some(l) => l.vectorize(Split { bf, tc, sc, out }),
+        None => super::tess::fallback::split(bf, tc, sc, out),
+    }
+}
+
+/// One split call.
+struct Split<'a> {
+    bf: &'a [u8],
+    tc: usize,
+    sc: usize,
+    out: &'a mut [u8],
+}
+
+impl<L: SplitLanes> Kernel<L> for Split<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self, l: L) {
+        split(l, self.bf, self.tc, self.sc, self.out)
+    }
 }
 
 /// The byte shuffle of the compact small-pixel path for `tc` channels (2..=8).
@@ -90,13 +113,9 @@ const PATTERNS: [[u8; 16]; 9] = [
 /// Bytes of whole pixels per shuffle, indexed by `tc` (entries 0 and 1 unused).
 const STEPS: [usize; 9] = [16, 16, 16, 12, 16, 10, 12, 14, 16];
 
-/// The split of [`super::SplitFn`].
-///
-/// # Safety
-///
-/// The target features of `V` must be enabled.
+/// The split of [`SplitFn`].
 #[inline(always)]
-pub(crate) unsafe fn split<V: Lanes>(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]) {
+fn split<L: SplitLanes>(l: L, bf: &[u8], tc: usize, sc: usize, out: &mut [u8]) {
     if sc == 0 || tc == 0 {
         return;
     }
@@ -106,39 +125,32 @@ pub(crate) unsafe fn split<V: Lanes>(bf: &[u8], tc: usize, sc: usize, out: &mut 
         if tc == 1 {
             out[..n].copy_from_slice(&bf[..n]);
         } else {
-            // SAFETY: forwarded from the caller.
-            unsafe { small::<V>(&bf[..n], tc, &mut out[..n]) }
+            small(l, &bf[..n], tc, &mut out[..n])
         }
         return;
     }
     let npx = (out.len() / (2 * sc)).min(bf.len() / (2 * tc));
-    // SAFETY: forwarded from the caller.
-    unsafe { per_pixel::<V>(&bf[..npx * 2 * tc], tc, sc, &mut out[..npx * 2 * sc]) }
+    per_pixel(l, &bf[..npx * 2 * tc], tc, sc, &mut out[..npx * 2 * sc])
 }
 
 /// Compact pixels of 2..=8 channels, several per shuffle.
-///
-/// # Safety
-///
-/// The target features of `V` must be enabled.
 #[inline(always)]
-unsafe fn small<V: Lanes>(bf: &[u8], tc: usize, out: &mut [u8]) {
+fn small<L: SplitLanes>(l: L, bf: &[u8], tc: usize, out: &mut [u8]) {
     let pb = 2 * tc;
     let step = STEPS[tc];
     let total = out.len();
     let scratch = PATTERNS[tc];
-    // SAFETY: `scratch` is 16 readable bytes; features enabled by the caller.
-    let pat = unsafe { V::load(scratch.as_ptr()) };
+    // SAFETY: `scratch` is 16 readable bytes.
+    let pat = unsafe { l.load(scratch.as_ptr()) };
     let mut off = 0;
     // bf and out have the same length here (tc = sc), so one bound covers both.
     while off + 16 <= total {
         // SAFETY: off + 16 ≤ total = bf.len().
-        let v = unsafe { V::load(bf.as_ptr().wrapping_add(off)) };
-        // SAFETY: features enabled by the caller.
-        let v = unsafe { v.shuffle(pat) };
+        let v = unsafe { l.load(bf.as_ptr().wrapping_add(off)) };
+        let v = l.shuffle(v, pat);
         // SAFETY: off + 16 ≤ total = out.len(); bytes past `off + step` are rewritten by
         // the next store or by the scalar tail, which starts at the final `off`.
-        unsafe { v.store(out.as_mut_ptr().wrapping_add(off)) };
+        unsafe { l.store(out.as_mut_ptr().wrapping_add(off), v) };
         off += step;
     }
     // Fewer than 16 bytes (whole pixels) remain.
@@ -152,31 +164,23 @@ unsafe fn small<V: Lanes>(bf: &[u8], tc: usize, out: &mut [u8]) {
 }
 
 /// One 16-byte store at `pos`, bounded by the end of `out`.
-///
-/// # Safety
-///
-/// The target features of `V` must be enabled.
 #[inline(always)]
-unsafe fn store_bounded<V: Lanes>(v: V, out: &mut [u8], pos: usize) {
+fn store_bounded<L: SplitLanes>(l: L, v: L::V, out: &mut [u8], pos: usize) {
     if pos + 16 <= out.len() {
         // SAFETY: pos + 16 ≤ out.len().
-        unsafe { v.store(out.as_mut_ptr().wrapping_add(pos)) };
+        unsafe { l.store(out.as_mut_ptr().wrapping_add(pos), v) };
     } else if pos < out.len() {
         let mut tmp = [0u8; 16];
         // SAFETY: `tmp` is 16 writable bytes.
-        unsafe { v.store(tmp.as_mut_ptr()) };
+        unsafe { l.store(tmp.as_mut_ptr(), v) };
         let n = out.len() - pos;
         out[pos..].copy_from_slice(&tmp[..n]);
     }
 }
 
 /// Pixel by pixel, 16 channels per group.
-///
-/// # Safety
-///
-/// The target features of `V` must be enabled.
 #[inline(always)]
-unsafe fn per_pixel<V: Lanes>(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]) {
+fn per_pixel<L: SplitLanes>(l: L, bf: &[u8], tc: usize, sc: usize, out: &mut [u8]) {
     let groups = sc.div_ceil(16);
     let npx = out.len() / (2 * sc);
     let mut tmp = [0u8; 32];
@@ -186,8 +190,7 @@ unsafe fn per_pixel<V: Lanes>(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]) {
         for g in (0..groups).rev() {
             let k = tc.saturating_sub(16 * g).min(16);
             let (lo, hi) = if k == 0 {
-                // SAFETY: features enabled by the caller.
-                let z = unsafe { V::zero() };
+                let z = l.zero();
                 (z, z)
             } else {
                 let at = src + 32 * g;
@@ -201,16 +204,13 @@ unsafe fn per_pixel<V: Lanes>(bf: &[u8], tc: usize, sc: usize, out: &mut [u8]) {
                 };
                 // SAFETY: `ptr` addresses 32 readable bytes: either `bf[at..at + 32]` or
                 // `tmp`.
-                let a = unsafe { V::load(ptr) };
+                let a = unsafe { l.load(ptr) };
                 // SAFETY: as above, second half.
-                let b = unsafe { V::load(ptr.wrapping_add(16)) };
-                // SAFETY: features enabled by the caller.
-                unsafe { V::split16(a, b, k) }
+                let b = unsafe { l.load(ptr.wrapping_add(16)) };
+                l.split16(a, b, k)
             };
-            // SAFETY: features enabled by the caller; the store is bounded.
-            unsafe { store_bounded(lo, out, dst + 16 * g) };
-            // SAFETY: as above.
-            unsafe { store_bounded(hi, out, dst + sc + 16 * g) };
+            store_bounded(l, lo, out, dst + 16 * g);
+            store_bounded(l, hi, out, dst + sc + 16 * g);
         }
     }
 }

@@ -1,0 +1,247 @@
+//! The BF16 conversions of SPEC §4, written once over [`ConvertLanes`]: integer code only
+//! (AVX-512's `VCVTNEPS2BF16` flushes subnormals and quiets NaNs, which SPEC §4 forbids).
+//!
+//! - FP32 → BF16: `(x + 0x7fff + ((x >> 16) & 1)) >> 16` per 32-bit lane, wrapping, NaNs
+//!   included ([`round_pack`]).
+//! - FP16 → BF16 ([`f16_lanes`]): one nearest-even rounding of the 10-bit significand to
+//!   7 bits and the exponent rebias when every lane of the vector is normal; otherwise
+//!   subnormals normalized by four compare / shift / select steps (skipped when no lane is
+//!   zero or subnormal), the rounding, zeros, infinities and NaNs (quieted, high payload
+//!   kept) rebuilt, sign ORed back.
+//!
+//! Whole vectors only; the remainder goes through `simak_core::arith::cast`, so every level
+//! gives the bytes of the exact conversions.
+
+use simak_core::DType;
+use simak_core::arith::cast;
+use simak_core::arith::quant::{FormatLift, InputFormat};
+
+use super::isa::{Isa, Kernel};
+
+/// One level's integer lanes for the conversions.
+pub(crate) trait ConvertLanes: Isa {
+    /// `LANES` 32-bit lanes.
+    type U32: Copy;
+    /// `2 · LANES` 16-bit lanes.
+    type U16: Copy;
+    /// A per-lane condition on `U16` lanes.
+    type Mask: Copy;
+
+    /// 32-bit lanes per [`ConvertLanes::U32`].
+    const LANES: usize;
+
+    /// Loads `LANES` 32-bit lanes.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` valid for reading `4 · LANES` bytes (no alignment needed).
+    unsafe fn load32(self, ptr: *const u8) -> Self::U32;
+
+    /// Loads `2 · LANES` 16-bit lanes.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` valid for reading `4 · LANES` bytes (no alignment needed).
+    unsafe fn load16(self, ptr: *const u8) -> Self::U16;
+
+    /// Stores `2 · LANES` 16-bit lanes.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` valid for writing `4 · LANES` bytes (no alignment needed).
+    unsafe fn store16(self, ptr: *mut u8, v: Self::U16);
+
+    /// `x` in every 32-bit lane.
+    fn splat32(self, x: u32) -> Self::U32;
+    /// Lane-wise wrapping sum.
+    fn add32(self, a: Self::U32, b: Self::U32) -> Self::U32;
+    /// Lane-wise AND.
+    fn and32(self, a: Self::U32, b: Self::U32) -> Self::U32;
+    /// Lane-wise logical right shift by 16.
+    fn shr32_16(self, a: Self::U32) -> Self::U32;
+    /// The high 16 bits of every lane of `a`, then of `b`, in lane order.
+    fn high_halves(self, a: Self::U32, b: Self::U32) -> Self::U16;
+
+    /// `x` in every 16-bit lane.
+    fn splat16(self, x: u16) -> Self::U16;
+    /// Lane-wise wrapping sum.
+    fn add16(self, a: Self::U16, b: Self::U16) -> Self::U16;
+    /// Lane-wise wrapping difference.
+    fn sub16(self, a: Self::U16, b: Self::U16) -> Self::U16;
+    /// Lane-wise AND.
+    fn and16(self, a: Self::U16, b: Self::U16) -> Self::U16;
+    /// Lane-wise OR.
+    fn or16(self, a: Self::U16, b: Self::U16) -> Self::U16;
+    /// Lane-wise left shift by `K`.
+    fn shl16<const K: i32>(self, a: Self::U16) -> Self::U16;
+    /// Lane-wise logical right shift by `K`.
+    fn shr16<const K: i32>(self, a: Self::U16) -> Self::U16;
+    /// `a > b` per lane, for lanes below 0x8000.
+    fn gt16(self, a: Self::U16, b: Self::U16) -> Self::Mask;
+    /// `a == b` per lane.
+    fn eq16(self, a: Self::U16, b: Self::U16) -> Self::Mask;
+    /// `yes` where `m` holds, else `no`.
+    fn select(self, m: Self::Mask, yes: Self::U16, no: Self::U16) -> Self::U16;
+    /// Whether `m` holds in any lane.
+    fn any(self, m: Self::Mask) -> bool;
+}
+
+/// FP32 → BF16 of two vectors of FP32 bits: `2 · LANES` BF16 values in order.
+///
+/// (No closures in the kernels: a closure is compiled without the entry's features, so the
+/// intrinsics in it would not inline.)
+#[inline(always)]
+pub(crate) fn round_pack<L: ConvertLanes>(l: L, a: L::U32, b: L::U32) -> L::U16 {
+    l.high_halves(round32(l, a), round32(l, b))
+}
+
+/// `x + 0x7fff + ((x >> 16) & 1)` per 32-bit lane: the BF16 value is the high half.
+#[inline(always)]
+pub(crate) fn round32<L: ConvertLanes>(l: L, x: L::U32) -> L::U32 {
+    let lsb = l.and32(l.shr32_16(x), l.splat32(1));
+    l.add32(x, l.add32(lsb, l.splat32(0x7fff)))
+}
+
+/// FP16 → BF16 per 16-bit lane.
+#[inline(always)]
+pub(crate) fn f16_lanes<L: ConvertLanes>(l: L, h: L::U16) -> L::U16 {
+    let t = l.and16(h, l.splat16(0x7fff));
+    let sign = l.and16(h, l.splat16(0x8000));
+    let below_normal = l.gt16(l.splat16(0x400), t);
+    let special = l.gt16(t, l.splat16(0x7bff));
+    if !l.any(below_normal) && !l.any(special) {
+        // Every lane normal: round the 10-bit significand to 7 bits (nearest-even, a carry
+        // goes into the exponent) and rebias the exponent (127 − 15 = 112, i.e. 0x3800).
+        let lsb = l.and16(l.shr16::<3>(t), l.splat16(1));
+        let rounded = l.shr16::<3>(l.add16(l.add16(t, l.splat16(3)), lsb));
+        return l.or16(l.add16(rounded, l.splat16(0x3800)), sign);
+    }
+    f16_general(l, t, sign, below_normal, special)
+}
+
+/// FP16 → BF16 of the magnitudes `t` (signs `sign`) when some lane is zero, subnormal
+/// (`below_normal`), infinite or NaN (`special`).
+#[inline(always)]
+fn f16_general<L: ConvertLanes>(
+    l: L,
+    t: L::U16,
+    sign: L::U16,
+    below_normal: L::Mask,
+    special: L::Mask,
+) -> L::U16 {
+    let zero = l.splat16(0);
+    let (mut m, mut s) = (t, zero);
+    if l.any(below_normal) {
+        let lt = l.gt16(l.splat16(1 << 3), m);
+        (m, s) = (
+            l.select(lt, l.shl16::<8>(m), m),
+            l.select(lt, l.splat16(8), s),
+        );
+        let lt = l.gt16(l.splat16(1 << 7), m);
+        (m, s) = (
+            l.select(lt, l.shl16::<4>(m), m),
+            l.select(lt, l.add16(s, l.splat16(4)), s),
+        );
+        let lt = l.gt16(l.splat16(1 << 9), m);
+        (m, s) = (
+            l.select(lt, l.shl16::<2>(m), m),
+            l.select(lt, l.add16(s, l.splat16(2)), s),
+        );
+        let lt = l.gt16(l.splat16(1 << 10), m);
+        (m, s) = (
+            l.select(lt, l.shl16::<1>(m), m),
+            l.select(lt, l.add16(s, l.splat16(1)), s),
+        );
+    }
+    // Normal lanes: t + (10 << 10); subnormal lanes: the normalized significand with the
+    // exponent field 11 − s. Either way the BF16 bias is then 102 << 7.
+    let tn = l.add16(m, l.shl16::<10>(l.sub16(l.splat16(10), s)));
+    let lsb = l.and16(l.shr16::<3>(tn), l.splat16(1));
+    let rounded = l.shr16::<3>(l.add16(l.add16(tn, l.splat16(3)), lsb));
+    let r = l.add16(rounded, l.splat16(102 << 7));
+    let r = l.select(l.eq16(t, zero), zero, r);
+    let nan = l.gt16(t, l.splat16(0x7c00));
+    let payload = l.shr16::<3>(l.and16(t, l.splat16(0x3ff)));
+    let quiet = l.select(nan, l.splat16(0x40), zero);
+    let sv = l.or16(l.splat16(0x7f80), l.or16(quiet, payload));
+    l.or16(l.select(special, sv, r), sign)
+}
+
+/// The conversion loop: `n` elements of `I` (a multiple of `2 · LANES`).
+struct Body<'a, I> {
+    input: &'a [u8],
+    output: &'a mut [u8],
+    n: usize,
+    format: core::marker::PhantomData<I>,
+}
+
+impl<L: ConvertLanes, I: InputFormat> Kernel<L> for Body<'_, I> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self, l: L) {
+        let step = 2 * L::LANES;
+        assert!(
+            self.n.is_multiple_of(step)
+                && self.input.len() >= self.n * I::SIZE
+                && self.output.len() >= 2 * self.n
+        );
+        let (src, dst) = (self.input.as_ptr(), self.output.as_mut_ptr());
+        let mut i = 0;
+        while i < self.n {
+            let at = src.wrapping_add(i * I::SIZE);
+            let v = if matches!(I::DTYPE, DType::F32) {
+                // SAFETY: (both loads) i + step ≤ n, asserted above to fit `input`: the
+                // step's 8 · LANES bytes from `at` are readable.
+                let a = unsafe { l.load32(at) };
+                // SAFETY: as above.
+                let b = unsafe { l.load32(at.wrapping_add(4 * L::LANES)) };
+                round_pack(l, a, b)
+            } else {
+                // SAFETY: i + step ≤ n: the step's 4 · LANES bytes from `at` are readable.
+                f16_lanes(l, unsafe { l.load16(at) })
+            };
+            // SAFETY: 2 · (i + step) ≤ 2n ≤ output.len().
+            unsafe { l.store16(dst.wrapping_add(2 * i), v) };
+            i += step;
+        }
+    }
+}
+
+/// A conversion of `min(output.len() / 2, input.len() / I::SIZE)` elements of `I` into BF16
+/// pairs: whole steps on level `L`, the rest exact. BF16 input is a copy (SPEC §4).
+fn convert<L: ConvertLanes, I: InputFormat>(input: &[u8], output: &mut [u8]) {
+    let n = (output.len() / 2).min(input.len() / I::SIZE);
+    let done = match L::detect() {
+        Some(l) if !matches!(I::DTYPE, DType::BF16) => {
+            let blocks = n / (2 * L::LANES) * (2 * L::LANES);
+            l.vectorize(Body::<I> {
+                input,
+                output: &mut *output,
+                n: blocks,
+                format: core::marker::PhantomData,
+            });
+            blocks
+        }
+        // BF16, or (not reached: handed out after detection) no token.
+        _ => 0,
+    };
+    cast::run(
+        I::DTYPE,
+        &input[done * I::SIZE..n * I::SIZE],
+        &mut output[done * 2..n * 2],
+    );
+}
+
+/// Level `L`'s conversion of a float `dtype`, or `None` when this CPU lacks the level.
+pub(crate) fn convert_fn<L: ConvertLanes>(dtype: DType) -> Option<super::tess::ConvertFn> {
+    struct Select<L>(core::marker::PhantomData<L>);
+    impl<L: ConvertLanes> FormatLift for Select<L> {
+        type Output = super::tess::ConvertFn;
+        fn lift<I: InputFormat>(self) -> super::tess::ConvertFn {
+            convert::<L, I>
+        }
+    }
+    L::detect()?;
+    simak_core::arith::quant::lift_format(dtype, Select::<L>(core::marker::PhantomData))
+}

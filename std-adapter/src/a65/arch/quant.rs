@@ -1,0 +1,190 @@
+//! The Quant loop, written once over [`QuantLanes`].
+//!
+//! Per lane, on every level: `p = x · m` in binary32 (round-to-nearest, gradual underflow:
+//! the environment is checked before execution); NaN lanes forced to 0; `p` converted to
+//! INT32 with the plan's rounding mode (x86-64 clamps `p` at 1024 first, and large negative
+//! values become `i32::MIN`; NEON's `FCVT*S` saturates); narrowed to INT16 with signed
+//! saturation, the zero point added with INT16 saturation, narrowed to INT8 with
+//! saturation. Every step preserves `saturate(round(p) + zp)` because |zp| ≤ 128 and the
+//! clamps lie far outside [-384, 383].
+//!
+//! The loop takes four vectors per step, whole steps only; the remainder (fewer elements than
+//! one step) and, for streamed runs, the head up to the first 64-byte output boundary go
+//! through the exact path of `simak_core::arith::quant`, so results are bit-identical to it.
+
+use simak_core::DType;
+use simak_core::arith::quant::{self as exact, InputFormat, Lift, Multiplier, RoundingMode, RunFn};
+use simak_core::ops::quant::Rounding;
+
+use super::isa::{Isa, Kernel};
+
+/// One level's lanes for the Quant loop.
+pub(crate) trait QuantLanes: Isa {
+    /// `LANES` binary32 lanes.
+    type F: Copy;
+    /// `LANES` INT32 lanes.
+    type I: Copy;
+    /// The zero point, broadcast as the narrowing needs it.
+    type Zp: Copy;
+    /// The `4 · LANES` INT8 results of one step.
+    type Bytes: Copy;
+
+    /// Binary32 lanes per vector.
+    const LANES: usize;
+    /// Runs of at least this many elements use non-temporal stores (`usize::MAX`: never).
+    const STREAM_MIN: usize = usize::MAX;
+    /// Whether the level takes FP16 input (the SSE4.1 level does not: F16C needs VEX).
+    const TAKES_F16: bool = true;
+
+    /// The multiplier in every lane.
+    fn splat(self, m: f32) -> Self::F;
+
+    /// The zero point, as [`QuantLanes::narrow`] takes it.
+    fn zero_point(self, zp: i16) -> Self::Zp;
+
+    /// Loads `LANES` elements of format `I` at `ptr`, widened exactly to binary32.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is valid for reading `LANES · I::SIZE` bytes (no alignment needed).
+    unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> Self::F;
+
+    /// Product, NaN → 0, and conversion to INT32 with mode `M`.
+    fn convert<M: RoundingMode>(self, x: Self::F, m: Self::F) -> Self::I;
+
+    /// Narrows four converted vectors (elements in order) to INT8 with the zero point added.
+    fn narrow(self, v: [Self::I; 4], zp: Self::Zp) -> Self::Bytes;
+
+    /// Stores one step's bytes, non-temporally when `stream`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is valid for writing `4 · LANES` bytes, and 64-byte aligned when `stream`.
+    unsafe fn store(self, ptr: *mut u8, bytes: Self::Bytes, stream: bool);
+
+    /// Orders earlier non-temporal stores before later stores.
+    fn fence(self) {}
+}
+
+/// The loop over whole steps: `blocks` elements (a multiple of `4 · LANES`).
+struct Body<'a, I, M, const STREAM: bool> {
+    m: f32,
+    zero_point: i16,
+    input: &'a [u8],
+    output: &'a mut [u8],
+    blocks: usize,
+    formats: core::marker::PhantomData<(I, M)>,
+}
+
+impl<L: QuantLanes, I: InputFormat, M: RoundingMode, const STREAM: bool> Kernel<L>
+    for Body<'_, I, M, STREAM>
+{
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self, l: L) {
+        let step = 4 * L::LANES;
+        assert!(
+            self.blocks.is_multiple_of(step)
+                && self.input.len() >= self.blocks * I::SIZE
+                && self.output.len() >= self.blocks
+        );
+        let m = l.splat(self.m);
+        let zp = l.zero_point(self.zero_point);
+        let (src, dst) = (self.input.as_ptr(), self.output.as_mut_ptr());
+        let mut i = 0;
+        while i < self.blocks {
+            // (No closures here: a closure would be compiled without the entry's features.)
+            let at = src.wrapping_add(i * I::SIZE);
+            let size = L::LANES * I::SIZE;
+            // SAFETY: (all four loads) i + step ≤ blocks, asserted above to fit `input`, so
+            // the `LANES` elements from i + k · LANES (k < 4) lie in it.
+            let a = unsafe { l.load::<I>(at) };
+            // SAFETY: as above.
+            let b = unsafe { l.load::<I>(at.wrapping_add(size)) };
+            // SAFETY: as above.
+            let c = unsafe { l.load::<I>(at.wrapping_add(2 * size)) };
+            // SAFETY: as above.
+            let d = unsafe { l.load::<I>(at.wrapping_add(3 * size)) };
+            let v = [
+                l.convert::<M>(a, m),
+                l.convert::<M>(b, m),
+                l.convert::<M>(c, m),
+                l.convert::<M>(d, m),
+            ];
+            let bytes = l.narrow(v, zp);
+            // SAFETY: i + step ≤ blocks ≤ output.len(); with STREAM the wrapper aligned the
+            // output start to 64 bytes and the step is a multiple of 64 bytes.
+            unsafe { l.store(dst.wrapping_add(i), bytes, STREAM) };
+            i += step;
+        }
+        if STREAM {
+            l.fence();
+        }
+    }
+}
+
+/// The run function of level `L` for format `I` and mode `M`: whole steps through the loop
+/// (non-temporal stores for runs of at least `L::STREAM_MIN`), the rest on the exact path.
+fn run<L: QuantLanes, I: InputFormat, M: RoundingMode>(
+    m: &Multiplier,
+    zero_point: i32,
+    input: &[u8],
+    output: &mut [u8],
+) {
+    let n = output.len().min(input.len() / I::SIZE);
+    let Some(lanes) = L::detect() else {
+        // Not reached: the route table hands this function out only after detection.
+        return exact::run::<I, M>(m, zero_point, input, output);
+    };
+    let (mf, zp) = (f32::from_bits(m.bits()), zero_point as i16);
+    // Long runs stream their output: first bring the output to a 64-byte boundary with the
+    // exact path, so that every vector store can be non-temporal.
+    let stream = n >= L::STREAM_MIN;
+    let head = if stream {
+        ((64 - output.as_ptr() as usize % 64) % 64).min(n)
+    } else {
+        0
+    };
+    exact::run::<I, M>(m, zero_point, &input[..head * I::SIZE], &mut output[..head]);
+    let (input, output) = (&input[head * I::SIZE..], &mut output[head..]);
+    let n = n - head;
+    let blocks = n / (4 * L::LANES) * (4 * L::LANES);
+    let (body_in, tail_in) = input.split_at(blocks * I::SIZE);
+    let (body_out, tail_out) = output.split_at_mut(blocks);
+    macro_rules! body {
+        ($stream:literal) => {
+            lanes.vectorize(Body::<I, M, $stream> {
+                m: mf,
+                zero_point: zp,
+                input: body_in,
+                output: body_out,
+                blocks,
+                formats: core::marker::PhantomData,
+            })
+        };
+    }
+    if stream {
+        body!(true)
+    } else {
+        body!(false)
+    }
+    exact::run::<I, M>(m, zero_point, tail_in, &mut tail_out[..n - blocks]);
+}
+
+/// The run function of level `L` for `dtype` × `rounding`, or `None` when this CPU lacks the
+/// level or the level does not take `dtype`.
+pub(crate) fn run_fn<L: QuantLanes>(dtype: DType, rounding: Rounding) -> Option<RunFn> {
+    struct Select<L>(core::marker::PhantomData<L>);
+    impl<L: QuantLanes> Lift for Select<L> {
+        type Output = RunFn;
+        fn lift<I: InputFormat, M: RoundingMode>(self) -> RunFn {
+            run::<L, I, M>
+        }
+    }
+    L::detect()?;
+    if dtype == DType::F16 && !L::TAKES_F16 {
+        return None;
+    }
+    exact::lift(dtype, rounding, Select::<L>(core::marker::PhantomData))
+}
