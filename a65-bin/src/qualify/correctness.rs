@@ -194,11 +194,11 @@ fn ordered(shape: &[u64], order: &[usize], elem: u64, gap: Option<(usize, u64)>)
     let mut run = elem;
     for &a in order.iter().rev() {
         strides[a] = run;
-        run = run * shape[a].max(1);
-        if let Some((g, n)) = gap {
-            if g == a {
-                run += n * elem;
-            }
+        run *= shape[a].max(1);
+        if let Some((g, n)) = gap
+            && g == a
+        {
+            run += n * elem;
         }
     }
     strides
@@ -220,6 +220,18 @@ fn hwc(axes_c_last: bool) -> [Option<u8>; 4] {
     }
 }
 
+/// One H-contiguous boundary case: name, [H, W, C], physical order slowest first, W gap
+/// in elements, H stride in elements, tile (H, W, C; `None`: the whole tensor), channels.
+type HContig = (
+    &'static str,
+    [u64; 3],
+    [usize; 3],
+    u64,
+    u64,
+    Option<[u32; 3]>,
+    Channels,
+);
+
 /// The H-contiguous boundary cases of one dtype: (name, [H, W, C], physical order slowest
 /// first, W gap in elements, H stride in elements, tile, channels). Eligible cases keep
 /// one panel (tile = whole tensor), H > 1, H stride 1 element, ≥ 128 input bytes.
@@ -227,15 +239,7 @@ fn hcontig_cases(dtype: DType) -> Vec<Case> {
     let e = dtype.size() as u64;
     // C such that [2, 4, C] holds exactly 128 bytes.
     let c128 = 16 / e;
-    let defs: [(
-        &str,
-        [u64; 3],
-        [usize; 3],
-        u64,
-        u64,
-        Option<[u32; 3]>,
-        Channels,
-    ); 10] = [
+    let defs: [HContig; 10] = [
         (
             "exact-128-bytes",
             [2, 4, c128],
@@ -600,10 +604,8 @@ fn run_case(
     let in_spec = DynSpec::strided(&case.shape, &case.strides, case.dtype);
     let aligned_input = Aligned::from_slice(input);
     let plant = |mut v: Vec<u8>| {
-        if let Some(at) = plant_at {
-            if let Some(b) = v.get_mut(at) {
-                *b ^= 0x01;
-            }
+        if let Some(b) = plant_at.and_then(|at| v.get_mut(at)) {
+            *b ^= 0x01;
         }
         v
     };

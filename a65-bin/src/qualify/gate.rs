@@ -103,7 +103,7 @@ pub fn row(id: &str, base: &[f64], cand: &[f64], threshold: f64) -> Row {
         max_ratio: stat(cand, max) / stat(base, max),
         moved,
         // A NaN median (no pairs) fails: nothing was compared.
-        fails: !(m <= threshold),
+        fails: m.is_nan() || m > threshold,
     }
 }
 

@@ -474,12 +474,12 @@ pub fn run(args: QualifyArgs, ctx: &Context) -> Result<Done<QualifySummary>, Cli
         if cases.is_empty() {
             return Err(input("--filter selects no correctness case"));
         }
-        if let Some(id) = &args.plant_mismatch {
-            if !cases.iter().any(|c| &c.id == id) {
-                return Err(input(format!(
-                    "--plant-mismatch {id}: no such selected case"
-                )));
-            }
+        if let Some(id) = &args.plant_mismatch
+            && !cases.iter().any(|c| &c.id == id)
+        {
+            return Err(input(format!(
+                "--plant-mismatch {id}: no such selected case"
+            )));
         }
         let bar = bar(ctx, cases.len(), "cases");
         let outcome = correctness::run(&cases, args.plant_mismatch.as_deref(), &|| bar.inc(1));
