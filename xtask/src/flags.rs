@@ -50,8 +50,9 @@ Subcommands:
                         the live gate of `simak qualify`: build REV in a git worktree
                         under target/qualify/baseline/ and the working tree, both in
                         release mode, measure the latency catalogue with the two
-                        builds alternating per chunk (N chunks, default 8; ARGS go to
-                        every `simak qualify` run, e.g. --filter, --reps, --backend),
+                        builds alternating per chunk (N chunks, default one per ID;
+                        ARGS go to every `simak qualify` run, e.g. --filter, --reps,
+                        --backend),
                         then `simak qualify --compare` the merged results (default
                         threshold 1.05); exit status 3 when the gate fails
                         (docs/qualification.md)
@@ -98,8 +99,8 @@ pub(crate) struct QualifyOptions {
     pub(crate) baseline: String,
     /// The gate threshold, passed to `simak qualify --threshold` unchanged.
     pub(crate) threshold: Option<String>,
-    /// Chunks of the selection; the builds alternate per chunk.
-    pub(crate) chunks: u32,
+    /// Chunks of the selection; the builds alternate per chunk. `None`: one per ID.
+    pub(crate) chunks: Option<u32>,
     /// Arguments for every `simak qualify` measuring run.
     pub(crate) passthrough: Vec<String>,
 }
@@ -193,7 +194,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
             let mut options = QualifyOptions {
                 baseline: String::new(),
                 threshold: None,
-                chunks: 8,
+                chunks: None,
                 passthrough: Vec::new(),
             };
             let mut rest = rest.iter();
@@ -214,11 +215,12 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
                     }
                     "--chunks" => {
                         let value = rest.next().ok_or("`--chunks` needs a value")?;
-                        options.chunks = value
-                            .parse()
-                            .ok()
-                            .filter(|&n| n > 0)
-                            .ok_or(format!("`--chunks {value}` is not a positive integer"))?;
+                        options.chunks =
+                            Some(
+                                value.parse().ok().filter(|&n| n > 0).ok_or(format!(
+                                    "`--chunks {value}` is not a positive integer"
+                                ))?,
+                            );
                     }
                     "--" => {
                         options.passthrough = rest.by_ref().cloned().collect();
@@ -319,7 +321,7 @@ mod tests {
             Ok(Command::Qualify(QualifyOptions {
                 baseline: "main".to_owned(),
                 threshold: None,
-                chunks: 8,
+                chunks: None,
                 passthrough: vec![],
             }))
         );
@@ -339,7 +341,7 @@ mod tests {
             Ok(Command::Qualify(QualifyOptions {
                 baseline: "HEAD~1".to_owned(),
                 threshold: Some("1.1".to_owned()),
-                chunks: 4,
+                chunks: Some(4),
                 passthrough: vec!["--filter".to_owned(), "quant/".to_owned()],
             }))
         );

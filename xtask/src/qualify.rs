@@ -5,10 +5,12 @@
 //!    (reused by later runs of the same commit) and built in release mode with its own
 //!    target folder, `target/qualify/baseline-target` (shared by every baseline, so that a
 //!    rebuild is incremental); the candidate is built in release mode as usual.
-//! 2. The selection is measured in `--chunks` parts, alternating the two builds per chunk
-//!    (baseline first in odd chunks, candidate first in even ones), so that a slow phase of
-//!    the machine falls on both; each build runs in its own tree, so its results file
-//!    records its own commit. The parts go to `target/qualify/gate-<unix time>/`.
+//! 2. The selection is measured in `--chunks` parts (by default one per ID of
+//!    `simak qualify --list` with the same arguments), alternating the two builds per chunk
+//!    (baseline first in odd chunks, candidate first in even ones), so that the paired
+//!    samples of an ID are taken seconds apart at most and a slow phase of the machine
+//!    falls on both; each build runs in its own tree, so its results file records its own
+//!    commit. The parts go to `target/qualify/gate-<unix time>/`.
 //! 3. The candidate merges each side's parts (`simak qualify --merge`) and applies the gate
 //!    (`simak qualify --compare base.json cand.json`); its exit status is the task's.
 //!
@@ -121,13 +123,25 @@ fn gate(root: &Path, options: &QualifyOptions) -> Result<ExitCode, String> {
             "the baseline {commit} has no `simak qualify`: pick a commit that has it"
         ));
     }
+    let chunks = match options.chunks {
+        Some(n) => n,
+        None => {
+            let list = output(
+                Command::new(&cand_bin)
+                    .args(["qualify", "--list"])
+                    .args(&options.passthrough)
+                    .current_dir(root),
+            )?;
+            u32::try_from(list.lines().count().max(1)).unwrap_or(u32::MAX)
+        }
+    };
     let unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let dir = qualify.join(format!("gate-{unix}"));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let (mut base_parts, mut cand_parts) = (Vec::new(), Vec::new());
-    for index in 1..=options.chunks {
+    for index in 1..=chunks {
         let base = dir.join(format!("base-{index}.json"));
         let cand = dir.join(format!("cand-{index}.json"));
         let mut order = [
@@ -138,14 +152,11 @@ fn gate(root: &Path, options: &QualifyOptions) -> Result<ExitCode, String> {
             order.reverse();
         }
         for (what, bin, cwd, file) in order {
-            eprintln!("xtask qualify: chunk {index}/{}: {what}", options.chunks);
+            if index == 1 || index % 50 == 0 || index == chunks {
+                eprintln!("xtask qualify: chunk {index}/{chunks}: {what}");
+            }
             run(Command::new(bin)
-                .args(chunk_args(
-                    index,
-                    options.chunks,
-                    file,
-                    &options.passthrough,
-                ))
+                .args(chunk_args(index, chunks, file, &options.passthrough))
                 .current_dir(cwd))?;
         }
         base_parts.push(base);

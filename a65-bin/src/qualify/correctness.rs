@@ -235,7 +235,7 @@ type HContig = (
 /// The H-contiguous boundary cases of one dtype: (name, [H, W, C], physical order slowest
 /// first, W gap in elements, H stride in elements, tile, channels). Eligible cases keep
 /// one panel (tile = whole tensor), H > 1, H stride 1 element, ≥ 128 input bytes.
-fn hcontig_cases(dtype: DType) -> Vec<Case> {
+pub fn hcontig_cases(dtype: DType) -> Vec<Case> {
     let e = dtype.size() as u64;
     // C such that [2, 4, C] holds exactly 128 bytes.
     let c128 = 16 / e;

@@ -68,7 +68,7 @@ pub struct QualifyArgs {
     #[arg(long, value_name = "R", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=1000))]
     reps: u64,
     /// Measure only chunk I of N equal parts of the selection (1-based), for interleaved
-    /// runs of two builds.
+    /// runs of two builds; with more chunks than IDs some chunks are empty.
     #[arg(long, value_name = "I/N")]
     chunk: Option<Chunk>,
     /// The results file to write (.json); with --merge, the merged file.
@@ -501,16 +501,17 @@ pub fn run(args: QualifyArgs, ctx: &Context) -> Result<Done<QualifySummary>, Cli
         .into_iter()
         .filter(|w| w.runs_on(backend.name()))
         .collect();
-    let selected = match args.chunk {
-        Some(c) => c.of(&selected).to_vec(),
-        None => selected,
-    };
     if selected.is_empty() {
         return Err(input(format!(
             "the selection has no ID that runs on {}",
             backend.name()
         )));
     }
+    // A chunk may be empty (more chunks than IDs): its results file has no results.
+    let selected = match args.chunk {
+        Some(c) => c.of(&selected).to_vec(),
+        None => selected,
+    };
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
