@@ -1,6 +1,7 @@
 //! CLI failures and their exit codes.
 //!
-//! Two classes (CLI conventions): bad input or usage exits 2, internal failures exit 1.
+//! Two classes (CLI conventions): bad input or usage exits 2, internal failures exit 1;
+//! and `simak qualify`'s own verdict: a failed gate or correctness check exits 3.
 //! Every message is a single line; the library's short lowercase Display strings are
 //! wrapped with file and tensor context here, never in the library.
 
@@ -25,6 +26,11 @@ pub enum CliError {
     /// Exit code 1.
     #[error("{0}")]
     Write(String),
+    /// A check the command exists to make failed: the `simak qualify` gate found an ID
+    /// slower than its threshold, or `--correctness-only` found a mismatch. The summary was
+    /// printed in full before. Exit code 3.
+    #[error("{0}")]
+    Failed(String),
 }
 
 impl From<anyhow::Error> for CliError {
@@ -39,6 +45,7 @@ impl CliError {
         match self {
             CliError::Input(_) => ExitCode::from(2),
             CliError::Internal(_) | CliError::Write(_) => ExitCode::from(1),
+            CliError::Failed(_) => ExitCode::from(3),
         }
     }
 

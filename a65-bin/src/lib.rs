@@ -14,6 +14,7 @@ pub mod layout;
 pub mod output;
 pub mod packet;
 pub mod params;
+pub mod qualify;
 pub mod quant;
 pub mod read;
 pub mod report;

@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 use simak_cli::error::CliError;
 use simak_cli::packet::{EncodeCommand, PacketCommand};
 use simak_cli::report::{self, Context, finish};
-use simak_cli::{bench, demo, layout, packet, quant, tess, untile};
+use simak_cli::{bench, demo, layout, packet, qualify, quant, tess, untile};
 
 /// Quantize FP32 / BF16 / FP16 tensors to INT8 exactly as the simak accelerator
 /// library does.
@@ -32,7 +32,8 @@ use simak_cli::{bench, demo, layout, packet, quant, tess, untile};
                   MlaTiled layout (casttess, quanttess) and back (untile, dequant); show \
                   layouts and EV74 descriptors.\n\n\
                   Exit status: 0 on success, 2 for bad input or usage (one line on stderr, no \
-                  output file written), 1 for internal failures.\n\n\
+                  output file written), 1 for internal failures, 3 when `simak qualify` finds \
+                  a regression or a mismatch.\n\n\
                   Outputs: only files named on the command line are replaced (a derived \
                   default name that exists is refused), atomically, keeping their mode; a \
                   symbolic link is written through. \"SPEC §N\" in these texts refers to \
@@ -67,6 +68,7 @@ enum Command {
     /// references.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    Qualify(qualify::QualifyArgs),
 }
 
 /// Runs the command: its module does the work and stages the outputs, then
@@ -93,6 +95,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Bench(bench::BenchCommand::Quant(args)) => finish(ctx, bench::run(args, ctx)?),
         Command::Demo(args) => finish(ctx, demo::run(args, ctx)?),
+        Command::Qualify(args) => finish(ctx, qualify::run(args, ctx)?),
     }
 }
 

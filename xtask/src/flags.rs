@@ -46,6 +46,16 @@ Subcommands:
   capi                  the `capi` step: dist for the host and AArch64, then the
                         header, symbol, C (native, ASan/UBSan, valgrind, qemu-aarch64),
                         C++ and CMake-consumer checks of bindings/c/tests
+  qualify --baseline REV [--threshold X] [--chunks N] [-- ARGS]
+                        the live gate of `simak qualify`: build REV in a git worktree
+                        under target/qualify/baseline/ and the working tree, both in
+                        release mode, measure the latency catalogue with the two
+                        builds alternating per chunk (N chunks, default one per ID;
+                        ARGS go to every `simak qualify` run, e.g. --filter, --reps,
+                        --backend),
+                        then `simak qualify --compare` the merged results (default
+                        threshold 1.05); exit status 3 when the gate fails
+                        (docs/qualification.md)
   help                  print this message
 ";
 
@@ -78,6 +88,21 @@ pub(crate) enum Command {
         /// Cross-build the AArch64 wheel instead of testing.
         aarch64_wheel: bool,
     },
+    /// `cargo xtask qualify --baseline REV …`.
+    Qualify(QualifyOptions),
+}
+
+/// Options of `cargo xtask qualify`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QualifyOptions {
+    /// The baseline revision (anything `git rev-parse` takes).
+    pub(crate) baseline: String,
+    /// The gate threshold, passed to `simak qualify --threshold` unchanged.
+    pub(crate) threshold: Option<String>,
+    /// Chunks of the selection; the builds alternate per chunk. `None`: one per ID.
+    pub(crate) chunks: Option<u32>,
+    /// Arguments for every `simak qualify` measuring run.
+    pub(crate) passthrough: Vec<String>,
 }
 
 /// Options of `cargo xtask fuzz`.
@@ -164,6 +189,48 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
             }),
             [other, ..] => Err(format!("unknown option `{other}` for `python`")),
         },
+        "qualify" => {
+            let mut baseline = None;
+            let mut options = QualifyOptions {
+                baseline: String::new(),
+                threshold: None,
+                chunks: None,
+                passthrough: Vec::new(),
+            };
+            let mut rest = rest.iter();
+            while let Some(arg) = rest.next() {
+                match arg.as_str() {
+                    "--baseline" => {
+                        baseline =
+                            Some(rest.next().ok_or("`--baseline` needs a revision")?.clone());
+                    }
+                    "--threshold" => {
+                        let value = rest.next().ok_or("`--threshold` needs a value")?;
+                        value
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|t| t.is_finite() && *t > 0.0)
+                            .ok_or(format!("`--threshold {value}` is not a positive ratio"))?;
+                        options.threshold = Some(value.clone());
+                    }
+                    "--chunks" => {
+                        let value = rest.next().ok_or("`--chunks` needs a value")?;
+                        options.chunks =
+                            Some(
+                                value.parse().ok().filter(|&n| n > 0).ok_or(format!(
+                                    "`--chunks {value}` is not a positive integer"
+                                ))?,
+                            );
+                    }
+                    "--" => {
+                        options.passthrough = rest.by_ref().cloned().collect();
+                    }
+                    other => return Err(format!("unknown option `{other}` for `qualify`")),
+                }
+            }
+            options.baseline = baseline.ok_or("`qualify` needs `--baseline REV`")?;
+            Ok(Command::Qualify(options))
+        }
         other => Err(format!("unknown subcommand `{other}`")),
     }
 }
@@ -245,6 +312,43 @@ mod tests {
             })
         );
         assert!(parse_strs(&["python", "--x"]).is_err());
+    }
+
+    #[test]
+    fn parses_qualify() {
+        assert_eq!(
+            parse_strs(&["qualify", "--baseline", "main"]),
+            Ok(Command::Qualify(QualifyOptions {
+                baseline: "main".to_owned(),
+                threshold: None,
+                chunks: None,
+                passthrough: vec![],
+            }))
+        );
+        assert_eq!(
+            parse_strs(&[
+                "qualify",
+                "--baseline",
+                "HEAD~1",
+                "--threshold",
+                "1.1",
+                "--chunks",
+                "4",
+                "--",
+                "--filter",
+                "quant/"
+            ]),
+            Ok(Command::Qualify(QualifyOptions {
+                baseline: "HEAD~1".to_owned(),
+                threshold: Some("1.1".to_owned()),
+                chunks: Some(4),
+                passthrough: vec!["--filter".to_owned(), "quant/".to_owned()],
+            }))
+        );
+        assert!(parse_strs(&["qualify"]).is_err());
+        assert!(parse_strs(&["qualify", "--baseline", "x", "--threshold", "-1"]).is_err());
+        assert!(parse_strs(&["qualify", "--baseline", "x", "--chunks", "0"]).is_err());
+        assert!(parse_strs(&["qualify", "--baseline", "x", "--reps"]).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod fresh;
 mod fuzz;
 mod miri;
 mod python;
+mod qualify;
 mod sweep;
 mod test;
 #[cfg(test)]
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
         Ok(flags::Command::Dist { target }) => dist::run(&project_root(), target.as_deref()),
         Ok(flags::Command::Capi) => dist::run_capi(&project_root()),
         Ok(flags::Command::Python { aarch64_wheel }) => python::run(&project_root(), aarch64_wheel),
+        Ok(flags::Command::Qualify(options)) => qualify::run_gate(&project_root(), &options),
         Err(message) => {
             eprintln!("error: {message}\n");
             eprint!("{}", flags::USAGE);

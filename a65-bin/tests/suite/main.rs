@@ -13,4 +13,5 @@ mod fuzz_seeds;
 mod hostile;
 mod oom;
 mod outputs;
+mod qualify;
 mod tess;

@@ -1,7 +1,8 @@
-//! Shared pieces of the CastTess / QuantTess tests: an independent plain-loop layout oracle
+//! Shared pieces of the CastTess / QuantTess tests: the independent plain-loop layout oracle
 //! written from SPEC §5 (it shares no code with the library's traversal or with
-//! `TiledView::offset_of`), an independent BF16 conversion oracle, a fixed-seed case
-//! generator and a runner that checks dirty-buffer reuse and guard bytes.
+//! `TiledView::offset_of`) and the independent BF16 conversion oracle, both from
+//! `simak_tests::tiled`; a fixed-seed case generator and a runner that checks dirty-buffer
+//! reuse and guard bytes.
 #![allow(dead_code)]
 
 use simak::a65;
@@ -19,31 +20,9 @@ pub const GUARD: usize = 48;
 /// The guard and dirty-buffer fill byte.
 pub const DIRTY: u8 = 0xa5;
 
-/// FP32 → BF16 as SPEC §4 writes it.
-pub fn oracle_f32(bits: u32) -> u16 {
-    (bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16) as u16
-}
-
-/// FP16 → BF16: `half`'s exact widening and its round-to-nearest-even narrowing for
-/// numbers; the SPEC §4 quieting rule for NaNs.
-pub fn oracle_f16(bits: u16) -> u16 {
-    let f = half::f16::from_bits(bits);
-    if f.is_nan() {
-        (bits & 0x8000) | 0x7fc0 | ((bits & 0x3ff) >> 3)
-    } else {
-        half::bf16::from_f32(f.to_f32()).to_bits()
-    }
-}
-
-/// BF16 bits of one raw input element.
-pub fn oracle_bf16(dtype: DType, bits: u32) -> u16 {
-    match dtype {
-        DType::F32 => oracle_f32(bits),
-        DType::F16 => oracle_f16(bits as u16),
-        DType::BF16 => bits as u16,
-        DType::I8 => panic!("i8 is not an input"),
-    }
-}
+// The conversion oracles and the odometer live in `simak_tests::tiled`, shared with
+// `simak qualify --correctness-only`.
+pub use simak_tests::tiled::{for_each_index, oracle_bf16, oracle_f16, oracle_f32, oracle_tiled};
 
 /// A test case: logical shape, input layout (byte strides), tiled layout.
 #[derive(Debug, Clone)]
@@ -92,106 +71,6 @@ impl Case {
             .map(|(&i, &s)| i * s as usize)
             .sum()
     }
-}
-
-/// Row-major odometer over `shape`: calls `f` with every index.
-pub fn for_each_index(shape: &[usize], mut f: impl FnMut(&[usize])) {
-    if shape.contains(&0) {
-        return;
-    }
-    let mut index = vec![0usize; shape.len()];
-    loop {
-        f(&index);
-        let mut k = shape.len();
-        loop {
-            if k == 0 {
-                return;
-            }
-            k -= 1;
-            index[k] += 1;
-            if index[k] < shape[k] {
-                break;
-            }
-            index[k] = 0;
-        }
-    }
-}
-
-/// The plain-loop layout oracle of SPEC §5: the whole physical buffer, padding included,
-/// for element values `value(index)` (`planes` bytes each, plane 0 first).
-pub fn oracle_tiled(
-    shape: &[u64],
-    axes: [Option<u8>; 4],
-    tile: [u32; 4],
-    channels: Channels,
-    planes: usize,
-    value: impl Fn(&[usize]) -> [u8; 2],
-) -> Vec<u8> {
-    let shape: Vec<usize> = shape.iter().map(|&e| e as usize).collect();
-    let rank = shape.len();
-    let role_axis: Vec<Option<usize>> = axes.iter().map(|a| a.map(usize::from)).collect();
-    let ext: Vec<usize> = role_axis
-        .iter()
-        .map(|a| a.map_or(1, |a| shape[a]))
-        .collect();
-    let t: Vec<usize> = tile.iter().map(|&x| x as usize).collect();
-    let outer: Vec<usize> = (0..rank)
-        .filter(|a| !role_axis.contains(&Some(*a)))
-        .collect();
-    let outer_shape: Vec<usize> = outer.iter().map(|&a| shape[a]).collect();
-    let mut out = Vec::new();
-    if shape.contains(&0) {
-        return out;
-    }
-    let n_tiles = |r: usize| ext[r].div_ceil(t[r]);
-    for_each_index(&outer_shape, |oi| {
-        for ic in 0..n_tiles(3) {
-            for id in 0..n_tiles(0) {
-                for ih in 0..n_tiles(1) {
-                    for iw in 0..n_tiles(2) {
-                        let origin = [id * t[0], ih * t[1], iw * t[2], ic * t[3]];
-                        let actual: Vec<usize> =
-                            (0..4).map(|r| t[r].min(ext[r] - origin[r])).collect();
-                        let stored = match channels {
-                            Channels::Compact => actual[3],
-                            Channels::PadTo16 => actual[3].div_ceil(16) * 16,
-                        };
-                        let mut bytes = Vec::new();
-                        for d in 0..actual[0] {
-                            for h in 0..actual[1] {
-                                for w in 0..actual[2] {
-                                    for plane in 0..planes {
-                                        for c in 0..stored {
-                                            if c >= actual[3] {
-                                                bytes.push(0);
-                                                continue;
-                                            }
-                                            let mut index = vec![0usize; rank];
-                                            for (k, &a) in outer.iter().enumerate() {
-                                                index[a] = oi[k];
-                                            }
-                                            let coord = [d, h, w, c];
-                                            for r in 0..4 {
-                                                if let Some(a) = role_axis[r] {
-                                                    index[a] = origin[r] + coord[r];
-                                                }
-                                            }
-                                            bytes.push(value(&index)[plane]);
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                        while bytes.len() % 16 != 0 {
-                            bytes.push(0);
-                        }
-                        out.extend(bytes);
-                    }
-                }
-            }
-        }
-    });
-    out
 }
 
 /// Reads the raw bits of the element at `index` from the input.

@@ -1,0 +1,852 @@
+//! `simak qualify --correctness-only`: the correctness catalogue on both backends against
+//! the independent oracles, with no timing.
+//!
+//! The cases are data generated from fixed seeds (their definitions never change with the
+//! code under test):
+//!
+//! - `correct/quant/<dtype>/<nnn>`: 300 per dtype, rank 0 to 6 with empty and singleton
+//!   axes, independent input and output layouts (random physical axis orders, row gaps,
+//!   singleton axes with arbitrary strides), random parameters (normal, power-of-two and
+//!   subnormal multipliers, any zero point, every rounding mode) and values biased to
+//!   special ones. Checked per element against the f64 oracle (`simak_tests::oracle`) at
+//!   offsets computed here; every output byte no element maps to must keep its fill.
+//! - CastTess (`simak_tests::tiled`: the SPEC §4 conversions and the plain-loop SPEC §5
+//!   layout oracle), the full physical output padding included, and guard bytes past it:
+//!   `correct/casttess/random/<dtype>/<nnn>` 300 per dtype; `…/large/<dtype>/<nn>` 33 per
+//!   dtype (channel panels above 4096 stored values, and large spatial tiles);
+//!   `…/hcontig/<dtype>/<name>` 10 per dtype at the H-contiguous eligibility boundary (one
+//!   regular panel, H > 1, H stride of one element, a W pitch that fits a signed 32-bit
+//!   value, at least 128 input bytes: cases on both sides of each condition);
+//!   `…/empty/<n>` 3; `…/sweep/<dtype>/<layout>` every FP16 and BF16 bit pattern through an
+//!   ordinary and an H-contiguous layout (4).
+//!
+//! Each case runs on the A65 (`prepare` as a user gets it) and on the simulated EV74
+//! (`run_sim`, workers 1 to 4 in turn), into dirty output buffers with guard bytes.
+
+use simak::a65;
+use simak::ev74;
+use simak::layout::{Channels, MlaTiled};
+use simak::ops::casttess::{self, TiledSpec};
+use simak::ops::quant::{self, Params, Rounding};
+use simak::{DType, DynSpec};
+use simak_tests::bytes::Aligned;
+use simak_tests::oracle;
+use simak_tests::rng::Rng;
+use simak_tests::tiled::{oracle_bf16, oracle_tiled};
+
+use super::catalogue::DTYPES;
+use super::measure::for_each_offset;
+
+/// Bytes past each output's span that must stay untouched.
+const GUARD: usize = 32;
+/// The fill of output buffers and guards.
+const DIRTY: u8 = 0xa5;
+
+/// One correctness case.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// The stable ID.
+    pub id: String,
+    /// Group: `quant`, `casttess-random`, `casttess-large`, `casttess-hcontig`,
+    /// `casttess-empty` or `casttess-sweep`.
+    pub group: &'static str,
+    /// Input dtype.
+    pub dtype: DType,
+    /// Logical extents.
+    pub shape: Vec<u64>,
+    /// Input byte strides.
+    pub strides: Vec<u64>,
+    /// What the case converts into.
+    pub target: Target,
+    /// Seed of the input bytes; `None`: the values are every 16-bit pattern in order.
+    pub seed: Option<u64>,
+}
+
+/// The output of a case.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Quant into INT8 with these byte strides and parameters.
+    Quant {
+        /// Output byte strides.
+        strides: Vec<u64>,
+        /// Parameters.
+        params: Params,
+        /// Output bytes before the port inside the buffer (any phase: no alignment).
+        phase: usize,
+    },
+    /// CastTess into this layout.
+    Tiled(MlaTiled),
+}
+
+/// Input span in bytes of `shape` with byte `strides`, elements of `elem` bytes.
+fn span(shape: &[u64], strides: &[u64], elem: u64) -> u64 {
+    if shape.contains(&0) {
+        return 0;
+    }
+    elem + shape
+        .iter()
+        .zip(strides)
+        .map(|(&e, &s)| (e - 1) * s)
+        .sum::<u64>()
+}
+
+/// Random byte strides for `shape`: a random physical axis order (or row-major), each
+/// axis's stride the run of the faster ones plus a gap of up to 2 elements; singleton axes
+/// sometimes carry an arbitrary stride.
+fn random_strides(rng: &mut Rng, shape: &[u64], elem: u64) -> Vec<u64> {
+    let rank = shape.len();
+    let mut order: Vec<usize> = (0..rank).collect();
+    let packed = rng.chance(1, 4);
+    if !packed {
+        rng.shuffle(&mut order);
+    }
+    let mut strides = vec![0u64; rank];
+    let mut run = elem;
+    for &a in order.iter().rev() {
+        let gap = if packed || rng.chance(1, 2) {
+            0
+        } else {
+            rng.below(3) * elem
+        };
+        strides[a] = run + gap;
+        run = strides[a] * shape[a].max(1);
+    }
+    for a in 0..rank {
+        if shape[a] == 1 && rng.chance(1, 3) {
+            strides[a] = rng.below(1000) * elem;
+        }
+    }
+    strides
+}
+
+/// A random shape of rank `min_rank` to 6 (at most 3000 elements at rank 1, 6400 at rank
+/// 2, 6^rank above; sometimes empty).
+fn random_shape(rng: &mut Rng, min_rank: u64) -> Vec<u64> {
+    let rank = min_rank + rng.below(7 - min_rank);
+    let mut shape: Vec<u64> = (0..rank)
+        .map(|_| match rng.below(10) {
+            0 => 1,
+            1 => 0,
+            2..=4 => 1 + rng.below(3),
+            _ => {
+                1 + rng.below(match rank {
+                    1 => 3000,
+                    2 => 80,
+                    _ => 6,
+                })
+            }
+        })
+        .collect();
+    // Mostly nonempty: an extent 0 stays in about one case in 12.
+    if shape.contains(&0) && !rng.chance(1, 2) {
+        for e in shape.iter_mut().filter(|e| **e == 0) {
+            *e = 2;
+        }
+    }
+    shape
+}
+
+/// A random multiplier: normal near the INT8 range, any normal, a power of two, subnormal.
+fn random_multiplier(rng: &mut Rng) -> u32 {
+    match rng.below(4) {
+        0 => ((rng.range_i64(120, 134) as u32) << 23) | (rng.next_u32() & 0x7f_ffff),
+        1 => ((rng.range_i64(1, 254) as u32) << 23) | (rng.next_u32() & 0x7f_ffff),
+        2 => simak_tests::profiles::power_of_two(rng.range_i64(-149, 127) as i32),
+        _ => (rng.next_u32() & 0x7f_ffff) | 1,
+    }
+}
+
+/// A random layout over `shape`: roles on distinct axes, random tiles, either channel mode.
+fn random_layout(rng: &mut Rng, shape: &[u64]) -> MlaTiled {
+    let mut free: Vec<u8> = (0..shape.len() as u8).collect();
+    rng.shuffle(&mut free);
+    let mut axes = [None; 4];
+    for slot in axes.iter_mut() {
+        if !free.is_empty() && rng.chance(3, 4) {
+            *slot = free.pop();
+        }
+    }
+    let mut tile = [1u32; 4];
+    for (t, a) in tile.iter_mut().zip(axes) {
+        if let Some(a) = a {
+            let e = shape[a as usize];
+            *t = if e == 0 {
+                1 + rng.below(4) as u32
+            } else if rng.chance(1, 4) {
+                e as u32
+            } else {
+                1 + rng.below(e) as u32
+            };
+        }
+    }
+    let channels = if rng.chance(1, 2) {
+        Channels::Compact
+    } else {
+        Channels::PadTo16
+    };
+    MlaTiled::new(axes, tile, channels)
+}
+
+/// Packed row-major strides of `shape` in the physical axis `order` (slowest first), with
+/// `gap` elements after the run of axis `gap_axis`.
+fn ordered(shape: &[u64], order: &[usize], elem: u64, gap: Option<(usize, u64)>) -> Vec<u64> {
+    let mut strides = vec![0u64; shape.len()];
+    let mut run = elem;
+    for &a in order.iter().rev() {
+        strides[a] = run;
+        run *= shape[a].max(1);
+        if let Some((g, n)) = gap
+            && g == a
+        {
+            run += n * elem;
+        }
+    }
+    strides
+}
+
+fn dtype_seed(dtype: DType) -> u64 {
+    match dtype {
+        DType::F32 => 1,
+        DType::BF16 => 2,
+        _ => 3,
+    }
+}
+
+fn hwc(axes_c_last: bool) -> [Option<u8>; 4] {
+    if axes_c_last {
+        [None, Some(0), Some(1), Some(2)]
+    } else {
+        [None, None, Some(0), Some(1)]
+    }
+}
+
+/// One H-contiguous boundary case: name, [H, W, C], physical order slowest first, W gap
+/// in elements, H stride in elements, tile (H, W, C; `None`: the whole tensor), channels.
+type HContig = (
+    &'static str,
+    [u64; 3],
+    [usize; 3],
+    u64,
+    u64,
+    Option<[u32; 3]>,
+    Channels,
+);
+
+/// The H-contiguous boundary cases of one dtype: (name, [H, W, C], physical order slowest
+/// first, W gap in elements, H stride in elements, tile, channels). Eligible cases keep
+/// one panel (tile = whole tensor), H > 1, H stride 1 element, ≥ 128 input bytes.
+pub fn hcontig_cases(dtype: DType) -> Vec<Case> {
+    let e = dtype.size() as u64;
+    // C such that [2, 4, C] holds exactly 128 bytes.
+    let c128 = 16 / e;
+    let defs: [HContig; 10] = [
+        (
+            "exact-128-bytes",
+            [2, 4, c128],
+            [2, 1, 0],
+            0,
+            1,
+            None,
+            Channels::Compact,
+        ),
+        (
+            "below-128-bytes",
+            [2, 4, c128 - 1],
+            [2, 1, 0],
+            0,
+            1,
+            None,
+            Channels::Compact,
+        ),
+        (
+            "h-extent-1",
+            [1, 8, 2 * c128],
+            [2, 1, 0],
+            0,
+            1,
+            None,
+            Channels::Compact,
+        ),
+        (
+            "h-stride-2",
+            [2, 4, c128],
+            [2, 1, 0],
+            0,
+            2,
+            None,
+            Channels::Compact,
+        ),
+        (
+            "w-pitch-gap",
+            [2, 4, c128],
+            [2, 1, 0],
+            3,
+            1,
+            None,
+            Channels::PadTo16,
+        ),
+        (
+            "split-h-panels",
+            [4, 4, c128],
+            [2, 1, 0],
+            0,
+            1,
+            Some([1, 4, c128 as u32]),
+            Channels::Compact,
+        ),
+        (
+            "square-16x16x3",
+            [16, 16, 3],
+            [2, 1, 0],
+            0,
+            1,
+            None,
+            Channels::PadTo16,
+        ),
+        (
+            "tall-64x2x5",
+            [64, 2, 5],
+            [2, 1, 0],
+            0,
+            1,
+            None,
+            Channels::Compact,
+        ),
+        (
+            "odd-3x5x7",
+            [3, 5, 7],
+            [2, 1, 0],
+            0,
+            1,
+            None,
+            Channels::Compact,
+        ),
+        (
+            "w-slowest-2x3xC",
+            [2, 3, 2 * c128],
+            [1, 2, 0],
+            0,
+            1,
+            None,
+            Channels::PadTo16,
+        ),
+    ];
+    defs.iter()
+        .map(|&(name, shape, order, w_gap, h_stride, tile, channels)| {
+            // Physical order slowest first over logical [H=0, W=1, C=2]; H is fastest.
+            let mut strides = ordered(&shape, &order, e, (w_gap > 0).then_some((1, w_gap)));
+            if h_stride != 1 {
+                // H stride of `h_stride` elements: spread every other axis accordingly.
+                strides = strides.iter().map(|s| s * h_stride).collect();
+            }
+            let tile = tile.unwrap_or([shape[0] as u32, shape[1] as u32, shape[2] as u32]);
+            Case {
+                id: format!("correct/casttess/hcontig/{}/{name}", dtype.name()),
+                group: "casttess-hcontig",
+                dtype,
+                shape: shape.to_vec(),
+                strides,
+                target: Target::Tiled(MlaTiled::new(
+                    hwc(true),
+                    [1, tile[0], tile[1], tile[2]],
+                    channels,
+                )),
+                seed: Some(0x4c07 + dtype_seed(dtype) * 100 + name.len() as u64),
+            }
+        })
+        .collect()
+}
+
+/// The 33 large-panel and spatial cases of one dtype.
+fn large_cases(dtype: DType) -> Vec<Case> {
+    let e = dtype.size() as u64;
+    let mut rng = Rng::new(0x1a76e + dtype_seed(dtype));
+    (0..33)
+        .map(|i| {
+            let (shape, layout) = match i % 3 {
+                // Channel panels: more than 4096 stored channels, a multiple of 16 or not.
+                0 | 1 => {
+                    let c = if i % 3 == 0 {
+                        4096 + 16 * (1 + rng.below(64))
+                    } else {
+                        4097 + rng.below(300)
+                    };
+                    let w = 1 + rng.below(3);
+                    let channels = if rng.chance(1, 2) {
+                        Channels::Compact
+                    } else {
+                        Channels::PadTo16
+                    };
+                    (
+                        vec![w, c],
+                        MlaTiled::new(
+                            hwc(false),
+                            [1, 1, 1 + rng.below(w) as u32, c as u32],
+                            channels,
+                        ),
+                    )
+                }
+                // Large spatial tiles over few channels.
+                _ => {
+                    let (h, w, c) = (16 + rng.below(81), 32 + rng.below(97), 1 + rng.below(4));
+                    let tile = [1, (h / (1 + rng.below(2))) as u32, w as u32, c as u32];
+                    let channels = if rng.chance(1, 2) {
+                        Channels::Compact
+                    } else {
+                        Channels::PadTo16
+                    };
+                    (vec![h, w, c], MlaTiled::new(hwc(true), tile, channels))
+                }
+            };
+            let strides = random_strides(&mut rng, &shape, e);
+            Case {
+                id: format!("correct/casttess/large/{}/{i:02}", dtype.name()),
+                group: "casttess-large",
+                dtype,
+                shape,
+                strides,
+                target: Target::Tiled(layout),
+                seed: Some(rng.next_u64()),
+            }
+        })
+        .collect()
+}
+
+/// The whole correctness catalogue, in its fixed order.
+pub fn catalogue() -> Vec<Case> {
+    let mut out = Vec::new();
+    for dtype in DTYPES {
+        let e = dtype.size() as u64;
+        let mut rng = Rng::new(0x9a17_0000 + dtype_seed(dtype));
+        for i in 0..300 {
+            let shape = random_shape(&mut rng, 0);
+            let strides = random_strides(&mut rng, &shape, e);
+            let out_strides = random_strides(&mut rng, &shape, 1);
+            let params = Params::from_bits(random_multiplier(&mut rng))
+                .with_zero_point(rng.range_i64(-128, 127) as i32)
+                .with_rounding(*rng.pick(&Rounding::ALL));
+            out.push(Case {
+                id: format!("correct/quant/{}/{i:03}", dtype.name()),
+                group: "quant",
+                dtype,
+                shape,
+                strides,
+                target: Target::Quant {
+                    strides: out_strides,
+                    params,
+                    phase: rng.below(16) as usize,
+                },
+                seed: Some(rng.next_u64()),
+            });
+        }
+    }
+    for dtype in DTYPES {
+        let e = dtype.size() as u64;
+        let mut rng = Rng::new(0xca57_0000 + dtype_seed(dtype));
+        for i in 0..300 {
+            let shape = random_shape(&mut rng, 1);
+            let layout = random_layout(&mut rng, &shape);
+            let strides = random_strides(&mut rng, &shape, e);
+            out.push(Case {
+                id: format!("correct/casttess/random/{}/{i:03}", dtype.name()),
+                group: "casttess-random",
+                dtype,
+                shape,
+                strides,
+                target: Target::Tiled(layout),
+                seed: Some(rng.next_u64()),
+            });
+        }
+    }
+    for dtype in DTYPES {
+        out.extend(large_cases(dtype));
+    }
+    for dtype in DTYPES {
+        out.extend(hcontig_cases(dtype));
+    }
+    for (i, (dtype, shape)) in [
+        (DType::F32, [0u64, 4, 3]),
+        (DType::BF16, [5, 0, 2]),
+        (DType::F16, [3, 2, 0]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let strides = ordered(&shape, &[0, 1, 2], dtype.size() as u64, None);
+        out.push(Case {
+            id: format!("correct/casttess/empty/{i}"),
+            group: "casttess-empty",
+            dtype,
+            shape: shape.to_vec(),
+            strides,
+            target: Target::Tiled(MlaTiled::new(hwc(true), [1, 1, 1, 1], Channels::PadTo16)),
+            seed: Some(i as u64),
+        });
+    }
+    for dtype in [DType::F16, DType::BF16] {
+        // Ordinary: [W = 4096, C = 16] channel-last, tiles of 64 pixels.
+        out.push(Case {
+            id: format!("correct/casttess/sweep/{}/ordinary", dtype.name()),
+            group: "casttess-sweep",
+            dtype,
+            shape: vec![4096, 16],
+            strides: vec![32, 2],
+            target: Target::Tiled(MlaTiled::new(hwc(false), [1, 1, 64, 16], Channels::Compact)),
+            seed: None,
+        });
+        // H-contiguous: [H = 16, W = 64, C = 64], H fastest in memory, one tile over the
+        // whole tensor.
+        out.push(Case {
+            id: format!("correct/casttess/sweep/{}/hcontig", dtype.name()),
+            group: "casttess-sweep",
+            dtype,
+            shape: vec![16, 64, 64],
+            strides: ordered(&[16, 64, 64], &[2, 1, 0], 2, None),
+            target: Target::Tiled(MlaTiled::new(hwc(true), [1, 16, 64, 64], Channels::Compact)),
+            seed: None,
+        });
+    }
+    out
+}
+
+/// One mismatch.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Mismatch {
+    /// The case ID.
+    pub id: String,
+    /// `a65` or `ev74-sim`.
+    pub backend: String,
+    /// What differs.
+    pub detail: String,
+}
+
+/// The input bytes of `case` (the span from its first element).
+fn input_of(case: &Case) -> (Vec<u8>, Vec<u32>) {
+    let elem = case.dtype.size();
+    let len = span(&case.shape, &case.strides, elem as u64) as usize;
+    let n: usize = case.shape.iter().product::<u64>() as usize;
+    let mut rng = Rng::new(case.seed.unwrap_or(0));
+    // Holes get random bytes: nothing may read them into the result.
+    let mut bytes: Vec<u8> = (0..len).map(|_| rng.next_u32() as u8).collect();
+    let bits: Vec<u32> = match case.seed {
+        None => (0..n as u32).map(|b| b & 0xffff).collect(),
+        Some(_) => (0..n).map(|_| random_bits(&mut rng, case.dtype)).collect(),
+    };
+    let mut k = 0;
+    for_each_offset(&case.shape, &case.strides, |at| {
+        bytes[at..at + elem].copy_from_slice(&bits[k].to_le_bytes()[..elem]);
+        k += 1;
+    });
+    (bytes, bits)
+}
+
+/// Random input bits for `dtype`, one in five a special value.
+fn random_bits(rng: &mut Rng, dtype: DType) -> u32 {
+    let specials32 = [
+        0u32,
+        0x8000_0000,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7f80_0001,
+        0x7fff_ffff,
+        0xffff_ffff,
+        0x0000_8000,
+        0x3f80_8000,
+        0x3f81_8000,
+        0x0001_7fff,
+        0x7f7f_ffff,
+        0x3f00_0000,
+        0x4040_0000,
+    ];
+    let specials16 = [
+        0u32, 0x8000, 0x7c00, 0xfc00, 0x7c01, 0x7fff, 0x0001, 0x03ff, 0x0202, 0x7f80, 0x7fc1,
+        0x3f80,
+    ];
+    let special = rng.chance(1, 5);
+    match dtype {
+        DType::F32 if special => *rng.pick(&specials32),
+        DType::F32 => rng.next_u32(),
+        _ if special => *rng.pick(&specials16),
+        _ => rng.next_u32() & 0xffff,
+    }
+}
+
+/// The first difference between `got` and `want`, as text.
+fn first_difference(got: &[u8], want: &[u8]) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("{} bytes, expected {}", got.len(), want.len()));
+    }
+    got.iter().zip(want).position(|(a, b)| a != b).map(|k| {
+        format!(
+            "byte {k} of {} is {:#04x}, expected {:#04x}",
+            want.len(),
+            got[k],
+            want[k]
+        )
+    })
+}
+
+/// What the backends wrote into one dirty output buffer of `len` + guard bytes.
+struct Outputs {
+    a65: Result<Vec<u8>, String>,
+    ev74: Result<Vec<u8>, String>,
+}
+
+/// Runs `case` on both backends (`workers` EV74 workers); `plant` corrupts one byte of
+/// each backend's output at `plant_at` (the test hook).
+fn run_case(
+    case: &Case,
+    input: &[u8],
+    workers: usize,
+    plant_at: Option<usize>,
+) -> Result<(Outputs, usize, usize), String> {
+    let refuse = |e: &dyn std::fmt::Display| format!("{}: {e}", case.id);
+    let in_spec = DynSpec::strided(&case.shape, &case.strides, case.dtype);
+    let aligned_input = Aligned::from_slice(input);
+    let plant = |mut v: Vec<u8>| {
+        if let Some(b) = plant_at.and_then(|at| v.get_mut(at)) {
+            *b ^= 0x01;
+        }
+        v
+    };
+    match &case.target {
+        Target::Quant {
+            strides,
+            params,
+            phase,
+        } => {
+            let plan = quant::check_inference_dyn(&quant::DynRequest {
+                input: in_spec,
+                output: DynSpec::strided(&case.shape, strides, DType::I8),
+                params: *params,
+            })
+            .map_err(|e| refuse(&e))?;
+            let out_span = plan.output().span() as usize;
+            let len = phase + out_span + GUARD;
+            let mut a = vec![DIRTY; len];
+            let prepared = a65::quant::prepare(&plan);
+            let a65 = a65::quant::execute(
+                &prepared,
+                aligned_input.as_slice(),
+                &mut a[*phase..*phase + out_span],
+            )
+            .map(|()| plant(a))
+            .map_err(|e| e.to_string());
+            let mut d = vec![DIRTY; len];
+            let options = ev74::quant::SimOptions {
+                track_writes: false,
+                ..ev74::quant::SimOptions::new(workers)
+            };
+            let ev74 = ev74::quant::run_sim_with(
+                &plan,
+                input,
+                &mut d[*phase..*phase + out_span],
+                &options,
+            )
+            .map(|_| plant(d))
+            .map_err(|e| e.to_string());
+            Ok((Outputs { a65, ev74 }, *phase, out_span))
+        }
+        Target::Tiled(layout) => {
+            let plan = casttess::check_inference_dyn(&casttess::DynRequest {
+                input: in_spec,
+                output: TiledSpec {
+                    extents: &case.shape,
+                    dtype: DType::BF16,
+                    layout: *layout,
+                },
+            })
+            .map_err(|e| refuse(&e))?;
+            let capacity = plan.output().capacity() as usize;
+            let mut a = Aligned::new(capacity + GUARD, DIRTY);
+            let prepared = a65::casttess::prepare(&plan);
+            let a65 = a65::casttess::execute(
+                &prepared,
+                aligned_input.as_slice(),
+                &mut a.as_mut_slice()[..capacity],
+            )
+            .map(|()| plant(a.as_slice().to_vec()))
+            .map_err(|e| e.to_string());
+            let mut d = vec![DIRTY; capacity + GUARD];
+            let options = ev74::casttess::SimOptions {
+                track_writes: false,
+                ..ev74::casttess::SimOptions::new(workers)
+            };
+            let ev74 = ev74::casttess::run_sim_with(&plan, input, &mut d[..capacity], &options)
+                .map(|_| plant(d))
+                .map_err(|e| e.to_string());
+            Ok((Outputs { a65, ev74 }, 0, capacity))
+        }
+    }
+}
+
+/// The expected buffer of `case`: fill, then the oracle's bytes.
+fn expected(case: &Case, bits: &[u32], phase: usize, span_len: usize) -> Vec<u8> {
+    match &case.target {
+        Target::Quant {
+            strides, params, ..
+        } => {
+            let mut want = vec![DIRTY; phase + span_len + GUARD];
+            let mut k = 0;
+            for_each_offset(&case.shape, strides, |at| {
+                want[phase + at] = oracle::quant(
+                    case.dtype,
+                    bits[k],
+                    params.multiplier_bits,
+                    params.zero_point,
+                    params.rounding,
+                ) as u8;
+                k += 1;
+            });
+            want
+        }
+        Target::Tiled(layout) => {
+            let shape: Vec<usize> = case.shape.iter().map(|&e| e as usize).collect();
+            // Row-major index of a logical index, to find its value in `bits`.
+            let flat = |index: &[usize]| {
+                index
+                    .iter()
+                    .zip(&shape)
+                    .fold(0usize, |acc, (&i, &e)| acc * e + i)
+            };
+            let mut want = oracle_tiled(
+                &case.shape,
+                layout.axes,
+                layout.tile,
+                layout.channels,
+                2,
+                |index| oracle_bf16(case.dtype, bits[flat(index)]).to_le_bytes(),
+            );
+            want.resize(span_len, 0);
+            want.extend(std::iter::repeat_n(DIRTY, GUARD));
+            want
+        }
+    }
+}
+
+/// The outcome of the correctness catalogue.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outcome {
+    /// Cases run, per group, in catalogue order of first appearance.
+    pub cases: Vec<(String, usize)>,
+    /// Cases run in all.
+    pub total: usize,
+    /// Byte comparisons made (both backends).
+    pub bytes_compared: u64,
+    /// Every mismatch found.
+    pub mismatches: Vec<Mismatch>,
+}
+
+/// Runs the cases selected by `keep` on both backends against the oracles. `plant`, the
+/// test hook, corrupts one byte of both backends' outputs for that case ID: the first
+/// byte the oracle defines (the first element's, or byte 0 of a tiled buffer).
+pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome {
+    let mut outcome = Outcome {
+        cases: Vec::new(),
+        total: 0,
+        bytes_compared: 0,
+        mismatches: Vec::new(),
+    };
+    for (k, case) in cases.iter().enumerate() {
+        let (input, bits) = input_of(case);
+        let workers = 1 + k % 4;
+        let plant_at = (plant == Some(case.id.as_str())).then(|| match &case.target {
+            Target::Quant { strides, phase, .. } => {
+                let mut first = None;
+                for_each_offset(&case.shape, strides, |at| {
+                    first = first.or(Some(at));
+                });
+                phase + first.unwrap_or(0)
+            }
+            Target::Tiled(_) => 0,
+        });
+        match run_case(case, &input, workers, plant_at) {
+            Err(e) => outcome.mismatches.push(Mismatch {
+                id: case.id.clone(),
+                backend: "both".to_owned(),
+                detail: format!("not admitted: {e}"),
+            }),
+            Ok((outputs, phase, span_len)) => {
+                let want = expected(case, &bits, phase, span_len);
+                for (backend, got) in [("a65", outputs.a65), ("ev74-sim", outputs.ev74)] {
+                    outcome.bytes_compared += want.len() as u64;
+                    let detail = match got {
+                        Err(e) => Some(format!("the backend failed: {e}")),
+                        Ok(got) => first_difference(&got, &want),
+                    };
+                    if let Some(detail) = detail {
+                        let backend = if backend == "ev74-sim" {
+                            format!(
+                                "ev74-sim ({})",
+                                crate::report::count(workers as u64, "worker", "workers")
+                            )
+                        } else {
+                            backend.to_owned()
+                        };
+                        outcome.mismatches.push(Mismatch {
+                            id: case.id.clone(),
+                            backend,
+                            detail,
+                        });
+                    }
+                }
+            }
+        }
+        match outcome.cases.iter_mut().find(|(g, _)| g == case.group) {
+            Some((_, n)) => *n += 1,
+            None => outcome.cases.push((case.group.to_owned(), 1)),
+        }
+        outcome.total += 1;
+        progress();
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn counts_are_the_documented_ones() {
+        let all = catalogue();
+        let count = |g: &str| all.iter().filter(|c| c.group == g).count();
+        assert_eq!(count("quant"), 900);
+        assert_eq!(count("casttess-random"), 900);
+        assert_eq!(count("casttess-large"), 99);
+        assert_eq!(count("casttess-hcontig"), 30);
+        assert_eq!(count("casttess-empty"), 3);
+        assert_eq!(count("casttess-sweep"), 4);
+        let mut ids: Vec<&str> = all.iter().map(|c| c.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), all.len());
+    }
+
+    #[test]
+    fn hcontig_cases_sit_on_both_sides_of_each_condition() {
+        for dtype in DTYPES {
+            let cases = hcontig_cases(dtype);
+            let bytes = |c: &Case| c.shape.iter().product::<u64>() * dtype.size() as u64;
+            let by = |n: &str| cases.iter().find(|c| c.id.ends_with(n)).unwrap();
+            assert_eq!(bytes(by("exact-128-bytes")), 128);
+            assert!(bytes(by("below-128-bytes")) < 128);
+            assert_eq!(by("exact-128-bytes").strides[0], dtype.size() as u64);
+            assert_eq!(by("h-stride-2").strides[0], 2 * dtype.size() as u64);
+            assert_eq!(by("h-extent-1").shape[0], 1);
+            for c in &cases {
+                assert!(c.strides[1] < 1 << 31, "{}", c.id);
+            }
+        }
+    }
+
+    #[test]
+    fn sweeps_cover_every_16_bit_pattern() {
+        for c in catalogue().iter().filter(|c| c.group == "casttess-sweep") {
+            let (_, bits) = input_of(c);
+            let mut seen = bits.clone();
+            seen.sort_unstable();
+            seen.dedup();
+            assert_eq!(seen.len(), 65536, "{}", c.id);
+        }
+    }
+}

@@ -1,0 +1,418 @@
+//! `simak qualify`: the catalogue's counts and golden ID list, the results file of a
+//! measuring run (and its default place under `target/`), the gate on recorded timing
+//! files, and `--correctness-only` (the whole correctness catalogue, and a planted
+//! mismatch found).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{BIN, assert_success, json_run, path_str, simak, stderr_of, stdout_of};
+
+/// A file of `a65-bin/tests/data/qualify/`.
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/qualify")
+        .join(name)
+}
+
+#[test]
+fn the_catalogue_is_the_golden_list_with_the_documented_counts() {
+    let out = simak(&["qualify", "--list"]);
+    assert_success(&out);
+    let listed = stdout_of(&out);
+    let golden = std::fs::read_to_string(fixture("ids.txt")).expect("golden ID list");
+    let listed: Vec<&str> = listed.lines().collect();
+    let golden: Vec<&str> = golden.lines().collect();
+    if let Some(k) = (0..listed.len().max(golden.len())).find(|&k| listed.get(k) != golden.get(k)) {
+        panic!(
+            "ID {k} differs from the golden list: {:?} (golden {:?}); IDs are stable, so \
+             new workloads get new IDs and the list changes only on purpose",
+            listed.get(k),
+            golden.get(k)
+        );
+    }
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for id in &listed {
+        let family: Vec<&str> = id.split('/').take(2).collect();
+        *counts.entry(family.join("/")).or_default() += 1;
+    }
+    let expect: BTreeMap<String, usize> = [
+        ("quant/dense", 432),
+        ("quant/strided", 216),
+        ("casttess/ordinary", 18),
+        ("casttess/address-phase", 48),
+        ("quanttess/ordinary", 18),
+        ("quanttess/address-phase", 48),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    assert_eq!(counts, expect);
+}
+
+#[test]
+fn list_json_gives_id_op_and_kind() {
+    let v = json_run(&["qualify", "--list", "--json"]);
+    let items = v.as_array().expect("a list");
+    assert_eq!(items.len(), 780);
+    for item in items {
+        let id = item["id"].as_str().expect("id");
+        let op = item["op"].as_str().expect("op");
+        let kind = item["kind"].as_str().expect("kind");
+        assert!(id.starts_with(&format!("{op}/{kind}/")), "{id}");
+        assert!(["quant", "casttess", "quanttess"].contains(&op));
+        assert!(["dense", "strided", "ordinary", "address-phase"].contains(&kind));
+        let ev74 = item["backends"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("ev74-sim"));
+        assert_eq!(ev74, op != "quanttess", "{id}");
+    }
+    let glob = json_run(&[
+        "qualify",
+        "--list",
+        "--json",
+        "--filter",
+        "quant/strided/f16/*/short-rows-*",
+    ]);
+    assert_eq!(glob.as_array().unwrap().len(), 4 * 2 * 2);
+}
+
+#[test]
+fn the_correctness_catalogue_has_the_documented_counts() {
+    let v = json_run(&["qualify", "--list", "--correctness-only", "--json"]);
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for item in v.as_array().unwrap() {
+        *counts
+            .entry(item["kind"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    let expect: BTreeMap<String, usize> = [
+        ("quant", 900),
+        ("casttess-random", 900),
+        ("casttess-large", 99),
+        ("casttess-hcontig", 30),
+        ("casttess-empty", 3),
+        ("casttess-sweep", 4),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    assert_eq!(counts, expect);
+}
+
+/// The whole correctness catalogue on both backends (this is where `cargo xtask test`, and
+/// so CI, runs `simak qualify --correctness-only`).
+#[test]
+fn the_correctness_catalogue_passes_on_both_backends() {
+    let out = simak(&["qualify", "--correctness-only", "-q"]);
+    assert_success(&out);
+    let text = stdout_of(&out);
+    assert!(
+        text.starts_with("correctness: 1936 cases on a65 and ev74-sim"),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with("PASSED"), "{text}");
+}
+
+#[test]
+fn a_planted_mismatch_is_found() {
+    for id in [
+        "correct/quant/bf16/007",
+        "correct/casttess/sweep/f16/hcontig",
+    ] {
+        let out = simak(&[
+            "qualify",
+            "--correctness-only",
+            "--filter",
+            id,
+            "--plant-mismatch",
+            id,
+        ]);
+        assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+        let text = stdout_of(&out);
+        assert!(
+            text.contains(&format!("MISMATCH {id} on a65: byte")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("MISMATCH {id} on ev74-sim")),
+            "{text}"
+        );
+        assert!(text.contains("FAILED (2 mismatches)"), "{text}");
+        assert!(stderr_of(&out).contains("2 mismatches"));
+        // The same selection without the hook passes.
+        let clean = simak(&["qualify", "--correctness-only", "--filter", id]);
+        assert_success(&clean);
+    }
+}
+
+#[test]
+fn a_run_writes_every_sample_and_the_machine_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    let out = simak(&[
+        "qualify",
+        "--filter",
+        "quant/dense/f32/nearest-even/?/special",
+        "--reps",
+        "5",
+        "--output",
+        path_str(&file),
+    ]);
+    assert_success(&out);
+    assert!(
+        stdout_of(&out).contains("2 IDs on a65 (a65-execute)"),
+        "{}",
+        stdout_of(&out)
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(v["format"], "simak-qualify-results/1");
+    assert_eq!(v["backend"], "a65");
+    assert!(v["machine"]["logical_cpus"].as_u64().unwrap() >= 1);
+    assert!(v["machine"]["cpu_features"].is_array());
+    let results = v["results"].as_array().unwrap();
+    let ids: Vec<&str> = results.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            "quant/dense/f32/nearest-even/1/special",
+            "quant/dense/f32/nearest-even/7/special",
+        ]
+    );
+    for r in results {
+        let samples: Vec<f64> = r["samples_ns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_f64().unwrap())
+            .collect();
+        assert_eq!(samples.len(), 5);
+        let max = samples.iter().copied().fold(0.0, f64::max);
+        let (median, p95) = (
+            r["median_ns"].as_f64().unwrap(),
+            r["p95_ns"].as_f64().unwrap(),
+        );
+        assert!(median > 0.0 && median <= p95 && p95 <= max, "{r}");
+        assert_eq!(r["max_ns"].as_f64().unwrap(), max);
+        assert!(r["cpu_ns_per_call"].as_f64().unwrap() > 0.0);
+        assert!(r.get("entry_to_return_simulated_cycles").is_none());
+    }
+}
+
+#[test]
+fn the_default_results_file_goes_under_target_qualify() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .current_dir(dir.path())
+        .args([
+            "qualify",
+            "--filter",
+            "quant/dense/bf16/toward-zero/7/",
+            "--reps",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let folder = dir.path().join("target/qualify");
+    let files: Vec<_> = std::fs::read_dir(&folder).unwrap().collect();
+    assert_eq!(files.len(), 1, "one results file in {}", folder.display());
+    let top: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(top.len(), 1, "nothing but target/ is written");
+}
+
+#[test]
+fn the_ev74_backend_reports_runtime_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("e.json");
+    let out = simak(&[
+        "qualify",
+        "--backend",
+        "ev74-sim",
+        "--workers",
+        "2",
+        "--filter",
+        "*/bf16/*/4096/normal",
+        "--reps",
+        "2",
+        "--output",
+        path_str(&file),
+    ]);
+    assert_success(&out);
+    let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(v["backend"], "ev74-sim");
+    assert_eq!(v["workers"], 2);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for r in results {
+        assert_eq!(r["measure"], "ev74-runtime");
+        assert_eq!(r["route"], "ev74-sim (2 workers)");
+        // The cost model's figure: at least its dispatch cycles (docs/cost-model.md).
+        let cycles = r["entry_to_return_simulated_cycles"].as_u64().unwrap();
+        assert!(cycles > 2000, "{}: {cycles}", r["id"]);
+    }
+    // Subnormal inputs take the exact fallback, which the cost model charges more for.
+    let sub = dir.path().join("s.json");
+    assert_success(&simak(&[
+        "qualify",
+        "--backend",
+        "ev74-sim",
+        "--filter",
+        "quant/dense/f32/nearest-even/4096/*normal",
+        "--reps",
+        "2",
+        "--output",
+        path_str(&sub),
+    ]));
+    let v: Value = serde_json::from_slice(&std::fs::read(&sub).unwrap()).unwrap();
+    let cycles_of = |suffix: &str| {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"].as_str().unwrap().ends_with(suffix))
+            .unwrap_or_else(|| panic!("no ID ending {suffix}"))["entry_to_return_simulated_cycles"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(cycles_of("/subnormal") > cycles_of("/normal"));
+    // QuantTess has no EV74 entry: its IDs are skipped.
+    let none = simak(&[
+        "qualify",
+        "--backend",
+        "ev74-sim",
+        "--filter",
+        "quanttess/",
+        "--output",
+        path_str(&dir.path().join("q.json")),
+    ]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(stderr_of(&none).contains("no ID that runs on ev74-sim"));
+}
+
+/// Runs the gate on two recorded files; returns (exit code, stdout, the failed IDs).
+fn gate(base: &str, cand: &str, threshold: Option<&str>) -> (Option<i32>, String, Vec<String>) {
+    let (b, c) = (fixture(base), fixture(cand));
+    let mut args = vec!["qualify", "--compare", path_str(&b), path_str(&c)];
+    if let Some(t) = threshold {
+        args.extend(["--threshold", t]);
+    }
+    let text = simak(&args);
+    args.push("--json");
+    let json = simak(&args);
+    let v: Value = serde_json::from_slice(&json.stdout).expect("JSON report");
+    let failed = v["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(text.status.code(), json.status.code());
+    (text.status.code(), stdout_of(&text), failed)
+}
+
+/// `base.json` is a recorded run; `slower.json` is `base.json` with every sample of two IDs
+/// made 5% and 20% slower (and a little jitter); `README.md` beside them says how they were
+/// made.
+const FIVE: &str = "quant/dense/f32/nearest-even/65536/normal";
+const TWENTY: &str = "quant/dense/f32/nearest-even/1048576/normal";
+
+#[test]
+fn the_gate_passes_identical_runs() {
+    let (code, text, failed) = gate("base.json", "base.json", None);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(failed.is_empty());
+    assert!(
+        text.contains("0 slower, 0 faster beyond the noise"),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with("PASSED"), "{text}");
+}
+
+#[test]
+fn the_gate_fails_exactly_the_ids_above_the_threshold() {
+    let (code, text, failed) = gate("base.json", "slower.json", None);
+    assert_eq!(code, Some(3), "{text}");
+    assert_eq!(failed, [TWENTY]);
+    assert!(text.contains("FAILED on 1 ID"), "{text}");
+    // Both moved beyond the noise; p95 and max are printed beside the median.
+    for id in [FIVE, TWENTY] {
+        let line = text.lines().find(|l| l.starts_with(id)).expect(id);
+        assert!(line.contains("slower"), "{line}");
+    }
+    let (code, text, failed) = gate("base.json", "slower.json", Some("1.03"));
+    assert_eq!(code, Some(3), "{text}");
+    assert_eq!(failed, [FIVE, TWENTY]);
+    let (code, _, failed) = gate("base.json", "slower.json", Some("1.25"));
+    assert_eq!(code, Some(0));
+    assert!(failed.is_empty());
+}
+
+#[test]
+fn the_gate_refuses_files_it_cannot_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"format\": 1}").unwrap();
+    let base = fixture("base.json");
+    let out = simak(&["qualify", "--compare", path_str(&base), path_str(&junk)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("not a simak qualify results file"));
+    let out = simak(&[
+        "qualify",
+        "--compare",
+        path_str(&base),
+        path_str(&base),
+        "--threshold",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn merged_chunks_are_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut parts = Vec::new();
+    for i in 1..=2 {
+        let part = dir.path().join(format!("p{i}.json"));
+        let chunk = format!("{i}/2");
+        let out = simak(&[
+            "qualify",
+            "--filter",
+            "quant/dense/f16/toward-zero/[17]/*",
+            "--reps",
+            "2",
+            "--chunk",
+            &chunk,
+            "--output",
+            path_str(&part),
+        ]);
+        assert_success(&out);
+        parts.push(part);
+    }
+    let merged = dir.path().join("m.json");
+    let out = simak(&[
+        "qualify",
+        "--merge",
+        path_str(&parts[0]),
+        path_str(&parts[1]),
+        "--output",
+        path_str(&merged),
+    ]);
+    assert_success(&out);
+    let v: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    let ids: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 8);
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with("quant/dense/f16/toward-zero/"))
+    );
+}

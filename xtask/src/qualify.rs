@@ -1,0 +1,223 @@
+//! `cargo xtask qualify --baseline REV`: the live gate of `simak qualify` between the
+//! working tree (the candidate) and the commit REV (the baseline).
+//!
+//! 1. REV is checked out, detached, in a git worktree under `target/qualify/baseline/`
+//!    (reused by later runs of the same commit) and built in release mode with its own
+//!    target folder, `target/qualify/baseline-target` (shared by every baseline, so that a
+//!    rebuild is incremental); the candidate is built in release mode as usual.
+//! 2. The selection is measured in `--chunks` parts (by default one per ID of
+//!    `simak qualify --list` with the same arguments), alternating the two builds per chunk
+//!    (baseline first in odd chunks, candidate first in even ones), so that the paired
+//!    samples of an ID are taken seconds apart at most and a slow phase of the machine
+//!    falls on both; each build runs in its own tree, so its results file records its own
+//!    commit. The parts go to `target/qualify/gate-<unix time>/`.
+//! 3. The candidate merges each side's parts (`simak qualify --merge`) and applies the gate
+//!    (`simak qualify --compare base.json cand.json`); its exit status is the task's.
+//!
+//! Arguments after `--` go to every `simak qualify` measuring run (e.g. `--filter`,
+//! `--reps`, `--backend`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::flags::QualifyOptions;
+
+/// Runs a command; an error names it.
+fn run(command: &mut Command) -> Result<(), String> {
+    let shown = format!("{command:?}");
+    match command.status() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("{shown} failed ({s})")),
+        Err(e) => Err(format!("cannot run {shown}: {e}")),
+    }
+}
+
+/// A command's standard output, trimmed.
+fn output(command: &mut Command) -> Result<String, String> {
+    let shown = format!("{command:?}");
+    let out = command
+        .output()
+        .map_err(|e| format!("cannot run {shown}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{shown} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// The target folder of the candidate build.
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
+}
+
+/// The `simak qualify` arguments of chunk `index` of `count` writing `output`.
+pub(crate) fn chunk_args(index: u32, count: u32, output: &Path, extra: &[String]) -> Vec<String> {
+    let mut args = vec![
+        "qualify".to_owned(),
+        "-q".to_owned(),
+        "--chunk".to_owned(),
+        format!("{index}/{count}"),
+        "--output".to_owned(),
+        output.display().to_string(),
+    ];
+    args.extend(extra.iter().cloned());
+    args
+}
+
+/// Which build runs first in chunk `index` (1-based): the baseline in odd chunks.
+pub(crate) fn baseline_first(index: u32) -> bool {
+    index % 2 == 1
+}
+
+fn gate(root: &Path, options: &QualifyOptions) -> Result<ExitCode, String> {
+    let commit = output(
+        Command::new("git")
+            .args(["rev-parse", "--verify"])
+            .arg(format!("{}^{{commit}}", options.baseline))
+            .current_dir(root),
+    )?;
+    let qualify = root.join("target").join("qualify");
+    let tree = qualify.join("baseline").join(&commit[..12]);
+    if tree.exists() {
+        let head = output(
+            Command::new("git")
+                .args(["rev-parse", "HEAD"])
+                .current_dir(&tree),
+        )?;
+        if head != commit {
+            return Err(format!(
+                "{} holds {head}, not {commit}: remove it with `git worktree remove --force {}`",
+                tree.display(),
+                tree.display()
+            ));
+        }
+    } else {
+        std::fs::create_dir_all(qualify.join("baseline"))
+            .map_err(|e| format!("cannot create {}: {e}", qualify.display()))?;
+        run(Command::new("git")
+            .args(["worktree", "add", "--detach"])
+            .arg(&tree)
+            .arg(&commit)
+            .current_dir(root))?;
+    }
+    let baseline_target = qualify.join("baseline-target");
+    eprintln!(
+        "xtask qualify: building the baseline {commit} in {}",
+        tree.display()
+    );
+    run(Command::new(crate::cargo())
+        .args(["build", "--release", "--quiet", "-p", "simak-cli"])
+        .env("CARGO_TARGET_DIR", &baseline_target)
+        .current_dir(&tree))?;
+    eprintln!("xtask qualify: building the candidate (the working tree)");
+    run(Command::new(crate::cargo())
+        .args(["build", "--release", "--quiet", "-p", "simak-cli"])
+        .current_dir(root))?;
+    let base_bin = baseline_target.join("release").join("simak");
+    let cand_bin = target_dir(root).join("release").join("simak");
+    if output(Command::new(&base_bin).args(["qualify", "--help"])).is_err() {
+        return Err(format!(
+            "the baseline {commit} has no `simak qualify`: pick a commit that has it"
+        ));
+    }
+    let chunks = match options.chunks {
+        Some(n) => n,
+        None => {
+            let list = output(
+                Command::new(&cand_bin)
+                    .args(["qualify", "--list"])
+                    .args(&options.passthrough)
+                    .current_dir(root),
+            )?;
+            u32::try_from(list.lines().count().max(1)).unwrap_or(u32::MAX)
+        }
+    };
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let dir = qualify.join(format!("gate-{unix}"));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let (mut base_parts, mut cand_parts) = (Vec::new(), Vec::new());
+    for index in 1..=chunks {
+        let base = dir.join(format!("base-{index}.json"));
+        let cand = dir.join(format!("cand-{index}.json"));
+        let mut order = [
+            ("baseline", &base_bin, &tree, &base),
+            ("candidate", &cand_bin, &root.to_path_buf(), &cand),
+        ];
+        if !baseline_first(index) {
+            order.reverse();
+        }
+        for (what, bin, cwd, file) in order {
+            if index == 1 || index % 50 == 0 || index == chunks {
+                eprintln!("xtask qualify: chunk {index}/{chunks}: {what}");
+            }
+            run(Command::new(bin)
+                .args(chunk_args(index, chunks, file, &options.passthrough))
+                .current_dir(cwd))?;
+        }
+        base_parts.push(base);
+        cand_parts.push(cand);
+    }
+    let (base, cand) = (dir.join("base.json"), dir.join("cand.json"));
+    for (parts, merged) in [(&base_parts, &base), (&cand_parts, &cand)] {
+        run(Command::new(&cand_bin)
+            .args(["qualify", "-q", "--merge"])
+            .args(parts.iter())
+            .arg("--output")
+            .arg(merged))?;
+    }
+    eprintln!(
+        "xtask qualify: results in {}; the gate (simak qualify --compare):",
+        dir.display()
+    );
+    let mut compare = Command::new(&cand_bin);
+    compare.args(["qualify", "--compare"]).arg(&base).arg(&cand);
+    if let Some(t) = &options.threshold {
+        compare.args(["--threshold", t]);
+    }
+    let status = compare
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", cand_bin.display()))?;
+    Ok(match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(c) => ExitCode::from(c.clamp(1, 255) as u8),
+        None => ExitCode::FAILURE,
+    })
+}
+
+/// Runs `cargo xtask qualify --baseline REV`.
+pub(crate) fn run_gate(root: &Path, options: &QualifyOptions) -> ExitCode {
+    match gate(root, options) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: xtask qualify: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_alternate_and_pass_the_arguments_through() {
+        assert!(baseline_first(1));
+        assert!(!baseline_first(2));
+        assert!(baseline_first(3));
+        let args = chunk_args(
+            2,
+            8,
+            Path::new("t/b.json"),
+            &["--reps".to_owned(), "5".to_owned()],
+        );
+        assert_eq!(
+            args.join(" "),
+            "qualify -q --chunk 2/8 --output t/b.json --reps 5"
+        );
+    }
+}
