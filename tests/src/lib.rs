@@ -383,6 +383,39 @@ pub mod tiled {
     use simak_core::DType;
     use simak_core::layout::Channels;
 
+    /// Random CastTess input bits for `dtype` (the low 16 bits for BF16 and FP16), one in
+    /// five a special value: zeros, infinities, NaNs of both payload ends, ties, subnormals,
+    /// the largest finite value.
+    pub fn random_bits(rng: &mut crate::rng::Rng, dtype: DType) -> u32 {
+        const SPECIALS32: [u32; 14] = [
+            0,
+            0x8000_0000,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7f80_0001,
+            0x7fff_ffff,
+            0xffff_ffff,
+            0x0000_8000,
+            0x3f80_8000,
+            0x3f81_8000,
+            0x0001_7fff,
+            0x7f7f_ffff,
+            0x3f00_0000,
+            0x4040_0000,
+        ];
+        const SPECIALS16: [u32; 12] = [
+            0, 0x8000, 0x7c00, 0xfc00, 0x7c01, 0x7fff, 0x0001, 0x03ff, 0x0202, 0x7f80, 0x7fc1,
+            0x3f80,
+        ];
+        let special = rng.chance(1, 5);
+        match dtype {
+            DType::F32 if special => *rng.pick(&SPECIALS32),
+            DType::F32 => rng.next_u32(),
+            _ if special => *rng.pick(&SPECIALS16),
+            _ => rng.next_u32() & 0xffff,
+        }
+    }
+
     /// FP32 → BF16 as SPEC §4 writes it.
     pub fn oracle_f32(bits: u32) -> u16 {
         (bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16) as u16

@@ -32,7 +32,7 @@ use simak::{DType, DynSpec};
 use simak_tests::bytes::Aligned;
 use simak_tests::oracle;
 use simak_tests::rng::Rng;
-use simak_tests::tiled::{oracle_bf16, oracle_tiled};
+use simak_tests::tiled::{oracle_bf16, oracle_tiled, random_bits};
 
 use super::catalogue::DTYPES;
 use super::measure::for_each_offset;
@@ -538,37 +538,6 @@ fn input_of(case: &Case) -> (Vec<u8>, Vec<u32>) {
         k += 1;
     });
     (bytes, bits)
-}
-
-/// Random input bits for `dtype`, one in five a special value.
-fn random_bits(rng: &mut Rng, dtype: DType) -> u32 {
-    let specials32 = [
-        0u32,
-        0x8000_0000,
-        0x7f80_0000,
-        0xff80_0000,
-        0x7f80_0001,
-        0x7fff_ffff,
-        0xffff_ffff,
-        0x0000_8000,
-        0x3f80_8000,
-        0x3f81_8000,
-        0x0001_7fff,
-        0x7f7f_ffff,
-        0x3f00_0000,
-        0x4040_0000,
-    ];
-    let specials16 = [
-        0u32, 0x8000, 0x7c00, 0xfc00, 0x7c01, 0x7fff, 0x0001, 0x03ff, 0x0202, 0x7f80, 0x7fc1,
-        0x3f80,
-    ];
-    let special = rng.chance(1, 5);
-    match dtype {
-        DType::F32 if special => *rng.pick(&specials32),
-        DType::F32 => rng.next_u32(),
-        _ if special => *rng.pick(&specials16),
-        _ => rng.next_u32() & 0xffff,
-    }
 }
 
 /// The first difference between `got` and `want`, as text.

@@ -22,7 +22,9 @@ pub const DIRTY: u8 = 0xa5;
 
 // The conversion oracles and the odometer live in `simak_tests::tiled`, shared with
 // `simak qualify --correctness-only`.
-pub use simak_tests::tiled::{for_each_index, oracle_bf16, oracle_f16, oracle_f32, oracle_tiled};
+pub use simak_tests::tiled::{
+    for_each_index, oracle_bf16, oracle_f16, oracle_f32, oracle_tiled, random_bits,
+};
 
 /// A test case: logical shape, input layout (byte strides), tiled layout.
 #[derive(Debug, Clone)]
@@ -154,34 +156,6 @@ pub fn check_dirty(what: &str, expected: &[u8], mut run: impl FnMut(&mut [u8])) 
         );
     }
     expected.len()
-}
-
-/// Random input bits for `dtype`, biased to special values.
-pub fn random_bits(rng: &mut Rng, dtype: DType) -> u32 {
-    let specials32 = [
-        0u32,
-        0x8000_0000,
-        0x7f80_0000,
-        0xff80_0000,
-        0x7f80_0001,
-        0x7fff_ffff,
-        0xffff_ffff,
-        0x0000_8000,
-        0x3f80_8000,
-        0x3f81_8000,
-        0x0001_7fff,
-        0x7f7f_ffff,
-    ];
-    let specials16 = [
-        0u32, 0x8000, 0x7c00, 0xfc00, 0x7c01, 0x7fff, 0x0001, 0x03ff, 0x0202,
-    ];
-    let pick_special = rng.chance(1, 5);
-    match dtype {
-        DType::F32 if pick_special => *rng.pick(&specials32),
-        DType::F32 => rng.next_u32(),
-        _ if pick_special => *rng.pick(&specials16),
-        _ => rng.next_u32() & 0xffff,
-    }
 }
 
 /// Fills every byte of `input` with random bits, then writes random elements (biased to
