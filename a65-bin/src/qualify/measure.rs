@@ -7,11 +7,10 @@
 //!   so that a sample lasts at least [`SAMPLE_MIN`]; the figure is the sample's time / inner.
 //! - EV74 (`ev74-sim`): **Runtime latency**, the host wall time from `Executor::submit` to
 //!   the confirmed completion (`Completion::wait`) on the simulated transport, per call, with
-//!   the buffers written once beforehand. Address-phase CastTess cases cannot go through
-//!   the Runtime (it binds whole buffers), so they are one-shot simulated runs with the
-//!   phases as `SimOptions` (`measure: ev74-run-sim`, which includes the device setup).
-//!   The firmware's entry-to-return time in simulated cycles needs the EV74 cost model;
-//!   until the simulator has one the field is absent.
+//!   the buffers written once beforehand. Address-phase CastTess cases place their ports at
+//!   the phases inside retained allocations (`DeviceBuffer::region_at`).
+//!   The firmware's entry-to-return time is reported separately, in the cost model's
+//!   simulated cycles (`entry_to_return_simulated_cycles`).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -66,8 +65,8 @@ pub struct IdResult {
     pub op: String,
     /// `dense`, `strided`, `ordinary` or `address-phase`.
     pub kind: String,
-    /// What one sample times: `a65-execute`, `ev74-runtime` (submit to confirmed
-    /// completion) or `ev74-run-sim` (a one-shot simulated run).
+    /// What one sample times: `a65-execute` or `ev74-runtime` (submit to confirmed
+    /// completion).
     pub measure: String,
     /// The A65 route or kernel level (diagnostic), or `ev74-sim (N workers)`.
     pub route: String,
@@ -292,10 +291,25 @@ impl Device {
     }
 
     fn buffers(&self, input: &[u8], out_len: u64) -> Result<(DeviceBuffer, DeviceBuffer), String> {
+        self.buffers_at(input, 0, out_len, 0)
+    }
+
+    /// An input buffer holding `input` at byte `input_phase` and an output buffer of
+    /// `output_phase + out_len` bytes: ports at address phases inside retained allocations.
+    fn buffers_at(
+        &self,
+        input: &[u8],
+        input_phase: u64,
+        out_len: u64,
+        output_phase: u64,
+    ) -> Result<(DeviceBuffer, DeviceBuffer), String> {
         let e = |e: ev74::runtime::RuntimeError| format!("EV74 device memory: {e}");
-        let i = self.executor.allocate(input.len() as u64).map_err(e)?;
-        i.write(0, input).map_err(e)?;
-        let o = self.executor.allocate(out_len).map_err(e)?;
+        let i = self
+            .executor
+            .allocate(input_phase + input.len() as u64)
+            .map_err(e)?;
+        i.write(input_phase, input).map_err(e)?;
+        let o = self.executor.allocate(output_phase + out_len).map_err(e)?;
         Ok((i, o))
     }
 }
@@ -356,7 +370,6 @@ pub fn measure(
         Backend::Ev74Sim(workers) => {
             let device = device.ok_or_else(|| fail(&"no EV74 device connected"))?;
             let route = format!("ev74-sim ({workers} workers)");
-            let phased = w.input_phase != 0 || w.output_phase != 0;
             cycles = Some(simulated_cycles(&planned, w, &input_bytes, device.workers)?);
             match &planned {
                 Planned::Quant(p) => {
@@ -375,26 +388,24 @@ pub fn measure(
                     })?;
                     ("ev74-runtime", route, t)
                 }
-                Planned::CastTess(p) if phased => {
-                    let options = ev74::casttess::SimOptions {
-                        input_phase: w.input_phase,
-                        output_phase: w.output_phase,
-                        track_writes: false,
-                        ..ev74::casttess::SimOptions::new(device.workers)
-                    };
-                    let mut out = vec![0u8; planned.output_len() as usize];
-                    let t = time(reps, || {
-                        ev74::casttess::run_sim_with(p, &input_bytes, &mut out, &options)
-                            .map(drop)
-                            .map_err(|e| fail(&e))
-                    })?;
-                    ("ev74-run-sim", route, t)
-                }
                 Planned::CastTess(p) => {
                     let dp = ev74::casttess::check_inference(p).map_err(|e| fail(&e))?;
                     let encoded = ev74::casttess::encode_relocatable(&dp);
-                    let (i, o) = device.buffers(&input_bytes, planned.output_len())?;
-                    let bound = ev74::casttess::bind(&dp, &encoded, i.region(), o.region())
+                    // The ports sit at their phases inside retained allocations.
+                    let (i, o) = device.buffers_at(
+                        &input_bytes,
+                        u64::from(w.input_phase),
+                        planned.output_len(),
+                        u64::from(w.output_phase),
+                    )?;
+                    let e = |e: ev74::runtime::RuntimeError| fail(&e);
+                    let input_region = i
+                        .region_at(u64::from(w.input_phase), input_bytes.len() as u64)
+                        .map_err(e)?;
+                    let output_region = o
+                        .region_at(u64::from(w.output_phase), planned.output_len())
+                        .map_err(e)?;
+                    let bound = ev74::casttess::bind(&dp, &encoded, input_region, output_region)
                         .map_err(|e| fail(&e))?;
                     let t = time(reps, || {
                         device

@@ -250,3 +250,91 @@ fn empty_plans_are_not_submitted_and_bind_errors_are_reported() {
         .unwrap();
     assert_eq!(report.units, 2);
 }
+
+/// Ports placed at address phases inside retained allocations (`DeviceBuffer::region_at`):
+/// the output at its phase holds the A65 bytes, the bytes around both ports are untouched,
+/// and a packet whose port is outside, or whose span runs past the end of, the buffer given
+/// for it is refused before anything is queued.
+#[test]
+fn ports_at_offsets_inside_retained_buffers() {
+    let executor =
+        Executor::connect_with(Arc::new(SimTransport::new(SimConfig::new(4))), PROBED).unwrap();
+    let mut rng = Rng::new(0x0ff5e7);
+    for (dtype, input_phase, output_phase) in [
+        (DType::F32, 4u64, 16u64),
+        (DType::BF16, 2, 48),
+        (DType::F16, 62, 0),
+        (DType::F32, 0, 32),
+    ] {
+        let plan = plan(9, 70, 3, dtype, [1, 4, 32, 3], Channels::Compact);
+        let input_bytes: Vec<u8> = (0..plan.input().span())
+            .map(|_| rng.below(256) as u8)
+            .collect();
+        let want = a65_bytes(&plan, &input_bytes);
+        let (span_in, span_out) = (input_bytes.len() as u64, want.len() as u64);
+        let device = casttess::check_inference(&plan).unwrap();
+        let packet = casttess::encode_relocatable(&device);
+        let input = executor.allocate(input_phase + span_in + 7).unwrap();
+        input.write(input_phase, &input_bytes).unwrap();
+        let output = executor.allocate(output_phase + span_out + 16).unwrap();
+        let dirty = vec![0x5au8; (output_phase + span_out + 16) as usize];
+        output.write(0, &dirty).unwrap();
+        let bound = casttess::bind(
+            &device,
+            &packet,
+            input.region_at(input_phase, span_in).unwrap(),
+            output.region_at(output_phase, span_out).unwrap(),
+        )
+        .unwrap();
+        executor
+            .run(&bound, &input, &output, LONG)
+            .unwrap()
+            .unwrap();
+        let mut got = vec![0u8; dirty.len()];
+        output.read(0, &mut got).unwrap();
+        let (before, rest) = got.split_at(output_phase as usize);
+        let (port, after) = rest.split_at(span_out as usize);
+        assert_eq!(port, &want[..], "{dtype:?} +{input_phase}/+{output_phase}");
+        assert!(before.iter().chain(after).all(|&b| b == 0x5a));
+
+        // The same packet with buffers that do not contain its ports.
+        let other = executor.allocate(span_out + output_phase).unwrap();
+        let err = executor.submit(&bound, &input, &other).unwrap_err();
+        assert_eq!(
+            err,
+            RuntimeError::NotBoundTo {
+                port: Port::Output,
+                packet: output.address() + output_phase as u32,
+                buffer: other.address(),
+            }
+        );
+        assert_eq!(executor.in_flight(), 0);
+    }
+    // A port that starts inside its buffer but whose span runs past the end (a region made
+    // by hand, not by `region_at`).
+    let plan = plan(2, 3, 4, DType::F32, [1, 1, 3, 4], Channels::Compact);
+    let device = casttess::check_inference(&plan).unwrap();
+    let packet = casttess::encode_relocatable(&device);
+    let input = executor.allocate(96).unwrap();
+    let output = executor.allocate(96).unwrap();
+    let short = executor.allocate(80).unwrap();
+    let region = simak::ev74::DeviceRegion::new(short.address() + 32, 64);
+    let bound = casttess::bind(&device, &packet, input.region(), region).unwrap();
+    assert_eq!(
+        executor.submit(&bound, &input, &short).unwrap_err(),
+        RuntimeError::Bind(casttess::BindError::Capacity {
+            port: Port::Output,
+            required: 64,
+            found: 48
+        })
+    );
+    assert_eq!(
+        output.region_at(40, 64).unwrap_err(),
+        RuntimeError::Range {
+            offset: 40,
+            len: 64,
+            capacity: 96
+        }
+    );
+    assert_eq!(executor.in_flight(), 0);
+}

@@ -64,6 +64,19 @@ impl DeviceBuffer {
         DeviceRegion::new(self.inner.address, self.inner.len)
     }
 
+    /// The `len` bytes at byte `offset` of this buffer as a device region for `bind`: a
+    /// port placed inside a retained allocation (an address phase). A packet bound to it
+    /// is submitted with this buffer (`Executor::submit` checks that each port lies inside
+    /// the buffer given for it). The region's alignment is checked by `bind`.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::Range`] when `offset + len` exceeds the capacity.
+    pub fn region_at(&self, offset: u64, len: u64) -> Result<DeviceRegion, RuntimeError> {
+        let address = self.check_range(offset, len)?;
+        Ok(DeviceRegion::new(address, len))
+    }
+
     /// Whether an unfinished submission retains this buffer.
     pub fn in_flight(&self) -> bool {
         lock(&self.inner.state).in_flight > 0

@@ -137,7 +137,9 @@ impl Executor {
     ///
     /// Checks, in order: the device advertised `E` (name, version and route; CastTess only
     /// when probed, [`ExecutorOptions::probe_casttess`]); the packet is bound to these two
-    /// buffers (its address slots are theirs) and each buffer holds its port's span; then
+    /// buffers (each address slot lies inside its buffer: the buffer's address, or an
+    /// offset into it from [`DeviceBuffer::region_at`]) and each buffer holds its port's
+    /// span from that address on; then
     /// writes the descriptor into a device buffer and queues the command. The submission
     /// retains the three buffers and the packet until the transport confirms completion.
     /// An empty packet is not submitted (its completion is already done, with no report).
@@ -156,7 +158,9 @@ impl Executor {
     /// # Errors
     ///
     /// [`RuntimeError::NotProbed`], [`RuntimeError::MissingCapability`] (never a fallback),
-    /// [`RuntimeError::NotBoundTo`], [`RuntimeError::Bind`] (a buffer below its span),
+    /// [`RuntimeError::NotBoundTo`] (a port's address is not inside the buffer given for
+    /// it), [`RuntimeError::Bind`] (the buffer holds less than the port's span from the
+    /// port's address on),
     /// [`RuntimeError::Busy`] when a buffer is mapped, [`RuntimeError::Transport`].
     pub fn submit<E: NativeEntry>(
         &self,
@@ -182,18 +186,21 @@ impl Executor {
             if packet.is_empty() {
                 break;
             }
-            if bound != buffer.address() {
+            // The port starts inside the buffer (at its address, or at an offset given by
+            // `DeviceBuffer::region_at`) and its span ends inside it.
+            let offset = u64::from(bound).wrapping_sub(u64::from(buffer.address()));
+            if bound < buffer.address() || offset >= buffer.len().max(1) {
                 return Err(RuntimeError::NotBoundTo {
                     port,
                     packet: bound,
                     buffer: buffer.address(),
                 });
             }
-            if buffer.len() < span {
+            if buffer.len() - offset < span {
                 return Err(RuntimeError::Bind(BindError::Capacity {
                     port,
                     required: span,
-                    found: buffer.len(),
+                    found: buffer.len() - offset,
                 }));
             }
         }

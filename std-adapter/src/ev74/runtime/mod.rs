@@ -93,7 +93,8 @@ pub enum RuntimeError {
         /// Entry name.
         entry: &'static str,
     },
-    /// The bound packet's address slot for a port is not the buffer given for it.
+    /// The bound packet's address slot for a port is not inside the buffer given for it
+    /// (neither its address nor an offset into it, as [`DeviceBuffer::region_at`] gives).
     NotBoundTo {
         /// Port.
         port: simak_core::error::Port,
@@ -146,7 +147,7 @@ impl fmt::Display for RuntimeError {
                 buffer,
             } => write!(
                 f,
-                "the packet's {port} is bound to 0x{packet:x}, not to the buffer at 0x{buffer:x}"
+                "the packet's {port} is bound to 0x{packet:x}, outside the buffer at 0x{buffer:x}"
             ),
             RuntimeError::Bind(e) => write!(f, "{e}"),
             RuntimeError::Device(e) => write!(f, "device status 0x{:03x}: {e}", e.code()),
