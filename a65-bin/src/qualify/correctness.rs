@@ -20,14 +20,22 @@
 //!   `…/empty/<n>` 3; `…/sweep/<dtype>/<layout>` every FP16 and BF16 bit pattern through an
 //!   ordinary and an H-contiguous layout (4).
 //!
-//! Each case runs on the A65 (`prepare` as a user gets it) and on the simulated EV74
-//! (`run_sim`, workers 1 to 4 in turn), into dirty output buffers with guard bytes.
+//! - `correct/quanttess/random/<dtype>/<nnn>`: 100 per dtype, random shapes, layouts,
+//!   strides and parameters as the Quant and CastTess cases; the expected buffer is the
+//!   f64 Quant oracle placed by the SPEC §5 layout oracle. A65 only (no EV74 entry).
+//!
+//! Each case runs on the A65 at every Quant route or CastTess kernel level this CPU has
+//! (`prepare_with_route` / `prepare_with_level`; automatic selection picks one of them) and
+//! on the simulated EV74 (`run_sim`, workers 1 to 4 in turn), into dirty output buffers
+//! with guard bytes.
 
 use simak::a65;
+use simak::a65::{Route, TessLevel};
 use simak::ev74;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{self, TiledSpec};
 use simak::ops::quant::{self, Params, Rounding};
+use simak::ops::quanttess;
 use simak::{DType, DynSpec};
 use simak_tests::bytes::Aligned;
 use simak_tests::oracle;
@@ -37,6 +45,8 @@ use simak_tests::tiled::{oracle_bf16, oracle_tiled, random_bits};
 use super::catalogue::DTYPES;
 use super::measure::for_each_offset;
 
+/// QuantTess cases per dtype (`correct/quanttess/random/<dtype>/<nnn>`).
+pub const QUANTTESS_PER_DTYPE: usize = 100;
 /// Bytes past each output's span that must stay untouched.
 const GUARD: usize = 32;
 /// The fill of output buffers and guards.
@@ -47,8 +57,8 @@ const DIRTY: u8 = 0xa5;
 pub struct Case {
     /// The stable ID.
     pub id: String,
-    /// Group: `quant`, `casttess-random`, `casttess-large`, `casttess-hcontig`,
-    /// `casttess-empty` or `casttess-sweep`.
+    /// Group: `quant`, `casttess-random`, `quanttess-random`, `casttess-large`,
+    /// `casttess-hcontig`, `casttess-empty` or `casttess-sweep`.
     pub group: &'static str,
     /// Input dtype.
     pub dtype: DType,
@@ -76,6 +86,13 @@ pub enum Target {
     },
     /// CastTess into this layout.
     Tiled(MlaTiled),
+    /// QuantTess into this layout with these parameters (A65 only: no EV74 entry).
+    QuantTiled {
+        /// The output layout.
+        layout: MlaTiled,
+        /// Parameters.
+        params: Params,
+    },
 }
 
 /// Input span in bytes of `shape` with byte `strides`, elements of `elem` bytes.
@@ -459,6 +476,27 @@ pub fn catalogue() -> Vec<Case> {
         }
     }
     for dtype in DTYPES {
+        let e = dtype.size() as u64;
+        let mut rng = Rng::new(0x9747_0000 + dtype_seed(dtype));
+        for i in 0..QUANTTESS_PER_DTYPE {
+            let shape = random_shape(&mut rng, 1);
+            let layout = random_layout(&mut rng, &shape);
+            let strides = random_strides(&mut rng, &shape, e);
+            let params = Params::from_bits(random_multiplier(&mut rng))
+                .with_zero_point(rng.range_i64(-128, 127) as i32)
+                .with_rounding(*rng.pick(&Rounding::ALL));
+            out.push(Case {
+                id: format!("correct/quanttess/random/{}/{i:03}", dtype.name()),
+                group: "quanttess-random",
+                dtype,
+                shape,
+                strides,
+                target: Target::QuantTiled { layout, params },
+                seed: Some(rng.next_u64()),
+            });
+        }
+    }
+    for dtype in DTYPES {
         out.extend(large_cases(dtype));
     }
     for dtype in DTYPES {
@@ -514,7 +552,7 @@ pub fn catalogue() -> Vec<Case> {
 pub struct Mismatch {
     /// The case ID.
     pub id: String,
-    /// `a65` or `ev74-sim`.
+    /// `a65 (<route or level>)` or `ev74-sim (<N> workers)`.
     pub backend: String,
     /// What differs.
     pub detail: String,
@@ -555,14 +593,40 @@ fn first_difference(got: &[u8], want: &[u8]) -> Option<String> {
     })
 }
 
-/// What the backends wrote into one dirty output buffer of `len` + guard bytes.
+/// What the backends wrote into one dirty output buffer of `len` + guard bytes: the A65
+/// once per route or kernel level this CPU has (named by its implementation), the EV74
+/// once (`None` for QuantTess, which has no EV74 entry).
 struct Outputs {
-    a65: Result<Vec<u8>, String>,
-    ev74: Result<Vec<u8>, String>,
+    a65: Vec<(String, Result<Vec<u8>, String>)>,
+    ev74: Option<Result<Vec<u8>, String>>,
 }
 
-/// Runs `case` on both backends (`workers` EV74 workers); `plant` corrupts one byte of
-/// each backend's output at `plant_at` (the test hook).
+/// Runs `run` on a `len`-byte buffer filled with [`DIRTY`] for each prepared A65 plan, named
+/// by its implementation.
+fn each_a65<P>(
+    prepared: impl Iterator<Item = P>,
+    name: impl Fn(&P) -> String,
+    len: usize,
+    aligned: bool,
+    run: impl Fn(&P, &mut [u8]) -> Result<(), String>,
+) -> Vec<(String, Result<Vec<u8>, String>)> {
+    prepared
+        .map(|p| {
+            let got = if aligned {
+                let mut a = Aligned::new(len, DIRTY);
+                run(&p, a.as_mut_slice()).map(|()| a.as_slice().to_vec())
+            } else {
+                let mut a = vec![DIRTY; len];
+                run(&p, &mut a).map(|()| a)
+            };
+            (name(&p), got)
+        })
+        .collect()
+}
+
+/// Runs `case` on both backends (`workers` EV74 workers), the A65 at every route or level
+/// this CPU has; `plant` corrupts one byte of each backend's output at `plant_at` (the
+/// test hook).
 fn run_case(
     case: &Case,
     input: &[u8],
@@ -572,11 +636,20 @@ fn run_case(
     let refuse = |e: &dyn std::fmt::Display| format!("{}: {e}", case.id);
     let in_spec = DynSpec::strided(&case.shape, &case.strides, case.dtype);
     let aligned_input = Aligned::from_slice(input);
+    let input_a65 = aligned_input.as_slice();
     let plant = |mut v: Vec<u8>| {
         if let Some(b) = plant_at.and_then(|at| v.get_mut(at)) {
             *b ^= 0x01;
         }
         v
+    };
+    let planted = |outputs: Outputs| Outputs {
+        a65: outputs
+            .a65
+            .into_iter()
+            .map(|(name, got)| (name, got.map(plant)))
+            .collect(),
+        ev74: outputs.ev74.map(|got| got.map(plant)),
     };
     match &case.target {
         Target::Quant {
@@ -592,29 +665,29 @@ fn run_case(
             .map_err(|e| refuse(&e))?;
             let out_span = plan.output().span() as usize;
             let len = phase + out_span + GUARD;
-            let mut a = vec![DIRTY; len];
-            let prepared = a65::quant::prepare(&plan);
-            let a65 = a65::quant::execute(
-                &prepared,
-                aligned_input.as_slice(),
-                &mut a[*phase..*phase + out_span],
-            )
-            .map(|()| plant(a))
-            .map_err(|e| e.to_string());
+            let port = *phase..*phase + out_span;
+            let a65 = each_a65(
+                Route::ALL
+                    .iter()
+                    .filter_map(|&r| a65::quant::prepare_with_route(&plan, r)),
+                |p| p.implementation().to_owned(),
+                len,
+                false,
+                |p, out| {
+                    a65::quant::execute(p, input_a65, &mut out[port.clone()])
+                        .map_err(|e| e.to_string())
+                },
+            );
             let mut d = vec![DIRTY; len];
             let options = ev74::quant::SimOptions {
                 track_writes: false,
                 ..ev74::quant::SimOptions::new(workers)
             };
-            let ev74 = ev74::quant::run_sim_with(
-                &plan,
-                input,
-                &mut d[*phase..*phase + out_span],
-                &options,
-            )
-            .map(|_| plant(d))
-            .map_err(|e| e.to_string());
-            Ok((Outputs { a65, ev74 }, *phase, out_span))
+            let ev74 = ev74::quant::run_sim_with(&plan, input, &mut d[port.clone()], &options)
+                .map(|_| d)
+                .map_err(|e| e.to_string());
+            let ev74 = Some(ev74);
+            Ok((planted(Outputs { a65, ev74 }), *phase, out_span))
         }
         Target::Tiled(layout) => {
             let plan = casttess::check_inference_dyn(&casttess::DynRequest {
@@ -627,24 +700,54 @@ fn run_case(
             })
             .map_err(|e| refuse(&e))?;
             let capacity = plan.output().capacity() as usize;
-            let mut a = Aligned::new(capacity + GUARD, DIRTY);
-            let prepared = a65::casttess::prepare(&plan);
-            let a65 = a65::casttess::execute(
-                &prepared,
-                aligned_input.as_slice(),
-                &mut a.as_mut_slice()[..capacity],
-            )
-            .map(|()| plant(a.as_slice().to_vec()))
-            .map_err(|e| e.to_string());
+            let a65 = each_a65(
+                TessLevel::ALL
+                    .iter()
+                    .filter_map(|&l| a65::casttess::prepare_with_level(&plan, l)),
+                |p| p.implementation().to_owned(),
+                capacity + GUARD,
+                true,
+                |p, out| {
+                    a65::casttess::execute(p, input_a65, &mut out[..capacity])
+                        .map_err(|e| e.to_string())
+                },
+            );
             let mut d = vec![DIRTY; capacity + GUARD];
             let options = ev74::casttess::SimOptions {
                 track_writes: false,
                 ..ev74::casttess::SimOptions::new(workers)
             };
             let ev74 = ev74::casttess::run_sim_with(&plan, input, &mut d[..capacity], &options)
-                .map(|_| plant(d))
+                .map(|_| d)
                 .map_err(|e| e.to_string());
-            Ok((Outputs { a65, ev74 }, 0, capacity))
+            let ev74 = Some(ev74);
+            Ok((planted(Outputs { a65, ev74 }), 0, capacity))
+        }
+        Target::QuantTiled { layout, params } => {
+            let plan = quanttess::check_inference_dyn(&quanttess::DynRequest {
+                input: in_spec,
+                output: TiledSpec {
+                    extents: &case.shape,
+                    dtype: DType::I8,
+                    layout: *layout,
+                },
+                params: *params,
+            })
+            .map_err(|e| refuse(&e))?;
+            let capacity = plan.output().capacity() as usize;
+            let a65 = each_a65(
+                Route::ALL
+                    .iter()
+                    .filter_map(|&r| a65::quanttess::prepare_with_route(&plan, r)),
+                |p| p.implementation().to_owned(),
+                capacity + GUARD,
+                true,
+                |p, out| {
+                    a65::quanttess::execute(p, input_a65, &mut out[..capacity])
+                        .map_err(|e| e.to_string())
+                },
+            );
+            Ok((planted(Outputs { a65, ev74: None }), 0, capacity))
         }
     }
 }
@@ -690,6 +793,35 @@ fn expected(case: &Case, bits: &[u32], phase: usize, span_len: usize) -> Vec<u8>
             want.extend(std::iter::repeat_n(DIRTY, GUARD));
             want
         }
+        Target::QuantTiled { layout, params } => {
+            let shape: Vec<usize> = case.shape.iter().map(|&e| e as usize).collect();
+            let flat = |index: &[usize]| {
+                index
+                    .iter()
+                    .zip(&shape)
+                    .fold(0usize, |acc, (&i, &e)| acc * e + i)
+            };
+            let mut want = oracle_tiled(
+                &case.shape,
+                layout.axes,
+                layout.tile,
+                layout.channels,
+                1,
+                |index| {
+                    let q = oracle::quant(
+                        case.dtype,
+                        bits[flat(index)],
+                        params.multiplier_bits,
+                        params.zero_point,
+                        params.rounding,
+                    );
+                    [q as u8, 0]
+                },
+            );
+            want.resize(span_len, 0);
+            want.extend(std::iter::repeat_n(DIRTY, GUARD));
+            want
+        }
     }
 }
 
@@ -727,7 +859,7 @@ pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome 
                 });
                 phase + first.unwrap_or(0)
             }
-            Target::Tiled(_) => 0,
+            Target::Tiled(_) | Target::QuantTiled { .. } => 0,
         });
         match run_case(case, &input, workers, plant_at) {
             Err(e) => outcome.mismatches.push(Mismatch {
@@ -737,21 +869,24 @@ pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome 
             }),
             Ok((outputs, phase, span_len)) => {
                 let want = expected(case, &bits, phase, span_len);
-                for (backend, got) in [("a65", outputs.a65), ("ev74-sim", outputs.ev74)] {
+                let ev74 = outputs.ev74.map(|got| {
+                    let name = format!(
+                        "ev74-sim ({})",
+                        crate::report::count(workers as u64, "worker", "workers")
+                    );
+                    (name, got)
+                });
+                let a65 = outputs
+                    .a65
+                    .into_iter()
+                    .map(|(route, got)| (format!("a65 ({route})"), got));
+                for (backend, got) in a65.chain(ev74) {
                     outcome.bytes_compared += want.len() as u64;
                     let detail = match got {
                         Err(e) => Some(format!("the backend failed: {e}")),
                         Ok(got) => first_difference(&got, &want),
                     };
                     if let Some(detail) = detail {
-                        let backend = if backend == "ev74-sim" {
-                            format!(
-                                "ev74-sim ({})",
-                                crate::report::count(workers as u64, "worker", "workers")
-                            )
-                        } else {
-                            backend.to_owned()
-                        };
                         outcome.mismatches.push(Mismatch {
                             id: case.id.clone(),
                             backend,
