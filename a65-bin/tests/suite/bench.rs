@@ -23,34 +23,7 @@ const ALL_LEVELS: [&str; 7] = [
 
 /// The levels this CPU has, asked of the CPU directly (not through the library).
 fn cpu_levels() -> Vec<&'static str> {
-    let mut out = vec!["scalar"];
-    #[cfg(target_arch = "x86_64")]
-    {
-        let avx2 = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("f16c");
-        let avx512 = avx2
-            && std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw")
-            && std::is_x86_feature_detected!("avx512vl");
-        let vbmi = avx512 && std::is_x86_feature_detected!("avx512vbmi");
-        for (has, name) in [
-            (std::is_x86_feature_detected!("sse4.1"), "x86_64-sse4.1"),
-            (avx2, "x86_64-avx2"),
-            (avx512, "x86_64-avx512"),
-            (vbmi, "x86_64-avx512vbmi"),
-        ] {
-            if has {
-                out.push(name);
-            }
-        }
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        out.push("aarch64-neon");
-        if std::arch::is_aarch64_feature_detected!("fp16") {
-            out.push("aarch64-neon-fp16");
-        }
-    }
-    out
+    simak_tests::cpu::levels()
 }
 
 /// A level this CPU does not have (one of the other architecture's).

@@ -48,34 +48,7 @@ fn level_names_parse_back_and_unknown_names_list_every_level() {
 
 /// What the CPU reports, asked directly (not through the ISA table).
 fn cpu_has(level: Level) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let avx2 = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("f16c");
-        let avx512 = avx2
-            && std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw")
-            && std::is_x86_feature_detected!("avx512vl");
-        match level {
-            Level::Scalar => true,
-            Level::Sse41 => std::is_x86_feature_detected!("sse4.1"),
-            Level::Avx2 => avx2,
-            Level::Avx512 => avx512,
-            Level::Avx512Vbmi => avx512 && std::is_x86_feature_detected!("avx512vbmi"),
-            _ => false,
-        }
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        match level {
-            Level::Scalar | Level::Neon => true,
-            Level::NeonFp16 => std::arch::is_aarch64_feature_detected!("fp16"),
-            _ => false,
-        }
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        level == Level::Scalar
-    }
+    simak_tests::cpu::has(level.name())
 }
 
 #[test]
