@@ -307,6 +307,17 @@ pub mod cpu {
     //! library's feature detection), not through the library's ISA table: the oracle of the
     //! tests of `simak::a65::Level` and of the CLI's `--level` / `levels`.
 
+    /// Every level name of `simak::a65::Level` as the ISA table writes it, in its order.
+    pub const NAMES: [&str; 7] = [
+        "scalar",
+        "x86_64-sse4.1",
+        "x86_64-avx2",
+        "x86_64-avx512",
+        "x86_64-avx512vbmi",
+        "aarch64-neon",
+        "aarch64-neon-fp16",
+    ];
+
     /// The level names (those of `simak::a65::Level`) this CPU has, in the table's order,
     /// `scalar` first.
     pub fn levels() -> Vec<&'static str> {

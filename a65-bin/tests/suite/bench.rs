@@ -11,15 +11,7 @@ use serde_json::Value;
 use crate::common::*;
 
 /// Every level name of `simak::a65::Level`.
-const ALL_LEVELS: [&str; 7] = [
-    "scalar",
-    "x86_64-sse4.1",
-    "x86_64-avx2",
-    "x86_64-avx512",
-    "x86_64-avx512vbmi",
-    "aarch64-neon",
-    "aarch64-neon-fp16",
-];
+const ALL_LEVELS: [&str; 7] = simak_tests::cpu::NAMES;
 
 /// The levels this CPU has, asked of the CPU directly (not through the library).
 fn cpu_levels() -> Vec<&'static str> {
