@@ -1,4 +1,6 @@
-//! `simak bench quant`: in-process throughput of A65 Quant on the peers' workload.
+//! `simak bench quant`: in-process throughput of A65 Quant on the peers' workload (the
+//! tiled benchmarks, `simak bench casttess` and `simak bench quanttess`, are in
+//! [`crate::bench_tess`] and share this module's timing, figures and references).
 //!
 //! Workload (as `bench/peers/peers.py`): multiplier 0.5, zero point 3, nearest-even,
 //! inputs drawn from N(0, 100) with a fixed seed, every 16th element replaced by an exact
@@ -16,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
-use simak::a65::quant::{Prepared, execute, prepare, prepare_exact};
-use simak::a65::reference;
+use simak::a65::quant::{execute, prepare, prepare_at, prepare_exact};
+use simak::a65::{Level, reference};
 use simak::ops::quant::{Params, Request, check_inference};
 use simak::{DType, TensorSpec};
 
@@ -36,6 +38,30 @@ pub enum BenchCommand {
     /// read of the input and a trivial kernel with the same traffic (read each element,
     /// store its low byte).
     Quant(BenchQuantArgs),
+    /// CastTess of an HWC frame into the MlaTiled BF16 layout (default: 1080 x 1920 x 3,
+    /// tile 1,16,64,3, compact), inputs from N(0, 100) with a fixed seed, at the
+    /// auto-selected or a forced level; plus a plain read of the input and a memcpy of the
+    /// output's bytes.
+    Casttess(crate::bench_tess::BenchTessArgs),
+    /// QuantTess of an HWC frame into the MlaTiled INT8 layout on the peers' Quant
+    /// workload (multiplier 0.5, zero point 3, nearest-even), frame and flags as for
+    /// `bench casttess`; plus a plain read of the input and a memcpy of the output's bytes.
+    Quanttess(crate::bench_tess::BenchTessArgs),
+}
+
+/// Parses `--level NAME`: a name of the ISA table or `scalar` (`simak::a65::Level`).
+///
+/// # Errors
+///
+/// An unknown name; the message lists the level names.
+pub fn parse_level(text: &str) -> Result<Level, String> {
+    text.parse::<Level>().map_err(|e| e.to_string())
+}
+
+/// The names of the levels in `levels` as the JSON `levels` list and the text report give
+/// them: every level at which `prepare_at` accepts the plan on this CPU.
+pub(crate) fn level_names(levels: impl Iterator<Item = Level>) -> Vec<String> {
+    levels.map(|l| l.name().to_owned()).collect()
 }
 
 /// The flags of `simak bench quant`.
@@ -58,6 +84,13 @@ pub struct BenchQuantArgs {
     /// Also measure the exact integer path (slow).
     #[arg(long)]
     exact: bool,
+    /// Force a kernel level instead of the one auto-selection picks: scalar (the exact
+    /// path), x86_64-sse4.1, x86_64-avx2, x86_64-avx512, aarch64-neon or aarch64-neon-fp16
+    /// (the names of `simak::a65::Level`); a level this CPU lacks, or one Quant has no
+    /// kernel at for this dtype, is refused (exit 2). The JSON `levels` list names the
+    /// levels that run here.
+    #[arg(long, value_name = "NAME", value_parser = parse_level)]
+    level: Option<Level>,
     /// Input layout: a contiguous 1-D tensor, or a 2-D tensor of 1024-element rows whose
     /// input rows are padded by 16 elements (strided input, contiguous output; --elements
     /// rounds up to whole rows).
@@ -99,7 +132,7 @@ const ROW_PAD: usize = 16;
 
 /// One measured kernel.
 #[derive(Debug, Serialize)]
-struct Figure {
+pub(crate) struct Figure {
     name: String,
     median_ns_per_call: f64,
     min_ns_per_call: f64,
@@ -117,11 +150,13 @@ pub struct BenchSummary {
     threads: usize,
     reps: usize,
     route: String,
+    /// The levels `--level` accepts for this workload on this CPU.
+    levels: Vec<String>,
     figures: Vec<Figure>,
 }
 
 /// The peers' input: N(0, 100) by Box–Muller from PCG32, with exact ties every 16th.
-fn workload(n: usize) -> impl Iterator<Item = f32> {
+pub(crate) fn workload(n: usize) -> impl Iterator<Item = f32> {
     let mut rng = Pcg32::new(0x00b3_4c4d_2026_1129, 7);
     (0..n).map(move |i| {
         let u = (unit(&mut rng) as f64).max(1.0 / 16_777_216.0);
@@ -163,7 +198,7 @@ fn values(class: BenchValues, dtype: DType, n: usize) -> Box<dyn Iterator<Item =
 /// A fallible buffer of `len` bytes (capacity only, or zeroed): out of memory is one line
 /// naming `what` and the bytes (exit 2, like an input that cannot be read) instead of an
 /// abort.
-fn allocate(what: &'static str, len: u64, zeroed: bool) -> Result<Vec<u8>, CliError> {
+pub(crate) fn allocate(what: &'static str, len: u64, zeroed: bool) -> Result<Vec<u8>, CliError> {
     let oom = || {
         let e = engine::EngineError::OutOfMemory { what, bytes: len };
         CliError::Input(format!("bench: {e}"))
@@ -181,7 +216,11 @@ fn allocate(what: &'static str, len: u64, zeroed: bool) -> Result<Vec<u8>, CliEr
 /// fallibly allocated buffer of exactly `len` bytes (`xs` yields `len / size` values).
 /// A `Vec<u8>` from the allocator is at least 8-byte aligned in practice (the CLI has no
 /// `unsafe`), and `execute` rechecks alignment anyway.
-fn encode(dtype: DType, xs: impl Iterator<Item = f32>, len: u64) -> Result<Vec<u8>, CliError> {
+pub(crate) fn encode(
+    dtype: DType,
+    xs: impl Iterator<Item = f32>,
+    len: u64,
+) -> Result<Vec<u8>, CliError> {
     let mut out = allocate("the input buffer", len, false)?;
     match dtype {
         DType::BF16 => {
@@ -197,7 +236,7 @@ fn encode(dtype: DType, xs: impl Iterator<Item = f32>, len: u64) -> Result<Vec<u
 
 /// Times `f` (one call per invocation): warm-up, then `reps` repetitions of `inner` calls,
 /// `inner` chosen so a repetition lasts at least 20 ms. Returns (median, min) per call.
-fn time(reps: usize, mut f: impl FnMut()) -> (Duration, Duration) {
+pub(crate) fn time(reps: usize, mut f: impl FnMut()) -> (Duration, Duration) {
     let start = Instant::now();
     let mut calls = 0u32;
     while start.elapsed() < Duration::from_millis(200) || calls < 3 {
@@ -219,7 +258,12 @@ fn time(reps: usize, mut f: impl FnMut()) -> (Duration, Duration) {
     (samples[samples.len() / 2], samples[0])
 }
 
-fn figure(name: &str, n: usize, in_bytes: usize, (median, min): (Duration, Duration)) -> Figure {
+pub(crate) fn figure(
+    name: &str,
+    n: usize,
+    in_bytes: usize,
+    (median, min): (Duration, Duration),
+) -> Figure {
     let s = median.as_secs_f64();
     Figure {
         name: name.to_string(),
@@ -230,23 +274,20 @@ fn figure(name: &str, n: usize, in_bytes: usize, (median, min): (Duration, Durat
     }
 }
 
-/// Runs `prepared` on `threads` threads through `Prepared::split`: the call is split once,
-/// each piece lives on a persistent scoped worker (the first on this thread), and every
-/// timed call releases the workers through a shared generation counter and waits for
-/// their completion count, both spun on (no sleeping, no channel), so neither thread
-/// start-up nor wake-up latency is timed.
-fn threaded(
-    prepared: &Prepared,
-    threads: usize,
+/// Times the pieces of one call split by a partition API (`Prepared::split`), each piece
+/// a closure that runs it: each piece lives on a persistent scoped worker (the first on
+/// this thread), and every timed call releases the workers through a shared generation
+/// counter and waits for their completion count, both spun on (no sleeping, no channel),
+/// so neither thread start-up nor wake-up latency is timed.
+pub(crate) fn threaded<P>(
+    pieces: impl IntoIterator<Item = P>,
     reps: usize,
-    input: &[u8],
-    output: &mut [u8],
-) -> Result<(Duration, Duration), CliError> {
+) -> Result<(Duration, Duration), CliError>
+where
+    P: FnMut() -> Result<(), simak::a65::ExecuteError> + Send,
+{
     let internal = |e: simak::a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
-    let mut pieces = prepared
-        .split(threads, input, output)
-        .map_err(internal)?
-        .into_iter();
+    let mut pieces = pieces.into_iter();
     let Some(mut mine) = pieces.next() else {
         return Ok((Duration::ZERO, Duration::ZERO));
     };
@@ -273,7 +314,7 @@ fn threaded(
                     }
                     spins = 0;
                     seen = g;
-                    if let Err(e) = piece.run() {
+                    if let Err(e) = piece() {
                         *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                     }
                     done.fetch_add(1, Ordering::AcqRel);
@@ -284,7 +325,7 @@ fn threaded(
         let result = time(reps, || {
             calls += 1;
             generation.fetch_add(1, Ordering::AcqRel);
-            if let Err(e) = mine.run() {
+            if let Err(e) = mine() {
                 *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             }
             let mut spins = 0u32;
@@ -357,20 +398,27 @@ pub fn run(args: BenchQuantArgs, ctx: &Context) -> Result<Done<BenchSummary>, Cl
         BenchLayout::RowPadded => request,
     };
     let plan = check_inference(&request).map_err(|e| CliError::Input(format!("bench: {e}")))?;
-    let prepared = prepare(&plan);
+    let prepared = match args.level {
+        None => prepare(&plan),
+        Some(level) => {
+            prepare_at(&plan, level).map_err(|e| CliError::Input(format!("bench: --level: {e}")))?
+        }
+    };
+    let levels = level_names(
+        Level::ALL
+            .into_iter()
+            .filter(|&l| prepare_at(&plan, l).is_ok()),
+    );
     let internal = |e: simak::a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
     execute(&prepared, &input, &mut output).map_err(internal)?;
 
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if threads > cores && !ctx.json {
-        crate::report::emit_stderr(&format!(
-            "simak: warning: {} threads on {cores} cores: the workers time-share, so the figures do not measure the kernel",
-            threads
-        ));
-    }
+    warn_threads(threads, ctx);
     let mut figures = Vec::new();
     let quant = if threads > 1 {
-        threaded(&prepared, threads, reps, &input, &mut output)?
+        let pieces = prepared
+            .split(threads, &input, &mut output)
+            .map_err(internal)?;
+        threaded(pieces.into_iter().map(|mut p| move || p.run()), reps)?
     } else {
         time(reps, || {
             let _ = execute(&prepared, black_box(&input), black_box(&mut output));
@@ -408,9 +456,42 @@ pub fn run(args: BenchQuantArgs, ctx: &Context) -> Result<Done<BenchSummary>, Cl
         threads,
         reps,
         route: prepared.implementation().to_string(),
+        levels,
         figures,
     };
     Ok(Done::summary(summary))
+}
+
+/// Warns (text mode) when `threads` exceeds the cores: the figures then measure
+/// time-sharing, not the kernel.
+pub(crate) fn warn_threads(threads: usize, ctx: &Context) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads > cores && !ctx.json {
+        crate::report::emit_stderr(&format!(
+            "simak: warning: {threads} threads on {cores} cores: the workers time-share, so the figures do not measure the kernel"
+        ));
+    }
+}
+
+/// The figures as the text report's table (one line per kernel).
+pub(crate) fn figure_table(figures: &[Figure]) -> String {
+    use std::fmt::Write as _;
+    let mut text = format!(
+        "{:<32} {:>14} {:>14} {:>10} {:>10}\n",
+        "kernel", "median ns/call", "min ns/call", "Gelem/s", "in GB/s"
+    );
+    for f in figures {
+        let _ = writeln!(
+            text,
+            "{:<32} {:>14.0} {:>14.0} {:>10.3} {:>10.2}",
+            f.name,
+            f.median_ns_per_call,
+            f.min_ns_per_call,
+            f.elements_per_s / 1e9,
+            f.input_gb_per_s
+        );
+    }
+    text
 }
 
 impl report::Summary for BenchSummary {
@@ -427,22 +508,8 @@ impl report::Summary for BenchSummary {
             crate::report::count(self.threads as u64, "thread", "threads"),
             crate::report::count(self.reps as u64, "repetition", "repetitions"),
         );
-        let _ = writeln!(
-            text,
-            "{:<32} {:>14} {:>14} {:>10} {:>10}",
-            "kernel", "median ns/call", "min ns/call", "Gelem/s", "in GB/s"
-        );
-        for f in &self.figures {
-            let _ = writeln!(
-                text,
-                "{:<32} {:>14.0} {:>14.0} {:>10.3} {:>10.2}",
-                f.name,
-                f.median_ns_per_call,
-                f.min_ns_per_call,
-                f.elements_per_s / 1e9,
-                f.input_gb_per_s
-            );
-        }
+        let _ = writeln!(text, "levels on this CPU: {}", self.levels.join(", "));
+        text.push_str(&figure_table(&self.figures));
         text
     }
 }

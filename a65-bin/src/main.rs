@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 use simak_cli::error::CliError;
 use simak_cli::packet::{EncodeCommand, PacketCommand};
 use simak_cli::report::{self, Context, finish};
-use simak_cli::{bench, demo, layout, packet, qualify, quant, tess, untile};
+use simak_cli::{bench, bench_tess, demo, layout, packet, qualify, quant, tess, untile};
 
 /// Quantize FP32 / BF16 / FP16 tensors to INT8 exactly as the simak accelerator
 /// library does.
@@ -94,6 +94,14 @@ fn run(cli: Cli) -> Result<(), CliError> {
             finish(ctx, packet::run_encode(args, ctx)?)
         }
         Command::Bench(bench::BenchCommand::Quant(args)) => finish(ctx, bench::run(args, ctx)?),
+        Command::Bench(bench::BenchCommand::Casttess(args)) => finish(
+            ctx,
+            bench_tess::run(bench_tess::TessBench::Cast, args, ctx)?,
+        ),
+        Command::Bench(bench::BenchCommand::Quanttess(args)) => finish(
+            ctx,
+            bench_tess::run(bench_tess::TessBench::Quant, args, ctx)?,
+        ),
         Command::Demo(args) => finish(ctx, demo::run(args, ctx)?),
         Command::Qualify(args) => finish(ctx, qualify::run(args, ctx)?),
     }

@@ -302,6 +302,62 @@ pub mod bytes {
     }
 }
 
+pub mod cpu {
+    //! The instruction-set levels of this CPU, asked of the CPU directly (the standard
+    //! library's feature detection), not through the library's ISA table: the oracle of the
+    //! tests of `simak::a65::Level` and of the CLI's `--level` / `levels`.
+
+    /// Every level name of `simak::a65::Level` as the ISA table writes it, in its order.
+    pub const NAMES: [&str; 7] = [
+        "scalar",
+        "x86_64-sse4.1",
+        "x86_64-avx2",
+        "x86_64-avx512",
+        "x86_64-avx512vbmi",
+        "aarch64-neon",
+        "aarch64-neon-fp16",
+    ];
+
+    /// The level names (those of `simak::a65::Level`) this CPU has, in the table's order,
+    /// `scalar` first.
+    pub fn levels() -> Vec<&'static str> {
+        let mut out = vec!["scalar"];
+        #[cfg(target_arch = "x86_64")]
+        {
+            let avx2 =
+                std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("f16c");
+            let avx512 = avx2
+                && std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512vl");
+            let vbmi = avx512 && std::is_x86_feature_detected!("avx512vbmi");
+            for (has, name) in [
+                (std::is_x86_feature_detected!("sse4.1"), "x86_64-sse4.1"),
+                (avx2, "x86_64-avx2"),
+                (avx512, "x86_64-avx512"),
+                (vbmi, "x86_64-avx512vbmi"),
+            ] {
+                if has {
+                    out.push(name);
+                }
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            out.push("aarch64-neon");
+            if std::arch::is_aarch64_feature_detected!("fp16") {
+                out.push("aarch64-neon-fp16");
+            }
+        }
+        out
+    }
+
+    /// Whether this CPU has the level named `name`.
+    pub fn has(name: &str) -> bool {
+        levels().contains(&name)
+    }
+}
+
 pub mod lib_run {
     //! Runs requests through the library (`check_inference`, A65 `prepare` + `execute`).
 

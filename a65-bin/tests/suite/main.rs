@@ -5,6 +5,7 @@
 
 mod common;
 
+mod bench;
 mod cli;
 mod docs;
 mod ev74;

@@ -37,7 +37,7 @@
 use simak_core::DType;
 use simak_core::ops::casttess::Plan;
 
-use super::ExecuteError;
+use super::{ExecuteError, Level, LevelError};
 
 use super::arch::tess::{
     Band, BandFn, ConvertFn, Rows, RowsFn, STREAM_MIN, SplitFn, TessKernels, TessLevel,
@@ -77,6 +77,27 @@ pub fn prepare_with_level(plan: &Plan, level: TessLevel) -> Option<Prepared> {
         kernels,
         geometry: Geometry::new(plan.input(), plan.output()),
     })
+}
+
+/// Prepares `plan` at a forced [`Level`] (SPEC §10: the same bytes as [`prepare`], at that
+/// level's speed), for benchmarks and comparisons. Reads no tensor data and allocates
+/// nothing.
+///
+/// # Errors
+///
+/// [`LevelError::NotDetected`] when this CPU lacks the level's features;
+/// [`LevelError::NoKernel`] for the levels CastTess has no kernels at (`x86_64-sse4.1`,
+/// `aarch64-neon-fp16`).
+pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
+    level.check_detected()?;
+    level
+        .tess_level()
+        .and_then(|l| prepare_with_level(plan, l))
+        .ok_or(LevelError::NoKernel {
+            level,
+            op: "casttess",
+            dtype: plan.input().dtype(),
+        })
 }
 
 impl Prepared {

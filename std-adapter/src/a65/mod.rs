@@ -40,6 +40,7 @@ macro_rules! one_call {
 
 mod arch;
 pub mod casttess;
+pub mod level;
 pub mod quant;
 pub mod quanttess;
 mod raw;
@@ -53,6 +54,7 @@ pub use arch::SCALAR_ONLY;
 pub use arch::reference;
 #[doc(hidden)]
 pub use arch::tess::TessLevel;
+pub use level::{Level, LevelError, UnknownLevel};
 
 use core::fmt;
 

@@ -12,7 +12,7 @@ use simak_core::ops::quant::Plan;
 
 use super::arch::{self, Route};
 use super::walk::Traversal;
-use super::{ExecuteError, PortNeed, check_ports_at};
+use super::{ExecuteError, Level, LevelError, PortNeed, check_ports_at};
 
 pub use super::raw::quant as execute_raw;
 
@@ -107,6 +107,33 @@ pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
         (s, _) => s,
     };
     Some(build(plan, route, traversal, shape))
+}
+
+/// Prepares `plan` at a forced [`Level`] (SPEC §10: the same results as [`prepare`], at
+/// that level's speed), for benchmarks and comparisons. A vector level runs even small or
+/// strided workloads through its kernel (on-stack panels); `scalar` is the exact integer
+/// path of SPEC §3 ([`prepare_exact`]). Reads no tensor data and allocates nothing.
+///
+/// # Errors
+///
+/// [`LevelError::NotDetected`] when this CPU lacks the level's features;
+/// [`LevelError::NoKernel`] when Quant has no kernel at the level for this plan:
+/// `x86_64-avx512vbmi` (Quant's widest x86-64 level is `x86_64-avx512`), and
+/// `aarch64-neon-fp16` unless the input is FP16 or BF16 and the multiplier a power of two
+/// in the route's range.
+pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
+    level.check_detected()?;
+    let dtype = plan.input().dtype();
+    let no_kernel = LevelError::NoKernel {
+        level,
+        op: "quant",
+        dtype,
+    };
+    match level.quant_route(dtype) {
+        Some(Route::Exact) => Ok(prepare_exact(plan)),
+        Some(route) => prepare_with_route(plan, route).ok_or(no_kernel),
+        None => Err(no_kernel),
+    }
 }
 
 fn shape_of(plan: &Plan, t: &Traversal) -> Shape {

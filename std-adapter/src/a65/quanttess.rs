@@ -37,7 +37,7 @@
 use simak_core::arith::quant::{Multiplier, RunFn};
 use simak_core::ops::quanttess::Plan;
 
-use super::ExecuteError;
+use super::{ExecuteError, Level, LevelError};
 
 use super::arch::{self, Route};
 pub use super::raw::quanttess as execute_raw;
@@ -85,6 +85,28 @@ pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
         run,
         geometry: Geometry::new(plan.input(), plan.output()),
     })
+}
+
+/// Prepares `plan` at a forced [`Level`] (SPEC §10: the same bytes as [`prepare`], at that
+/// level's speed), with the Quant kernel of that level; `scalar` is the exact integer
+/// path ([`prepare_exact`]). Reads no tensor data and allocates nothing.
+///
+/// # Errors
+///
+/// [`LevelError::NotDetected`] when this CPU lacks the level's features;
+/// [`LevelError::NoKernel`] for the levels QuantTess has no kernel at
+/// (`x86_64-avx512vbmi`, `aarch64-neon-fp16`).
+pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
+    level.check_detected()?;
+    let dtype = plan.input().dtype();
+    level
+        .quant_route(dtype)
+        .and_then(|route| prepare_with_route(plan, route))
+        .ok_or(LevelError::NoKernel {
+            level,
+            op: "quanttess",
+            dtype,
+        })
 }
 
 impl Prepared {

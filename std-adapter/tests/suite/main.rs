@@ -21,6 +21,7 @@ mod ev74_oom;
 mod ev74_rejection;
 mod ev74_runtime;
 mod fuzz_regressions;
+mod levels;
 mod quanttess_exact;
 mod raw_entry;
 mod routes;
