@@ -24,7 +24,7 @@ use simak_core::wire::casttess::CastTessRepr;
 
 use crate::device::{ComputePath, DeviceMemory, Direction, Dma, Event, Meter, Platform, Transfer};
 use crate::tess::{
-    Cursor, LOCAL_BYTES, Mode, OUTPUT_SLOT_BYTES, SLOT_BYTES, SOURCE_SLOT_BYTES, TaskSpan,
+    CLASSES, Cursor, LOCAL_BYTES, Mode, OUTPUT_SLOT_BYTES, SLOT_BYTES, SOURCE_SLOT_BYTES, TaskSpan,
     TessGeometry, TileClass,
 };
 use crate::work::{bus, small};
@@ -33,6 +33,8 @@ use crate::{FwError, Report, TessStats};
 /// Source rows shorter than this many bytes are gathered with direct loads; longer rows
 /// (and whole contiguous runs) move by DMA.
 pub const DMA_MIN_ROW_BYTES: u32 = 16;
+/// Input bytes a tile needs at least for the whole-panel H-contiguous path (SPEC §8).
+pub const HCONTIG_MIN_BYTES: u64 = 128;
 /// Source transfers one slot keeps in flight before waiting for them early.
 const MAX_EVENTS: usize = 32;
 
@@ -70,12 +72,18 @@ pub(crate) fn execute<P: Platform>(
     let geometry = TessGeometry::new(repr).ok_or(FwError::Internal)?;
     let convert = convert_fn(repr.prefix.dtype).ok_or(FwError::Internal)?;
     let launched = crate::work::launched(geometry.tasks, configured);
+    let elem = repr.prefix.dtype.size();
+    let mut hcontig = [false; CLASSES];
+    for (h, class) in hcontig.iter_mut().zip(geometry.classes.iter()) {
+        *h = class.count != 0 && hcontig_eligible(class, &geometry.role_strides, elem as u64);
+    }
     let ctx = Ctx {
         repr,
         g: &geometry,
         convert,
-        elem: repr.prefix.dtype.size(),
+        elem,
         channel_stride: geometry.role_strides[3],
+        hcontig,
     };
     let mut tess = TessStats {
         classes: geometry.n_classes() as u8,
@@ -100,6 +108,21 @@ pub(crate) fn execute<P: Platform>(
         transfers: tess.source_dma + tess.output_dma,
         tess,
     })
+}
+
+/// Whether tiles of `class` take the whole-panel H-contiguous path (SPEC §8): one regular
+/// band holds the whole tile with every stored channel (a single panel), the tile's H
+/// extent is above 1, the H stride is one element (`elem` bytes), the W pitch fits a
+/// signed 32-bit value, and the tile holds at least [`HCONTIG_MIN_BYTES`] input bytes.
+/// `role_strides` are the input byte strides of D, H, W, C.
+pub(crate) fn hcontig_eligible(class: &TileClass, role_strides: &[u64; 4], elem: u64) -> bool {
+    let [_, th, _, tc] = class.extents;
+    class.mode == Mode::Bands
+        && class.tasks == 1
+        && th > 1
+        && role_strides[1] == elem
+        && role_strides[2] <= i32::MAX as u64
+        && class.pixels * tc * elem >= HCONTIG_MIN_BYTES
 }
 
 fn index(x: u64) -> Result<usize, FwError> {
@@ -147,6 +170,9 @@ enum SourceLayout {
     PixelMajor,
     /// `(pixel, channel)` at `channel · np + pixel` elements.
     ChannelMajor,
+    /// The whole tile staged in C, D, W, H order (H fastest): `(d, h, w, c)` at
+    /// `((c · td + d) · tw + w) · th + h` elements (the H-contiguous path).
+    HContig,
 }
 
 /// One task as prepared into a slot: what packing and the output transfers need.
@@ -165,6 +191,8 @@ struct Ctx<'a> {
     convert: ConvertFn,
     elem: usize,
     channel_stride: u64,
+    /// Per class: whether its tiles take the whole-panel H-contiguous path.
+    hcontig: [bool; CLASSES],
 }
 
 /// A global source run to move into local memory: `rows` rows of `row_bytes`, `pitch`
@@ -215,6 +243,9 @@ impl Ctx<'_> {
                     Mode::Bands | Mode::Panels => ComputePath::Fast,
                 };
                 worker.compute(path, converted);
+                if task.layout == SourceLayout::HContig {
+                    worker.compute(ComputePath::Transpose, converted);
+                }
             }
             outputs[slot] = self.store(worker, &task, slot, tess)?;
             match next {
@@ -242,18 +273,7 @@ impl Ctx<'_> {
     ) -> Result<(), FwError> {
         let row_bytes = small(run.row_bytes)?;
         if row_bytes >= DMA_MIN_ROW_BYTES {
-            let transfer = Transfer {
-                direction: Direction::ToLocal,
-                global: bus(self.repr.prefix.input_address, run.global)?,
-                global_pitch: small(run.pitch)?,
-                local: small(run.local as u64)?,
-                local_pitch: small(run.local_pitch)?,
-                row_bytes,
-                rows: small(run.rows)?,
-            };
-            let event = worker.start(&transfer)?;
-            tess.source_dma += 1;
-            return events.push(worker, event);
+            return self.fetch_dma(worker, run, events, tess);
         }
         let mut buf = [0u8; DMA_MIN_ROW_BYTES as usize];
         let n = row_bytes as usize;
@@ -270,6 +290,62 @@ impl Ctx<'_> {
                 .ok_or(FwError::Internal)?
                 .copy_from_slice(row);
             tess.source_direct_rows += 1;
+        }
+        Ok(())
+    }
+
+    /// Moves one source run into local memory with one (2D) DMA command, whatever its row
+    /// width.
+    fn fetch_dma<W: Dma>(
+        &self,
+        worker: &mut W,
+        run: Run,
+        events: &mut Events,
+        tess: &mut TessStats,
+    ) -> Result<(), FwError> {
+        let transfer = Transfer {
+            direction: Direction::ToLocal,
+            global: bus(self.repr.prefix.input_address, run.global)?,
+            global_pitch: small(run.pitch)?,
+            local: small(run.local as u64)?,
+            local_pitch: small(run.local_pitch)?,
+            row_bytes: small(run.row_bytes)?,
+            rows: small(run.rows)?,
+        };
+        let event = worker.start(&transfer)?;
+        tess.source_dma += 1;
+        events.push(worker, event)
+    }
+
+    /// Stages a whole H-contiguous tile in C, D, W, H order: per channel and D index, one
+    /// 2D DMA command of `tw` rows of `th` elements, the input's W pitch apart. Reads
+    /// exactly the tile's logical elements.
+    fn gather_hcontig<W: DeviceMemory + Dma>(
+        &self,
+        worker: &mut W,
+        task: &Task,
+        slot: usize,
+        events: &mut Events,
+        tess: &mut TessStats,
+    ) -> Result<(), FwError> {
+        let [td, th, tw, tc] = task.class.extents;
+        let [sd, _, sw] = self.pixel_strides();
+        let elem = self.elem as u64;
+        let row_bytes = th * elem;
+        let base = slot * SLOT_BYTES;
+        for c in 0..tc {
+            for d in 0..td {
+                let run = Run {
+                    global: task.tile_input + c * self.channel_stride + d * sd,
+                    rows: tw,
+                    row_bytes,
+                    // One row: the pitch is never applied.
+                    pitch: if tw > 1 { sw } else { row_bytes },
+                    local: base + index((c * td + d) * tw * row_bytes)?,
+                    local_pitch: row_bytes,
+                };
+                self.fetch_dma(worker, run, events, tess)?;
+            }
         }
         Ok(())
     }
@@ -305,6 +381,12 @@ impl Ctx<'_> {
             span: cursor.span(self.g),
         };
         match class.mode {
+            Mode::Bands if self.hcontig[cursor.class] => {
+                tess.band_tasks += 1;
+                tess.hcontig_tasks += 1;
+                task.layout = SourceLayout::HContig;
+                self.gather_hcontig(worker, &task, slot, events, tess)?;
+            }
             Mode::Bands => {
                 tess.band_tasks += 1;
                 self.gather_band(worker, &mut task, slot, events, tess)?;
@@ -398,6 +480,8 @@ impl Ctx<'_> {
                     };
                     self.fetch(worker, run, events, tess)?;
                 }
+                // Staged by `gather_hcontig`.
+                SourceLayout::HContig => return Err(FwError::Internal),
                 SourceLayout::PixelMajor => {
                     // Strided channels: one gather per pixel.
                     for q in 0..n {
@@ -482,7 +566,7 @@ impl Ctx<'_> {
         let (head, tail) = local
             .split_at_mut_checked(base + SOURCE_SLOT_BYTES)
             .ok_or(FwError::Internal)?;
-        let src = head.get(base..).ok_or(FwError::Internal)?;
+        let src = head.get_mut(base..).ok_or(FwError::Internal)?;
         let out = tail.get_mut(..OUTPUT_SLOT_BYTES).ok_or(FwError::Internal)?;
         let load: fn(&[u8], usize) -> u32 = match self.elem {
             4 => load32,
@@ -491,6 +575,9 @@ impl Ctx<'_> {
         let convert = self.convert;
         let class = &task.class;
         let converted = match class.mode {
+            Mode::Bands if task.layout == SourceLayout::HContig => {
+                self.pack_hcontig(src, out, task, load)?
+            }
             Mode::Bands | Mode::Panels => {
                 let span = &task.span;
                 let (np, k, kc) = (index(span.count)?, index(span.k)?, index(span.kc)?);
@@ -509,6 +596,8 @@ impl Ctx<'_> {
                             let at = match task.layout {
                                 SourceLayout::PixelMajor => i * kc + j,
                                 SourceLayout::ChannelMajor => j * np + i,
+                                // Packed by `pack_hcontig`.
+                                SourceLayout::HContig => return Err(FwError::Internal),
                             };
                             convert(load(src, at))
                         } else {
@@ -555,6 +644,54 @@ impl Ctx<'_> {
             out.get_mut(used..len).ok_or(FwError::Internal)?.fill(0);
         }
         Ok(converted)
+    }
+
+    /// The H-contiguous path's packing: converts the staged values to BF16 in place in the
+    /// source slot (sequentially: value `i` moves to halfword `i`, which never overtakes an
+    /// unread value), then transposes them from C, D, W, H order into the band's pixels,
+    /// low plane then high plane, padding channels zero. Returns the conversions made.
+    fn pack_hcontig(
+        &self,
+        src: &mut [u8],
+        out: &mut [u8],
+        task: &Task,
+        load: fn(&[u8], usize) -> u32,
+    ) -> Result<u64, FwError> {
+        let class = &task.class;
+        let [td, th, tw, tc] = class.extents;
+        let (td, th, tw, tc) = (index(td)?, index(th)?, index(tw)?, index(tc)?);
+        let sc = index(class.stored)?;
+        let n = td * th * tw * tc;
+        for i in 0..n {
+            let v = (self.convert)(load(src, i));
+            src.get_mut(2 * i..2 * i + 2)
+                .ok_or(FwError::Internal)?
+                .copy_from_slice(&v.to_le_bytes());
+        }
+        let out = out
+            .get_mut(..2 * sc * td * th * tw)
+            .ok_or(FwError::Internal)?;
+        let mut at = 0usize;
+        for c in 0..tc {
+            for d in 0..td {
+                for w in 0..tw {
+                    for h in 0..th {
+                        let v = load16(src, at);
+                        at += 1;
+                        let pixel = ((d * th + h) * tw + w) * 2 * sc;
+                        out[pixel + c] = v as u8;
+                        out[pixel + sc + c] = (v >> 8) as u8;
+                    }
+                }
+            }
+        }
+        if sc > tc {
+            for pixel in out.chunks_exact_mut(2 * sc) {
+                pixel[tc..sc].fill(0);
+                pixel[sc + tc..].fill(0);
+            }
+        }
+        Ok(n as u64)
     }
 
     /// Starts the output transfers of the task in slot `slot`.

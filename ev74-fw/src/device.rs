@@ -149,6 +149,10 @@ pub enum ComputePath {
     /// block, a tail, a scattered element). CastTess: a conversion by a 4 KiB
     /// physical-block task (an element may be converted once per byte plane).
     Fallback,
+    /// CastTess: an element moved by a local transpose from the staged C, D, W, H order
+    /// into the final byte planes (the whole-panel H-contiguous path; its conversion is
+    /// counted as [`ComputePath::Fast`] as well).
+    Transpose,
 }
 
 /// Cost accounting: the firmware tells the platform how much arithmetic a worker did, at

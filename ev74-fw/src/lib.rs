@@ -214,6 +214,9 @@ pub struct TessStats {
     pub source_direct_rows: u64,
     /// Output DMA transfers started.
     pub output_dma: u64,
+    /// Band tasks that took the whole-panel H-contiguous path (counted in
+    /// [`TessStats::band_tasks`] too; SPEC §8 "H-contiguous panels").
+    pub hcontig_tasks: u64,
 }
 
 /// What one command did.
@@ -262,6 +265,7 @@ impl Report {
                 source_dma: 0,
                 source_direct_rows: 0,
                 output_dma: 0,
+                hcontig_tasks: 0,
             },
         }
     }

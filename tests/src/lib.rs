@@ -7,7 +7,7 @@
 //!
 //! The other modules are shared qualification fixtures: [`rng`] (a fixed-seed SplitMix64),
 //! [`profiles`] (multiplier profiles), [`tiled`] (the CastTess conversion and layout
-//! oracles), [`bytes`] (little-endian encoding and aligned byte
+//! oracles), [`hcontig`] (the H-contiguous eligibility-boundary cases), [`bytes`] (little-endian encoding and aligned byte
 //! buffers), [`lib_run`] (running a request through the library's A65 path), [`data`] (the
 //! files of `tests/data/`, with their origins in its README) and [`peer`] (the third-party
 //! vectors of `tests/data/peer/`).
@@ -600,6 +600,210 @@ pub mod tiled {
             }
         });
         out
+    }
+}
+
+pub mod hcontig {
+    //! The 30 H-contiguous eligibility-boundary cases of CastTess (10 per dtype, SPEC §8
+    //! "whole-panel H-contiguous path"), as data: `simak qualify --correctness-only`
+    //! (`correct/casttess/hcontig/<dtype>/<name>`) and the std-adapter EV74 tests
+    //! (`ev74_tess_paths`) both use this one table. Each case states whether the path's
+    //! rule admits it: one regular panel (the tile is the whole tensor and fits one band),
+    //! H > 1, an H stride of one element, a W pitch that fits a signed 32-bit value, at
+    //! least 128 input bytes.
+
+    use simak::DType;
+    use simak::layout::{Channels, MlaTiled};
+
+    /// Packed byte strides of `shape` in the physical axis `order` (slowest first), with
+    /// `gap` = `(axis, n)`: `n` elements of gap after the run of `axis`.
+    pub fn ordered(
+        shape: &[u64],
+        order: &[usize],
+        elem: u64,
+        gap: Option<(usize, u64)>,
+    ) -> Vec<u64> {
+        let mut strides = vec![0u64; shape.len()];
+        let mut run = elem;
+        for &a in order.iter().rev() {
+            strides[a] = run;
+            run *= shape[a].max(1);
+            if let Some((g, n)) = gap
+                && g == a
+            {
+                run += n * elem;
+            }
+        }
+        strides
+    }
+
+    /// The exhaustive 16-bit sweep through the H-contiguous path: `[H = 16, W = 64,
+    /// C = 64]` (65536 elements), H fastest in memory, then W, then C; tiles of 16 × 4
+    /// pixels × 64 channels (16 tiles, each one band of 4096 values, so every tile is
+    /// eligible). Returns (shape, byte strides of 2-byte elements, layout).
+    pub fn sweep() -> (Vec<u64>, Vec<u64>, MlaTiled) {
+        let shape = vec![16, 64, 64];
+        let strides = ordered(&shape, &[2, 1, 0], 2, None);
+        let layout = MlaTiled::new(
+            [None, Some(0), Some(1), Some(2)],
+            [1, 16, 4, 64],
+            Channels::Compact,
+        );
+        (shape, strides, layout)
+    }
+
+    /// One boundary case over logical axes `[H, W, C]`.
+    #[derive(Debug, Clone)]
+    pub struct Case {
+        /// The case's name (the last part of its qualification ID).
+        pub name: &'static str,
+        /// Logical extents `[H, W, C]`.
+        pub shape: Vec<u64>,
+        /// Input byte strides.
+        pub strides: Vec<u64>,
+        /// The layout: roles H, W, C on axes 0, 1, 2, tile D = 1.
+        pub layout: MlaTiled,
+        /// Whether the H-contiguous rule admits the case (what a device must take).
+        pub eligible: bool,
+    }
+
+    /// (name, [H, W, C], physical order slowest first, W gap in elements, H stride in
+    /// elements, tile (H, W, C; `None`: the whole tensor), channels, eligible).
+    type Def = (
+        &'static str,
+        [u64; 3],
+        [usize; 3],
+        u64,
+        u64,
+        Option<[u32; 3]>,
+        Channels,
+        bool,
+    );
+
+    /// The 10 cases of `dtype`, in their fixed order.
+    pub fn cases(dtype: DType) -> Vec<Case> {
+        let e = dtype.size() as u64;
+        // C such that [2, 4, C] holds exactly 128 bytes.
+        let c128 = 16 / e;
+        let compact = Channels::Compact;
+        let pad = Channels::PadTo16;
+        let defs: [Def; 10] = [
+            (
+                "exact-128-bytes",
+                [2, 4, c128],
+                [2, 1, 0],
+                0,
+                1,
+                None,
+                compact,
+                true,
+            ),
+            (
+                "below-128-bytes",
+                [2, 4, c128 - 1],
+                [2, 1, 0],
+                0,
+                1,
+                None,
+                compact,
+                false,
+            ),
+            (
+                "h-extent-1",
+                [1, 8, 2 * c128],
+                [2, 1, 0],
+                0,
+                1,
+                None,
+                compact,
+                false,
+            ),
+            (
+                "h-stride-2",
+                [2, 4, c128],
+                [2, 1, 0],
+                0,
+                2,
+                None,
+                compact,
+                false,
+            ),
+            (
+                "w-pitch-gap",
+                [2, 4, c128],
+                [2, 1, 0],
+                3,
+                1,
+                None,
+                pad,
+                true,
+            ),
+            (
+                "split-h-panels",
+                [4, 4, c128],
+                [2, 1, 0],
+                0,
+                1,
+                Some([1, 4, c128 as u32]),
+                compact,
+                false,
+            ),
+            (
+                "square-16x16x3",
+                [16, 16, 3],
+                [2, 1, 0],
+                0,
+                1,
+                None,
+                pad,
+                true,
+            ),
+            (
+                "tall-64x2x5",
+                [64, 2, 5],
+                [2, 1, 0],
+                0,
+                1,
+                None,
+                compact,
+                true,
+            ),
+            ("odd-3x5x7", [3, 5, 7], [2, 1, 0], 0, 1, None, compact, true),
+            (
+                "w-slowest-2x3xC",
+                [2, 3, 2 * c128],
+                [1, 2, 0],
+                0,
+                1,
+                None,
+                pad,
+                true,
+            ),
+        ];
+        defs.iter()
+            .map(
+                |&(name, shape, order, w_gap, h_stride, tile, channels, eligible)| {
+                    // Physical order slowest first over logical [H=0, W=1, C=2]; H is fastest.
+                    let mut strides = ordered(&shape, &order, e, (w_gap > 0).then_some((1, w_gap)));
+                    if h_stride != 1 {
+                        // H stride of `h_stride` elements: spread every other axis accordingly.
+                        strides = strides.iter().map(|s| s * h_stride).collect();
+                    }
+                    let tile = tile.unwrap_or([shape[0] as u32, shape[1] as u32, shape[2] as u32]);
+                    Case {
+                        name,
+                        shape: shape.to_vec(),
+                        strides,
+                        layout: MlaTiled::new(
+                            [None, Some(0), Some(1), Some(2)],
+                            [1, tile[0], tile[1], tile[2]],
+                            channels,
+                        ),
+                        eligible,
+                    }
+                },
+            )
+            .collect()
     }
 }
 

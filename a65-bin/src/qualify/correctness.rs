@@ -38,6 +38,7 @@ use simak::ops::quant::{self, Params, Rounding};
 use simak::ops::quanttess;
 use simak::{DType, DynSpec};
 use simak_tests::bytes::Aligned;
+use simak_tests::hcontig::{self, ordered};
 use simak_tests::oracle;
 use simak_tests::rng::Rng;
 use simak_tests::tiled::{oracle_bf16, oracle_tiled, random_bits};
@@ -204,23 +205,6 @@ fn random_layout(rng: &mut Rng, shape: &[u64]) -> MlaTiled {
     MlaTiled::new(axes, tile, channels)
 }
 
-/// Packed row-major strides of `shape` in the physical axis `order` (slowest first), with
-/// `gap` elements after the run of axis `gap_axis`.
-fn ordered(shape: &[u64], order: &[usize], elem: u64, gap: Option<(usize, u64)>) -> Vec<u64> {
-    let mut strides = vec![0u64; shape.len()];
-    let mut run = elem;
-    for &a in order.iter().rev() {
-        strides[a] = run;
-        run *= shape[a].max(1);
-        if let Some((g, n)) = gap
-            && g == a
-        {
-            run += n * elem;
-        }
-    }
-    strides
-}
-
 fn dtype_seed(dtype: DType) -> u64 {
     match dtype {
         DType::F32 => 1,
@@ -237,139 +221,20 @@ fn hwc(axes_c_last: bool) -> [Option<u8>; 4] {
     }
 }
 
-/// One H-contiguous boundary case: name, [H, W, C], physical order slowest first, W gap
-/// in elements, H stride in elements, tile (H, W, C; `None`: the whole tensor), channels.
-type HContig = (
-    &'static str,
-    [u64; 3],
-    [usize; 3],
-    u64,
-    u64,
-    Option<[u32; 3]>,
-    Channels,
-);
-
-/// The H-contiguous boundary cases of one dtype: (name, [H, W, C], physical order slowest
-/// first, W gap in elements, H stride in elements, tile, channels). Eligible cases keep
-/// one panel (tile = whole tensor), H > 1, H stride 1 element, ≥ 128 input bytes.
+/// The H-contiguous boundary cases of one dtype (`simak_tests::hcontig`, one table with
+/// the std-adapter EV74 tests): one regular panel (tile = whole tensor), H > 1, H stride 1
+/// element, ≥ 128 input bytes, each condition crossed.
 pub fn hcontig_cases(dtype: DType) -> Vec<Case> {
-    let e = dtype.size() as u64;
-    // C such that [2, 4, C] holds exactly 128 bytes.
-    let c128 = 16 / e;
-    let defs: [HContig; 10] = [
-        (
-            "exact-128-bytes",
-            [2, 4, c128],
-            [2, 1, 0],
-            0,
-            1,
-            None,
-            Channels::Compact,
-        ),
-        (
-            "below-128-bytes",
-            [2, 4, c128 - 1],
-            [2, 1, 0],
-            0,
-            1,
-            None,
-            Channels::Compact,
-        ),
-        (
-            "h-extent-1",
-            [1, 8, 2 * c128],
-            [2, 1, 0],
-            0,
-            1,
-            None,
-            Channels::Compact,
-        ),
-        (
-            "h-stride-2",
-            [2, 4, c128],
-            [2, 1, 0],
-            0,
-            2,
-            None,
-            Channels::Compact,
-        ),
-        (
-            "w-pitch-gap",
-            [2, 4, c128],
-            [2, 1, 0],
-            3,
-            1,
-            None,
-            Channels::PadTo16,
-        ),
-        (
-            "split-h-panels",
-            [4, 4, c128],
-            [2, 1, 0],
-            0,
-            1,
-            Some([1, 4, c128 as u32]),
-            Channels::Compact,
-        ),
-        (
-            "square-16x16x3",
-            [16, 16, 3],
-            [2, 1, 0],
-            0,
-            1,
-            None,
-            Channels::PadTo16,
-        ),
-        (
-            "tall-64x2x5",
-            [64, 2, 5],
-            [2, 1, 0],
-            0,
-            1,
-            None,
-            Channels::Compact,
-        ),
-        (
-            "odd-3x5x7",
-            [3, 5, 7],
-            [2, 1, 0],
-            0,
-            1,
-            None,
-            Channels::Compact,
-        ),
-        (
-            "w-slowest-2x3xC",
-            [2, 3, 2 * c128],
-            [1, 2, 0],
-            0,
-            1,
-            None,
-            Channels::PadTo16,
-        ),
-    ];
-    defs.iter()
-        .map(|&(name, shape, order, w_gap, h_stride, tile, channels)| {
-            // Physical order slowest first over logical [H=0, W=1, C=2]; H is fastest.
-            let mut strides = ordered(&shape, &order, e, (w_gap > 0).then_some((1, w_gap)));
-            if h_stride != 1 {
-                // H stride of `h_stride` elements: spread every other axis accordingly.
-                strides = strides.iter().map(|s| s * h_stride).collect();
-            }
-            let tile = tile.unwrap_or([shape[0] as u32, shape[1] as u32, shape[2] as u32]);
-            Case {
-                id: format!("correct/casttess/hcontig/{}/{name}", dtype.name()),
-                group: "casttess-hcontig",
-                dtype,
-                shape: shape.to_vec(),
-                strides,
-                target: Target::Tiled(MlaTiled::new(
-                    hwc(true),
-                    [1, tile[0], tile[1], tile[2]],
-                    channels,
-                )),
-                seed: Some(0x4c07 + dtype_seed(dtype) * 100 + name.len() as u64),
-            }
+    hcontig::cases(dtype)
+        .into_iter()
+        .map(|c| Case {
+            id: format!("correct/casttess/hcontig/{}/{}", dtype.name(), c.name),
+            group: "casttess-hcontig",
+            dtype,
+            seed: Some(0x4c07 + dtype_seed(dtype) * 100 + c.name.len() as u64),
+            shape: c.shape,
+            strides: c.strides,
+            target: Target::Tiled(c.layout),
         })
         .collect()
 }
@@ -532,15 +397,16 @@ pub fn catalogue() -> Vec<Case> {
             target: Target::Tiled(MlaTiled::new(hwc(false), [1, 1, 64, 16], Channels::Compact)),
             seed: None,
         });
-        // H-contiguous: [H = 16, W = 64, C = 64], H fastest in memory, one tile over the
-        // whole tensor.
+        // H-contiguous: [H = 16, W = 64, C = 64], H fastest in memory, tiles that each take
+        // the EV74 whole-panel H-contiguous path (`simak_tests::hcontig::sweep`).
+        let (shape, strides, layout) = hcontig::sweep();
         out.push(Case {
             id: format!("correct/casttess/sweep/{}/hcontig", dtype.name()),
             group: "casttess-sweep",
             dtype,
-            shape: vec![16, 64, 64],
-            strides: ordered(&[16, 64, 64], &[2, 1, 0], 2, None),
-            target: Target::Tiled(MlaTiled::new(hwc(true), [1, 16, 64, 64], Channels::Compact)),
+            shape,
+            strides,
+            target: Target::Tiled(layout),
             seed: None,
         });
     }

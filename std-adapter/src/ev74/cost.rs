@@ -18,7 +18,8 @@
 //!   when the engine finishes its previous command, whichever is later (issuing costs the
 //!   core nothing); waiting for its event advances the core to its completion;
 //! - computing `n` elements advances the core by `n` times the entry's cycles per element
-//!   on the path taken ([`EntryCost`], [`ComputePath`]);
+//!   on the path taken ([`EntryCost`], [`ComputePath`]); a local transpose (CastTess's
+//!   H-contiguous path) is such a path, charged per element moved;
 //! - a worker's time is the later of its core clock and its engine's last completion.
 //!
 //! A call costs `dispatch_cycles`, plus the load of its descriptor (a direct load, made
@@ -37,6 +38,9 @@ pub struct EntryCost {
     pub fast_cycles_per_element: u64,
     /// Cycles per element on the fallback.
     pub fallback_cycles_per_element: u64,
+    /// Cycles per element of a local transpose (CastTess's whole-panel H-contiguous path:
+    /// staged C, D, W, H values moved into the byte planes; 0 for Quant).
+    pub transpose_cycles_per_element: u64,
 }
 
 impl EntryCost {
@@ -45,6 +49,7 @@ impl EntryCost {
         let per = match path {
             ComputePath::Fast => self.fast_cycles_per_element,
             ComputePath::Fallback => self.fallback_cycles_per_element,
+            ComputePath::Transpose => self.transpose_cycles_per_element,
         };
         elements.saturating_mul(per)
     }
@@ -86,10 +91,12 @@ impl CostModel {
         quant: EntryCost {
             fast_cycles_per_element: 1,
             fallback_cycles_per_element: 8,
+            transpose_cycles_per_element: 0,
         },
         casttess: EntryCost {
             fast_cycles_per_element: 1,
             fallback_cycles_per_element: 2,
+            transpose_cycles_per_element: 1,
         },
     };
 
@@ -122,6 +129,7 @@ impl CostModel {
             EntryCost {
                 fast_cycles_per_element: 0,
                 fallback_cycles_per_element: 0,
+                transpose_cycles_per_element: 0,
             }
         }
     }
@@ -329,6 +337,7 @@ impl WorkerMeter {
             ComputePath::Fallback => {
                 self.cost.fallback_elements = self.cost.fallback_elements.saturating_add(elements)
             }
+            ComputePath::Transpose => {}
         }
     }
 

@@ -18,6 +18,7 @@ use simak::Port;
 use simak::a65;
 use simak::ev74::casttess::{BindError, SimError, SimOptions, SimRun, run_sim, run_sim_with};
 use simak::layout::Channels;
+use simak_ev74_fw::Report;
 use simak_tests::bytes::Aligned;
 use simak_tests::rng::Rng;
 use tess_common::*;
@@ -26,7 +27,7 @@ const DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 const CASES_PER_DTYPE: usize = 320;
 
 #[derive(Debug, Default)]
-struct Tally {
+pub(crate) struct Tally {
     cases: usize,
     runs: usize,
     empty: usize,
@@ -41,8 +42,9 @@ struct Tally {
     span_bytes: u64,
 }
 
-/// Runs `case` on the simulator with 1–4 workers and checks it against A65 and the oracle.
-fn check_case(case: &Case, input: &Aligned, tally: &mut Tally) {
+/// Runs `case` on the simulator with 1–4 workers and checks it against A65 and the oracle;
+/// returns the firmware's report of each run (none for an empty plan).
+pub(crate) fn check_case(case: &Case, input: &Aligned, tally: &mut Tally) -> Vec<Report> {
     let plan = cast_plan(case);
     let expected = expected_cast(case, input.as_slice());
     let capacity = plan.output().capacity() as usize;
@@ -61,6 +63,7 @@ fn check_case(case: &Case, input: &Aligned, tally: &mut Tally) {
     if plan.is_empty() {
         tally.empty += 1;
     }
+    let mut reports = Vec::new();
     for workers in 1..=4 {
         let mut out = vec![DIRTY; capacity + GUARD];
         // Garbage in the required span: every padding byte must be rewritten.
@@ -87,7 +90,9 @@ fn check_case(case: &Case, input: &Aligned, tally: &mut Tally) {
         );
         check_traffic(case, &plan, &run, capacity, &what, tally);
         tally.runs += 1;
+        reports.extend(run.report);
     }
+    reports
 }
 
 fn check_traffic(

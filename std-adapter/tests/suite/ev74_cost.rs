@@ -112,6 +112,7 @@ fn a_single_block_costs_what_the_model_says() {
             quant: EntryCost {
                 fast_cycles_per_element: 3,
                 fallback_cycles_per_element: 1000,
+                ..EntryCost::default()
             },
             casttess: EntryCost::default(),
         },
@@ -155,6 +156,7 @@ fn one_subnormal_input_costs_the_documented_fallback_amount() {
             quant: EntryCost {
                 fast_cycles_per_element: 2,
                 fallback_cycles_per_element: 77,
+                ..EntryCost::default()
             },
             ..CostModel::DEFAULT
         },
