@@ -982,7 +982,12 @@ pub(crate) mod test {
             .unwrap();
             for backend in [Backend::A65, Backend::Ev74Sim { workers: 2 }] {
                 let steps = std::cell::RefCell::new(Vec::new());
-                let r = run_cast(&plan, &tensor, backend, &|k| steps.borrow_mut().push(k)).unwrap();
+                // The A65 also splits each piece over 2 threads (same bytes).
+                let threads = if backend == Backend::A65 { 2 } else { 1 };
+                let r = run_cast(&plan, &tensor, backend, threads, &|k| {
+                    steps.borrow_mut().push(k)
+                })
+                .unwrap();
                 let steps = steps.into_inner();
                 assert!(steps.len() > 1);
                 assert_eq!(steps.iter().sum::<u64>(), n, "{shape:?}");
@@ -1000,7 +1005,7 @@ pub(crate) mod test {
                 qref.as_mut_slice(),
             )
             .unwrap();
-            let q = run_quant(&qplan, &tensor, &|_| {}).unwrap();
+            let q = run_quant(&qplan, &tensor, 3, &|_| {}).unwrap();
             assert!(
                 q.output.as_slice() == qref.as_slice(),
                 "quanttess {shape:?}"

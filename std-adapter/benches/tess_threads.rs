@@ -25,22 +25,8 @@ use simak::a65::TessLevel;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{Request, check_inference};
 use simak::{DType, TensorSpec};
-
-fn normal_f32(n: usize) -> Vec<u8> {
-    let mut s = 0x853c_49e6_748f_ea9bu64;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
-    (0..n)
-        .flat_map(|_| {
-            let (u, v) = (next().max(1e-300), next());
-            (((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32).to_le_bytes()
-        })
-        .collect()
-}
+use simak_tests::bytes::Aligned;
+use simak_tests::rng::normal_f32;
 
 /// Times `iters` calls, each running `mine` on this thread and `theirs` on a second one;
 /// a call ends when both are done. The second thread is spawned and running (spinning on
@@ -90,13 +76,6 @@ fn wait_a_little(spins: &mut u32) {
     }
 }
 
-/// A 16-byte aligned, zeroed buffer of `len` bytes: (storage, start).
-fn aligned(len: usize) -> (Vec<u8>, usize) {
-    let v = vec![0u8; len + 16];
-    let start = (16 - v.as_ptr() as usize % 16) % 16;
-    (v, start)
-}
-
 /// One timed variant: a name and a call that returns its wall time.
 type Variant<'a> = (String, Box<dyn FnMut() -> Duration + 'a>);
 
@@ -112,7 +91,10 @@ fn main() {
         .unwrap_or(41);
     let (h, w) = (1080u64, 1920u64);
     let n = (h * w * 3) as usize;
-    let input = normal_f32(n);
+    let input: Vec<u8> = normal_f32(n, 1.0)
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     let plan = check_inference(&Request {
         input: TensorSpec::contiguous([h, w, 3], DType::F32),
         layout: MlaTiled::new(
@@ -124,10 +106,9 @@ fn main() {
     .unwrap();
     let capacity = plan.output().capacity() as usize;
     let source = vec![0x5au8; capacity];
-    let (mut copy, copy_start) = aligned(capacity);
-    let (mut out, out_start) = aligned(capacity);
-    let copy = &mut copy[copy_start..copy_start + capacity];
-    let out = &mut out[out_start..out_start + capacity];
+    let mut copy = Aligned::new(capacity, 0);
+    let mut out = Aligned::new(capacity, 0);
+    let (copy, out) = (copy.as_mut_slice(), out.as_mut_slice());
 
     let fastest = a65::casttess::prepare(&plan).level();
     let mut levels = vec![TessLevel::Avx2];

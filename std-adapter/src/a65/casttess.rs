@@ -238,15 +238,11 @@ impl Prepared {
             return Ok(Vec::new());
         }
         tess::check_ports(self.plan.input(), self.plan.output(), input, output)?;
-        Ok(tess::split_output(&self.geometry, parts, output)
+        let parts = tess::parts(&self.geometry, parts, input, output);
+        let prepared = *self;
+        Ok(parts
             .into_iter()
-            .map(|(tiles, offset, output)| Piece {
-                prepared: *self,
-                input,
-                output,
-                tiles,
-                offset,
-            })
+            .map(|part| Piece { prepared, part })
             .collect())
     }
 }
@@ -257,10 +253,7 @@ impl Prepared {
 #[derive(Debug)]
 pub struct Piece<'a> {
     prepared: Prepared,
-    input: &'a [u8],
-    output: &'a mut [u8],
-    tiles: core::ops::Range<usize>,
-    offset: usize,
+    part: tess::Part<'a>,
 }
 
 impl Piece<'_> {
@@ -272,25 +265,19 @@ impl Piece<'_> {
     /// None today (CastTess is integer code, independent of the FP environment); the
     /// `Result` keeps the shape of the other ops' pieces.
     pub fn run(&mut self) -> Result<(), ExecuteError> {
-        let packer = self.prepared.packer();
-        tess::run_tiles(
-            &self.prepared.geometry,
-            &packer,
-            self.input,
-            self.output,
-            self.tiles.clone(),
-        );
+        self.part
+            .run(&self.prepared.geometry, &self.prepared.packer());
         Ok(())
     }
 
     /// The bytes of the call's output this piece writes (offsets from the output's start,
     /// a multiple of 16 apart).
     pub fn output_range(&self) -> core::ops::Range<usize> {
-        self.offset..self.offset + self.output.len()
+        self.part.output_range()
     }
 
     /// The tiles this piece owns, as indices in storage order (SPEC §5).
     pub fn tiles(&self) -> core::ops::Range<usize> {
-        self.tiles.clone()
+        self.part.tiles()
     }
 }

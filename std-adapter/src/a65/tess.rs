@@ -191,20 +191,53 @@ impl Geometry {
     }
 }
 
-/// [`Geometry::split`] with each piece's part of `output` (the call's output, at least
-/// `capacity` bytes, already checked): `(tiles, output byte offset, that piece's bytes)`.
-pub(crate) fn split_output<'a>(
+/// The buffers and tiles of one piece of a split tiled call (the op's `Piece` adds its
+/// prepared plan).
+#[derive(Debug)]
+pub(crate) struct Part<'a> {
+    input: &'a [u8],
+    output: &'a mut [u8],
+    tiles: Range<usize>,
+    offset: usize,
+}
+
+impl Part<'_> {
+    /// Writes this part's tiles (padding included) and nothing else.
+    pub fn run<P: Packer>(&mut self, g: &Geometry, packer: &P) {
+        run_tiles(g, packer, self.input, self.output, self.tiles.clone());
+    }
+
+    /// The bytes of the call's output this part writes.
+    pub fn output_range(&self) -> Range<usize> {
+        self.offset..self.offset + self.output.len()
+    }
+
+    /// Its tiles, as indices in storage order.
+    pub fn tiles(&self) -> Range<usize> {
+        self.tiles.clone()
+    }
+}
+
+/// [`Geometry::split`] into [`Part`]s over the call's buffers (`output` at least
+/// `capacity` bytes; both already checked).
+pub(crate) fn parts<'a>(
     g: &Geometry,
     parts: usize,
+    input: &'a [u8],
     output: &'a mut [u8],
-) -> Vec<(Range<usize>, usize, &'a mut [u8])> {
+) -> Vec<Part<'a>> {
     let mut rest = output;
     g.split(parts)
         .into_iter()
         .map(|(tiles, bytes)| {
             let (head, tail) = std::mem::take(&mut rest).split_at_mut(bytes.len());
             rest = tail;
-            (tiles, bytes.start, head)
+            Part {
+                input,
+                output: head,
+                tiles,
+                offset: bytes.start,
+            }
         })
         .collect()
 }

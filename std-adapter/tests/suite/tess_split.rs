@@ -19,7 +19,6 @@ use simak::a65::{self, ExecuteError, Route};
 use simak::layout::Channels;
 use simak::ops::quant::{Params, Rounding};
 use simak_tests::bytes::Aligned;
-use simak_tests::oracle;
 use simak_tests::rng::Rng;
 use tess_common::*;
 
@@ -131,16 +130,7 @@ fn check_cast(case: &Case, input: &Aligned) -> usize {
 
 fn check_quant(case: &Case, params: Params, input: &Aligned) -> usize {
     let plan = quant_plan(case, params);
-    let expected = oracle_tiled(&case.shape, case.axes, case.tile, case.channels, 1, |i| {
-        let q = oracle::quant(
-            case.dtype,
-            read_raw(case, input.as_slice(), i),
-            params.multiplier_bits,
-            params.zero_point,
-            params.rounding,
-        );
-        [q as u8, 0]
-    });
+    let expected = expected_quant(case, input.as_slice(), params);
     let tiles = tiles_of(plan.output());
     let mut checked = 0;
     for route in Route::ALL {
