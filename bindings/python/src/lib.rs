@@ -1910,9 +1910,9 @@ impl CastTessPlan {
                 (address, len),
                 plan.elements(),
                 |i, o| match threads {
-                1 => a65::casttess::execute(&prepared, i, o),
-                _ => run_pieces(prepared.split(threads, i, o)?, a65::casttess::Piece::run),
-            },
+                    1 => a65::casttess::execute(&prepared, i, o),
+                    _ => run_pieces(prepared.split(threads, i, o)?, a65::casttess::Piece::run),
+                },
             )?;
             Ok(oa.into_any())
         })
