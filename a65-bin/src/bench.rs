@@ -76,7 +76,7 @@ pub struct BenchQuantArgs {
     /// Threads, each running one piece of every call through the partition API
     /// (`Prepared::split`); the waiting threads spin, so use at most one per core. The
     /// references are always measured on one thread.
-    #[arg(long, value_name = "T", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+    #[arg(long, value_name = "T", default_value_t = 1, value_parser = crate::params::threads_parser())]
     threads: u64,
     /// Repetitions; the median is reported.
     #[arg(long, value_name = "R", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=1000))]

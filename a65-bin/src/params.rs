@@ -520,6 +520,11 @@ impl BackendArg {
     }
 }
 
+/// The values `--threads` takes (`bench quant`, `casttess`, `quanttess`): 1 to 256.
+pub fn threads_parser() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(1..=256)
+}
+
 /// An input dtype as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DTypeArg {

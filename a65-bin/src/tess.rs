@@ -56,6 +56,11 @@ pub struct TessArgs {
     #[arg(long, value_name = "MIB", default_value_t = crate::read::IMAGE_DEFAULT_LIMIT >> 20,
           value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
     image_limit: u64,
+    /// A65 threads: each piece of the tensor runs as T pieces of whole tiles
+    /// (`Prepared::split`), one per thread; the bytes do not depend on T. 1 to 256;
+    /// --backend a65 only.
+    #[arg(long, value_name = "T", default_value_t = 1, value_parser = crate::params::threads_parser())]
+    threads: u64,
 }
 
 /// Convert a tensor or image to BF16 in the MlaTiled layout (writes OUT and OUT.json).
@@ -281,6 +286,8 @@ pub struct TessSummary {
     sidecar_path: String,
     backend: &'static str,
     workers: Option<usize>,
+    /// A65 threads (`--threads`).
+    threads: usize,
     route: String,
     elements: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -403,6 +410,9 @@ fn check_options(
             "--backend ev74-sim: QuantTess has no EV74 entry (it runs on the A65 only); use --backend a65",
         ));
     }
+    if args.threads > 1 && backend != Backend::A65 {
+        return Err(bad_file(input, "--threads applies to --backend a65 only"));
+    }
     if args.tensor.is_some() && kind != InputKind::Safetensors {
         return Err(bad_file(
             input,
@@ -474,13 +484,15 @@ fn convert(
         out_strides: None,
         data: loaded.data.as_slice(),
     };
+    let threads = args.threads as usize;
     let bar = ctx.progress(op.name(), 1, tensor.shape.iter().product::<u64>());
     let advance = |n: u64| bar.inc(n);
     let (result, multiplier, saturated, mut sidecar) = match op {
         TessOp::Cast => {
             let plan = cast_plan(&tensor, layout).map_err(|e| bad(&layout_rule(e)))?;
             check_span(&plan.input().span(), &tensor).map_err(engine_error)?;
-            let result = run_cast(&plan, &tensor, backend, &advance).map_err(engine_error)?;
+            let result =
+                run_cast(&plan, &tensor, backend, threads, &advance).map_err(engine_error)?;
             let sidecar = Sidecar::new("casttess", tensor.dtype, plan.output(), None);
             (result, None, None, sidecar)
         }
@@ -488,7 +500,7 @@ fn convert(
             let (params, calibration) = quantization.params(&tensor, &subject)?;
             let plan = quant_plan(&tensor, layout, params).map_err(|e| bad(&layout_rule(e)))?;
             check_span(&plan.input().span(), &tensor).map_err(engine_error)?;
-            let result = run_quant(&plan, &tensor, &advance).map_err(engine_error)?;
+            let result = run_quant(&plan, &tensor, threads, &advance).map_err(engine_error)?;
             let qplan = engine::plan(&tensor, params).map_err(engine_error)?;
             let saturated = engine::count_saturated(&qplan, &tensor);
             let p = plan.params();
@@ -521,6 +533,7 @@ fn convert(
         sidecar_path: sidecar_out.display().to_string(),
         backend: backend.name(),
         workers: backend.workers(),
+        threads,
         route: result.route,
         elements: result.elements,
         multiplier,
@@ -798,6 +811,7 @@ fn run_cast(
     plan: &casttess::Plan,
     tensor: &Tensor<'_>,
     backend: Backend,
+    threads: usize,
     progress: &dyn Fn(u64),
 ) -> Result<TessResult, EngineError> {
     let in_strides = &plan.input().strides()[..plan.input().rank()];
@@ -813,7 +827,8 @@ fn run_cast(
             Backend::A65 => {
                 let start = Instant::now();
                 let prepared = a65::casttess::prepare(p);
-                a65::casttess::execute(&prepared, data, out)?;
+                let pieces = prepared.split(threads, data, out)?;
+                engine::run_pieces(pieces, a65::casttess::Piece::run)?;
                 let route = prepared.implementation().to_owned();
                 Ok((start.elapsed().as_secs_f64(), route))
             }
@@ -851,6 +866,7 @@ fn run_cast(
 fn run_quant(
     plan: &quanttess::Plan,
     tensor: &Tensor<'_>,
+    threads: usize,
     progress: &dyn Fn(u64),
 ) -> Result<TessResult, EngineError> {
     let in_strides = &plan.input().strides()[..plan.input().rank()];
@@ -865,7 +881,8 @@ fn run_quant(
         |p, data, out| {
             let prepared = a65::quanttess::prepare(p);
             let start = Instant::now();
-            a65::quanttess::execute(&prepared, data, out)?;
+            let pieces = prepared.split(threads, data, out)?;
+            engine::run_pieces(pieces, a65::quanttess::Piece::run)?;
             let route = prepared.implementation().to_owned();
             Ok((start.elapsed().as_secs_f64(), route))
         },
@@ -965,7 +982,12 @@ pub(crate) mod test {
             .unwrap();
             for backend in [Backend::A65, Backend::Ev74Sim { workers: 2 }] {
                 let steps = std::cell::RefCell::new(Vec::new());
-                let r = run_cast(&plan, &tensor, backend, &|k| steps.borrow_mut().push(k)).unwrap();
+                // The A65 also splits each piece over 2 threads (same bytes).
+                let threads = if backend == Backend::A65 { 2 } else { 1 };
+                let r = run_cast(&plan, &tensor, backend, threads, &|k| {
+                    steps.borrow_mut().push(k)
+                })
+                .unwrap();
                 let steps = steps.into_inner();
                 assert!(steps.len() > 1);
                 assert_eq!(steps.iter().sum::<u64>(), n, "{shape:?}");
@@ -983,7 +1005,7 @@ pub(crate) mod test {
                 qref.as_mut_slice(),
             )
             .unwrap();
-            let q = run_quant(&qplan, &tensor, &|_| {}).unwrap();
+            let q = run_quant(&qplan, &tensor, 3, &|_| {}).unwrap();
             assert!(
                 q.output.as_slice() == qref.as_slice(),
                 "quanttess {shape:?}"

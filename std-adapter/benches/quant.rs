@@ -10,23 +10,7 @@ use simak::a65::Route;
 use simak::a65::quant::{execute, prepare_with_route};
 use simak::ops::quant::{Params, Request, check_inference};
 use simak::{DType, TensorSpec};
-
-/// N(0, 100) samples from a fixed-seed xorshift and Box–Muller.
-fn normal_f32(n: usize) -> Vec<f32> {
-    let mut s = 0x853c_49e6_748f_ea9bu64;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
-    (0..n)
-        .map(|_| {
-            let (u, v) = (next().max(1e-300), next());
-            (100.0 * (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
-        })
-        .collect()
-}
+use simak_tests::rng::normal_f32;
 
 fn encode(dtype: DType, xs: &[f32]) -> Vec<u8> {
     match dtype {
@@ -46,7 +30,7 @@ fn contiguous(c: &mut Criterion) {
     for dtype in [DType::F32, DType::BF16, DType::F16] {
         let mut group = c.benchmark_group(format!("quant/{dtype}"));
         for n in [4usize << 10, 64 << 10, 1 << 20, 16 << 20] {
-            let input = encode(dtype, &normal_f32(n));
+            let input = encode(dtype, &normal_f32(n, 100.0));
             let mut output = vec![0u8; n];
             let plan = check_inference(&Request {
                 input: TensorSpec::contiguous([n as u64], dtype),
@@ -77,7 +61,10 @@ fn contiguous(c: &mut Criterion) {
 fn strided(c: &mut Criterion) {
     let mut group = c.benchmark_group("quant/strided-f32");
     let (rows, cols) = (1024u64, 1024u64);
-    let input = encode(DType::F32, &normal_f32((rows * (cols + 16)) as usize));
+    let input = encode(
+        DType::F32,
+        &normal_f32((rows * (cols + 16)) as usize, 100.0),
+    );
     let mut output = vec![0u8; (rows * cols) as usize];
     group.throughput(Throughput::Elements(rows * cols));
     let cases = [

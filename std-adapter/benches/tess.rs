@@ -12,22 +12,7 @@ use simak::a65::TessLevel;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{Request, check_inference};
 use simak::{DType, TensorSpec};
-
-fn normal_f32(n: usize) -> Vec<f32> {
-    let mut s = 0x853c_49e6_748f_ea9bu64;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
-    (0..n)
-        .map(|_| {
-            let (u, v) = (next().max(1e-300), next());
-            ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
-        })
-        .collect()
-}
+use simak_tests::rng::normal_f32;
 
 fn encode(dtype: DType, xs: &[f32]) -> Vec<u8> {
     match dtype {
@@ -52,7 +37,7 @@ fn aligned(len: usize) -> (Vec<u8>, usize) {
 
 fn frame(c: &mut Criterion, name: &str, h: u64, w: u64) {
     let n = (h * w * 3) as usize;
-    let xs = normal_f32(n);
+    let xs = normal_f32(n, 1.0);
     let mut group = c.benchmark_group(format!("casttess/{name}"));
     group.throughput(Throughput::Elements(n as u64));
     group.sample_size(20);

@@ -159,6 +159,24 @@ pub mod rng {
             }
         }
     }
+
+    /// `n` samples of N(0, `sigma`²) as binary32, from a fixed-seed xorshift64 and
+    /// Box–Muller: the benchmarks' inputs (the workload of the peers' script).
+    pub fn normal_f32(n: usize, sigma: f64) -> Vec<f32> {
+        let mut s = 0x853c_49e6_748f_ea9bu64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        (0..n)
+            .map(|_| {
+                let (u, v) = (next().max(1e-300), next());
+                (sigma * (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
+            })
+            .collect()
+    }
 }
 
 pub mod profiles {

@@ -505,6 +505,59 @@ fn quanttess_chelsea_matches_the_oracle() {
     );
 }
 
+/// `--threads T` runs each piece as T pieces of whole tiles: the bytes equal the
+/// independent oracle's and those of `--threads 1`, for CastTess (compact and PadTo16,
+/// FP32 from a PNG) and QuantTess; the summary echoes T.
+#[test]
+fn threads_give_the_bytes_of_one_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = data("chelsea.png");
+    let (shape, values) = chelsea_png_values([0.0; 3], [1.0; 3]);
+    for l in [HWC, Layout { pad16: true, ..HWC }] {
+        let expect = cast_expect(&shape, &l, &values);
+        for threads in ["1", "2", "3", "8"] {
+            let out = dir.path().join(format!("t{threads}.bin"));
+            let summary = tess("casttess", &png, &out, &l, &["--threads", threads]);
+            assert_eq!(summary["threads"], threads.parse::<u64>().unwrap());
+            let got = fs::read(&out).unwrap();
+            assert!(
+                got == expect,
+                "casttess {l:?} --threads {threads}: bytes differ"
+            );
+            check_sidecar(&sidecar(&out), "casttess", &shape, "f32", &l, &got);
+        }
+    }
+    let npy = chelsea_npy();
+    let (shape, values) = chelsea_npy_values();
+    let expect = quant_expect(
+        &shape,
+        &HWC,
+        &values,
+        100f32.to_bits(),
+        -7,
+        Rounding::NearestEven,
+    );
+    let mut one: Option<Vec<u8>> = None;
+    for threads in ["1", "2", "5"] {
+        let out = dir.path().join(format!("q{threads}.bin"));
+        let extra = [
+            "--multiplier",
+            "100",
+            "--zero-point",
+            "-7",
+            "--threads",
+            threads,
+        ];
+        tess("quanttess", &npy, &out, &HWC, &extra);
+        let got = fs::read(&out).unwrap();
+        assert!(got == expect, "quanttess --threads {threads}: bytes differ");
+        match &one {
+            None => one = Some(got),
+            Some(r) => assert!(*r == got, "quanttess --threads {threads} differs from 1"),
+        }
+    }
+}
+
 #[test]
 fn untile_round_trips_casttess_and_quanttess() {
     let dir = tempfile::tempdir().unwrap();
@@ -774,6 +827,25 @@ fn bad_inputs_exit_2_with_one_line_and_no_files() {
             expect_bad(&args, d, mentions)
         };
     let inp = path_str(&npy);
+    // --threads: a65 only, 1 to 256.
+    run(
+        "casttess",
+        &npy,
+        "-1,0,1,2",
+        "1,16,64,3",
+        &["--threads", "2", "--backend", "ev74-sim"],
+        &[inp, "--threads", "--backend a65"],
+    );
+    for bad in ["0", "257"] {
+        run(
+            "quanttess",
+            &npy,
+            "-1,0,1,2",
+            "1,16,64,3",
+            &["--multiplier", "1", "--threads", bad],
+            &["--threads", bad],
+        );
+    }
     // Bad axes: out of range for the rank, out of the syntax, repeated.
     run(
         "casttess",

@@ -678,15 +678,6 @@ fn check_threads(threads: i64) -> PyResult<usize> {
     }
 }
 
-fn tiled_threads(threads: i64) -> PyResult<()> {
-    if check_threads(threads)? > 1 {
-        return Err(PyValueError::new_err(
-            "threads > 1 for casttess and quanttess needs the tiled partition API, which the library does not offer yet; use threads=1",
-        ));
-    }
-    Ok(())
-}
-
 /// A new uninitialized C-order array of `shape`; every byte must be written before it is
 /// returned to Python. An impossible size is NumPy's own `MemoryError` or `ValueError`.
 fn new_array<'py, T: numpy::Element>(
@@ -778,24 +769,33 @@ fn run_quant(
         if threads <= 1 {
             return a65::quant::execute(prepared, inp, outp);
         }
-        let pieces = prepared.split(threads, inp, outp)?;
-        std::thread::scope(|s| {
-            let handles: Vec<_> = pieces
-                .into_iter()
-                .map(|mut p| s.spawn(move || p.run()))
-                .collect();
-            // A piece cannot panic (a panic would be a simak bug); report the first error.
-            let mut first = Ok(());
-            for h in handles {
-                let r = h.join().unwrap_or(Ok(()));
-                if first.is_ok() {
-                    first = r;
-                }
-            }
-            first
-        })
+        run_pieces(prepared.split(threads, inp, outp)?, a65::quant::Piece::run)
     });
     result.map_err(|e| lib_error(py, e, names))
+}
+
+/// Runs the pieces of a split call (`Prepared::split` of any op), one scoped native thread
+/// each, and reports the first error in piece order.
+fn run_pieces<P: Send>(
+    pieces: Vec<P>,
+    run: impl Fn(&mut P) -> Result<(), ExecuteError> + Sync,
+) -> Result<(), ExecuteError> {
+    let run = &run;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = pieces
+            .into_iter()
+            .map(|mut p| s.spawn(move || run(&mut p)))
+            .collect();
+        // A piece cannot panic (a panic would be a simak bug); report the first error.
+        let mut first = Ok(());
+        for h in handles {
+            let r = h.join().unwrap_or(Ok(()));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    })
 }
 
 /// Quantizes ``x`` to INT8: ``saturate(round(x * multiplier) + zero_point)`` (SPEC §3).
@@ -1303,8 +1303,8 @@ fn run_tiled(
 ///     out: optional writeable C-contiguous ``uint8`` array of at least ``capacity`` bytes,
 ///         16-byte aligned (for example a view of a memory-mapped device buffer): exactly
 ///         ``capacity`` bytes are written, padding included; bytes past it are untouched.
-///     threads: 1 (``threads > 1`` raises ``ValueError`` until the library offers a tiled
-///         partition API).
+///     threads: native threads to split the call over (``Prepared::split``: pieces of
+///         whole tiles, one per thread, the GIL released); same bytes for every count.
 ///
 /// Returns:
 ///     ``out``, or a new 1-D ``uint8`` array of ``capacity`` bytes, 16-byte aligned.
@@ -1330,7 +1330,7 @@ fn casttess<'py>(
     threads: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {
-        tiled_threads(threads)?;
+        let threads = check_threads(threads)?;
         let (axes, tile) = default_layout(py, axes, tile)?;
         let given = dtype.map(|d| parse_dtype(py, d)).transpose()?;
         let xa = as_array(x)?;
@@ -1358,7 +1358,10 @@ fn casttess<'py>(
             plan.input().span(),
             (address, len),
             plan.elements(),
-            |i, o| a65::casttess::execute(&prepared, i, o),
+            |i, o| match threads {
+                1 => a65::casttess::execute(&prepared, i, o),
+                _ => run_pieces(prepared.split(threads, i, o)?, a65::casttess::Piece::run),
+            },
         )?;
         Ok(oa.into_any())
     })
@@ -1417,7 +1420,7 @@ fn quanttess<'py>(
     exact: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {
-        tiled_threads(threads)?;
+        let threads = check_threads(threads)?;
         let (axes, tile) = default_layout(py, axes, tile)?;
         let zero = 0i32.into_pyobject(py)?.into_any();
         let params = quant_params(py, multiplier, zero_point.unwrap_or(&zero), rounding)?;
@@ -1452,7 +1455,10 @@ fn quanttess<'py>(
             plan.input().span(),
             (address, len),
             plan.elements(),
-            |i, o| a65::quanttess::execute(&prepared, i, o),
+            |i, o| match threads {
+                1 => a65::quanttess::execute(&prepared, i, o),
+                _ => run_pieces(prepared.split(threads, i, o)?, a65::quanttess::Piece::run),
+            },
         )?;
         Ok(oa.into_any())
     })
@@ -1874,15 +1880,18 @@ impl CastTessPlan {
     }
 
     /// Runs the plan on ``x`` (exactly the plan's shape, dtype and strides) into ``out``
-    /// (as for :func:`casttess`) or a new aligned buffer.
-    #[pyo3(signature = (x, out=None))]
+    /// (as for :func:`casttess`) or a new aligned buffer, split over ``threads`` native
+    /// threads as for :func:`casttess`.
+    #[pyo3(signature = (x, out=None, threads=1))]
     fn execute<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
         out: Option<&Bound<'py, PyAny>>,
+        threads: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
         guarded(py, || {
+            let threads = check_threads(threads)?;
             let plan = self.prepared.plan();
             let xa = as_array(x)?;
             let dt = input_dtype(py, &xa, "x", Some(plan.input().dtype()))?;
@@ -1900,7 +1909,10 @@ impl CastTessPlan {
                 plan.input().span(),
                 (address, len),
                 plan.elements(),
-                |i, o| a65::casttess::execute(&prepared, i, o),
+                |i, o| match threads {
+                    1 => a65::casttess::execute(&prepared, i, o),
+                    _ => run_pieces(prepared.split(threads, i, o)?, a65::casttess::Piece::run),
+                },
             )?;
             Ok(oa.into_any())
         })

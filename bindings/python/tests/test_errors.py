@@ -189,10 +189,13 @@ def test_threads_arguments():
         simak.quantize(X, 1.0, threads=-1)
     with pytest.raises(ValueError, match="at least 1"):
         simak.QuantPlan(X.shape, "f32", 1.0).execute(X, threads=-3)
-    with pytest.raises(ValueError, match="tiled partition API"):
-        simak.casttess(X.reshape(4, 4, 4), tile=(1, 4, 4, 4), threads=2)
-    with pytest.raises(ValueError, match="tiled partition API"):
-        simak.quanttess(X.reshape(4, 4, 4), 1.0, tile=(1, 4, 4, 4), threads=2)
+    with pytest.raises(ValueError, match="at least 1"):
+        simak.casttess(X.reshape(4, 4, 4), tile=(1, 4, 4, 4), threads=0)
+    with pytest.raises(ValueError, match="above 256"):
+        simak.quanttess(X.reshape(4, 4, 4), 1.0, tile=(1, 4, 4, 4), threads=257)
+    with pytest.raises(ValueError, match="at least 1"):
+        simak.CastTessPlan((4, 4, 4), "f32", (None, 0, 1, 2), (1, 4, 4, 4)).execute(
+            X.reshape(4, 4, 4), threads=-1)
 
 
 def test_no_silent_copy():

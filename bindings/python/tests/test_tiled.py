@@ -72,6 +72,26 @@ def test_quanttess_matches_the_oracles(shape, axes, tile, channels):
         )
 
 
+@pytest.mark.parametrize("shape,axes,tile", LAYOUTS)
+@pytest.mark.parametrize("channels", ["compact", "pad16"])
+def test_threads_give_the_oracle_bytes(shape, axes, tile, channels):
+    # threads=N splits the call into pieces of whole tiles (Prepared::split), one per
+    # native thread; every count gives the oracle's bytes, into new and dirty buffers.
+    x = floats(shape, np.float32, seed=5)
+    want = oracle.tiled(bf16_oracle(x), axes, tile, channels, planes=2)
+    q = oracle.quant(x.view(np.uint32), "f32", int(np.float32(0.8).view(np.uint32)), -3,
+                     "nearest-even")
+    want_q = oracle.tiled(q.reshape(shape), axes, tile, channels, planes=1)
+    plan = simak.CastTessPlan(shape, "f32", axes=axes, tile=tile, channels=channels)
+    for n in (2, 3, 8):
+        assert np.array_equal(simak.casttess(x, axes=axes, tile=tile, channels=channels,
+                                             threads=n), want)
+        out = simak.casttess(-x, axes=axes, tile=tile, channels=channels)  # dirty, aligned
+        assert plan.execute(x, out=out, threads=n) is out and np.array_equal(out, want)
+        assert np.array_equal(simak.quanttess(x, 0.8, axes=axes, tile=tile, channels=channels,
+                                              zero_point=-3, threads=n), want_q)
+
+
 def test_contract_examples():
     # SPEC §5: [2, 3], W = 0, C = 1, tile (1, 1, 2, 3), compact: capacity 16, element
     # (w=1, c=2) low byte at 8, high byte at 11.

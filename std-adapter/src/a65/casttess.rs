@@ -184,16 +184,121 @@ pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(
         return Ok(());
     }
     tess::check_ports(plan.input(), plan.output(), input, output)?;
-    let dtype = plan.input().dtype();
-    let packer = Cast {
-        convert: prepared.kernels.convert,
-        split: prepared.kernels.split,
-        rows: prepared.kernels.rows,
-        band: prepared.kernels.band,
-        elem: dtype.size(),
-        bf16: dtype == DType::BF16,
-        stream: plan.output().capacity() >= STREAM_MIN as u64,
-    };
-    tess::run(&prepared.geometry, &packer, input, output);
+    tess::run(&prepared.geometry, &prepared.packer(), input, output);
     Ok(())
+}
+
+impl Prepared {
+    /// The packer of this plan's kernels.
+    fn packer(&self) -> Cast {
+        let dtype = self.plan.input().dtype();
+        Cast {
+            convert: self.kernels.convert,
+            split: self.kernels.split,
+            rows: self.kernels.rows,
+            band: self.kernels.band,
+            elem: dtype.size(),
+            bf16: dtype == DType::BF16,
+            stream: self.plan.output().capacity() >= STREAM_MIN as u64,
+        }
+    }
+
+    /// Splits the call into at most `parts` pieces that callers may run on their own
+    /// threads (simak has no thread pool). Each piece owns whole tiles, consecutive in
+    /// storage order (SPEC §5), with balanced tile counts, so its output is one range of
+    /// whole 16-byte blocks that no other piece writes; the pieces' ranges, in order, cover
+    /// the first `capacity` bytes exactly once, each tile's padding written by the piece
+    /// that owns the tile. Running every piece gives the bytes of one [`execute`]. Fewer
+    /// than `parts` come back when the call has fewer tiles (a tile is never cut); `parts`
+    /// 0 counts as 1, and an empty plan gives no pieces.
+    ///
+    /// `input` and `output` are the whole call's buffers (bytes), as for [`execute`]; they
+    /// are checked once here, before anything is written.
+    ///
+    /// ```
+    /// use simak::a65;
+    /// use simak::layout::{Channels, MlaTiled};
+    /// use simak::ops::casttess::{check_inference, Request};
+    /// use simak::{DType, TensorSpec};
+    ///
+    /// // A [H=32, W=128, C=3] FP32 image in (1, 16, 64, 3) tiles: 4 tiles of 6144 bytes.
+    /// let plan = check_inference(&Request {
+    ///     input: TensorSpec::contiguous([32, 128, 3], DType::F32),
+    ///     layout: MlaTiled::new([None, Some(0), Some(1), Some(2)], [1, 16, 64, 3], Channels::Compact),
+    /// })?;
+    /// let prepared = a65::casttess::prepare(&plan);
+    /// let input: Vec<u8> = (0..32 * 128 * 3).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    /// #[repr(align(16))]
+    /// struct Out([u8; 4 * 6144]);
+    /// let mut out = Box::new(Out([0; 4 * 6144]));
+    /// let output = &mut out.0;
+    /// let pieces = prepared.split(2, &input, output)?;
+    /// assert_eq!(pieces[1].output_range(), 2 * 6144..4 * 6144);
+    /// std::thread::scope(|s| {
+    ///     let runs: Vec<_> = pieces.into_iter().map(|mut p| s.spawn(move || p.run())).collect();
+    ///     runs.into_iter().try_for_each(|r| r.join().expect("no panic"))
+    /// })?;
+    /// // Each pixel: the low bytes of its 3 channels, then the high bytes (SPEC §5).
+    /// // Pixel (0, 0), channel 1: 1.0 = BF16 0x3f80, in tile 0 (the first piece).
+    /// assert_eq!([output[1], output[4]], [0x80, 0x3f]);
+    /// // Pixel (16, 0), channel 0: 6144.0 = BF16 0x45c0, first in tile 2 (the second piece).
+    /// assert_eq!([output[2 * 6144], output[2 * 6144 + 3]], [0xc0, 0x45]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`]: nothing is returned (and nothing written) unless every check passed.
+    pub fn split<'a>(
+        &self,
+        parts: usize,
+        input: &'a [u8],
+        output: &'a mut [u8],
+    ) -> Result<Vec<Piece<'a>>, ExecuteError> {
+        if self.plan.is_empty() {
+            return Ok(Vec::new());
+        }
+        tess::check_ports(self.plan.input(), self.plan.output(), input, output)?;
+        let parts = tess::parts(&self.geometry, parts, input, output);
+        let prepared = *self;
+        Ok(parts
+            .into_iter()
+            .map(|part| Piece { prepared, part })
+            .collect())
+    }
+}
+
+/// One piece of a split CastTess call: whole tiles, one disjoint range of the call's
+/// output, so pieces can run concurrently on any threads (they are `Send`). A piece may be
+/// run again (for example by a benchmark); each run rewrites the same bytes.
+#[derive(Debug)]
+pub struct Piece<'a> {
+    prepared: Prepared,
+    part: tess::Part<'a>,
+}
+
+impl Piece<'_> {
+    /// Runs this piece: writes its tiles, padding included, and nothing else. The buffers
+    /// were checked by [`Prepared::split`].
+    ///
+    /// # Errors
+    ///
+    /// None today (CastTess is integer code, independent of the FP environment); the
+    /// `Result` keeps the shape of the other ops' pieces.
+    pub fn run(&mut self) -> Result<(), ExecuteError> {
+        self.part
+            .run(&self.prepared.geometry, &self.prepared.packer());
+        Ok(())
+    }
+
+    /// The bytes of the call's output this piece writes (offsets from the output's start,
+    /// a multiple of 16 apart).
+    pub fn output_range(&self) -> core::ops::Range<usize> {
+        self.part.output_range()
+    }
+
+    /// The tiles this piece owns, as indices in storage order (SPEC §5).
+    pub fn tiles(&self) -> core::ops::Range<usize> {
+        self.part.tiles()
+    }
 }

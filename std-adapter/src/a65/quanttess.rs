@@ -200,12 +200,96 @@ pub fn execute_with_fp_control(
     {
         return Err(ExecuteError::FpEnvironment { control: c });
     }
-    let packer = Quant {
-        run: prepared.run,
-        multiplier: plan.multiplier(),
-        zero_point: plan.zero_point(),
-        elem: plan.input().dtype().size(),
-    };
-    tess::run(&prepared.geometry, &packer, input, output);
+    tess::run(&prepared.geometry, &prepared.packer(), input, output);
     Ok(())
+}
+
+impl Prepared {
+    /// The packer of this plan's route.
+    fn packer(&self) -> Quant<'_> {
+        Quant {
+            run: self.run,
+            multiplier: self.plan.multiplier(),
+            zero_point: self.plan.zero_point(),
+            elem: self.plan.input().dtype().size(),
+        }
+    }
+
+    /// Splits the call into at most `parts` pieces that callers may run on their own
+    /// threads, as [`crate::a65::casttess::Prepared::split`] does (see its example): whole
+    /// tiles, consecutive in storage order, balanced by tile count; each piece's output is
+    /// one range of whole 16-byte blocks that no other piece writes (padding included,
+    /// SPEC §5), the ranges in order cover the first `capacity` bytes exactly once, and
+    /// running every piece gives the bytes of one [`execute`]. Fewer than `parts` come back
+    /// when the call has fewer tiles; `parts` 0 counts as 1; an empty plan gives no pieces.
+    ///
+    /// `input` and `output` are the whole call's buffers (bytes), as for [`execute`]; they
+    /// are checked once here, before anything is written. The FP environment is checked
+    /// by each [`Piece::run`], on its own thread.
+    ///
+    /// # Errors
+    ///
+    /// The buffer checks of [`execute`] ([`ExecuteError::Capacity`],
+    /// [`ExecuteError::Misaligned`], [`ExecuteError::AddressOverflow`],
+    /// [`ExecuteError::Overlap`]): nothing is returned (and nothing written) unless every
+    /// check passed.
+    pub fn split<'a>(
+        &self,
+        parts: usize,
+        input: &'a [u8],
+        output: &'a mut [u8],
+    ) -> Result<Vec<Piece<'a>>, ExecuteError> {
+        if self.plan.is_empty() {
+            return Ok(Vec::new());
+        }
+        tess::check_ports(self.plan.input(), self.plan.output(), input, output)?;
+        let parts = tess::parts(&self.geometry, parts, input, output);
+        let prepared = *self;
+        Ok(parts
+            .into_iter()
+            .map(|part| Piece { prepared, part })
+            .collect())
+    }
+}
+
+/// One piece of a split QuantTess call: whole tiles, one disjoint range of the call's
+/// output, so pieces can run concurrently on any threads (they are `Send`). A piece may be
+/// run again; each run rewrites the same bytes.
+#[derive(Debug)]
+pub struct Piece<'a> {
+    prepared: Prepared,
+    part: tess::Part<'a>,
+}
+
+impl Piece<'_> {
+    /// Runs this piece: writes its tiles, padding included (0x00), and nothing else. The
+    /// buffers were checked by [`Prepared::split`]; the FP environment is checked here, on
+    /// the calling thread, since it is per thread (SPEC §10).
+    ///
+    /// # Errors
+    ///
+    /// [`ExecuteError::FpEnvironment`] for an FP route when the calling thread's FP control
+    /// register is not the default; nothing was written.
+    pub fn run(&mut self) -> Result<(), ExecuteError> {
+        if self.prepared.route.uses_fp()
+            && let Some(c) = arch::read_fp_control()
+            && !arch::fp_control_ok(c)
+        {
+            return Err(ExecuteError::FpEnvironment { control: c });
+        }
+        self.part
+            .run(&self.prepared.geometry, &self.prepared.packer());
+        Ok(())
+    }
+
+    /// The bytes of the call's output this piece writes (offsets from the output's start,
+    /// a multiple of 16 apart).
+    pub fn output_range(&self) -> core::ops::Range<usize> {
+        self.part.output_range()
+    }
+
+    /// The tiles this piece owns, as indices in storage order (SPEC §5).
+    pub fn tiles(&self) -> core::ops::Range<usize> {
+        self.part.tiles()
+    }
 }

@@ -12,6 +12,8 @@
 //! bounded on-stack panel first. A tile with more than [`PANEL`] channels goes pixel by
 //! pixel in channel chunks.
 
+use core::ops::Range;
+
 use simak_core::layout::TiledView;
 
 use super::PortNeed;
@@ -66,6 +68,7 @@ pub(crate) struct Geometry {
     outer_extent: [usize; MAX_RANK],
     outer_stride: [usize; MAX_RANK],
     outer_count: usize,
+    bytes_per_outer: usize,
 }
 
 impl Geometry {
@@ -96,6 +99,7 @@ impl Geometry {
             outer_extent,
             outer_stride,
             outer_count: output.outer_count() as usize,
+            bytes_per_outer: output.bytes_per_outer() as usize,
         }
     }
 
@@ -116,54 +120,221 @@ impl Geometry {
 
 /// Tiles `input` into `output` (both already checked against the plan's spans).
 pub(crate) fn run<P: Packer>(g: &Geometry, packer: &P, input: &[u8], output: &mut [u8]) {
-    let mut panel = [0u8; PANEL * 4];
-    let mut scratch = [0u8; PANEL * 2];
-    let mut outer_index = [0usize; MAX_RANK];
-    let mut outer_in = 0usize;
-    let mut pos = 0usize;
-    let [cd, ch, cw, cc] = g.counts;
-    let [sd, sh, sw, scs] = g.role_stride;
-    let [t_d, t_h, t_w, t_c] = g.tile;
-    for _ in 0..g.outer_count {
+    run_tiles(g, packer, input, output, 0..g.tiles());
+}
+
+impl Geometry {
+    /// Tiles of the whole call: `outer_count · ∏ tile_counts` (0 when empty).
+    pub fn tiles(&self) -> usize {
+        self.rows() * self.counts[2]
+    }
+
+    /// Rows of tiles (every W tile of one outer index and C, D, H tile) of the whole call.
+    fn rows(&self) -> usize {
+        let [cd, ch, _, cc] = self.counts;
+        self.outer_count * cc * cd * ch
+    }
+
+    /// Padded bytes of a `td × th × tw` tile of `tc` actual channels.
+    fn tile_size(&self, [td, th, tw, tc]: [usize; 4]) -> usize {
+        (td * th * tw * self.stored(tc) * self.planes).next_multiple_of(16)
+    }
+
+    /// Output byte offset of tile `t` (storage order, SPEC §5; `t ≤ tiles()`, where
+    /// `tiles()` gives the capacity). Walks the rows of one outer index: call it rarely.
+    pub fn tile_offset(&self, t: usize) -> usize {
+        let [cd, ch, cw, cc] = self.counts;
+        let per_outer = cc * cd * ch * cw;
+        if per_outer == 0 {
+            return 0;
+        }
+        let (outer, mut rest) = (t / per_outer, t % per_outer);
+        let mut at = outer * self.bytes_per_outer;
         for ic in 0..cc {
-            let tc = g.extent(3, ic);
-            let sc = g.stored(tc);
             for id in 0..cd {
-                let td = g.extent(0, id);
                 for ih in 0..ch {
-                    let th = g.extent(1, ih);
-                    let row_base = outer_in + id * t_d * sd + ih * t_h * sh + ic * t_c * scs;
-                    let extents = [td, th, tc];
-                    if let Some(n) =
-                        tile_row(g, packer, input, &mut output[pos..], row_base, extents)
-                    {
-                        pos += n;
-                        continue;
+                    let [td, th, tc] = [self.extent(0, id), self.extent(1, ih), self.extent(3, ic)];
+                    let full = self.tile_size([td, th, self.tile[2], tc]);
+                    if rest < cw {
+                        return at + rest * full;
                     }
-                    for iw in 0..cw {
-                        let tw = g.extent(2, iw);
-                        let base = outer_in
-                            + id * t_d * sd
-                            + ih * t_h * sh
-                            + iw * t_w * sw
-                            + ic * t_c * scs;
-                        let data = td * th * tw * sc * g.planes;
-                        let size = data.next_multiple_of(16);
-                        let out = &mut output[pos..pos + size];
-                        let (pixels, padding) = out.split_at_mut(data);
-                        let tile = Tile {
-                            base,
-                            extents: [td, th, tw, tc],
-                            sc,
-                        };
-                        tile.write(g, packer, input, pixels, &mut panel, &mut scratch);
-                        padding.fill(0);
-                        pos += size;
-                    }
+                    let last = self.tile_size([td, th, self.extent(2, cw - 1), tc]);
+                    at += (cw - 1) * full + last;
+                    rest -= cw;
                 }
             }
         }
-        // Carry over the outer axes, fastest (last) first.
+        at
+    }
+
+    /// Splits the call's tiles (storage order) into at most `parts` consecutive ranges of
+    /// balanced tile counts (`parts` 0 counts as 1; fewer come back when there are fewer
+    /// tiles; none for an empty call). Each range comes with its output byte range: whole
+    /// padded tiles, so 16-byte aligned and disjoint, and together exactly `0..capacity`.
+    pub fn split(&self, parts: usize) -> Vec<(Range<usize>, Range<usize>)> {
+        let tiles = self.tiles();
+        let parts = parts.clamp(1, tiles.max(1));
+        let (base, extra) = (tiles / parts, tiles % parts);
+        let mut pieces = Vec::with_capacity(parts);
+        let (mut t, mut at) = (0usize, 0usize);
+        for k in 0..parts {
+            let len = base + usize::from(k < extra);
+            if len == 0 {
+                continue;
+            }
+            let end = self.tile_offset(t + len);
+            pieces.push((t..t + len, at..end));
+            t += len;
+            at = end;
+        }
+        pieces
+    }
+}
+
+/// The buffers and tiles of one piece of a split tiled call (the op's `Piece` adds its
+/// prepared plan).
+#[derive(Debug)]
+pub(crate) struct Part<'a> {
+    input: &'a [u8],
+    output: &'a mut [u8],
+    tiles: Range<usize>,
+    offset: usize,
+}
+
+impl Part<'_> {
+    /// Writes this part's tiles (padding included) and nothing else.
+    pub fn run<P: Packer>(&mut self, g: &Geometry, packer: &P) {
+        run_tiles(g, packer, self.input, self.output, self.tiles.clone());
+    }
+
+    /// The bytes of the call's output this part writes.
+    pub fn output_range(&self) -> Range<usize> {
+        self.offset..self.offset + self.output.len()
+    }
+
+    /// Its tiles, as indices in storage order.
+    pub fn tiles(&self) -> Range<usize> {
+        self.tiles.clone()
+    }
+}
+
+/// [`Geometry::split`] into [`Part`]s over the call's buffers (`output` at least
+/// `capacity` bytes; both already checked).
+pub(crate) fn parts<'a>(
+    g: &Geometry,
+    parts: usize,
+    input: &'a [u8],
+    output: &'a mut [u8],
+) -> Vec<Part<'a>> {
+    let mut rest = output;
+    g.split(parts)
+        .into_iter()
+        .map(|(tiles, bytes)| {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(bytes.len());
+            rest = tail;
+            Part {
+                input,
+                output: head,
+                tiles,
+                offset: bytes.start,
+            }
+        })
+        .collect()
+}
+
+/// Tiles the storage-order tile range `tiles` of the call: `output` starts at the first
+/// tile of the range and holds at least its bytes; nothing else is touched.
+pub(crate) fn run_tiles<P: Packer>(
+    g: &Geometry,
+    packer: &P,
+    input: &[u8],
+    output: &mut [u8],
+    tiles: Range<usize>,
+) {
+    if tiles.is_empty() {
+        return;
+    }
+    let mut panel = [0u8; PANEL * 4];
+    let mut scratch = [0u8; PANEL * 2];
+    let [cd, ch, cw, cc] = g.counts;
+    let [sd, sh, sw, scs] = g.role_stride;
+    let [t_d, t_h, t_w, t_c] = g.tile;
+    // The first row's position, by division once; then a carry per row.
+    let (mut row, mut iw0) = (tiles.start / cw, tiles.start % cw);
+    let last_row = (tiles.end - 1) / cw;
+    let mut ih = row % ch;
+    let mut id = row / ch % cd;
+    let mut ic = row / ch / cd % cc;
+    let mut outer = row / ch / cd / cc;
+    let mut outer_index = [0usize; MAX_RANK];
+    let mut outer_in = 0usize;
+    for k in (0..g.n_outer).rev() {
+        outer_index[k] = outer % g.outer_extent[k];
+        outer /= g.outer_extent[k];
+        outer_in += outer_index[k] * g.outer_stride[k];
+    }
+    let mut pos = 0usize;
+    loop {
+        let iw1 = if row == last_row {
+            (tiles.end - 1) % cw + 1
+        } else {
+            cw
+        };
+        let tc = g.extent(3, ic);
+        let sc = g.stored(tc);
+        let td = g.extent(0, id);
+        let th = g.extent(1, ih);
+        let row_base = outer_in + id * t_d * sd + ih * t_h * sh + ic * t_c * scs;
+        let written = tile_row(
+            g,
+            packer,
+            input,
+            &mut output[pos..],
+            row_base,
+            [td, th, tc],
+            iw0..iw1,
+        );
+        if let Some(n) = written {
+            pos += n;
+        } else {
+            for iw in iw0..iw1 {
+                let tw = g.extent(2, iw);
+                let base = row_base + iw * t_w * sw;
+                let data = td * th * tw * sc * g.planes;
+                let size = data.next_multiple_of(16);
+                let out = &mut output[pos..pos + size];
+                let (pixels, padding) = out.split_at_mut(data);
+                let tile = Tile {
+                    base,
+                    extents: [td, th, tw, tc],
+                    sc,
+                };
+                tile.write(g, packer, input, pixels, &mut panel, &mut scratch);
+                padding.fill(0);
+                pos += size;
+            }
+        }
+        if row == last_row {
+            return;
+        }
+        row += 1;
+        iw0 = 0;
+        // Carry: H, D, C tiles, then the outer axes, fastest (last) first.
+        ih += 1;
+        if ih < ch {
+            continue;
+        }
+        ih = 0;
+        id += 1;
+        if id < cd {
+            continue;
+        }
+        id = 0;
+        ic += 1;
+        if ic < cc {
+            continue;
+        }
+        ic = 0;
         for k in (0..g.n_outer).rev() {
             outer_index[k] += 1;
             outer_in += g.outer_stride[k];
@@ -176,11 +347,13 @@ pub(crate) fn run<P: Packer>(g: &Geometry, packer: &P, input: &[u8], output: &mu
     }
 }
 
-/// Writes one row of tiles (every W tile of one outer index and C, D, H tile) in input
+/// Writes W tiles `iws` of one row of tiles (one outer index and C, D, H tile) in input
 /// order when its rows are contiguous in the input and the packer has a band kernel or
-/// fused rows for compact `tc`-channel pixels: each input row goes out as one segment per W tile, so the
-/// input streams front to back (tile order would interleave `td · th` input rows). Returns
-/// the bytes written (the tiles' padding included), or `None`, writing nothing.
+/// fused rows for compact `tc`-channel pixels: each input row goes out as one segment per
+/// W tile, so the input streams front to back (tile order would interleave `td · th` input
+/// rows). `base` is the input offset of the row's first W tile, `output` starts at tile
+/// `iws.start`. Returns the bytes written (the tiles' padding included), or `None`,
+/// writing nothing.
 fn tile_row<P: Packer>(
     g: &Geometry,
     packer: &P,
@@ -188,17 +361,19 @@ fn tile_row<P: Packer>(
     output: &mut [u8],
     base: usize,
     [td, th, tc]: [usize; 3],
+    iws: Range<usize>,
 ) -> Option<usize> {
     let elem = g.elem;
     let [sd, sh, sw, scs] = g.role_stride;
-    let cw = g.counts[2];
     let t_w = g.tile[2];
     let row_bytes = tc * elem;
     let channels_packed = tc == 1 || scs == elem;
     let sc = g.stored(tc);
+    let cw = iws.len();
     if sc != tc || g.planes != 2 || !channels_packed || (cw > 1 || t_w > 1) && sw != row_bytes {
         return None;
     }
+    let base = base + iws.start * t_w * sw;
     let probe = Rows {
         input: &[],
         in_stride: 0,
@@ -212,7 +387,7 @@ fn tile_row<P: Packer>(
     let pb = 2 * tc;
     let full = td * th * t_w * pb;
     let full_size = full.next_multiple_of(16);
-    let last_tw = g.extent(2, cw - 1);
+    let last_tw = g.extent(2, iws.end - 1);
     let last = td * th * last_tw * pb;
     let last_at = (cw - 1) * full_size;
     let total = last_at + last.next_multiple_of(16);

@@ -32,4 +32,5 @@ mod tess_convert;
 mod tess_golden;
 mod tess_oracle;
 mod tess_quant;
+mod tess_split;
 mod tess_stream;

@@ -27,6 +27,8 @@ fn prepared_plans_and_pieces_are_send_and_sync() {
     assert_send_sync::<a65::casttess::Prepared>();
     assert_send_sync::<a65::quanttess::Prepared>();
     assert_send_sync::<a65::quant::Piece<'static>>();
+    assert_send_sync::<a65::casttess::Piece<'static>>();
+    assert_send_sync::<a65::quanttess::Piece<'static>>();
 }
 
 #[test]

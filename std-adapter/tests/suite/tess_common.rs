@@ -91,6 +91,21 @@ pub fn expected_cast(case: &Case, input: &[u8]) -> Vec<u8> {
     })
 }
 
+/// The expected QuantTess buffer of `case` over `input` with `params`: the f64 Quant
+/// oracle of `simak_tests`, tiled by the plain-loop layout oracle (one byte plane).
+pub fn expected_quant(case: &Case, input: &[u8], params: Params) -> Vec<u8> {
+    oracle_tiled(&case.shape, case.axes, case.tile, case.channels, 1, |i| {
+        let q = simak_tests::oracle::quant(
+            case.dtype,
+            read_raw(case, input, i),
+            params.multiplier_bits,
+            params.zero_point,
+            params.rounding,
+        );
+        [q as u8, 0]
+    })
+}
+
 /// The CastTess plan of `case`, admitted at its runtime rank.
 pub fn cast_plan(case: &Case) -> casttess::Plan {
     casttess::check_inference_dyn(&casttess::DynRequest {

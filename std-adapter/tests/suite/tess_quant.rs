@@ -13,7 +13,6 @@ use simak::ops::quant::{Params, Rounding};
 use simak::ops::quanttess::{self, Plan};
 use simak::{DType, TensorSpec};
 use simak_tests::bytes::Aligned;
-use simak_tests::oracle;
 use simak_tests::profiles;
 use simak_tests::rng::Rng;
 use tess_common::*;
@@ -31,16 +30,7 @@ fn routes(plan: &Plan) -> Vec<a65::quanttess::Prepared> {
 
 fn check(case: &Case, params: Params, input: &Aligned) -> usize {
     let plan = plan(case, params);
-    let expected = oracle_tiled(&case.shape, case.axes, case.tile, case.channels, 1, |i| {
-        let q = oracle::quant(
-            case.dtype,
-            read_raw(case, input.as_slice(), i),
-            params.multiplier_bits,
-            params.zero_point,
-            params.rounding,
-        );
-        [q as u8, 0]
-    });
+    let expected = expected_quant(case, input.as_slice(), params);
     assert_eq!(
         plan.output().capacity() as usize,
         expected.len(),

@@ -181,7 +181,10 @@ class CastTessPlan:
         input_strides: Optional[Sequence[int]] = None,
     ) -> CastTessPlan: ...
     def execute(
-        self, x: npt.ArrayLike, out: Optional[npt.NDArray[np.uint8]] = None
+        self,
+        x: npt.ArrayLike,
+        out: Optional[npt.NDArray[np.uint8]] = None,
+        threads: int = 1,
     ) -> npt.NDArray[np.uint8]: ...
     @property
     def layout(self) -> Layout: ...
