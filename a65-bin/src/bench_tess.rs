@@ -22,8 +22,8 @@ use simak::ops::{casttess, quanttess};
 use simak::{DType, TensorSpec};
 
 use crate::bench::{
-    Figure, allocate, encode, figure, figure_table, level_names, parse_level, time, warn_threads,
-    workload,
+    Figure, allocate, encode, figure, figure_table, level_names, parse_level, threaded, time,
+    warn_threads, workload,
 };
 use crate::engine::AlignedBuf;
 use crate::error::CliError;
@@ -52,8 +52,9 @@ pub struct BenchTessArgs {
     /// refused (exit 2). The JSON `levels` list names the levels that run here.
     #[arg(long, value_name = "NAME", value_parser = parse_level)]
     level: Option<Level>,
-    /// Threads. Only 1 for now: more needs the CastTess / QuantTess partition API
-    /// (`Prepared::split`), which is not there yet (exit 2).
+    /// Threads: above 1 the call is split once into pieces of whole tiles
+    /// (`Prepared::split`), each run on its own thread every repetition; the waiting
+    /// threads spin, so use at most one per core.
     #[arg(long, value_name = "T", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
     threads: u64,
     /// Repetitions; the median is reported.
@@ -176,10 +177,9 @@ pub struct BenchTessSummary {
     figures: Vec<Figure>,
 }
 
-/// Times the op on `threads` threads. Only one thread runs today: the threaded path is
-/// the CastTess / QuantTess partition API (`Prepared::split`), which does not exist yet;
-/// when it does, this function splits the call and hands the pieces to
-/// [`crate::bench::threaded`], as `simak bench quant` does.
+/// Times the op on `threads` threads: one thread calls `execute`; more split the call
+/// once (`Prepared::split`, pieces of whole tiles) and run the pieces on their threads each
+/// repetition ([`crate::bench::threaded`], as `simak bench quant` does).
 fn measure(
     prepared: &Prepared,
     threads: usize,
@@ -187,29 +187,27 @@ fn measure(
     input: &[u8],
     output: &mut [u8],
 ) -> Result<(std::time::Duration, std::time::Duration), CliError> {
-    debug_assert_eq!(threads, 1, "checked by check_threads");
-    Ok(time(reps, || {
-        let _ = prepared.execute(black_box(input), black_box(output));
-    }))
-}
-
-/// Refuses `--threads` above 1 until the partition API exists (exit 2, before any work).
-fn check_threads(op: TessBench, threads: usize) -> Result<(), CliError> {
-    if threads == 1 {
-        return Ok(());
+    let internal = |e: a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
+    match prepared {
+        _ if threads == 1 => Ok(time(reps, || {
+            let _ = prepared.execute(black_box(input), black_box(output));
+        })),
+        Prepared::Cast(p) => {
+            let pieces = p.split(threads, input, output).map_err(internal)?;
+            threaded(pieces.into_iter().map(|mut p| move || p.run()), reps)
+        }
+        Prepared::Quant(p) => {
+            let pieces = p.split(threads, input, output).map_err(internal)?;
+            threaded(pieces.into_iter().map(|mut p| move || p.run()), reps)
+        }
     }
-    Err(CliError::Input(format!(
-        "bench {op}: --threads {threads}: only 1 thread runs for now; more needs the {op} \
-         partition API (simak::a65::{op}::Prepared::split), which is not implemented yet",
-        op = op.name()
-    )))
 }
 
 /// Runs `simak bench casttess` or `simak bench quanttess`.
 ///
 /// # Errors
 ///
-/// Bad input (exit 2): `--threads` above 1, a layout the library refuses (a tile extent
+/// Bad input (exit 2): a layout the library refuses (a tile extent
 /// outside 1..=extent), a frame too large to address, a `--level` this CPU lacks or the
 /// op has no kernel at, a buffer that cannot be allocated; all before anything is
 /// printed. Internal when `execute` fails.
@@ -222,7 +220,6 @@ pub fn run(
     let bad = |what: String| CliError::Input(format!("bench {name}: {what}"));
     let threads = args.threads as usize;
     let reps = args.reps as usize;
-    check_threads(op, threads)?;
     let dtype = DType::from(args.dtype);
     let [h, w, c] = args.frame.0;
     let tile = args.tile.unwrap_or([

@@ -1,8 +1,8 @@
 //! `simak bench casttess`, `simak bench quanttess` and `simak bench quant --level`: the JSON
 //! keys and figures list, the `levels` list against the CPU's own feature flags, forced
 //! levels, and the usage errors (unknown level, a level this CPU lacks, bad frames and
-//! tiles, `--threads` above 1 for the tiled benchmarks): exit 2, one line, nothing on
-//! stdout. No timing assertions: figures are only checked to be positive numbers.
+//! tiles, `--threads 0`): exit 2, one line, nothing on stdout; `--threads` above 1 runs
+//! the tiled benchmarks through the partition API. No timing assertions: figures are only checked to be positive numbers.
 
 use std::collections::BTreeSet;
 
@@ -297,23 +297,25 @@ fn bad_frames_and_tiles_are_refused_before_any_output() {
 }
 
 #[test]
-fn tess_threads_above_one_name_the_missing_partition_api() {
+fn tess_threads_run_the_pieces_of_the_partition_api() {
     for bench in ["casttess", "quanttess"] {
+        for threads in ["1", "2", "3"] {
+            let json = bench_json(
+                bench,
+                &["--frame", "16,192,3", "--reps", "1", "--threads", threads],
+            );
+            assert_eq!(json["threads"].to_string(), threads, "{json}");
+            let figures = json["figures"].as_array().unwrap();
+            assert!(
+                figures[0]["median_ns_per_call"].as_f64().unwrap() > 0.0,
+                "{json}"
+            );
+        }
         refused(
-            &["bench", bench, "--threads", "2", "--json"],
-            &[
-                &format!("bench {bench}: --threads 2"),
-                "partition API",
-                &format!("simak::a65::{bench}::Prepared::split"),
-            ],
+            &["bench", bench, "--threads", "0", "--json"],
+            &["--threads"],
         );
     }
-    // One thread is accepted.
-    let json = bench_json(
-        "casttess",
-        &["--frame", "16,64,3", "--reps", "1", "--threads", "1"],
-    );
-    assert_eq!(json["threads"], 1);
 }
 
 #[test]
