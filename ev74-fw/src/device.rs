@@ -159,6 +159,12 @@ pub trait Meter {
     fn compute(&mut self, path: ComputePath, elements: u64) {
         let _ = (path, elements);
     }
+
+    /// This worker moved `elements` quantized bytes through a local transpose just now
+    /// (Quant transpose panels, SPEC §8).
+    fn transpose(&mut self, elements: u64) {
+        let _ = elements;
+    }
 }
 
 /// The device: a configured ring of workers (1 to 4) sharing one bus address space.

@@ -21,6 +21,8 @@ use crate::{FwError, Report};
 
 /// Longest direct row in elements (exclusive bound of the direct kind).
 const DIRECT_MAX: usize = crate::work::DMA_MIN_RUN as usize;
+/// Elements a transpose panel row is quantized in at a time (a multiple of 16).
+const TRANSPOSE_CHUNK: usize = 64;
 
 /// Runs a decoded, nonempty call with `entry` on `platform`.
 pub(crate) fn execute<P: Platform>(
@@ -54,7 +56,9 @@ pub(crate) fn execute<P: Platform>(
         match geometry.kind {
             SpanKind::Scatter => ctx.scatter(worker, start, end, &mut report),
             SpanKind::Direct => ctx.direct(worker, start, end, &mut report),
-            SpanKind::Dma => ctx.dma(worker, start, end, &mut report),
+            SpanKind::Dma | SpanKind::ShortRows | SpanKind::Transpose => {
+                ctx.dma(worker, start, end, &mut report)
+            }
         }
     })?;
     Ok(report)
@@ -138,6 +142,9 @@ impl Ctx<'_> {
     /// The input and output transfers of the unit at `walker`, into slot `slot`.
     fn unit(&self, walker: &Walker, slot: usize) -> Result<(Transfer, Transfer, usize), FwError> {
         let g = self.geometry;
+        if g.kind == SpanKind::Transpose {
+            return self.panel_unit(walker, slot);
+        }
         let elem = self.repr.prefix.dtype.size() as u64;
         let slot_base = slot * slot_bytes(self.repr.prefix.dtype);
         let (row_elems, rows) = if g.splits_rows {
@@ -171,6 +178,83 @@ impl Ctx<'_> {
             output,
             usize::try_from(n).map_err(|_| FwError::Internal)?,
         ))
+    }
+
+    /// The extents `(across, along)` of the panel at `walker` (smaller at the boundary).
+    fn panel_extents(&self, walker: &Walker) -> (u64, u64) {
+        let g = self.geometry;
+        let p = &g.panel;
+        let along_done = walker.index(g.n_grid - 2) * p.along_len;
+        let across_done = walker.last_index() * p.across_len;
+        (
+            p.across_len.min(p.across.extent - across_done),
+            p.along_len.min(p.along.extent - along_done),
+        )
+    }
+
+    /// The transfers of the transpose panel at `walker` into slot `slot`: `along` input rows
+    /// of `across` elements (pitch: the along axis's input stride) staged compactly, and
+    /// `across` output rows of `along` bytes (pitch: the across axis's output stride) sent
+    /// from the transposed local output.
+    fn panel_unit(
+        &self,
+        walker: &Walker,
+        slot: usize,
+    ) -> Result<(Transfer, Transfer, usize), FwError> {
+        let p = &self.geometry.panel;
+        let elem = self.repr.prefix.dtype.size() as u64;
+        let slot_base = slot * slot_bytes(self.repr.prefix.dtype);
+        let (across, along) = self.panel_extents(walker);
+        let input = Transfer {
+            direction: Direction::ToLocal,
+            global: bus(self.repr.prefix.input_address, walker.input)?,
+            global_pitch: small(p.along.input)?,
+            local: small(slot_base as u64)?,
+            local_pitch: small(across * elem)?,
+            row_bytes: small(across * elem)?,
+            rows: small(along)?,
+        };
+        let output = Transfer {
+            direction: Direction::ToGlobal,
+            global: bus(self.repr.prefix.output_address, walker.output)?,
+            global_pitch: small(p.across.output)?,
+            local: small((slot_base + IN_SLOT_BYTES) as u64)?,
+            local_pitch: small(along)?,
+            row_bytes: small(along)?,
+            rows: small(across)?,
+        };
+        Ok((
+            input,
+            output,
+            usize::try_from(across * along).map_err(|_| FwError::Internal)?,
+        ))
+    }
+
+    /// Quantizes a staged panel of `along` input rows of `across` elements from `src` and
+    /// stores it transposed into `dst` (`across` rows of `along` bytes): each input row in
+    /// chunks of [`TRANSPOSE_CHUNK`] elements (a multiple of 16, so the blocks and the exact
+    /// tail are those of the whole row), each chunk's bytes scattered down a column.
+    fn panel_compute(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        (across, along): (usize, usize),
+    ) -> Result<BlockStats, FwError> {
+        let elem = self.repr.prefix.dtype.size();
+        let mut chunk = [0u8; TRANSPOSE_CHUNK];
+        let mut stats = BlockStats::default();
+        for (o, row) in src.chunks_exact(across * elem).take(along).enumerate() {
+            for (c, part) in row.chunks(TRANSPOSE_CHUNK * elem).enumerate() {
+                let n = part.len() / elem;
+                let q = chunk.get_mut(..n).ok_or(FwError::Internal)?;
+                stats.add((self.entry.run)(self.params, part, q));
+                let first = c * TRANSPOSE_CHUNK;
+                for (j, &b) in q.iter().enumerate() {
+                    *dst.get_mut((first + j) * along + o).ok_or(FwError::Internal)? = b;
+                }
+            }
+        }
+        Ok(stats)
     }
 
     fn dma<W: Dma + Meter>(
@@ -225,8 +309,15 @@ impl Ctx<'_> {
                     len: (cur_n * elem) as u64,
                 }))?;
             let dst = hi.get_mut(..cur_n).ok_or(FwError::Internal)?;
-            let stats = (self.entry.run)(self.params, src, dst);
-            self.meter(worker, stats, report);
+            if self.geometry.kind == SpanKind::Transpose {
+                let shape = (cur_out.rows as usize, cur_out.row_bytes as usize);
+                let stats = self.panel_compute(src, dst, shape)?;
+                self.meter(worker, stats, report);
+                worker.transpose(cur_n as u64);
+            } else {
+                let stats = (self.entry.run)(self.params, src, dst);
+                self.meter(worker, stats, report);
+            }
             pending_out[slot] = Some(worker.start(&cur_out)?);
             report.transfers += 1;
             match next {

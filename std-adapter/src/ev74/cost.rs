@@ -19,6 +19,8 @@
 //!   core nothing); waiting for its event advances the core to its completion;
 //! - computing `n` elements advances the core by `n` times the entry's cycles per element
 //!   on the path taken ([`EntryCost`], [`ComputePath`]);
+//! - a local transpose of `n` bytes (Quant transpose panels) advances the core by
+//!   `n · transpose_cycles_per_element`;
 //! - a worker's time is the later of its core clock and its engine's last completion.
 //!
 //! A call costs `dispatch_cycles`, plus the load of its descriptor (a direct load, made
@@ -72,6 +74,9 @@ pub struct CostModel {
     /// CastTess v1: conversions by band and panel tasks (fast) and by 4 KiB
     /// physical-block tasks (fallback).
     pub casttess: EntryCost,
+    /// Quant v1 transpose panels: core cycles per quantized byte moved through the local
+    /// transpose (SPEC §8), on top of the element's compute cost.
+    pub transpose_cycles_per_element: u64,
 }
 
 impl CostModel {
@@ -91,6 +96,7 @@ impl CostModel {
             fast_cycles_per_element: 1,
             fallback_cycles_per_element: 2,
         },
+        transpose_cycles_per_element: 1,
     };
 
     /// Engine cycles of a DMA command moving `bytes` bytes.
@@ -310,6 +316,13 @@ impl WorkerMeter {
             self.cost.bytes_written = self.cost.bytes_written.saturating_add(bytes);
         }
         done
+    }
+
+    /// `elements` bytes moved through a local transpose (charged as compute).
+    pub fn transpose(&mut self, model: &CostModel, elements: u64) {
+        let c = elements.saturating_mul(model.transpose_cycles_per_element);
+        self.clock = self.clock.saturating_add(c);
+        self.cost.compute_cycles = self.cost.compute_cycles.saturating_add(c);
     }
 
     /// Waiting for a transfer that completes at `done`.

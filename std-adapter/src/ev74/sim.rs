@@ -586,6 +586,10 @@ impl Meter for SimWorker<'_> {
     fn compute(&mut self, path: ComputePath, elements: u64) {
         self.meter.compute(&self.call.entry, path, elements);
     }
+
+    fn transpose(&mut self, elements: u64) {
+        self.meter.transpose(&self.model, elements);
+    }
 }
 
 impl SimWorker<'_> {

@@ -114,6 +114,7 @@ fn a_single_block_costs_what_the_model_says() {
                 fallback_cycles_per_element: 1000,
             },
             casttess: EntryCost::default(),
+            transpose_cycles_per_element: 5,
         },
     ] {
         let options = SimOptions {
