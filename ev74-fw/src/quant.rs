@@ -250,7 +250,8 @@ impl Ctx<'_> {
                 stats.add((self.entry.run)(self.params, part, q));
                 let first = c * TRANSPOSE_CHUNK;
                 for (j, &b) in q.iter().enumerate() {
-                    *dst.get_mut((first + j) * along + o).ok_or(FwError::Internal)? = b;
+                    *dst.get_mut((first + j) * along + o)
+                        .ok_or(FwError::Internal)? = b;
                 }
             }
         }

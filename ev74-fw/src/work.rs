@@ -394,7 +394,10 @@ fn transpose(merged: &[Axis; MAX_RANK], m: usize, elem: u64) -> Option<Geometry>
 /// axis's output stride is a multiple of 16 and at least the hull of everything faster),
 /// so no two units, hence no two workers, write into one granule. `None` otherwise.
 fn short_rows(repr: &QuantRepr, merged: &[Axis; MAX_RANK], m: usize, row: u64) -> Option<Geometry> {
-    if !(2..DIRECT_MIN_RUN).contains(&row) || m < 2 || u64::from(repr.prefix.output_address) % GRANULE != 0 {
+    if !(2..DIRECT_MIN_RUN).contains(&row)
+        || m < 2
+        || u64::from(repr.prefix.output_address) % GRANULE != 0
+    {
         return None;
     }
     let at = m - 2;
