@@ -121,6 +121,20 @@ pub enum SpanKind {
     ShortRows,
 }
 
+impl SpanKind {
+    /// A short stable name: `dma`, `direct`, `scatter`, `transpose`, `short-rows` (as the
+    /// CLI's `--json` reports it).
+    pub const fn name(self) -> &'static str {
+        match self {
+            SpanKind::Dma => "dma",
+            SpanKind::Direct => "direct",
+            SpanKind::Scatter => "scatter",
+            SpanKind::Transpose => "transpose",
+            SpanKind::ShortRows => "short-rows",
+        }
+    }
+}
+
 /// One grid axis: extent in units, byte strides on each port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Axis {
