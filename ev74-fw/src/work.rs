@@ -448,7 +448,7 @@ fn short_rows(repr: &QuantRepr, merged: &[Axis; MAX_RANK], m: usize, row: u64) -
         if a.output % GRANULE != 0 || a.output < hull {
             return None;
         }
-        hull = a.output * (a.extent - 1) + hull;
+        hull += a.output * (a.extent - 1);
     }
     Some(Geometry {
         kind: SpanKind::ShortRows,
