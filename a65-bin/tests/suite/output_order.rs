@@ -13,6 +13,7 @@ use npyz::Order;
 use safetensors::SafeTensors;
 use simak::DType;
 use simak::ops::quant::Rounding;
+use simak_tests::axes::permutations;
 use simak_tests::oracle;
 use simak_tests::rng::Rng;
 
@@ -51,21 +52,6 @@ fn expected(bits: &[u32], shape: &[u64], order: Order, axes: &[usize]) -> Vec<u8
             ZERO_POINT,
             Rounding::NearestEven,
         ) as u8;
-    }
-    out
-}
-
-fn permutations(r: usize) -> Vec<Vec<usize>> {
-    if r == 0 {
-        return vec![vec![]];
-    }
-    let mut out = Vec::new();
-    for p in permutations(r - 1) {
-        for at in 0..=p.len() {
-            let mut q = p.clone();
-            q.insert(at, r - 1);
-            out.push(q);
-        }
     }
     out
 }

@@ -18,26 +18,11 @@ use simak::ops::quant::{Params, Plan, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
 use simak_ev74_fw::SpanKind;
 use simak_ev74_fw::work::{Geometry, Walker, range};
+use simak_tests::axes::permutations;
 use simak_tests::bytes::Aligned;
 use simak_tests::oracle;
 use simak_tests::profiles;
 use simak_tests::rng::Rng;
-
-/// All permutations of `0..r` (Heap's algorithm is not needed for r ≤ 4).
-fn permutations(r: usize) -> Vec<Vec<usize>> {
-    if r == 0 {
-        return vec![vec![]];
-    }
-    let mut out = Vec::new();
-    for p in permutations(r - 1) {
-        for at in 0..=p.len() {
-            let mut q = p.clone();
-            q.insert(at, r - 1);
-            out.push(q);
-        }
-    }
-    out
-}
 
 /// Output strides (bytes) of `numpy.transpose(x, axes)` stored in C order, per input axis.
 fn permuted_strides(ext: &[u64], axes: &[usize]) -> Vec<u64> {
