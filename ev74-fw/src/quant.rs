@@ -143,10 +143,18 @@ impl Ctx<'_> {
     fn unit(&self, walker: &Walker, slot: usize) -> Result<(Transfer, Transfer, usize), FwError> {
         let g = self.geometry;
         if g.kind == SpanKind::Transpose {
-            return self.panel_unit(walker, slot);
+            // `along` input rows of `across` elements (pitch: the along axis's input
+            // stride) staged compactly; `across` output rows of `along` bytes (pitch: the
+            // across axis's output stride) from the transposed local output.
+            let (across, along) = self.panel_extents(walker);
+            let p = &g.panel;
+            return self.transfers(
+                walker,
+                slot,
+                (across, along, p.along.input),
+                (along, across, p.across.output),
+            );
         }
-        let elem = self.repr.prefix.dtype.size() as u64;
-        let slot_base = slot * slot_bytes(self.repr.prefix.dtype);
         let (row_elems, rows) = if g.splits_rows {
             let done = walker.last_index() * g.chunk;
             (g.chunk.min(g.row - done), 1)
@@ -154,29 +162,49 @@ impl Ctx<'_> {
             let done = walker.last_index() * g.rows_per_unit;
             (g.row, g.rows_per_unit.min(g.grouped_rows - done))
         };
-        let n = row_elems * rows;
+        self.transfers(
+            walker,
+            slot,
+            (row_elems, rows, g.row_pitch.input),
+            (row_elems, rows, g.row_pitch.output),
+        )
+    }
+
+    /// The 2D transfers of the unit at `walker` into slot `slot`: `input` = (elements per
+    /// row, rows, global pitch in bytes) staged compactly at the slot's start, `output` =
+    /// (bytes per row, rows, global pitch) sent from the slot's output area; and the unit's
+    /// element count.
+    fn transfers(
+        &self,
+        walker: &Walker,
+        slot: usize,
+        (in_row, in_rows, in_pitch): (u64, u64, u64),
+        (out_row, out_rows, out_pitch): (u64, u64, u64),
+    ) -> Result<(Transfer, Transfer, usize), FwError> {
+        let elem = self.repr.prefix.dtype.size() as u64;
+        let slot_base = slot * slot_bytes(self.repr.prefix.dtype);
         let input = Transfer {
             direction: Direction::ToLocal,
             global: bus(self.repr.prefix.input_address, walker.input)?,
-            global_pitch: small(g.row_pitch.input)?,
+            global_pitch: small(in_pitch)?,
             local: small(slot_base as u64)?,
-            local_pitch: small(row_elems * elem)?,
-            row_bytes: small(row_elems * elem)?,
-            rows: small(rows)?,
+            local_pitch: small(in_row * elem)?,
+            row_bytes: small(in_row * elem)?,
+            rows: small(in_rows)?,
         };
         let output = Transfer {
             direction: Direction::ToGlobal,
             global: bus(self.repr.prefix.output_address, walker.output)?,
-            global_pitch: small(g.row_pitch.output)?,
+            global_pitch: small(out_pitch)?,
             local: small((slot_base + IN_SLOT_BYTES) as u64)?,
-            local_pitch: small(row_elems)?,
-            row_bytes: small(row_elems)?,
-            rows: small(rows)?,
+            local_pitch: small(out_row)?,
+            row_bytes: small(out_row)?,
+            rows: small(out_rows)?,
         };
         Ok((
             input,
             output,
-            usize::try_from(n).map_err(|_| FwError::Internal)?,
+            usize::try_from(in_row * in_rows).map_err(|_| FwError::Internal)?,
         ))
     }
 
@@ -190,44 +218,6 @@ impl Ctx<'_> {
             p.across_len.min(p.across.extent - across_done),
             p.along_len.min(p.along.extent - along_done),
         )
-    }
-
-    /// The transfers of the transpose panel at `walker` into slot `slot`: `along` input rows
-    /// of `across` elements (pitch: the along axis's input stride) staged compactly, and
-    /// `across` output rows of `along` bytes (pitch: the across axis's output stride) sent
-    /// from the transposed local output.
-    fn panel_unit(
-        &self,
-        walker: &Walker,
-        slot: usize,
-    ) -> Result<(Transfer, Transfer, usize), FwError> {
-        let p = &self.geometry.panel;
-        let elem = self.repr.prefix.dtype.size() as u64;
-        let slot_base = slot * slot_bytes(self.repr.prefix.dtype);
-        let (across, along) = self.panel_extents(walker);
-        let input = Transfer {
-            direction: Direction::ToLocal,
-            global: bus(self.repr.prefix.input_address, walker.input)?,
-            global_pitch: small(p.along.input)?,
-            local: small(slot_base as u64)?,
-            local_pitch: small(across * elem)?,
-            row_bytes: small(across * elem)?,
-            rows: small(along)?,
-        };
-        let output = Transfer {
-            direction: Direction::ToGlobal,
-            global: bus(self.repr.prefix.output_address, walker.output)?,
-            global_pitch: small(p.across.output)?,
-            local: small((slot_base + IN_SLOT_BYTES) as u64)?,
-            local_pitch: small(along)?,
-            row_bytes: small(along)?,
-            rows: small(across)?,
-        };
-        Ok((
-            input,
-            output,
-            usize::try_from(across * along).map_err(|_| FwError::Internal)?,
-        ))
     }
 
     /// Quantizes a staged panel of `along` input rows of `across` elements from `src` and
