@@ -113,6 +113,9 @@ pub struct Quantized {
     /// EV74 simulator: the simulated cost summed over the calls the tensor ran in, and the
     /// number of calls; `None` on the A65.
     pub sim_cost: Option<(ev74::Cost, u64)>,
+    /// EV74 simulator: the Quant span kinds the calls took (`SpanKind::name`), each once in
+    /// the order first taken; empty on the A65.
+    pub sim_paths: Vec<&'static str>,
 }
 
 impl Quantized {
@@ -188,6 +191,7 @@ pub fn quantize(
     let mut seconds = 0.0;
     let mut route = String::new();
     let mut sim_cost: Option<(ev74::Cost, u64)> = None;
+    let mut sim_paths: Vec<&'static str> = Vec::new();
     for piece in pieces(tensor.shape, &out_strides, 1) {
         let part = piece.of(tensor, &in_strides, &out_strides);
         let part_plan = self::plan(&part.tensor(), params)?;
@@ -221,6 +225,11 @@ pub fn quantize(
                 let (cost, calls) = sim_cost.get_or_insert_with(Default::default);
                 cost.add(&run.cost);
                 *calls += u64::from(run.report.is_some());
+                if let Some(kind) = run.report.map(|r| r.kind.name())
+                    && !sim_paths.contains(&kind)
+                {
+                    sim_paths.push(kind);
+                }
                 route = ev74_route(workers);
             }
         }
@@ -245,6 +254,7 @@ pub fn quantize(
             Backend::A65 => None,
             Backend::Ev74Sim { .. } => Some(sim_cost.unwrap_or_default()),
         },
+        sim_paths,
     })
 }
 

@@ -546,6 +546,84 @@ impl From<DTypeArg> for DType {
     }
 }
 
+/// Parses `--output-order AXES`: comma-separated axis numbers forming a permutation of
+/// `0..n` (`n` = how many are given), as `numpy.transpose(x, AXES)` takes them; whether `n`
+/// is a tensor's rank is checked per tensor ([`check_output_order`]).
+///
+/// # Errors
+///
+/// A message when an item is not a number, or the list is empty, repeats an axis or names
+/// one ≥ `n`.
+pub fn parse_output_order(text: &str) -> Result<Vec<usize>, String> {
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    let mut axes = Vec::with_capacity(items.len());
+    for item in &items {
+        let axis: usize = item.parse().map_err(|_| {
+            format!(
+                "--output-order {text:?}: {item:?} is not an axis number (expected e.g. 0,2,3,1)"
+            )
+        })?;
+        axes.push(axis);
+    }
+    let n = axes.len();
+    let mut seen = vec![false; n];
+    for &a in &axes {
+        match seen.get_mut(a) {
+            Some(s) if !*s => *s = true,
+            Some(_) => {
+                return Err(format!(
+                    "--output-order {text:?} is not a permutation: axis {a} appears twice"
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "--output-order {text:?} is not a permutation of 0..{n}: axis {a} is out of range"
+                ));
+            }
+        }
+    }
+    Ok(axes)
+}
+
+/// Checks that `--output-order` `axes` fits a tensor of `shape`.
+///
+/// # Errors
+///
+/// A message naming both ranks when `axes.len()` is not the tensor's rank.
+pub fn check_output_order(axes: &[usize], shape: &[u64]) -> Result<(), String> {
+    if axes.len() == shape.len() {
+        return Ok(());
+    }
+    Err(format!(
+        "rank {} does not match --output-order {} ({} axes)",
+        shape.len(),
+        axes.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        axes.len()
+    ))
+}
+
+/// The output byte strides (INT8: one byte per element) per input axis that store
+/// `numpy.transpose(x, axes)` in C order, and that array's shape `[shape[axes[0]], ...]`.
+/// `axes` must be a permutation of the axes of `shape` ([`check_output_order`]).
+pub fn permuted_output(shape: &[u64], axes: &[usize]) -> (Vec<u64>, Vec<u64>) {
+    let mut strides = vec![0u64; shape.len()];
+    let mut acc = 1u64;
+    for &a in axes.iter().rev() {
+        if let Some(s) = strides.get_mut(a) {
+            *s = acc;
+            acc = acc.saturating_mul(shape.get(a).copied().unwrap_or(1));
+        }
+    }
+    let permuted = axes
+        .iter()
+        .map(|&a| shape.get(a).copied().unwrap_or(1))
+        .collect();
+    (strides, permuted)
+}
+
 /// The names given with a repeatable `--tensor`, each once, in the order first given.
 pub fn distinct(names: Vec<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::with_capacity(names.len());
@@ -560,6 +638,35 @@ pub fn distinct(names: Vec<String>) -> Vec<String> {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn output_orders_are_permutations() {
+        assert_eq!(parse_output_order("0,2,3,1").unwrap(), vec![0, 2, 3, 1]);
+        assert_eq!(parse_output_order(" 1 , 0 ").unwrap(), vec![1, 0]);
+        assert!(parse_output_order("0,0,1").unwrap_err().contains("twice"));
+        assert!(
+            parse_output_order("0,3")
+                .unwrap_err()
+                .contains("out of range")
+        );
+        assert!(
+            parse_output_order("0,x")
+                .unwrap_err()
+                .contains("not an axis")
+        );
+        assert!(parse_output_order("").is_err());
+        assert!(check_output_order(&[1, 0], &[2, 3]).is_ok());
+        assert!(
+            check_output_order(&[1, 0], &[2, 3, 4])
+                .unwrap_err()
+                .contains("rank 3")
+        );
+        // NCHW [1, 3, 4, 5] -> NHWC [1, 4, 5, 3]: C has stride 1, W 3, H 15, N 60.
+        assert_eq!(
+            permuted_output(&[1, 3, 4, 5], &[0, 2, 3, 1]),
+            (vec![60, 1, 15, 3], vec![1, 4, 5, 3])
+        );
+    }
 
     #[test]
     fn decimal_is_rounded_once_to_binary32() {

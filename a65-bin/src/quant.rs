@@ -18,8 +18,9 @@ use crate::engine::{self, Aligned, Backend, Quantized, Tensor};
 use crate::error::{CliError, Subject, bad_file, bad_tensor};
 use crate::output::{self, StOut, Staged, Target};
 use crate::params::{
-    BackendArg, Calibration, MultiplierArg, RoundingArg, absmax_multiplier, distinct,
-    exact_decimal, parse_multiplier, parse_zero_point,
+    BackendArg, Calibration, MultiplierArg, RoundingArg, absmax_multiplier, check_output_order,
+    distinct, exact_decimal, parse_multiplier, parse_output_order, parse_zero_point,
+    permuted_output,
 };
 use crate::read::{StFile, read_npy};
 use crate::report::{self, Context, Done, Row, Total, shape_text, table};
@@ -74,6 +75,12 @@ pub struct QuantArgs {
     /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4))]
     workers: Option<u64>,
+    /// Store each quantized tensor permuted: the output holds numpy.transpose(x, AXES) in C
+    /// order (e.g. 0,2,3,1 turns NCHW into NHWC, shape [N, H, W, C]), quantized straight
+    /// into that layout on either backend. AXES must be a permutation of the tensor's axes;
+    /// every selected tensor must have that rank.
+    #[arg(long, value_name = "AXES", allow_hyphen_values = true)]
+    output_order: Option<String>,
 }
 
 /// The Quant parameter flags of `simak quant`, shared with `simak quanttess` (which words
@@ -253,6 +260,8 @@ pub struct QuantSummary {
     multiplier: Option<MultiplierEcho>,
     calibration: Option<String>,
     rounding: &'static str,
+    /// `--output-order` axes (`null` when not given: outputs keep the input's shape).
+    output_order: Option<Vec<usize>>,
     tensors: Vec<Row>,
     copied: Vec<Copied>,
     total: Total,
@@ -261,6 +270,8 @@ pub struct QuantSummary {
 /// How this run quantizes the tensors of its input.
 struct Quantizer<'a> {
     file: &'a Path,
+    /// `--output-order` axes.
+    order: Option<&'a [usize]>,
     quantization: &'a Quantization,
     backend: Backend,
     ctx: &'a Context,
@@ -276,6 +287,10 @@ pub fn run(args: QuantArgs, ctx: &Context) -> Result<Done<QuantSummary>, CliErro
     let input = args.input.as_path();
     let backend = args.backend.with_workers(args.workers)?;
     let quantization = args.scale.parse(input)?;
+    let order = match &args.output_order {
+        Some(text) => Some(parse_output_order(text).map_err(|e| bad_file(input, e))?),
+        None => None,
+    };
     let tensors = distinct(args.tensors);
     let format = Format::of(input).ok_or_else(|| {
         bad_file(
@@ -294,6 +309,7 @@ pub fn run(args: QuantArgs, ctx: &Context) -> Result<Done<QuantSummary>, CliErro
     let bytes = crate::read::read_file(input, "")?;
     let quantizer = Quantizer {
         file: input,
+        order: order.as_deref(),
         quantization: &quantization,
         backend,
         ctx,
@@ -324,6 +340,7 @@ pub fn run(args: QuantArgs, ctx: &Context) -> Result<Done<QuantSummary>, CliErro
         multiplier,
         calibration,
         rounding: quantization.rounding.name(),
+        output_order: order,
         tensors: rows,
         copied,
         total,
@@ -347,6 +364,14 @@ impl report::Summary for QuantSummary {
                 self.rounding
             )),
             (None, None) => {}
+        }
+        if let Some(axes) = &self.output_order {
+            let axes: Vec<String> = axes.iter().map(usize::to_string).collect();
+            out.push_str(&format!(
+                "output order {}: each output holds numpy.transpose(x, ({})) in C order\n",
+                axes.join(","),
+                axes.join(", ")
+            ));
         }
         out.push_str(&table(&self.tensors));
         if !self.copied.is_empty() {
@@ -446,6 +471,10 @@ impl Quantizer<'_> {
         let mut total_elements = 0u64;
         for name in &selected {
             let v = st.tensor(name)?;
+            if let Some(axes) = self.order {
+                let shape: Vec<u64> = v.shape().iter().map(|&e| e as u64).collect();
+                check_output_order(axes, &shape).map_err(|e| bad_tensor(file, name, e))?;
+            }
             total_elements = total_elements.saturating_add(
                 v.shape()
                     .iter()
@@ -475,11 +504,12 @@ impl Quantizer<'_> {
             };
             let data =
                 Aligned::new(v.data(), dtype.size()).map_err(|e| bad_tensor(file, name, e))?;
+            let permuted = self.order.map(|axes| permuted_output(&shape, axes));
             let tensor = Tensor {
                 dtype,
                 shape: &shape,
                 strides: None,
-                out_strides: None,
+                out_strides: permuted.as_ref().map(|(s, _)| s.as_slice()),
                 data: data.as_slice(),
             };
             let (q, calibrated) = self.one(Some(name), &tensor, &bar)?;
@@ -494,6 +524,10 @@ impl Quantizer<'_> {
                 p.rounding.name().to_owned(),
             );
             meta.insert(format!("simak.{name}.input_dtype"), v.dtype().to_string());
+            if let Some(axes) = self.order {
+                let axes: Vec<String> = axes.iter().map(usize::to_string).collect();
+                meta.insert(format!("simak.{name}.output_order"), axes.join(","));
+            }
             meta.insert(
                 format!("simak.{name}.calibration"),
                 match self.quantization.scale {
@@ -506,7 +540,10 @@ impl Quantizer<'_> {
                 name.clone(),
                 StOut::Converted {
                     dtype: StDtype::I8,
-                    shape: v.shape().to_vec(),
+                    shape: match &permuted {
+                        Some((_, p)) => p.iter().map(|&e| e as usize).collect(),
+                        None => v.shape().to_vec(),
+                    },
                     data: q.output,
                 },
             ));
@@ -530,15 +567,29 @@ impl Quantizer<'_> {
             "quant takes float32 and float16 .npy files",
         )?;
         let in_strides = array.byte_strides();
-        let tensor = array.tensor(&in_strides);
+        let mut tensor = array.tensor(&in_strides);
+        let permuted = match self.order {
+            Some(axes) => {
+                check_output_order(axes, &array.shape).map_err(|e| bad_file(file, e))?;
+                Some(permuted_output(&array.shape, axes))
+            }
+            None => None,
+        };
+        if let Some((strides, _)) = &permuted {
+            tensor.out_strides = Some(strides);
+        }
         let elements = tensor.shape.iter().product::<u64>();
         let shape = array.shape.clone();
         let dtype = array.dtype;
         let bar = self.progress(1, elements);
         let (q, calibrated) = self.one(None, &tensor, &bar)?;
         bar.finish_and_clear();
-        let order = array.order();
-        let staged = target.stage_npy::<i8>(&shape, order, |w| w.write_all(&q.output))?;
+        let staged = match &permuted {
+            Some((_, p)) => {
+                target.stage_npy::<i8>(p, npyz::Order::C, |w| w.write_all(&q.output))?
+            }
+            None => target.stage_npy::<i8>(&shape, array.order(), |w| w.write_all(&q.output))?,
+        };
         let name = crate::read::file_name(file);
         let row = Row::new(name, &shape, dtype, &q, calibrated);
         Ok((vec![row], Vec::new(), staged))

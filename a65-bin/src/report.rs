@@ -146,6 +146,11 @@ pub struct Row {
     /// `--backend ev74-sim`: the simulated cost, flattened into the row (absent on the A65).
     #[serde(flatten)]
     pub sim_cost: Option<SimCost>,
+    /// `--backend ev74-sim`: the firmware's Quant span kinds, joined by `+` (`dma`,
+    /// `direct`, `scatter`, `transpose`, `short-rows`; docs/contract.md §8); absent on the
+    /// A65.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ev74_path: Option<String>,
 }
 
 /// One worker's share of a [`SimCost`].
@@ -269,6 +274,7 @@ impl Row {
                 .sim_cost
                 .as_ref()
                 .map(|(cost, calls)| SimCost::new(cost, *calls)),
+            ev74_path: (!result.sim_paths.is_empty()).then(|| result.sim_paths.join("+")),
         }
     }
 }

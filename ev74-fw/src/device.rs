@@ -149,9 +149,10 @@ pub enum ComputePath {
     /// block, a tail, a scattered element). CastTess: a conversion by a 4 KiB
     /// physical-block task (an element may be converted once per byte plane).
     Fallback,
-    /// CastTess: an element moved by a local transpose from the staged C, D, W, H order
-    /// into the final byte planes (the whole-panel H-contiguous path; its conversion is
-    /// counted as [`ComputePath::Fast`] as well).
+    /// A value moved by a local transpose (its arithmetic is counted on its own path as
+    /// well). Quant: a quantized byte of a transpose panel moved from input order to
+    /// output order. CastTess: an element moved from the staged C, D, W, H order into the
+    /// final byte planes (the whole-panel H-contiguous path).
     Transpose,
 }
 

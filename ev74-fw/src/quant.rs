@@ -21,6 +21,8 @@ use crate::{FwError, Report};
 
 /// Longest direct row in elements (exclusive bound of the direct kind).
 const DIRECT_MAX: usize = crate::work::DMA_MIN_RUN as usize;
+/// Elements a transpose panel row is quantized in at a time (a multiple of 16).
+const TRANSPOSE_CHUNK: usize = 64;
 
 /// Runs a decoded, nonempty call with `entry` on `platform`.
 pub(crate) fn execute<P: Platform>(
@@ -54,7 +56,9 @@ pub(crate) fn execute<P: Platform>(
         match geometry.kind {
             SpanKind::Scatter => ctx.scatter(worker, start, end, &mut report),
             SpanKind::Direct => ctx.direct(worker, start, end, &mut report),
-            SpanKind::Dma => ctx.dma(worker, start, end, &mut report),
+            SpanKind::Dma | SpanKind::ShortRows | SpanKind::Transpose => {
+                ctx.dma(worker, start, end, &mut report)
+            }
         }
     })?;
     Ok(report)
@@ -138,8 +142,19 @@ impl Ctx<'_> {
     /// The input and output transfers of the unit at `walker`, into slot `slot`.
     fn unit(&self, walker: &Walker, slot: usize) -> Result<(Transfer, Transfer, usize), FwError> {
         let g = self.geometry;
-        let elem = self.repr.prefix.dtype.size() as u64;
-        let slot_base = slot * slot_bytes(self.repr.prefix.dtype);
+        if g.kind == SpanKind::Transpose {
+            // `along` input rows of `across` elements (pitch: the along axis's input
+            // stride) staged compactly; `across` output rows of `along` bytes (pitch: the
+            // across axis's output stride) from the transposed local output.
+            let (across, along) = self.panel_extents(walker);
+            let p = &g.panel;
+            return self.transfers(
+                walker,
+                slot,
+                (across, along, p.along.input),
+                (along, across, p.across.output),
+            );
+        }
         let (row_elems, rows) = if g.splits_rows {
             let done = walker.last_index() * g.chunk;
             (g.chunk.min(g.row - done), 1)
@@ -147,30 +162,90 @@ impl Ctx<'_> {
             let done = walker.last_index() * g.rows_per_unit;
             (g.row, g.rows_per_unit.min(g.grouped_rows - done))
         };
-        let n = row_elems * rows;
+        self.transfers(
+            walker,
+            slot,
+            (row_elems, rows, g.row_pitch.input),
+            (row_elems, rows, g.row_pitch.output),
+        )
+    }
+
+    /// The 2D transfers of the unit at `walker` into slot `slot`: `input` = (elements per
+    /// row, rows, global pitch in bytes) staged compactly at the slot's start, `output` =
+    /// (bytes per row, rows, global pitch) sent from the slot's output area; and the unit's
+    /// element count.
+    fn transfers(
+        &self,
+        walker: &Walker,
+        slot: usize,
+        (in_row, in_rows, in_pitch): (u64, u64, u64),
+        (out_row, out_rows, out_pitch): (u64, u64, u64),
+    ) -> Result<(Transfer, Transfer, usize), FwError> {
+        let elem = self.repr.prefix.dtype.size() as u64;
+        let slot_base = slot * slot_bytes(self.repr.prefix.dtype);
         let input = Transfer {
             direction: Direction::ToLocal,
             global: bus(self.repr.prefix.input_address, walker.input)?,
-            global_pitch: small(g.row_pitch.input)?,
+            global_pitch: small(in_pitch)?,
             local: small(slot_base as u64)?,
-            local_pitch: small(row_elems * elem)?,
-            row_bytes: small(row_elems * elem)?,
-            rows: small(rows)?,
+            local_pitch: small(in_row * elem)?,
+            row_bytes: small(in_row * elem)?,
+            rows: small(in_rows)?,
         };
         let output = Transfer {
             direction: Direction::ToGlobal,
             global: bus(self.repr.prefix.output_address, walker.output)?,
-            global_pitch: small(g.row_pitch.output)?,
+            global_pitch: small(out_pitch)?,
             local: small((slot_base + IN_SLOT_BYTES) as u64)?,
-            local_pitch: small(row_elems)?,
-            row_bytes: small(row_elems)?,
-            rows: small(rows)?,
+            local_pitch: small(out_row)?,
+            row_bytes: small(out_row)?,
+            rows: small(out_rows)?,
         };
         Ok((
             input,
             output,
-            usize::try_from(n).map_err(|_| FwError::Internal)?,
+            usize::try_from(in_row * in_rows).map_err(|_| FwError::Internal)?,
         ))
+    }
+
+    /// The extents `(across, along)` of the panel at `walker` (smaller at the boundary).
+    fn panel_extents(&self, walker: &Walker) -> (u64, u64) {
+        let g = self.geometry;
+        let p = &g.panel;
+        let along_done = walker.index(g.n_grid - 2) * p.along_len;
+        let across_done = walker.last_index() * p.across_len;
+        (
+            p.across_len.min(p.across.extent - across_done),
+            p.along_len.min(p.along.extent - along_done),
+        )
+    }
+
+    /// Quantizes a staged panel of `along` input rows of `across` elements from `src` and
+    /// stores it transposed into `dst` (`across` rows of `along` bytes): each input row in
+    /// chunks of [`TRANSPOSE_CHUNK`] elements (a multiple of 16, so the blocks and the exact
+    /// tail are those of the whole row), each chunk's bytes scattered down a column.
+    fn panel_compute(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        (across, along): (usize, usize),
+    ) -> Result<BlockStats, FwError> {
+        let elem = self.repr.prefix.dtype.size();
+        let mut chunk = [0u8; TRANSPOSE_CHUNK];
+        let mut stats = BlockStats::default();
+        for (o, row) in src.chunks_exact(across * elem).take(along).enumerate() {
+            for (c, part) in row.chunks(TRANSPOSE_CHUNK * elem).enumerate() {
+                let n = part.len() / elem;
+                let q = chunk.get_mut(..n).ok_or(FwError::Internal)?;
+                stats.add((self.entry.run)(self.params, part, q));
+                let first = c * TRANSPOSE_CHUNK;
+                for (j, &b) in q.iter().enumerate() {
+                    *dst.get_mut((first + j) * along + o)
+                        .ok_or(FwError::Internal)? = b;
+                }
+            }
+        }
+        Ok(stats)
     }
 
     fn dma<W: Dma + Meter>(
@@ -225,8 +300,15 @@ impl Ctx<'_> {
                     len: (cur_n * elem) as u64,
                 }))?;
             let dst = hi.get_mut(..cur_n).ok_or(FwError::Internal)?;
-            let stats = (self.entry.run)(self.params, src, dst);
-            self.meter(worker, stats, report);
+            if self.geometry.kind == SpanKind::Transpose {
+                let shape = (cur_out.rows as usize, cur_out.row_bytes as usize);
+                let stats = self.panel_compute(src, dst, shape)?;
+                self.meter(worker, stats, report);
+                worker.compute(ComputePath::Transpose, cur_n as u64);
+            } else {
+                let stats = (self.entry.run)(self.params, src, dst);
+                self.meter(worker, stats, report);
+            }
             pending_out[slot] = Some(worker.start(&cur_out)?);
             report.transfers += 1;
             match next {

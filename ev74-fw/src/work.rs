@@ -112,6 +112,27 @@ pub enum SpanKind {
     Direct,
     /// One element at a time with the carry walker.
     Scatter,
+    /// Transpose/gather panels: the input's fastest axis differs from the output's; a
+    /// bounded 2D panel is staged by DMA, quantized along the input axis, transposed in
+    /// local memory and written out by DMA along the output axis.
+    Transpose,
+    /// Short regular rows (2 to 15 elements packed on both ports) grouped by 2D DMA into
+    /// local output blocks that own whole 16-byte output granules.
+    ShortRows,
+}
+
+impl SpanKind {
+    /// A short stable name: `dma`, `direct`, `scatter`, `transpose`, `short-rows` (as the
+    /// CLI's `--json` reports it).
+    pub const fn name(self) -> &'static str {
+        match self {
+            SpanKind::Dma => "dma",
+            SpanKind::Direct => "direct",
+            SpanKind::Scatter => "scatter",
+            SpanKind::Transpose => "transpose",
+            SpanKind::ShortRows => "short-rows",
+        }
+    }
 }
 
 /// One grid axis: extent in units, byte strides on each port.
@@ -148,6 +169,30 @@ pub struct Geometry {
     pub splits_rows: bool,
     /// Total number of units.
     pub units: u64,
+    /// Transpose: the panel axes and extents ([`Panel::default`] otherwise).
+    pub panel: Panel,
+}
+
+/// Elements of one transpose panel at most (16 KiB of FP32 input, 4 KiB of output: it fits
+/// the DMA slots of every dtype).
+pub const PANEL_ELEMENTS: u64 = 4096;
+/// Output granule in bytes: a short-row unit owns whole granules (SPEC §8).
+pub const GRANULE: u64 = 16;
+
+/// The two axes of a transpose panel (SPEC §8): `across` is the input's contiguous axis
+/// (input stride = element size), `along` the output's (output stride 1). A panel is
+/// `along_len` input rows of `across_len` elements; the last two grid axes are the panel
+/// indices along `along`, then `across`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Panel {
+    /// The input-contiguous axis (full extent and strides).
+    pub across: Axis,
+    /// The output-contiguous axis (full extent and strides).
+    pub along: Axis,
+    /// Elements of a panel along `across` (the boundary panel may have fewer).
+    pub across_len: u64,
+    /// Elements of a panel along `along` (the boundary panel may have fewer).
+    pub along_len: u64,
 }
 
 impl Geometry {
@@ -213,6 +258,10 @@ impl Geometry {
             SpanKind::Dma
         } else if packed_run >= DIRECT_MIN_RUN {
             SpanKind::Direct
+        } else if let Some(g) = transpose(&merged, m, elem) {
+            return g;
+        } else if let Some(g) = short_rows(repr, &merged, m, packed_run) {
+            return g;
         } else {
             SpanKind::Scatter
         };
@@ -227,9 +276,10 @@ impl Geometry {
             row_pitch: Axis::default(),
             splits_rows: true,
             units: 1,
+            panel: Panel::default(),
         };
         match kind {
-            SpanKind::Scatter => {
+            SpanKind::Scatter | SpanKind::Transpose | SpanKind::ShortRows => {
                 g.grid = merged;
                 g.n_grid = m;
             }
@@ -284,6 +334,146 @@ impl Geometry {
     }
 }
 
+/// The transpose/gather panel geometry (SPEC §8), when eligible: the innermost merged axis
+/// (by input stride) is input-contiguous (stride = element size) and another merged axis
+/// is output-contiguous (stride 1). `None` otherwise.
+fn transpose(merged: &[Axis; MAX_RANK], m: usize, elem: u64) -> Option<Geometry> {
+    let inner = m.checked_sub(1)?;
+    let across = *merged.get(inner)?;
+    if across.input != elem {
+        return None;
+    }
+    let along_at = merged.iter().take(inner).position(|a| a.output == 1)?;
+    let along = *merged.get(along_at)?;
+    // A panel of at most PANEL_ELEMENTS: a whole short output axis (rows of ≥ 16 input
+    // elements), else 64 × 64; a whole short input axis lengthens the output rows.
+    let mut along_len = if along.extent * DIRECT_MIN_RUN <= PANEL_ELEMENTS {
+        along.extent
+    } else {
+        64
+    };
+    let mut across_len = across.extent.min(PANEL_ELEMENTS / along_len);
+    if across_len < across.extent {
+        across_len -= across_len % DIRECT_MIN_RUN;
+    } else {
+        along_len = along.extent.min(PANEL_ELEMENTS / across_len);
+    }
+    let mut grid = [Axis::default(); MAX_RANK];
+    let mut n = 0usize;
+    let others = merged
+        .iter()
+        .take(inner)
+        .enumerate()
+        .filter(|&(k, _)| k != along_at)
+        .map(|(_, a)| *a);
+    let tiles = [
+        Axis {
+            extent: along.extent.div_ceil(along_len),
+            input: along.input * along_len,
+            output: along_len,
+        },
+        Axis {
+            extent: across.extent.div_ceil(across_len),
+            input: across_len * elem,
+            output: across.output * across_len,
+        },
+    ];
+    for a in others.chain(tiles) {
+        *grid.get_mut(n)? = a;
+        n += 1;
+    }
+    Some(Geometry {
+        kind: SpanKind::Transpose,
+        grid,
+        n_grid: n,
+        row: across_len,
+        chunk: across_len,
+        rows_per_unit: along_len,
+        grouped_rows: along.extent,
+        row_pitch: along,
+        splits_rows: false,
+        units: grid.iter().take(n).map(|a| a.extent).product(),
+        panel: Panel {
+            across,
+            along,
+            across_len,
+            along_len,
+        },
+    })
+}
+
+/// The short-row geometry (SPEC §8), when eligible: a common contiguous suffix of 2 to 15
+/// elements, an outer axis to group rows along, a 16-byte aligned output address, and
+/// units of `k` rows whose output hulls start on 16-byte granules and nest (each grid
+/// axis's output stride is a multiple of 16 and at least the hull of everything faster),
+/// so no two units, hence no two workers, write into one granule. `None` otherwise.
+fn short_rows(repr: &QuantRepr, merged: &[Axis; MAX_RANK], m: usize, row: u64) -> Option<Geometry> {
+    if !(2..DIRECT_MIN_RUN).contains(&row)
+        || m < 2
+        || u64::from(repr.prefix.output_address) % GRANULE != 0
+    {
+        return None;
+    }
+    let at = m - 2;
+    let grouped = *merged.get(at)?;
+    let outer: u64 = merged.iter().take(at).map(|a| a.extent).product();
+    // k·pitch is a multiple of the granule; k·row ≤ PANEL_ELEMENTS; and while possible,
+    // at least MAX_WORKERS units (four useful owners).
+    let step = GRANULE / gcd(grouped.output, GRANULE);
+    let most = (PANEL_ELEMENTS / row) / step * step;
+    if most == 0 {
+        return None;
+    }
+    let need = (MAX_WORKERS as u64).div_ceil(outer).max(1);
+    let useful = grouped.extent.div_ceil(need).div_ceil(step) * step;
+    let k = useful.min(most).max(step);
+    let mut grid = [Axis::default(); MAX_RANK];
+    for (slot, a) in grid.iter_mut().zip(merged.iter().take(at)) {
+        *slot = *a;
+    }
+    *grid.get_mut(at)? = Axis {
+        extent: grouped.extent.div_ceil(k),
+        input: grouped.input * k,
+        output: grouped.output * k,
+    };
+    let n = at + 1;
+    // Granule proof: walk the grid axes by increasing output stride.
+    let rows = k.min(grouped.extent);
+    let mut hull = (rows - 1) * grouped.output + row;
+    let mut axes = grid;
+    if let Some(active) = axes.get_mut(..n) {
+        active.sort_unstable_by_key(|a| a.output);
+    }
+    for a in axes.iter().take(n).filter(|a| a.extent > 1) {
+        if a.output % GRANULE != 0 || a.output < hull {
+            return None;
+        }
+        hull += a.output * (a.extent - 1);
+    }
+    Some(Geometry {
+        kind: SpanKind::ShortRows,
+        grid,
+        n_grid: n,
+        row,
+        chunk: row,
+        rows_per_unit: k,
+        grouped_rows: grouped.extent,
+        row_pitch: grouped,
+        splits_rows: false,
+        units: grid.iter().take(n).map(|a| a.extent).product(),
+        panel: Panel::default(),
+    })
+}
+
+const fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        let t = a % b;
+        a = b;
+        b = t;
+    }
+    a
+}
+
 /// A carry walker over a unit grid: the current unit's grid coordinates and byte offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Walker {
@@ -317,6 +507,11 @@ impl Walker {
             w.output += *i * axis.output;
         }
         w
+    }
+
+    /// Index along grid axis `k` (0 = slowest; 0 for an axis beyond the grid).
+    pub fn index(&self, k: usize) -> u64 {
+        self.index.get(k).copied().unwrap_or(0)
     }
 
     /// Index along the last (fastest) grid axis.

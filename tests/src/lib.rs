@@ -101,6 +101,27 @@ pub mod oracle {
     }
 }
 
+pub mod axes {
+    //! Axis permutations for layout tests.
+
+    /// Every permutation of `0..r` (`r!` of them; meant for small ranks), each as the
+    /// `axes` argument of `numpy.transpose`.
+    pub fn permutations(r: usize) -> Vec<Vec<usize>> {
+        if r == 0 {
+            return vec![vec![]];
+        }
+        let mut out = Vec::new();
+        for p in permutations(r - 1) {
+            for at in 0..=p.len() {
+                let mut q = p.clone();
+                q.insert(at, r - 1);
+                out.push(q);
+            }
+        }
+        out
+    }
+}
+
 pub mod rng {
     //! A small fixed-seed PRNG (SplitMix64) so every test is reproducible.
 

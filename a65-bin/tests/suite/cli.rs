@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use npyz::{Order, WriterBuilder};
+use npyz::Order;
 use safetensors::SafeTensors;
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::Value;
@@ -22,7 +22,7 @@ use crate::common;
 
 use common::{
     MINILM_BF16, MINILM_F16, MINILM_F32, assert_success, chelsea_npy, data, expect_bad, listing,
-    path_str, simak, stdout_of,
+    path_str, simak, stdout_of, write_npy,
 };
 
 fn rounding_of(name: &str) -> Rounding {
@@ -427,21 +427,6 @@ fn decimal_multiplier_is_rounded_once_and_echoed_with_its_bits() {
         .clone()
         .unwrap();
     assert_eq!(meta["simak.w.multiplier_bits"], "0x3f800001");
-}
-
-/// Writes a `.npy` whose header comes from npyz (`descr`, shape, order) and whose data is
-/// `data` verbatim.
-fn write_npy(path: &Path, descr: &str, shape: &[u64], order: Order, data: &[u8]) {
-    let mut buf = Vec::new();
-    npyz::WriteOptions::<f32>::new()
-        .dtype(npyz::DType::Plain(descr.parse().unwrap()))
-        .shape(shape)
-        .order(order)
-        .writer(&mut buf)
-        .write_header_only()
-        .unwrap();
-    buf.extend_from_slice(data);
-    fs::write(path, buf).unwrap();
 }
 
 /// Storage index of logical `index` in `order`.

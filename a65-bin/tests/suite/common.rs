@@ -168,3 +168,19 @@ pub fn u32s(bytes: &[u8]) -> Vec<u32> {
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
 }
+
+/// Writes a `.npy` whose header comes from npyz (`descr`, shape, order) and whose data is
+/// `data` verbatim.
+pub fn write_npy(path: &Path, descr: &str, shape: &[u64], order: npyz::Order, data: &[u8]) {
+    use npyz::WriterBuilder;
+    let mut buf = Vec::new();
+    npyz::WriteOptions::<f32>::new()
+        .dtype(npyz::DType::Plain(descr.parse().unwrap()))
+        .shape(shape)
+        .order(order)
+        .writer(&mut buf)
+        .write_header_only()
+        .unwrap();
+    buf.extend_from_slice(data);
+    fs::write(path, buf).unwrap();
+}

@@ -13,6 +13,7 @@ mod fuzz_regressions;
 mod fuzz_seeds;
 mod hostile;
 mod oom;
+mod output_order;
 mod outputs;
 mod qualify;
 mod tess;

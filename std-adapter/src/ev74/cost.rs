@@ -18,8 +18,9 @@
 //!   when the engine finishes its previous command, whichever is later (issuing costs the
 //!   core nothing); waiting for its event advances the core to its completion;
 //! - computing `n` elements advances the core by `n` times the entry's cycles per element
-//!   on the path taken ([`EntryCost`], [`ComputePath`]); a local transpose (CastTess's
-//!   H-contiguous path) is such a path, charged per element moved;
+//!   on the path taken ([`EntryCost`], [`ComputePath`]); a local transpose (Quant's
+//!   transpose panels, CastTess's H-contiguous path) is such a path, charged per element
+//!   moved;
 //! - a worker's time is the later of its core clock and its engine's last completion.
 //!
 //! A call costs `dispatch_cycles`, plus the load of its descriptor (a direct load, made
@@ -38,8 +39,10 @@ pub struct EntryCost {
     pub fast_cycles_per_element: u64,
     /// Cycles per element on the fallback.
     pub fallback_cycles_per_element: u64,
-    /// Cycles per element of a local transpose (CastTess's whole-panel H-contiguous path:
-    /// staged C, D, W, H values moved into the byte planes; 0 for Quant).
+    /// Cycles per element of a local transpose, on top of the element's compute cost
+    /// (Quant transpose panels: a quantized byte moved from input order to output order;
+    /// CastTess's whole-panel H-contiguous path: a staged C, D, W, H value moved into the
+    /// byte planes).
     pub transpose_cycles_per_element: u64,
 }
 
@@ -91,7 +94,7 @@ impl CostModel {
         quant: EntryCost {
             fast_cycles_per_element: 1,
             fallback_cycles_per_element: 8,
-            transpose_cycles_per_element: 0,
+            transpose_cycles_per_element: 1,
         },
         casttess: EntryCost {
             fast_cycles_per_element: 1,

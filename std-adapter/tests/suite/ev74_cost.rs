@@ -115,6 +115,7 @@ fn a_single_block_costs_what_the_model_says() {
                 ..EntryCost::default()
             },
             casttess: EntryCost::default(),
+            transpose_cycles_per_element: 5,
         },
     ] {
         let options = SimOptions {

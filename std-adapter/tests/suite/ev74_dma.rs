@@ -129,9 +129,23 @@ fn direct_and_scatter_spans_move_each_live_byte_once() {
     assert_eq!(run.stats.commands, 0);
     assert_eq!(run.input_bytes_read, 7 * 100 * 4);
     assert_eq!(run.output_bytes_written, 700);
-    // Transposed: scatter with the carry walker.
+    // Transposed: one transpose panel (a 2D DMA in, a 2D DMA out).
     let plan = check_inference(&Request {
         input: TensorSpec::strided([30, 40], [4, 120], DType::F32),
+        output: TensorSpec::contiguous([30, 40], DType::I8),
+        params: Params::new(1.0),
+    })
+    .unwrap();
+    let input = input_for(&plan);
+    let mut output = vec![0u8; 1200];
+    let run = run_sim(&plan, &input, &mut output, 2).unwrap();
+    assert_eq!(run.report.unwrap().kind, SpanKind::Transpose);
+    assert_eq!(run.stats.commands, 2);
+    assert_eq!(run.input_bytes_read, 4800);
+    assert!(run.output_write_counts.iter().all(|&c| c == 1));
+    // No input-contiguous axis (inner stride two elements): scatter with the carry walker.
+    let plan = check_inference(&Request {
+        input: TensorSpec::strided([30, 40], [320, 8], DType::F32),
         output: TensorSpec::contiguous([30, 40], DType::I8),
         params: Params::new(1.0),
     })

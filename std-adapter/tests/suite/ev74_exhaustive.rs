@@ -69,12 +69,14 @@ fn every_f16_pattern() {
 }
 
 #[test]
-fn every_16_bit_pattern_through_scatter_and_direct_paths() {
-    // [256, 256] read transposed (scatter), and [2048, 32] rows of 32 with gaps (direct).
+fn every_16_bit_pattern_through_transpose_scatter_and_direct_paths() {
+    // [256, 256] read transposed (transpose panels), [128, 256] every other element
+    // (scatter: no contiguous input axis), and [2048, 32] rows of 32 with gaps (direct).
     let input: Vec<u8> = (0..=0xffffu16).flat_map(|b| b.to_le_bytes()).collect();
     for dtype in [DType::BF16, DType::F16] {
         for (shape, in_strides, out_strides, kind) in [
-            ([256u64, 256], [2u64, 512], [256u64, 1], SpanKind::Scatter),
+            ([256u64, 256], [2u64, 512], [256u64, 1], SpanKind::Transpose),
+            ([128, 256], [1024, 4], [256, 1], SpanKind::Scatter),
             ([2048, 32], [64, 2], [40, 1], SpanKind::Direct),
         ] {
             let plan = check_inference(&Request {

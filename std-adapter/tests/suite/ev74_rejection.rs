@@ -54,7 +54,9 @@ fn the_valid_packet_runs() {
     let report = Firmware::<Ieee>::full()
         .dispatch(&mut s.device, &Command::quant_v1(s.descriptor))
         .unwrap();
-    assert_eq!(report.units, 15);
+    // One transpose panel: 3 input rows of 5 staged, written as 5 output rows of 3.
+    assert_eq!(report.kind, simak_ev74_fw::SpanKind::Transpose);
+    assert_eq!(report.units, 1);
     let mut out = [0u8; 32];
     s.device.memory.host_read(s.output, &mut out).unwrap();
     // bf16 0x3f3f ≈ 0.746 · 0.5 → toward-positive 1, + 7.
