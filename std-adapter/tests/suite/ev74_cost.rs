@@ -112,10 +112,9 @@ fn a_single_block_costs_what_the_model_says() {
             quant: EntryCost {
                 fast_cycles_per_element: 3,
                 fallback_cycles_per_element: 1000,
-                ..EntryCost::default()
+                transpose_cycles_per_element: 5,
             },
             casttess: EntryCost::default(),
-            transpose_cycles_per_element: 5,
         },
     ] {
         let options = SimOptions {
