@@ -12,12 +12,15 @@
 //! 3. Finds the hot loops in the same traces: every backward branch (taken edge `from →
 //!    to`, `to ≤ from`, within 4 KiB) whose range `[to, from]` executes at least 5% of the
 //!    differential instructions, innermost first; the instruction at `from` must be a
-//!    direct branch to `to`. Each loop's instructions (`llvm-objdump`) go to `llvm-mca
+//!    direct branch to `to`. Overlapping loops (an out-of-line path branching back into a
+//!    loop's middle) merge into one region. Each region's instructions that ran on at
+//!    least half of its iterations (`llvm-objdump`, in address order) go to `llvm-mca
 //!    -mtriple=aarch64 -mcpu=cortex-a65`; its cycles per iteration (total cycles /
-//!    iterations), times the loop's differential iterations, summed over the hot loops and
-//!    divided by the elements, is the estimate of cycles per element. LLVM's `cortex-a65`
-//!    scheduling model is the in-order Cortex-A53's (the A65 is out of order): the column
-//!    is a relative comparison, not a prediction.
+//!    iterations), times the region's differential iterations, summed over the regions and
+//!    divided by the elements, is the estimate of cycles per element. Code outside the
+//!    regions (the table's last column says how much ran there) is not estimated. LLVM's
+//!    `cortex-a65` scheduling model is the in-order Cortex-A53's (the A65 is out of
+//!    order): the column is a relative comparison, not a prediction.
 //!
 //! Prints a Markdown table (or JSON with `--json`).
 
@@ -140,7 +143,7 @@ pub(crate) struct HotLoop {
 }
 
 /// The difference `big − small` of the instructions per address.
-fn pc_diff(big: &Trace, small: &Trace) -> BTreeMap<u64, u64> {
+pub(crate) fn pc_diff(big: &Trace, small: &Trace) -> BTreeMap<u64, u64> {
     big.pcs
         .iter()
         .map(|(pc, n)| {
@@ -183,12 +186,32 @@ pub(crate) fn hot_loops(big: &Trace, small: &Trace) -> Vec<HotLoop> {
         .collect()
 }
 
-/// `llvm-objdump -d` lines of a range as `llvm-mca` input: one instruction per line, the
-/// first labelled `.Ltop`, every address operand (a branch to the loop's start or
-/// elsewhere, an `adr`/`adrp`/literal load) replaced by a label. `None` unless the last
-/// instruction is a direct branch to the first (a loop).
-pub(crate) fn loop_asm(objdump: &str, start: u64, end: u64) -> Option<String> {
-    let mut body: Vec<(u64, String)> = Vec::new();
+/// Merges overlapping loops (an out-of-line path that branches back into a loop's middle
+/// makes a second backward edge into the same code) into one region: the union of the
+/// ranges, the most iterations of any, the differential instructions of the union.
+pub(crate) fn merge_regions(loops: &[HotLoop], diff: &BTreeMap<u64, u64>) -> Vec<HotLoop> {
+    let mut sorted = loops.to_vec();
+    sorted.sort_by_key(|l| (l.start, l.end));
+    let mut out: Vec<HotLoop> = Vec::new();
+    for l in sorted {
+        match out.last_mut() {
+            Some(r) if l.start <= r.end => {
+                r.end = r.end.max(l.end);
+                r.iterations = r.iterations.max(l.iterations);
+            }
+            _ => out.push(l),
+        }
+    }
+    for r in &mut out {
+        r.instructions = diff.range(r.start..=r.end).map(|(_, n)| n).sum();
+    }
+    out
+}
+
+/// The instructions of `llvm-objdump -d` output, by address, as text without the
+/// symbolic comments.
+pub(crate) fn disassembly(objdump: &str) -> BTreeMap<u64, String> {
+    let mut out = BTreeMap::new();
     for line in objdump.lines() {
         let Some((addr, text)) = line.trim().split_once(':') else {
             continue;
@@ -196,35 +219,55 @@ pub(crate) fn loop_asm(objdump: &str, start: u64, end: u64) -> Option<String> {
         let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
             continue;
         };
-        if !(start..=end).contains(&addr) {
-            continue;
-        }
         let text = text.split("//").next().unwrap_or("");
         let text = match text.find('<') {
             Some(at) => &text[..at],
             None => text,
         };
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        if text.is_empty() {
-            continue;
+        if !text.is_empty() {
+            out.insert(addr, text);
         }
-        body.push((addr, text));
     }
-    let (last_addr, last) = body.last()?;
-    if *last_addr != end || body.first()?.0 != start || !branches_to(last, start) {
+    out
+}
+
+/// Whether the instruction at `end` is a direct branch to `start` (a loop's back edge, not
+/// a return or an indirect jump).
+pub(crate) fn is_loop(code: &BTreeMap<u64, String>, start: u64, end: u64) -> bool {
+    code.contains_key(&start) && code.get(&end).is_some_and(|i| branches_to(i, start))
+}
+
+/// The `llvm-mca` input of a region: its instructions that ran on at least half of its
+/// iterations (`diff`: differential executions per address), in address order, the
+/// first labelled `.Ltop`; every address operand (a branch to the region's start or
+/// elsewhere, an `adr`/`adrp`/literal load) replaced by a label. `None` if nothing is
+/// left.
+pub(crate) fn region_asm(
+    code: &BTreeMap<u64, String>,
+    region: &HotLoop,
+    diff: &BTreeMap<u64, u64>,
+) -> Option<String> {
+    let hot: Vec<&String> = code
+        .range(region.start..=region.end)
+        .filter(|(addr, _)| 2 * diff.get(addr).copied().unwrap_or(0) >= region.iterations)
+        .map(|(_, text)| text)
+        .collect();
+    if hot.is_empty() {
         return None;
     }
     let mut asm = String::from(".Ltop:\n");
-    for (_, text) in &body {
+    for text in hot {
         let operands: Vec<String> = text
             .split(' ')
             .map(|word| {
                 let bare = word.trim_end_matches(',');
-                match bare.strip_prefix("0x") {
-                    Some(hex) if u64::from_str_radix(hex, 16).is_ok() => {
-                        let label = match u64::from_str_radix(hex, 16) == Ok(start) {
-                            true => ".Ltop",
-                            false => ".Lout",
+                match bare.strip_prefix("0x").map(|h| u64::from_str_radix(h, 16)) {
+                    Some(Ok(addr)) => {
+                        let label = if addr == region.start {
+                            ".Ltop"
+                        } else {
+                            ".Lout"
                         };
                         word.replace(bare, label)
                     }
@@ -460,18 +503,19 @@ fn count(root: &Path, workload: &str, k: u32) -> Result<Trace, String> {
     Ok(trace)
 }
 
-/// `llvm-mca` on one loop of the driver; `None` when its code cannot be extracted.
-fn mca(root: &Path, l: &HotLoop) -> Result<Option<Mca>, String> {
+/// The driver's disassembly over `[start, end]`.
+fn objdump(root: &Path, start: u64, end: u64) -> Result<BTreeMap<u64, String>, String> {
     let mut objdump = Command::new("llvm-objdump");
     objdump
         .args(["-d", "--no-show-raw-insn"])
-        .arg(format!("--start-address=0x{:x}", l.start))
-        .arg(format!("--stop-address=0x{:x}", l.end + 4))
+        .arg(format!("--start-address=0x{start:x}"))
+        .arg(format!("--stop-address=0x{:x}", end + 4))
         .arg(driver(root));
-    let text = output(objdump, "llvm-objdump")?;
-    let Some(asm) = loop_asm(&text, l.start, l.end) else {
-        return Ok(None);
-    };
+    Ok(disassembly(&output(objdump, "llvm-objdump")?))
+}
+
+/// `llvm-mca` on `asm`.
+fn mca(asm: &str) -> Result<Option<Mca>, String> {
     let mut child = Command::new("llvm-mca")
         .args([
             "-mtriple=aarch64",
@@ -497,12 +541,37 @@ fn mca(root: &Path, l: &HotLoop) -> Result<Option<Mca>, String> {
         .map_err(|e| format!("llvm-mca: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "llvm-mca failed on the loop at 0x{:x}: {}\n{asm}",
-            l.start,
+            "llvm-mca failed: {}\n{asm}",
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
     Ok(parse_mca(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The hot regions of one workload (verified loops, overlapping ones merged), each with
+/// `llvm-mca`'s estimate.
+fn estimate(
+    root: &Path,
+    big: &Trace,
+    small: &Trace,
+) -> Result<Vec<(HotLoop, Option<Mca>)>, String> {
+    let diff = pc_diff(big, small);
+    let mut loops = Vec::new();
+    for l in hot_loops(big, small) {
+        if is_loop(&objdump(root, l.start, l.end)?, l.start, l.end) {
+            loops.push(l);
+        }
+    }
+    let mut out = Vec::new();
+    for region in merge_regions(&loops, &diff) {
+        let code = objdump(root, region.start, region.end)?;
+        let estimate = match region_asm(&code, &region, &diff) {
+            Some(asm) => mca(&asm)?,
+            None => None,
+        };
+        out.push((region, estimate));
+    }
+    Ok(out)
 }
 
 /// Builds the driver, measures every workload and prints the table.
@@ -581,11 +650,7 @@ fn measure(root: &Path, options: &NeonCostOptions) -> Result<Vec<Row>, String> {
         let small = count(root, name, 1)?;
         let big = count(root, name, 2)?;
         let diff = big.total.saturating_sub(small.total);
-        let mut loops = Vec::new();
-        for l in hot_loops(&big, &small) {
-            let estimate = mca(root, &l)?;
-            loops.push((l, estimate));
-        }
+        let loops = estimate(root, &big, &small)?;
         rows.push(Row {
             name: name.to_owned(),
             elements,
@@ -671,14 +736,72 @@ mod tests {
             \x20 401008:      \tadrp\tx9, 0x450000 <bar>\n\
             \x20 40100c:      \tsubs\tx2, x2, #1\n\
             \x20 401010:      \tb.ne\t0x401000 <_ZN4core3foo17h0123456789abcdefE>\n";
-        let asm = loop_asm(objdump, 0x401000, 0x401010).unwrap();
+        let code = disassembly(objdump);
+        assert_eq!(code.len(), 5);
+        assert!(is_loop(&code, 0x401000, 0x401010));
+        // Not a loop: the instruction at the end branches elsewhere, or there is none.
+        assert!(!is_loop(&code, 0x401000, 0x401004));
+        assert!(!is_loop(&code, 0x401004, 0x401010));
+        assert!(!is_loop(&code, 0x401000, 0x401014));
+        // 10 iterations; the `adrp` ran on 4 of them (cold: left out), the rest on all.
+        let diff: BTreeMap<u64, u64> = [
+            (0x401000, 10),
+            (0x401004, 10),
+            (0x401008, 4),
+            (0x40100c, 10),
+            (0x401010, 10),
+        ]
+        .into_iter()
+        .collect();
+        let region = HotLoop {
+            start: 0x401000,
+            end: 0x401010,
+            iterations: 10,
+            instructions: 44,
+        };
         assert_eq!(
-            asm,
-            ".Ltop:\n  ldr q0, [x8], #16\n  cbz x3, .Lout\n  adrp x9, .Lout\n  subs x2, x2, #1\n  b.ne .Ltop\n.Lout:\n"
+            region_asm(&code, &region, &diff).unwrap(),
+            ".Ltop:\n  ldr q0, [x8], #16\n  cbz x3, .Lout\n  subs x2, x2, #1\n  b.ne .Ltop\n.Lout:\n"
         );
-        // Not a loop: the last instruction branches elsewhere, or the range is cut.
-        assert_eq!(loop_asm(objdump, 0x401000, 0x401004), None);
-        assert_eq!(loop_asm(objdump, 0x401004, 0x401010), None);
+        let diff_all: BTreeMap<u64, u64> = code.keys().map(|a| (*a, 10)).collect();
+        assert!(
+            region_asm(&code, &region, &diff_all)
+                .unwrap()
+                .contains("  adrp x9, .Lout\n")
+        );
+    }
+
+    #[test]
+    fn overlapping_loops_merge_into_one_region() {
+        let l = |start, end, iterations| HotLoop {
+            start,
+            end,
+            iterations,
+            instructions: 0,
+        };
+        let diff: BTreeMap<u64, u64> = (0x100..0x200).step_by(4).map(|a| (a, 2)).collect();
+        // 0x100..=0x140 and 0x120..=0x180 overlap; 0x1c0..=0x1d0 stands apart.
+        let regions = merge_regions(
+            &[l(0x120, 0x180, 7), l(0x1c0, 0x1d0, 3), l(0x100, 0x140, 5)],
+            &diff,
+        );
+        assert_eq!(
+            regions,
+            vec![
+                HotLoop {
+                    start: 0x100,
+                    end: 0x180,
+                    iterations: 7,
+                    instructions: 2 * 33,
+                },
+                HotLoop {
+                    start: 0x1c0,
+                    end: 0x1d0,
+                    iterations: 3,
+                    instructions: 2 * 5,
+                },
+            ]
+        );
     }
 
     #[test]
