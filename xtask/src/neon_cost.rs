@@ -25,32 +25,26 @@
 //! Prints a Markdown table (or JSON with `--json`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufReader, Write as _};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 
-use crate::test::{CROSS_TARGET, Probe, Requirement, SystemProbe, check};
+use crate::qualify::output;
+use crate::test::{CROSS_TARGET, Probe, Requirement, STEPS, SystemProbe, check};
 
-/// The tools the command needs.
-pub(crate) const REQUIRES: &[Requirement] = &[
-    Requirement::RustupTarget(CROSS_TARGET),
-    Requirement::Binary {
-        name: "aarch64-linux-gnu-gcc",
-        apt_package: "gcc-aarch64-linux-gnu",
-    },
-    Requirement::Binary {
-        name: "qemu-aarch64",
-        apt_package: "qemu-user",
-    },
-    Requirement::Binary {
-        name: "llvm-mca",
+/// The tools the command needs: those of the `cross` step of `cargo xtask test` (the
+/// AArch64 target, linker and qemu), and LLVM's `llvm-mca` and `llvm-objdump`.
+pub(crate) fn requirements() -> Vec<Requirement> {
+    let cross = STEPS
+        .iter()
+        .find(|s| s.name == "cross")
+        .map_or(&[][..], |s| s.requires);
+    let llvm = ["llvm-mca", "llvm-objdump"].map(|name| Requirement::Binary {
+        name,
         apt_package: "llvm",
-    },
-    Requirement::Binary {
-        name: "llvm-objdump",
-        apt_package: "llvm",
-    },
-];
+    });
+    cross.iter().copied().chain(llvm).collect()
+}
 
 /// The scheduling model given to `llvm-mca`.
 pub(crate) const MCA_CPU: &str = "cortex-a65";
@@ -70,10 +64,10 @@ pub(crate) struct NeonCostOptions {
     pub(crate) filter: Option<String>,
 }
 
-/// Every requirement of [`REQUIRES`] that `probe` does not find, as one message per
+/// Every requirement of [`requirements`] that `probe` does not find, as one message per
 /// missing tool (`None` when all are there).
 pub(crate) fn missing_tools(probe: &dyn Probe) -> Option<String> {
-    let missing: Vec<String> = REQUIRES
+    let missing: Vec<String> = requirements()
         .iter()
         .filter_map(|r| check(r, probe).err())
         .map(|m| format!("  {}; install with: {}\n", m.why, m.install))
@@ -468,35 +462,17 @@ fn qemu(root: &Path, extra: &[&str], args: &[&str]) -> Command {
     c
 }
 
-/// Runs `command`, returning its stdout, or a message with its stderr.
-fn output(mut command: Command, what: &str) -> Result<String, String> {
-    let out = command
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| format!("cannot run {what}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{what} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// Counts one run of `workload` at `k` size steps.
 fn count(root: &Path, workload: &str, k: u32) -> Result<Trace, String> {
-    let log = out_dir(root).join("trace.log");
+    // One file per xtask process: two runs at once must not share a log.
+    let log = out_dir(root).join(format!("trace-{}.log", std::process::id()));
     let log_arg = log.to_string_lossy().into_owned();
     let k = k.to_string();
-    output(
-        qemu(
-            root,
-            &["-singlestep", "-d", "nochain,exec", "-D", &log_arg],
-            &["run", workload, &k],
-        ),
-        &format!("qemu-aarch64 (the driver, {workload} {k})"),
-    )?;
+    output(&mut qemu(
+        root,
+        &["-singlestep", "-d", "nochain,exec", "-D", &log_arg],
+        &["run", workload, &k],
+    ))?;
     let file = std::fs::File::open(&log).map_err(|e| format!("cannot read {log_arg}: {e}"))?;
     let trace = read_trace(BufReader::new(file)).map_err(|e| format!("{log_arg}: {e}"))?;
     let _ = std::fs::remove_file(&log);
@@ -511,41 +487,27 @@ fn objdump(root: &Path, start: u64, end: u64) -> Result<BTreeMap<u64, String>, S
         .arg(format!("--start-address=0x{start:x}"))
         .arg(format!("--stop-address=0x{:x}", end + 4))
         .arg(driver(root));
-    Ok(disassembly(&output(objdump, "llvm-objdump")?))
+    Ok(disassembly(&output(&mut objdump)?))
 }
 
-/// `llvm-mca` on `asm`.
-fn mca(asm: &str) -> Result<Option<Mca>, String> {
-    let mut child = Command::new("llvm-mca")
-        .args([
-            "-mtriple=aarch64",
-            &format!("-mcpu={MCA_CPU}"),
-            &format!("-iterations={MCA_ITERATIONS}"),
-            "-summary-view",
-            "-instruction-info=false",
-            "-resource-pressure=false",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run llvm-mca: {e}"))?;
-    child
-        .stdin
-        .take()
-        .ok_or("llvm-mca has no stdin")?
-        .write_all(asm.as_bytes())
-        .map_err(|e| format!("llvm-mca: {e}"))?;
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("llvm-mca: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "llvm-mca failed: {}\n{asm}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(parse_mca(&String::from_utf8_lossy(&out.stdout)))
+/// `llvm-mca` on `asm` (written to `target/neon-cost/region.s`).
+fn mca(root: &Path, asm: &str) -> Result<Option<Mca>, String> {
+    let file = out_dir(root).join(format!("region-{}.s", std::process::id()));
+    std::fs::write(&file, asm).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    let text = output(
+        Command::new("llvm-mca")
+            .args([
+                "-mtriple=aarch64",
+                &format!("-mcpu={MCA_CPU}"),
+                &format!("-iterations={MCA_ITERATIONS}"),
+                "-summary-view",
+                "-instruction-info=false",
+                "-resource-pressure=false",
+            ])
+            .arg(&file),
+    )
+    .map_err(|e| format!("{e}\n{asm}"))?;
+    Ok(parse_mca(&text))
 }
 
 /// The hot regions of one workload (verified loops, overlapping ones merged), each with
@@ -566,7 +528,7 @@ fn estimate(
     for region in merge_regions(&loops, &diff) {
         let code = objdump(root, region.start, region.end)?;
         let estimate = match region_asm(&code, &region, &diff) {
-            Some(asm) => mca(&asm)?,
+            Some(asm) => mca(root, &asm)?,
             None => None,
         };
         out.push((region, estimate));
@@ -626,10 +588,7 @@ fn measure(root: &Path, options: &NeonCostOptions) -> Result<Vec<Row>, String> {
     if !status.success() {
         return Err(format!("building the driver failed ({status})"));
     }
-    let list = output(
-        qemu(root, &[], &["list"]),
-        "qemu-aarch64 (the driver's list)",
-    )?;
+    let list = output(&mut qemu(root, &[], &["list"]))?;
     let mut rows = Vec::new();
     for line in list.lines() {
         let Some((name, elements)) = line.split_once(' ') else {
