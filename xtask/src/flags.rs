@@ -56,6 +56,20 @@ Subcommands:
                         then `simak qualify --compare` the merged results (default
                         threshold 1.05); exit status 3 when the gate fails
                         (docs/qualification.md)
+  neon-cost [--json] [--filter TEXT]
+                        per-element cost estimates of the A65's NEON routes (no
+                        AArch64 hardware needed): builds the AArch64 driver
+                        std-adapter/examples/neon_cost.rs (release, into
+                        target/neon-cost), counts instructions per element under
+                        `qemu-aarch64 -singlestep -d nochain,exec` (runs at two sizes,
+                        subtracted) and estimates the hot loops' cycles per element
+                        with `llvm-mca -mcpu=cortex-a65` (LLVM's in-order Cortex-A53
+                        model: a relative comparison only); prints a Markdown table
+                        (--json: JSON) of every Quant route and CastTess level
+                        (band kernel and general path); --filter keeps the workloads
+                        whose name contains TEXT. Needs rustup target
+                        aarch64-unknown-linux-gnu, aarch64-linux-gnu-gcc, qemu-aarch64,
+                        llvm-mca and llvm-objdump, and names every missing one
   help                  print this message
 ";
 
@@ -90,6 +104,8 @@ pub(crate) enum Command {
     },
     /// `cargo xtask qualify --baseline REV …`.
     Qualify(QualifyOptions),
+    /// `cargo xtask neon-cost [--json] [--filter TEXT]`.
+    NeonCost(crate::neon_cost::NeonCostOptions),
 }
 
 /// Options of `cargo xtask qualify`.
@@ -189,6 +205,21 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
             }),
             [other, ..] => Err(format!("unknown option `{other}` for `python`")),
         },
+        "neon-cost" => {
+            let mut options = crate::neon_cost::NeonCostOptions::default();
+            let mut rest = rest.iter();
+            while let Some(arg) = rest.next() {
+                match arg.as_str() {
+                    "--json" => options.json = true,
+                    "--filter" => {
+                        let value = rest.next().ok_or("`--filter` needs a value")?;
+                        options.filter = Some(value.clone());
+                    }
+                    other => return Err(format!("unknown option `{other}` for `neon-cost`")),
+                }
+            }
+            Ok(Command::NeonCost(options))
+        }
         "qualify" => {
             let mut baseline = None;
             let mut options = QualifyOptions {
@@ -312,6 +343,24 @@ mod tests {
             })
         );
         assert!(parse_strs(&["python", "--x"]).is_err());
+    }
+
+    #[test]
+    fn parses_neon_cost() {
+        use crate::neon_cost::NeonCostOptions;
+        assert_eq!(
+            parse_strs(&["neon-cost"]),
+            Ok(Command::NeonCost(NeonCostOptions::default()))
+        );
+        assert_eq!(
+            parse_strs(&["neon-cost", "--json", "--filter", "casttess"]),
+            Ok(Command::NeonCost(NeonCostOptions {
+                json: true,
+                filter: Some("casttess".to_owned()),
+            }))
+        );
+        assert!(parse_strs(&["neon-cost", "--filter"]).is_err());
+        assert!(parse_strs(&["neon-cost", "--x"]).is_err());
     }
 
     #[test]

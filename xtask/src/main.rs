@@ -8,6 +8,7 @@ mod flags;
 mod fresh;
 mod fuzz;
 mod miri;
+mod neon_cost;
 mod python;
 mod qualify;
 mod sweep;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Ok(flags::Command::Capi) => dist::run_capi(&project_root()),
         Ok(flags::Command::Python { aarch64_wheel }) => python::run(&project_root(), aarch64_wheel),
         Ok(flags::Command::Qualify(options)) => qualify::run_gate(&project_root(), &options),
+        Ok(flags::Command::NeonCost(options)) => neon_cost::run(&project_root(), &options),
         Err(message) => {
             eprintln!("error: {message}\n");
             eprint!("{}", flags::USAGE);

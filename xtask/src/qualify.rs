@@ -34,7 +34,7 @@ fn run(command: &mut Command) -> Result<(), String> {
 }
 
 /// A command's standard output, trimmed.
-fn output(command: &mut Command) -> Result<String, String> {
+pub(crate) fn output(command: &mut Command) -> Result<String, String> {
     let shown = format!("{command:?}");
     let out = command
         .output()

@@ -15,7 +15,7 @@ use crate::flags::TestOptions;
 /// The bare-metal target the no_std crates must build for.
 const NO_STD_TARGET: &str = "thumbv7em-none-eabihf";
 /// The AArch64 target whose tests run under `qemu-aarch64 -cpu max` (SPEC §10 routes).
-const CROSS_TARGET: &str = "aarch64-unknown-linux-gnu";
+pub(crate) const CROSS_TARGET: &str = "aarch64-unknown-linux-gnu";
 /// A 32-bit target for the firmware's tests, run under `qemu-arm` (SPEC §8).
 const ARMV7_TARGET: &str = "armv7-unknown-linux-gnueabihf";
 
@@ -696,7 +696,7 @@ pub(crate) fn summary(outcomes: &[Outcome]) -> String {
 }
 
 /// Asks rustup and searches `PATH`.
-struct SystemProbe;
+pub(crate) struct SystemProbe;
 
 impl SystemProbe {
     /// Runs `rustup <args>` and returns its stdout lines, or why it could not.

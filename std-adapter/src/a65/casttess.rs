@@ -117,6 +117,29 @@ impl Prepared {
     pub fn level(&self) -> TessLevel {
         self.kernels.level
     }
+
+    /// The same level without its fused kernels (the band kernel of compact 3-channel
+    /// pixels and the fused rows): every batch takes the general convert-then-split path.
+    /// Same bytes (SPEC §10). A test and cost-estimate hook (`cargo xtask neon-cost`), not
+    /// public API.
+    #[doc(hidden)]
+    pub fn general_path(self) -> Prepared {
+        Prepared {
+            kernels: TessKernels {
+                rows: None,
+                band: None,
+                ..self.kernels
+            },
+            ..self
+        }
+    }
+
+    /// Whether this preparation has a fused kernel (band or rows) that
+    /// [`general_path`](Prepared::general_path) removes.
+    #[doc(hidden)]
+    pub fn has_fused_path(&self) -> bool {
+        self.kernels.rows.is_some() || self.kernels.band.is_some()
+    }
 }
 
 /// The CastTess packer: conversion then plane split, per batch.

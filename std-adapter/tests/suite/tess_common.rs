@@ -133,11 +133,17 @@ pub fn quant_plan(case: &Case, params: Params) -> quanttess::Plan {
     .unwrap_or_else(|e| panic!("{case:?}: {e}"))
 }
 
-/// Every CastTess level this CPU offers.
+/// Every CastTess level this CPU offers, and each level with fused kernels (band, rows)
+/// once more without them (`Prepared::general_path`), so that the general
+/// convert-then-split path of every level meets the oracle too.
 pub fn levels(plan: &casttess::Plan) -> Vec<a65::casttess::Prepared> {
     TessLevel::ALL
         .into_iter()
         .filter_map(|l| a65::casttess::prepare_with_level(plan, l))
+        .flat_map(|p| {
+            let general = p.has_fused_path().then(|| p.general_path());
+            std::iter::once(p).chain(general)
+        })
         .collect()
 }
 
