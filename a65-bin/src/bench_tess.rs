@@ -52,9 +52,9 @@ pub struct BenchTessArgs {
     /// refused (exit 2). The JSON `levels` list names the levels that run here.
     #[arg(long, value_name = "NAME", value_parser = parse_level)]
     level: Option<Level>,
-    /// Threads: above 1 the call is split once into pieces of whole tiles
-    /// (`Prepared::split`), each run on its own thread every repetition; the waiting
-    /// threads spin, so use at most one per core.
+    /// Threads, 1 to 256: above 1 the call is split once into pieces of whole tiles
+    /// (`Prepared::split`; fewer when the frame has fewer tiles), each run on its own
+    /// thread every repetition; the waiting threads spin, so use at most one per core.
     #[arg(long, value_name = "T", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
     threads: u64,
     /// Repetitions; the median is reported.

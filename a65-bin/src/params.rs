@@ -614,7 +614,9 @@ pub fn permuted_output(shape: &[u64], axes: &[usize]) -> (Vec<u64>, Vec<u64>) {
     for &a in axes.iter().rev() {
         if let Some(s) = strides.get_mut(a) {
             *s = acc;
-            acc = acc.saturating_mul(shape.get(a).copied().unwrap_or(1));
+            // An extent of 0 counts as 1: an empty tensor still gets a packed, nonzero
+            // stride on every axis (admission refuses stride 0 on an axis of extent > 1).
+            acc = acc.saturating_mul(shape.get(a).copied().unwrap_or(1).max(1));
         }
     }
     let permuted = axes

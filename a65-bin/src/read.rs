@@ -208,7 +208,9 @@ pub fn read_npy<'a>(
             ),
         ));
     }
-    let fortran = header.order() == Order::Fortran && shape.len() > 1;
+    // An empty array holds no data, so its order does not matter; read as C order, it
+    // never gets npyz's zero strides (refused on an axis of extent > 1).
+    let fortran = header.order() == Order::Fortran && shape.len() > 1 && !shape.contains(&0);
     let element_strides = fortran.then(|| header.strides().to_vec());
     let data = if big_endian && elem > 1 {
         Aligned::copy_with(need, elem, |dst| {

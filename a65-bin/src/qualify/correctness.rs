@@ -698,6 +698,8 @@ pub struct Outcome {
     pub cases: Vec<(String, usize)>,
     /// Cases run in all.
     pub total: usize,
+    /// Cases also run on the simulated EV74 (all but QuantTess, which has no EV74 entry).
+    pub ev74_cases: usize,
     /// Byte comparisons made (both backends).
     pub bytes_compared: u64,
     /// Every mismatch found.
@@ -711,6 +713,7 @@ pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome 
     let mut outcome = Outcome {
         cases: Vec::new(),
         total: 0,
+        ev74_cases: 0,
         bytes_compared: 0,
         mismatches: Vec::new(),
     };
@@ -735,6 +738,7 @@ pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome 
             }),
             Ok((outputs, phase, span_len)) => {
                 let want = expected(case, &bits, phase, span_len);
+                outcome.ev74_cases += usize::from(outputs.ev74.is_some());
                 let ev74 = outputs.ev74.map(|got| {
                     let name = format!(
                         "ev74-sim ({})",

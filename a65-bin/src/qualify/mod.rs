@@ -348,9 +348,14 @@ impl report::Summary for QualifySummary {
                 if o.mismatches.len() > 20 {
                     let _ = writeln!(t, "… and {} more", o.mismatches.len() - 20);
                 }
+                let backends = match o.ev74_cases {
+                    0 => "a65".to_owned(),
+                    n if n == o.total => "a65 and ev74-sim".to_owned(),
+                    n => format!("a65 ({n} also on ev74-sim)"),
+                };
                 let _ = writeln!(
                     t,
-                    "correctness: {} on a65 and ev74-sim, {} bytes compared: {}",
+                    "correctness: {} on {backends}, {} bytes compared: {}",
                     report::count(o.total as u64, "case", "cases"),
                     o.bytes_compared,
                     if o.mismatches.is_empty() {
@@ -502,6 +507,11 @@ pub fn run(args: QualifyArgs, ctx: &Context) -> Result<Done<QualifySummary>, Cli
         .collect();
     if args.list {
         return Ok(Done::summary(QualifySummary::List(selected)));
+    }
+    if selected.is_empty() {
+        return Err(input(
+            "--filter selects no ID (simak qualify --list prints them)".to_owned(),
+        ));
     }
     let selected: Vec<Workload> = selected
         .into_iter()

@@ -246,3 +246,33 @@ fn bad_axes_and_a_selected_tensor_of_another_rank_are_bad_input() {
         ],
     );
 }
+
+/// An empty tensor of any rank takes any order: the output is the empty INT8 array of the
+/// permuted shape, on both backends (it was refused: a zero stride on an axis of extent 2).
+#[test]
+fn empty_tensors_take_any_order() {
+    let dir = tempfile::tempdir().unwrap();
+    for (shape, order) in [
+        (vec![2u64, 0, 3], Order::C),
+        (vec![0u64, 4], Order::Fortran),
+        (vec![3u64, 2, 0, 5], Order::C),
+    ] {
+        let input = dir.path().join(format!("e{}.npy", shape.len()));
+        write_npy(&input, "<f4", &shape, order, &[]);
+        for axes in permutations(shape.len()) {
+            let text = axes_text(&axes);
+            let (a65, _) = quant(dir.path(), &input, &text, "a65", &[]);
+            let (ev74, _) = quant(dir.path(), &input, &text, "ev74-sim", &[]);
+            let (out_shape, bytes, descr, fortran) = read_npy(&a65);
+            assert_eq!(descr, "|i1");
+            assert!(!fortran);
+            assert_eq!(
+                out_shape,
+                axes.iter().map(|&a| shape[a]).collect::<Vec<_>>(),
+                "{shape:?} {text}"
+            );
+            assert!(bytes.is_empty());
+            assert_eq!(fs::read(&a65).unwrap(), fs::read(&ev74).unwrap());
+        }
+    }
+}

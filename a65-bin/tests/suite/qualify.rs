@@ -113,10 +113,30 @@ fn the_correctness_catalogue_passes_on_both_backends() {
     assert_success(&out);
     let text = stdout_of(&out);
     assert!(
-        text.starts_with("correctness: 2236 cases on a65 and ev74-sim"),
+        text.starts_with("correctness: 2236 cases on a65 (1936 also on ev74-sim)"),
         "{text}"
     );
     assert!(text.trim_end().ends_with("PASSED"), "{text}");
+    // QuantTess has no EV74 entry: its cases name only the A65.
+    let out = simak(&[
+        "qualify",
+        "--correctness-only",
+        "-q",
+        "--filter",
+        "quanttess",
+    ]);
+    assert_success(&out);
+    let text = stdout_of(&out);
+    assert!(
+        text.starts_with("correctness: 300 cases on a65, "),
+        "{text}"
+    );
+    let out = simak(&["qualify", "--correctness-only", "-q", "--filter", "hcontig"]);
+    assert!(
+        stdout_of(&out).starts_with("correctness: 32 cases on a65 and ev74-sim, "),
+        "{}",
+        stdout_of(&out)
+    );
 }
 
 #[test]
@@ -303,6 +323,21 @@ fn the_ev74_backend_reports_runtime_latency() {
     ]);
     assert_eq!(none.status.code(), Some(2));
     assert!(stderr_of(&none).contains("no ID that runs on ev74-sim"));
+    // A filter that matches nothing says so, not that nothing runs on the backend.
+    let nothing = simak(&[
+        "qualify",
+        "--filter",
+        "no-such-id",
+        "--output",
+        path_str(&dir.path().join("n.json")),
+    ]);
+    assert_eq!(nothing.status.code(), Some(2));
+    assert!(
+        stderr_of(&nothing).contains("--filter selects no ID"),
+        "{}",
+        stderr_of(&nothing)
+    );
+    assert!(!dir.path().join("n.json").exists());
 }
 
 /// Runs the gate on two recorded files; returns (exit code, stdout, the failed IDs).
