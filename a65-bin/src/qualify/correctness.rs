@@ -638,57 +638,64 @@ fn expected(case: &Case, bits: &[u32], phase: usize, span_len: usize) -> Vec<u8>
             });
             want
         }
-        Target::Tiled(layout) => {
-            let shape: Vec<usize> = case.shape.iter().map(|&e| e as usize).collect();
-            // Row-major index of a logical index, to find its value in `bits`.
-            let flat = |index: &[usize]| {
-                index
-                    .iter()
-                    .zip(&shape)
-                    .fold(0usize, |acc, (&i, &e)| acc * e + i)
-            };
-            let mut want = oracle_tiled(
-                &case.shape,
-                layout.axes,
-                layout.tile,
-                layout.channels,
-                2,
-                |index| oracle_bf16(case.dtype, bits[flat(index)]).to_le_bytes(),
-            );
-            want.resize(span_len, 0);
-            want.extend(std::iter::repeat_n(DIRTY, GUARD));
-            want
-        }
-        Target::QuantTiled { layout, params } => {
-            let shape: Vec<usize> = case.shape.iter().map(|&e| e as usize).collect();
-            let flat = |index: &[usize]| {
-                index
-                    .iter()
-                    .zip(&shape)
-                    .fold(0usize, |acc, (&i, &e)| acc * e + i)
-            };
-            let mut want = oracle_tiled(
-                &case.shape,
-                layout.axes,
-                layout.tile,
-                layout.channels,
-                1,
-                |index| {
-                    let q = oracle::quant(
-                        case.dtype,
-                        bits[flat(index)],
-                        params.multiplier_bits,
-                        params.zero_point,
-                        params.rounding,
-                    );
-                    [q as u8, 0]
-                },
-            );
-            want.resize(span_len, 0);
-            want.extend(std::iter::repeat_n(DIRTY, GUARD));
-            want
-        }
+        Target::Tiled(layout) => expected_tiled(
+            case,
+            layout,
+            2,
+            span_len,
+            |b| oracle_bf16(case.dtype, b).to_le_bytes(),
+            bits,
+        ),
+        Target::QuantTiled { layout, params } => expected_tiled(
+            case,
+            layout,
+            1,
+            span_len,
+            |b| {
+                let q = oracle::quant(
+                    case.dtype,
+                    b,
+                    params.multiplier_bits,
+                    params.zero_point,
+                    params.rounding,
+                );
+                [q as u8, 0]
+            },
+            bits,
+        ),
     }
+}
+
+/// The expected tiled buffer of `case`: the plain-loop layout oracle over the values
+/// `value(bits of the element)` (`planes` bytes each), zeros up to `span_len`, then the
+/// guard's fill.
+fn expected_tiled(
+    case: &Case,
+    layout: &MlaTiled,
+    planes: usize,
+    span_len: usize,
+    value: impl Fn(u32) -> [u8; 2],
+    bits: &[u32],
+) -> Vec<u8> {
+    let shape: Vec<usize> = case.shape.iter().map(|&e| e as usize).collect();
+    // Row-major index of a logical index, to find its value in `bits`.
+    let flat = |index: &[usize]| {
+        index
+            .iter()
+            .zip(&shape)
+            .fold(0usize, |acc, (&i, &e)| acc * e + i)
+    };
+    let mut want = oracle_tiled(
+        &case.shape,
+        layout.axes,
+        layout.tile,
+        layout.channels,
+        planes,
+        |index| value(bits[flat(index)]),
+    );
+    want.resize(span_len, 0);
+    want.extend(std::iter::repeat_n(DIRTY, GUARD));
+    want
 }
 
 /// The outcome of the correctness catalogue.
