@@ -42,7 +42,10 @@ use simak_core::ev74::{self as codec, CastTess, NativeEntry, Quant};
 use simak_core::wire::{CastTessRepr, DecodeError, QuantRepr};
 
 pub use capability::{CAPABILITIES, CASTTESS_V1, Capabilities, Capability, QUANT_V1, capability};
-pub use casttess::DMA_MIN_ROW_BYTES;
+pub use casttess::{
+    DMA_MIN_ROW_BYTES, EXACT_WIDTH_MAX_PITCH, EXACT_WIDTH_MAX_PIXELS, EXACT_WIDTH_MIN_BAND,
+    EXACT_WIDTH_MIN_PIXELS, RECT_MIN_BYTES,
+};
 pub use device::{
     ComputePath, DeviceMemory, Direction, Dma, Event, Fault, Meter, Platform, Transfer,
 };

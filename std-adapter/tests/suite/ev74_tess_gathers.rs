@@ -234,6 +234,7 @@ fn gather_boundary_cases_take_each_path_exactly_where_eligible() {
             expect(0, 1, 1 + 1 + 5),
         ),
     ];
+    assert_eq!(cases.len(), 18);
     let mut rng = Rng::new(0x9a7e_45e5);
     let mut tally = Tally::default();
     for (name, case, want) in &cases {
