@@ -151,38 +151,40 @@ fn rectangle_eligible(run: &Run) -> bool {
     run.rows > 1 && run.rows * run.row_bytes >= RECT_MIN_BYTES && run.pitch <= i32::MAX as u64
 }
 
-/// Whole rows of `row_bytes` (under [`DMA_MIN_ROW_BYTES`]; the row axis is packed, so a
-/// row is contiguous) that follow one another at one regular pitch from the row starting
-/// at `coord` (whose row-axis coordinate is 0): `(rows available, pitch)`. The rows step
-/// along the next slower pixel axis with extent > 1 of the tile (H after W, D after H),
-/// and continue across D when the row axis is W and D's stride is H's extent times H's
-/// stride (H and D then form one regular axis). `None` when there is no such axis or the
-/// rows are not short.
+/// The whole short rows of a band that can form one rectangle from the row starting at
+/// `coord`: `(rows, pitch)`, or `None`. The band's row segment there must be a whole tile
+/// row (row-axis coordinate 0; the row axis is packed, so the row is contiguous) of
+/// `row_bytes` under [`DMA_MIN_ROW_BYTES`]. Rows step along the next slower pixel axis of
+/// the tile with extent > 1 (H after W; D after H, or after W when the tile's H extent is
+/// 1), `pitch` = that axis's stride, and continue across D when the row axis is W and D's
+/// stride is the tile's H extent times H's stride (H and D then form one regular axis).
+/// `rows` = min(such rows from here, whole rows in the band's `left` pixels).
 fn short_rows(
     ext: &[u64; 3],
     strides: &[u64; 3],
     coord: &[u64; 3],
     row_axis: usize,
     row_bytes: u64,
+    left: u64,
 ) -> Option<(u64, u64)> {
-    if row_bytes >= u64::from(DMA_MIN_ROW_BYTES) {
+    if row_bytes >= u64::from(DMA_MIN_ROW_BYTES) || coord[row_axis] != 0 {
         return None;
     }
     let [td, th, _] = *ext;
     let [sd, sh, _] = *strides;
-    match row_axis {
+    let (regular, pitch) = match row_axis {
         2 if th > 1 => {
-            let within = th - coord[1];
             let across = if td > 1 && sd == th * sh {
                 (td - 1 - coord[0]) * th
             } else {
                 0
             };
-            Some((within + across, sh))
+            (th - coord[1] + across, sh)
         }
-        1 | 2 if td > 1 => Some((td - coord[0], sd)),
-        _ => None,
-    }
+        1 | 2 if td > 1 => (td - coord[0], sd),
+        _ => return None,
+    };
+    Some((regular.min(left / ext[row_axis]), pitch))
 }
 
 /// Advances `coord` by `rows` whole rows: the axes slower than `row_axis` move with carry
@@ -542,40 +544,34 @@ impl Ctx<'_> {
                 SourceLayout::PixelMajor if contiguous_channels => {
                     let local = base + index(i * pixel_bytes)?;
                     if n == 1 || row_stride == pixel_bytes {
-                        let rows = if coord[row_axis] == 0 && row_stride == pixel_bytes {
-                            short_rows(&ext, &strides, &coord, row_axis, n * pixel_bytes)
-                        } else {
-                            None
-                        };
-                        if let Some((m, pitch)) = rows {
-                            // Whole short rows grouped into one rectangle (SPEC §8).
-                            let m = m.min((np - i) / n);
-                            if m > 1 {
-                                let run = Run {
-                                    global: pixel,
-                                    rows: m,
-                                    row_bytes: n * pixel_bytes,
-                                    pitch,
-                                    local,
-                                    local_pitch: n * pixel_bytes,
-                                };
-                                if rectangle_eligible(&run) {
-                                    self.fetch(worker, run, events, tess)?;
-                                    i += m * n;
-                                    advance_rows(&mut coord, &ext, row_axis, m);
-                                    continue;
-                                }
-                            }
-                        }
-                        let run = Run {
+                        let row_bytes = n * pixel_bytes;
+                        let single = Run {
                             global: pixel,
                             rows: 1,
-                            row_bytes: n * pixel_bytes,
-                            pitch: n * pixel_bytes,
+                            row_bytes,
+                            pitch: row_bytes,
                             local,
-                            local_pitch: n * pixel_bytes,
+                            local_pitch: row_bytes,
                         };
-                        self.fetch(worker, run, events, tess)?;
+                        // Whole short rows grouped into one rectangle (SPEC §8).
+                        let grouped = (row_stride == pixel_bytes)
+                            .then(|| {
+                                short_rows(&ext, &strides, &coord, row_axis, row_bytes, np - i)
+                            })
+                            .flatten()
+                            .map(|(rows, pitch)| Run {
+                                rows,
+                                pitch,
+                                ..single
+                            })
+                            .filter(rectangle_eligible);
+                        if let Some(run) = grouped {
+                            self.fetch(worker, run, events, tess)?;
+                            i += run.rows * n;
+                            advance_rows(&mut coord, &ext, row_axis, run.rows);
+                            continue;
+                        }
+                        self.fetch(worker, single, events, tess)?;
                     } else {
                         let run = Run {
                             global: pixel,
