@@ -225,13 +225,14 @@ fn gather_boundary_cases_take_each_path_exactly_where_eligible() {
             case(F16, &[2, 8, 8], &[160, 16, 2], DHW, [2, 8, 4, 1], Compact),
             expect(0, 0, 2 * 16),
         ),
-        // BF16 short rows over two Pad16 bands (256 pixels) of a 48 x 6 tile: the first
+        // BF16 short rows over two Pad16 bands (256 pixels) of an 80 x 6 tile: the first
         // band's 42 whole rows of 12 bytes are one rectangle, its 4-pixel tail is direct;
-        // the second band (2 pixels, then 5 whole rows: 60 bytes) is direct.
+        // the second band starts mid-row (2 pixels, direct: a partial row is never
+        // grouped), then its 37 whole rows are one rectangle.
         (
             "bf16-rows-two-bands",
-            case(BF16, &[48, 6], &[12, 2], HW, [1, 48, 6, 1], PadTo16),
-            expect(0, 1, 1 + 1 + 5),
+            case(BF16, &[80, 6], &[12, 2], HW, [1, 80, 6, 1], PadTo16),
+            expect(0, 2, 1 + 1),
         ),
     ];
     assert_eq!(cases.len(), 18);
