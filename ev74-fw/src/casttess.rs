@@ -6,8 +6,10 @@
 //! one per worker; workers 1..N−1 run first, then worker 0. Per worker, tasks stream
 //! through two local slots (16 KiB source + 8 KiB output each, 48 KiB in all):
 //!
-//! - the next task's source is requested (2D DMA per pixel row or per channel, direct loads
-//!   for rows under [`DMA_MIN_ROW_BYTES`]) before the current task is packed;
+//! - the next task's source is requested (2D DMA per pixel row or per channel; direct loads
+//!   for rows under [`DMA_MIN_ROW_BYTES`] unless they form an eligible rectangle of at
+//!   least [`RECT_MIN_BYTES`] or a BF16 exact-width row, see [`Ctx::fetch`] and
+//!   [`Ctx::exact_width`]) before the current task is packed;
 //! - packing waits for every source transfer of its slot, and for the slot's previous
 //!   output transfers before overwriting the output area;
 //! - packing converts with `simak_core::arith::cast` (integer code, chosen once per call)
@@ -30,11 +32,26 @@ use crate::tess::{
 use crate::work::{bus, small};
 use crate::{FwError, Report, TessStats};
 
-/// Source rows shorter than this many bytes are gathered with direct loads; longer rows
-/// (and whole contiguous runs) move by DMA.
+/// Source rows shorter than this many bytes are gathered with direct loads unless their
+/// run forms an eligible rectangle ([`RECT_MIN_BYTES`]) or a BF16 exact-width row; longer
+/// rows (and whole contiguous runs) move by DMA.
 pub const DMA_MIN_ROW_BYTES: u32 = 16;
-/// Input bytes a tile needs at least for the whole-panel H-contiguous path (SPEC §8).
-pub const HCONTIG_MIN_BYTES: u64 = 128;
+/// The normal DMA threshold of a 2D source rectangle (SPEC §8): a run of rows under
+/// [`DMA_MIN_ROW_BYTES`] moves by one 2D DMA command when its rows hold at least this
+/// many bytes in all.
+pub const RECT_MIN_BYTES: u64 = 128;
+/// Input bytes a tile needs at least for the whole-panel H-contiguous path (SPEC §8): the
+/// normal rectangle threshold.
+pub const HCONTIG_MIN_BYTES: u64 = RECT_MIN_BYTES;
+/// BF16 exact-width gathers (SPEC §8): fewest pixels of a strided row segment.
+pub const EXACT_WIDTH_MIN_PIXELS: u64 = 16;
+/// BF16 exact-width gathers: most pixels of a strided row segment (64 pixels are 128
+/// bytes, a rectangle of the normal threshold).
+pub const EXACT_WIDTH_MAX_PIXELS: u64 = RECT_MIN_BYTES / 2 - 1;
+/// BF16 exact-width gathers: fewest pixels of the task's band.
+pub const EXACT_WIDTH_MIN_BAND: u64 = 64;
+/// BF16 exact-width gathers: largest row pitch in bytes (the 16-bit DMA pitch range).
+pub const EXACT_WIDTH_MAX_PITCH: u64 = u16::MAX as u64;
 /// Source transfers one slot keeps in flight before waiting for them early.
 const MAX_EVENTS: usize = 32;
 
@@ -81,6 +98,7 @@ pub(crate) fn execute<P: Platform>(
         repr,
         g: &geometry,
         convert,
+        bf16: repr.prefix.dtype == DType::BF16,
         elem,
         channel_stride: geometry.role_strides[3],
         hcontig,
@@ -123,6 +141,64 @@ pub(crate) fn hcontig_eligible(class: &TileClass, role_strides: &[u64; 4], elem:
         && role_strides[1] == elem
         && role_strides[2] <= i32::MAX as u64
         && class.pixels * tc * elem >= HCONTIG_MIN_BYTES
+}
+
+/// Whether a source run of rows under [`DMA_MIN_ROW_BYTES`] is a rectangle that moves by
+/// one 2D DMA command (SPEC §8 "rectangle choice"): it has more than one row, its rows
+/// hold at least [`RECT_MIN_BYTES`] bytes in all (`rows · row_bytes`) and its pitch fits a
+/// signed 32-bit value. Any row width; only the run's logical bytes are read.
+fn rectangle_eligible(run: &Run) -> bool {
+    run.rows > 1 && run.rows * run.row_bytes >= RECT_MIN_BYTES && run.pitch <= i32::MAX as u64
+}
+
+/// The whole short rows of a band that can form one rectangle from the row starting at
+/// `coord`: `(rows, pitch)`, or `None`. The band's row segment there must be a whole tile
+/// row (row-axis coordinate 0; the row axis is packed, so the row is contiguous) of
+/// `row_bytes` under [`DMA_MIN_ROW_BYTES`]. Rows step along the next slower pixel axis of
+/// the tile with extent > 1 (H after W; D after H, or after W when the tile's H extent is
+/// 1), `pitch` = that axis's stride, and continue across D when the row axis is W and D's
+/// stride is the tile's H extent times H's stride (H and D then form one regular axis).
+/// `rows` = min(such rows from here, whole rows in the band's `left` pixels).
+fn short_rows(
+    ext: &[u64; 3],
+    strides: &[u64; 3],
+    coord: &[u64; 3],
+    row_axis: usize,
+    row_bytes: u64,
+    left: u64,
+) -> Option<(u64, u64)> {
+    if row_bytes >= u64::from(DMA_MIN_ROW_BYTES) || coord[row_axis] != 0 {
+        return None;
+    }
+    let [td, th, _] = *ext;
+    let [sd, sh, _] = *strides;
+    let (regular, pitch) = match row_axis {
+        2 if th > 1 => {
+            let across = if td > 1 && sd == th * sh {
+                (td - 1 - coord[0]) * th
+            } else {
+                0
+            };
+            (th - coord[1] + across, sh)
+        }
+        1 | 2 if td > 1 => (td - coord[0], sd),
+        _ => return None,
+    };
+    Some((regular.min(left / ext[row_axis]), pitch))
+}
+
+/// Advances `coord` by `rows` whole rows: the axes slower than `row_axis` move with carry
+/// (the row-axis coordinate stays 0). Wraps past the tile's last row (the band ends there).
+fn advance_rows(coord: &mut [u64; 3], ext: &[u64; 3], row_axis: usize, rows: u64) {
+    let mut carry = rows;
+    for a in (0..row_axis).rev() {
+        let v = coord[a] + carry;
+        coord[a] = v % ext[a];
+        carry = v / ext[a];
+        if carry == 0 {
+            break;
+        }
+    }
 }
 
 fn index(x: u64) -> Result<usize, FwError> {
@@ -189,6 +265,8 @@ struct Ctx<'a> {
     repr: &'a CastTessRepr,
     g: &'a TessGeometry,
     convert: ConvertFn,
+    /// The input is BF16 (the only dtype with exact-width gathers).
+    bf16: bool,
     elem: usize,
     channel_stride: u64,
     /// Per class: whether its tiles take the whole-panel H-contiguous path.
@@ -263,7 +341,9 @@ impl Ctx<'_> {
     }
 
     /// Moves one source run into local memory: DMA for rows of at least
-    /// [`DMA_MIN_ROW_BYTES`], direct loads otherwise.
+    /// [`DMA_MIN_ROW_BYTES`]; for shorter rows one 2D DMA command when the run is an
+    /// eligible rectangle ([`rectangle_eligible`], counted in
+    /// [`TessStats::rectangle_runs`]), direct loads otherwise.
     fn fetch<W: DeviceMemory + Dma>(
         &self,
         worker: &mut W,
@@ -273,6 +353,10 @@ impl Ctx<'_> {
     ) -> Result<(), FwError> {
         let row_bytes = small(run.row_bytes)?;
         if row_bytes >= DMA_MIN_ROW_BYTES {
+            return self.fetch_dma(worker, run, events, tess);
+        }
+        if rectangle_eligible(&run) {
+            tess.rectangle_runs += 1;
             return self.fetch_dma(worker, run, events, tess);
         }
         let mut buf = [0u8; DMA_MIN_ROW_BYTES as usize];
@@ -459,26 +543,50 @@ impl Ctx<'_> {
                 }
                 SourceLayout::PixelMajor if contiguous_channels => {
                     let local = base + index(i * pixel_bytes)?;
-                    let run = if n == 1 || row_stride == pixel_bytes {
-                        Run {
+                    if n == 1 || row_stride == pixel_bytes {
+                        let row_bytes = n * pixel_bytes;
+                        let single = Run {
                             global: pixel,
                             rows: 1,
-                            row_bytes: n * pixel_bytes,
-                            pitch: n * pixel_bytes,
+                            row_bytes,
+                            pitch: row_bytes,
                             local,
-                            local_pitch: n * pixel_bytes,
+                            local_pitch: row_bytes,
+                        };
+                        // Whole short rows grouped into one rectangle (SPEC §8).
+                        let grouped = (row_stride == pixel_bytes)
+                            .then(|| {
+                                short_rows(&ext, &strides, &coord, row_axis, row_bytes, np - i)
+                            })
+                            .flatten()
+                            .map(|(rows, pitch)| Run {
+                                rows,
+                                pitch,
+                                ..single
+                            })
+                            .filter(rectangle_eligible);
+                        if let Some(run) = grouped {
+                            self.fetch(worker, run, events, tess)?;
+                            i += run.rows * n;
+                            advance_rows(&mut coord, &ext, row_axis, run.rows);
+                            continue;
                         }
+                        self.fetch(worker, single, events, tess)?;
                     } else {
-                        Run {
+                        let run = Run {
                             global: pixel,
                             rows: n,
                             row_bytes: pixel_bytes,
                             pitch: row_stride,
                             local,
                             local_pitch: pixel_bytes,
+                        };
+                        if self.exact_width(&task.span, &run) {
+                            self.fetch_exact_width(worker, run, events, tess)?;
+                        } else {
+                            self.fetch(worker, run, events, tess)?;
                         }
-                    };
-                    self.fetch(worker, run, events, tess)?;
+                    }
                 }
                 // Staged by `gather_hcontig`.
                 SourceLayout::HContig => return Err(FwError::Internal),
@@ -501,16 +609,45 @@ impl Ctx<'_> {
             coord[row_axis] += n;
             if coord[row_axis] == ext[row_axis] {
                 coord[row_axis] = 0;
-                for a in (0..row_axis).rev() {
-                    coord[a] += 1;
-                    if coord[a] < ext[a] {
-                        break;
-                    }
-                    coord[a] = 0;
-                }
+                advance_rows(&mut coord, &ext, row_axis, 1);
             }
         }
         Ok(())
+    }
+
+    /// Whether a strided pixel row `run` of the band `span` takes the BF16 exact-width
+    /// gather (SPEC §8): the input is BF16, the task gathers one channel per pixel
+    /// (`kc = 1`, so a pixel is 2 bytes and `run` is `rows` pixels of 2 bytes, `pitch` =
+    /// the row stride, which is not 2), the row has [`EXACT_WIDTH_MIN_PIXELS`] to
+    /// [`EXACT_WIDTH_MAX_PIXELS`] pixels, the band has at least [`EXACT_WIDTH_MIN_BAND`]
+    /// pixels and the pitch is at most [`EXACT_WIDTH_MAX_PITCH`] bytes. Shorter rows and
+    /// bands keep direct loads; rows of 64 pixels or more are rectangles of the normal
+    /// threshold ([`rectangle_eligible`]). FP32 and FP16 never take it.
+    fn exact_width(&self, span: &TaskSpan, run: &Run) -> bool {
+        self.bf16
+            && span.kc == 1
+            && run.row_bytes == 2
+            && run.pitch != 2
+            && (EXACT_WIDTH_MIN_PIXELS..=EXACT_WIDTH_MAX_PIXELS).contains(&run.rows)
+            && span.count >= EXACT_WIDTH_MIN_BAND
+            && run.pitch <= EXACT_WIDTH_MAX_PITCH
+    }
+
+    /// Moves one BF16 exact-width row by one 2D DMA command: `rows` pixels of exactly two
+    /// bytes, `pitch` apart in the input, compact (local pitch 2) in the source slot.
+    /// Counted in [`TessStats::exact_width_rows`].
+    fn fetch_exact_width<W: Dma>(
+        &self,
+        worker: &mut W,
+        run: Run,
+        events: &mut Events,
+        tess: &mut TessStats,
+    ) -> Result<(), FwError> {
+        if run.row_bytes != 2 || run.local_pitch != 2 {
+            return Err(FwError::Internal);
+        }
+        tess.exact_width_rows += 1;
+        self.fetch_dma(worker, run, events, tess)
     }
 
     fn gather_block<W: DeviceMemory + Dma>(

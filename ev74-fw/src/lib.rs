@@ -42,7 +42,10 @@ use simak_core::ev74::{self as codec, CastTess, NativeEntry, Quant};
 use simak_core::wire::{CastTessRepr, DecodeError, QuantRepr};
 
 pub use capability::{CAPABILITIES, CASTTESS_V1, Capabilities, Capability, QUANT_V1, capability};
-pub use casttess::DMA_MIN_ROW_BYTES;
+pub use casttess::{
+    DMA_MIN_ROW_BYTES, EXACT_WIDTH_MAX_PITCH, EXACT_WIDTH_MAX_PIXELS, EXACT_WIDTH_MIN_BAND,
+    EXACT_WIDTH_MIN_PIXELS, RECT_MIN_BYTES,
+};
 pub use device::{
     ComputePath, DeviceMemory, Direction, Dma, Event, Fault, Meter, Platform, Transfer,
 };
@@ -210,13 +213,23 @@ pub struct TessStats {
     pub block_tasks: u64,
     /// Source DMA transfers started.
     pub source_dma: u64,
-    /// Source rows read with direct loads (rows under [`DMA_MIN_ROW_BYTES`]).
+    /// Source rows read with direct loads (rows under [`DMA_MIN_ROW_BYTES`] that neither
+    /// form an eligible rectangle nor take the BF16 exact-width gather).
     pub source_direct_rows: u64,
     /// Output DMA transfers started.
     pub output_dma: u64,
     /// Band tasks that took the whole-panel H-contiguous path (counted in
     /// [`TessStats::band_tasks`] too; SPEC §8 "H-contiguous panels").
     pub hcontig_tasks: u64,
+    /// Source runs of rows under [`DMA_MIN_ROW_BYTES`] moved by one 2D DMA command because
+    /// they form a rectangle of at least 128 bytes (counted in [`TessStats::source_dma`]
+    /// too; SPEC §8 "rectangle choice"): strided pixels of one row, several whole short
+    /// rows of a band, or a run of strided channels.
+    pub rectangle_runs: u64,
+    /// Strided BF16 single-channel rows of 16 to 63 pixels moved by one exact-width 2D DMA
+    /// command each (counted in [`TessStats::source_dma`] too; SPEC §8 "BF16 exact-width
+    /// gathers").
+    pub exact_width_rows: u64,
 }
 
 /// What one command did.
@@ -266,6 +279,8 @@ impl Report {
                 source_direct_rows: 0,
                 output_dma: 0,
                 hcontig_tasks: 0,
+                rectangle_runs: 0,
+                exact_width_rows: 0,
             },
         }
     }

@@ -20,6 +20,7 @@ mod ev74_faults;
 mod ev74_oom;
 mod ev74_rejection;
 mod ev74_runtime;
+mod ev74_tess_gathers;
 mod ev74_tess_paths;
 mod ev74_transpose;
 mod fuzz_regressions;
