@@ -217,6 +217,12 @@ pub struct TessStats {
     /// Band tasks that took the whole-panel H-contiguous path (counted in
     /// [`TessStats::band_tasks`] too; SPEC §8 "H-contiguous panels").
     pub hcontig_tasks: u64,
+    /// Band tasks that staged complete source pixels and picked their channels locally
+    /// (counted in [`TessStats::band_tasks`] too; SPEC §8 "Staged complete-pixel bands").
+    pub staged_tasks: u64,
+    /// Staged band tasks packed by the metadata-selected BF16 pixel packer (counted in
+    /// [`TessStats::staged_tasks`] too; SPEC §8).
+    pub bf16_pixel_tasks: u64,
 }
 
 /// What one command did.
@@ -266,6 +272,8 @@ impl Report {
                 source_direct_rows: 0,
                 output_dma: 0,
                 hcontig_tasks: 0,
+                staged_tasks: 0,
+                bf16_pixel_tasks: 0,
             },
         }
     }
