@@ -162,6 +162,29 @@ fn image_case(
     }
 }
 
+/// `[outer 2, H 3, W 100, C]` with whole-image tiles `(1, 3, 100, tc)` of 300 pixels: a
+/// staged tile splits into several power-of-two bands, cut inside W segments. `pixel` is
+/// the W stride in elements, C contiguous.
+fn long_tile_case(dtype: DType, c: u64, tc: u32, pixel: u64, channels: Channels) -> Case {
+    let e = dtype.size() as u64;
+    let shape = vec![2, 3, 100, c];
+    let strides = vec![300 * pixel * e, 100 * pixel * e, pixel * e, e];
+    let input_len = (e + shape
+        .iter()
+        .zip(&strides)
+        .map(|(&n, &s)| (n - 1) * s)
+        .sum::<u64>()) as usize;
+    Case {
+        dtype,
+        shape,
+        strides,
+        input_len,
+        axes: [None, Some(1), Some(2), Some(3)],
+        tile: [1, 3, 100, tc],
+        channels,
+    }
+}
+
 /// One eligibility case: its name, the case, whether some tiles stage complete pixels,
 /// whether every tile does, whether the BF16 pixel packer packs the call.
 struct StagedCase {
@@ -361,6 +384,29 @@ fn staged_cases() -> Vec<StagedCase> {
             true,
             true,
         ),
+        // Tiles of 300 pixels: bands of 256 (BF16, 16 stored channels bound the band, not
+        // the 8 source channels), 64 (FP32, 64 source channels) and 256 (12 channels).
+        c(
+            "bf16-c8-padded-long",
+            long_tile_case(BF16, 8, 3, 9, PadTo16),
+            true,
+            true,
+            true,
+        ),
+        c(
+            "f32-c64-long",
+            long_tile_case(F32, 64, 3, 64, Compact),
+            true,
+            true,
+            false,
+        ),
+        c(
+            "bf16-c12-long-compact",
+            long_tile_case(BF16, 12, 4, 12, Compact),
+            true,
+            true,
+            false,
+        ),
     ]
 }
 
@@ -374,7 +420,7 @@ fn staged_bands_and_bf16_packer_boundary_cases() {
     let mut rng = Rng::new(0x57a6_ed00);
     let mut tally = Tally::default();
     let cases = staged_cases();
-    assert_eq!(cases.len(), 24);
+    assert_eq!(cases.len(), 27);
     for c in &cases {
         let case = &c.case;
         let plan = cast_plan(case);
@@ -397,7 +443,8 @@ fn staged_bands_and_bf16_packer_boundary_cases() {
             if c.staged {
                 // Repeated logical bytes across channel tiles, never more than one full
                 // read of every source pixel per channel tile.
-                let c_tiles = case.shape[4].div_ceil(u64::from(case.tile[3]));
+                let c_tiles =
+                    case.shape[case.axes[3].unwrap() as usize].div_ceil(u64::from(case.tile[3]));
                 assert!(prediction.reads > logical, "{what}");
                 assert!(prediction.reads <= c_tiles * logical, "{what}");
             } else {
