@@ -7,12 +7,16 @@
 //! through two local slots (16 KiB source + 8 KiB output each, 48 KiB in all):
 //!
 //! - the next task's source is requested (2D DMA per pixel row or per channel, direct loads
-//!   for rows under [`DMA_MIN_ROW_BYTES`]) before the current task is packed;
+//!   for rows under [`DMA_MIN_ROW_BYTES`]; a whole H-contiguous tile; or, for classes that
+//!   stage complete pixels, every source channel of the band's pixels, one transfer per W
+//!   segment) before the current task is packed;
 //! - packing waits for every source transfer of its slot, and for the slot's previous
 //!   output transfers before overwriting the output area;
 //! - packing converts with `simak_core::arith::cast` (integer code, chosen once per call)
 //!   straight into the final low/high byte planes, writing padding channels and the
-//!   tile's trailing padding with zero; the task's output bytes leave by DMA;
+//!   tile's trailing padding with zero (a BF16 call whose every class stages complete
+//!   pixels into planes of a multiple of 16 channels packs with the separate 16-lane
+//!   BF16 pixel packer instead); the task's output bytes leave by DMA;
 //! - every output transfer completes before the worker returns.
 //!
 //! Each task writes only its own whole 16-byte output blocks, so every output byte is

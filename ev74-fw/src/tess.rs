@@ -9,7 +9,9 @@
 //!   - [`Mode::Bands`]: a band of consecutive pixels (D, H, W order) of one tile with all
 //!     its stored channels; the pixel count is a multiple of `8 / gcd(sc, 8)`, so the band
 //!     occupies a multiple of 16 bytes, and holds at most [`PANEL_VALUES`] stored values.
-//!     The last band of a tile also writes the tile's trailing padding.
+//!     The last band of a tile also writes the tile's trailing padding. A class that
+//!     stages complete source pixels ([`staged_band`]) uses a power-of-two band of at most
+//!     [`STAGED_MAX_ELEMENTS`] source elements instead.
 //!   - [`Mode::Panels`]: planes of more than [`PANEL_VALUES`] channels that are a multiple
 //!     of 16 split into channel panels of [`PANEL_VALUES`] channels (one pixel each); a
 //!     panel writes its 16-aligned slice of the low and of the high plane.

@@ -3,7 +3,8 @@
 //! firmware's report), and stays byte-identical to the A65 backend and to the independent
 //! oracle with 1 to 4 workers, dirty output buffers, unmapped guard bands around both
 //! ports, every output byte written exactly once and every logical input byte read exactly
-//! once (never a hole, never past the admitted span): `ev74_casttess::check_case`.
+//! once, or once per channel tile where complete pixels are staged (never a hole, never
+//! past the admitted span): `ev74_casttess::check_case`.
 //!
 //! - The whole-panel H-contiguous path on the 30 eligibility-boundary cases shared with
 //!   `simak qualify --correctness-only` (`simak_tests::hcontig`), and every FP16 and BF16
