@@ -721,6 +721,44 @@ mod test {
     }
 
     #[test]
+    fn staged_classes_take_power_of_two_bands_and_still_cover_the_output_once() {
+        // FP32 [H=5, W=300, C=12], tile (2, 300, 3): subtile rows of 12 bytes, adjacent
+        // pixels: every class stages, bands of 256 pixels (4096 / 12 → 341 → 256).
+        let g = geometry(
+            [5, 300, 12],
+            [None, Some(0), Some(1), Some(2)],
+            [1, 2, 300, 3],
+            Channels::Compact,
+        );
+        for class in g.classes.iter().filter(|c| c.count != 0) {
+            assert!(class.staged, "{class:?}");
+            assert_eq!(class.band, 256);
+            assert_eq!(class.tasks, class.pixels.div_ceil(256));
+        }
+        assert_eq!(g.source_channels(), 12);
+        check_tasks(&g);
+        // Tile C = 4: 16-byte subtile rows already move by DMA; nothing stages.
+        let g = geometry(
+            [5, 300, 12],
+            [None, Some(0), Some(1), Some(2)],
+            [1, 2, 300, 4],
+            Channels::PadTo16,
+        );
+        assert!(g.classes.iter().all(|c| !c.staged));
+        check_tasks(&g);
+        // 64 source channels in PadTo16 tiles of one channel: bands of 64 pixels.
+        let g = geometry(
+            [3, 100, 64],
+            [None, Some(0), Some(1), Some(2)],
+            [1, 3, 100, 1],
+            Channels::PadTo16,
+        );
+        assert!(g.classes[0].staged);
+        assert_eq!((g.classes[0].band, g.classes[0].tasks), (64, 5));
+        check_tasks(&g);
+    }
+
+    #[test]
     fn classes_and_suffix_tables() {
         // [H=5, W=7, C=20], tile (2, 3, 16): boundary tiles on H, W and C → 8 classes.
         let g = geometry(
