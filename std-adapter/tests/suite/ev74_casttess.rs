@@ -211,7 +211,7 @@ pub(crate) fn predict_staging(case: &Case) -> Staging {
         sizes.push(v);
     }
     let elements = case.elements() as u64;
-    let outer = if named == 0 { 0 } else { elements / named };
+    let outer = elements.checked_div(named).unwrap_or(0);
     let c_src = case.axes[3].map_or(1, |a| case.shape[a as usize]);
     let mut p = Staging {
         tasks: 0,
