@@ -16,11 +16,11 @@
 //!   the contract's rule, and never a byte of pixel padding or a row hole: the input buffer
 //!   ends at the span's last byte, beyond it the simulator's guard band faults.
 
-use crate::ev74_casttess::{Tally, check_case, predict_staging};
+use crate::ev74_casttess::{Tally, check_case, predict_staging, stages};
 use crate::tess_common::*;
 
 use simak::DType;
-use simak::ev74::casttess::run_sim;
+use simak::ev74::casttess::{SimOptions, run_sim, run_sim_with};
 use simak::layout::Channels;
 use simak_tests::bytes::Aligned;
 use simak_tests::hcontig;
@@ -499,4 +499,74 @@ fn every_bf16_pattern_through_the_bf16_pixel_packer() {
             assert_eq!(t.bf16_pixel_tasks, packed, "{t:?}");
         }
     }
+}
+
+/// How many times the staged paths read each input byte of `case`: for the element at a
+/// logical index, one read per channel tile that stages its pixel's tile (all source
+/// channels), plus one from its own channel tile when that tile does not stage; 0 for a
+/// byte of no element (pixel padding, row holes). Written from the layout and `stages`.
+fn expected_read_counts(case: &Case) -> Vec<u16> {
+    let mut counts = vec![0u16; case.input_len];
+    let c_axis = case.axes[3].unwrap() as usize;
+    let w_axis = case.axes[2].unwrap() as usize;
+    let (c_src, tc) = (case.shape[c_axis], u64::from(case.tile[3]));
+    let (w_n, tw) = (case.shape[w_axis], u64::from(case.tile[2]));
+    let c_tiles: Vec<u64> = (0..c_src.div_ceil(tc))
+        .map(|k| tc.min(c_src - k * tc))
+        .collect();
+    let shape: Vec<usize> = case.shape.iter().map(|&n| n as usize).collect();
+    let size = case.dtype.size();
+    for_each_index(&shape, |i| {
+        let (w, c) = (i[w_axis] as u64, i[c_axis] as u64);
+        let w_tile = tw.min(w_n - w / tw * tw);
+        let staged = c_tiles.iter().filter(|&&t| stages(case, t, w_tile)).count();
+        let own = c_tiles[(c / tc) as usize];
+        let n = staged + usize::from(!stages(case, own, w_tile));
+        let at = case.input_offset(i);
+        for b in &mut counts[at..at + size] {
+            *b = n as u16;
+        }
+    });
+    counts
+}
+
+/// Per input byte, the staged paths read exactly what the rule predicts: each element once
+/// per channel tile that stages its pixel (plus once from its own tile if that one does
+/// not), and never a byte of pixel padding or a row hole; the input ends at the span's
+/// last byte (the final pixel's last channel), beyond it an unmapped guard band.
+#[test]
+fn staged_reads_touch_only_logical_bytes_each_as_predicted() {
+    let mut rng = Rng::new(0x5ea7_ed02);
+    let mut checked = 0;
+    for c in staged_cases() {
+        let case = &c.case;
+        let plan = cast_plan(case);
+        let input = fill_input(&mut rng, case);
+        let expected = expected_read_counts(case);
+        let total: u64 = expected.iter().map(|&n| u64::from(n)).sum();
+        assert_eq!(total, predict_staging(case).reads, "{}", c.name);
+        let holes = expected.iter().filter(|&&n| n == 0).count();
+        for workers in [1, 3] {
+            let mut out = vec![DIRTY; plan.output().capacity() as usize];
+            let options = SimOptions {
+                track_reads: true,
+                ..SimOptions::new(workers)
+            };
+            let run = run_sim_with(&plan, input.as_slice(), &mut out, &options).unwrap();
+            assert_eq!(run.input_read_counts.len(), case.input_len);
+            if let Some(k) = (0..case.input_len).find(|&k| run.input_read_counts[k] != expected[k])
+            {
+                panic!(
+                    "{} ({workers} workers): input byte {k} read {} times, expected {} ({holes} hole bytes)",
+                    c.name, run.input_read_counts[k], expected[k]
+                );
+            }
+            assert_eq!(run.input_bytes_read, total, "{}", c.name);
+            assert_eq!(out, expected_cast(case, input.as_slice()), "{}", c.name);
+            checked += 1;
+        }
+        // The last input byte belongs to the final pixel's last channel.
+        assert!(*expected.last().unwrap() > 0, "{}", c.name);
+    }
+    assert_eq!(checked, 54);
 }
