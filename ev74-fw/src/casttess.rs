@@ -6,15 +6,19 @@
 //! one per worker; workers 1..N−1 run first, then worker 0. Per worker, tasks stream
 //! through two local slots (16 KiB source + 8 KiB output each, 48 KiB in all):
 //!
-//! - the next task's source is requested (2D DMA per pixel row or per channel; direct loads
-//!   for rows under [`DMA_MIN_ROW_BYTES`] unless they form an eligible rectangle of at
-//!   least [`RECT_MIN_BYTES`] or a BF16 exact-width row, see [`Ctx::fetch`] and
-//!   [`Ctx::exact_width`]) before the current task is packed;
+//! - the next task's source is requested before the current task is packed: 2D DMA per
+//!   pixel row or per channel; direct loads for rows under [`DMA_MIN_ROW_BYTES`] unless
+//!   they form an eligible rectangle of at least [`RECT_MIN_BYTES`] or a BF16 exact-width
+//!   row (see [`Ctx::fetch`] and [`Ctx::exact_width`]); a whole H-contiguous tile; or, for
+//!   classes that stage complete pixels, every source channel of the band's pixels, one
+//!   transfer per W segment;
 //! - packing waits for every source transfer of its slot, and for the slot's previous
 //!   output transfers before overwriting the output area;
 //! - packing converts with `simak_core::arith::cast` (integer code, chosen once per call)
 //!   straight into the final low/high byte planes, writing padding channels and the
-//!   tile's trailing padding with zero; the task's output bytes leave by DMA;
+//!   tile's trailing padding with zero (a BF16 call whose every class stages complete
+//!   pixels into planes of a multiple of 16 channels packs with the separate 16-lane
+//!   BF16 pixel packer instead); the task's output bytes leave by DMA;
 //! - every output transfer completes before the worker returns.
 //!
 //! Each task writes only its own whole 16-byte output blocks, so every output byte is
@@ -92,8 +96,11 @@ pub(crate) fn execute<P: Platform>(
     let elem = repr.prefix.dtype.size();
     let mut hcontig = [false; CLASSES];
     for (h, class) in hcontig.iter_mut().zip(geometry.classes.iter()) {
-        *h = class.count != 0 && hcontig_eligible(class, &geometry.role_strides, elem as u64);
+        *h = class.count != 0
+            && !class.staged
+            && hcontig_eligible(class, &geometry.role_strides, elem as u64);
     }
+    let bf16_pixels = bf16_pixel_packer(&geometry, repr.prefix.dtype);
     let ctx = Ctx {
         repr,
         g: &geometry,
@@ -102,6 +109,8 @@ pub(crate) fn execute<P: Platform>(
         elem,
         channel_stride: geometry.role_strides[3],
         hcontig,
+        c_src: geometry.source_channels(),
+        bf16_pixels,
     };
     let mut tess = TessStats {
         classes: geometry.n_classes() as u8,
@@ -201,6 +210,51 @@ fn advance_rows(coord: &mut [u64; 3], ext: &[u64; 3], row_axis: usize, rows: u64
     }
 }
 
+/// Whether the call packs with the metadata-selected BF16 pixel packer (SPEC §8), chosen
+/// once per call: the input is BF16 and every tile class that occurs is split into regular
+/// bands (not the physical-block fallback), has one channel panel, stages complete source
+/// pixels ([`crate::tess::staged_band`]) and stores a multiple of 16 channels per plane.
+/// Other calls keep the general packer.
+pub(crate) fn bf16_pixel_packer(g: &TessGeometry, dtype: DType) -> bool {
+    dtype == DType::BF16
+        && g.classes
+            .iter()
+            .filter(|c| c.count != 0)
+            .all(|c| c.mode == Mode::Bands && c.panels == 1 && c.staged && c.stored % 16 == 0)
+}
+
+/// The BF16 exact-width rule of [`Ctx::exact_width`] for a strided pixel row `run` of a
+/// task that gathers `kc` channels per pixel in a band of `band` pixels.
+fn exact_width_eligible(bf16: bool, kc: u64, band: u64, run: &Run) -> bool {
+    bf16 && kc == 1
+        && run.row_bytes == 2
+        && run.pitch != 2
+        && (EXACT_WIDTH_MIN_PIXELS..=EXACT_WIDTH_MAX_PIXELS).contains(&run.rows)
+        && band >= EXACT_WIDTH_MIN_BAND
+        && run.pitch <= EXACT_WIDTH_MAX_PITCH
+}
+
+/// Whether the general band gather moves a whole W segment of a tile by DMA: `tw` strided
+/// pixels of `kc` channels (`kc · elem` bytes each, under [`DMA_MIN_ROW_BYTES`]), `pitch`
+/// bytes apart, in bands of `band` pixels, form a rectangle ([`rectangle_eligible`]) or a
+/// BF16 exact-width row. Staging complete pixels ([`crate::tess::staged_band`]) is chosen
+/// only where this is false: the rectangle or the exact-width row reads only the logical
+/// bytes in as few commands as staging would.
+pub(crate) fn w_segment_by_dma(dtype: DType, kc: u64, tw: u64, pitch: u64, band: u64) -> bool {
+    let row_bytes = kc * dtype.size() as u64;
+    let run = Run {
+        global: 0,
+        rows: tw,
+        row_bytes,
+        pitch,
+        local: 0,
+        local_pitch: row_bytes,
+    };
+    row_bytes >= u64::from(DMA_MIN_ROW_BYTES)
+        || rectangle_eligible(&run)
+        || exact_width_eligible(dtype == DType::BF16, kc, band, &run)
+}
+
 fn index(x: u64) -> Result<usize, FwError> {
     usize::try_from(x).map_err(|_| FwError::Internal)
 }
@@ -249,6 +303,10 @@ enum SourceLayout {
     /// The whole tile staged in C, D, W, H order (H fastest): `(d, h, w, c)` at
     /// `((c · td + d) · tw + w) · th + h` elements (the H-contiguous path).
     HContig,
+    /// Complete source pixels of a staged band: `(pixel, source channel)` at
+    /// `pixel · c_src + channel` elements; the tile's channel `j` is source channel
+    /// `channel0 + j`.
+    Staged,
 }
 
 /// One task as prepared into a slot: what packing and the output transfers need.
@@ -259,6 +317,8 @@ struct Task {
     tile_output: u64,
     layout: SourceLayout,
     span: TaskSpan,
+    /// The tile's first source channel (its C tile index times the tile's C extent).
+    channel0: u64,
 }
 
 struct Ctx<'a> {
@@ -271,6 +331,10 @@ struct Ctx<'a> {
     channel_stride: u64,
     /// Per class: whether its tiles take the whole-panel H-contiguous path.
     hcontig: [bool; CLASSES],
+    /// Source channels of a pixel (the tensor's C extent).
+    c_src: u64,
+    /// Whether staged bands are packed by the BF16 pixel packer ([`bf16_pixel_packer`]).
+    bf16_pixels: bool,
 }
 
 /// A global source run to move into local memory: `rows` rows of `row_bytes`, `pitch`
@@ -463,8 +527,18 @@ impl Ctx<'_> {
             tile_output: cursor.tile_output,
             layout: SourceLayout::PixelMajor,
             span: cursor.span(self.g),
+            channel0: cursor.index[3] * self.g.tile[3],
         };
         match class.mode {
+            Mode::Bands if class.staged => {
+                tess.band_tasks += 1;
+                tess.staged_tasks += 1;
+                if self.bf16_pixels {
+                    tess.bf16_pixel_tasks += 1;
+                }
+                task.layout = SourceLayout::Staged;
+                self.gather_staged(worker, &task, slot, events, tess)?;
+            }
             Mode::Bands if self.hcontig[cursor.class] => {
                 tess.band_tasks += 1;
                 tess.hcontig_tasks += 1;
@@ -485,6 +559,68 @@ impl Ctx<'_> {
             }
         }
         Ok(task)
+    }
+
+    /// Stages a band's complete source pixels (all `c_src` channels, SPEC §8 "Staged
+    /// complete-pixel bands"), one transfer per W segment of the band: one contiguous run
+    /// when the pixels are adjacent (or the segment is one pixel), else a 2D run of
+    /// `c_src · elem` bytes per pixel at the input's W pitch (padded BF16 pixels). Reads
+    /// only logical elements: pixel padding is never in a row, and a pixel is read through
+    /// its last source channel and no further.
+    fn gather_staged<W: DeviceMemory + Dma>(
+        &self,
+        worker: &mut W,
+        task: &Task,
+        slot: usize,
+        events: &mut Events,
+        tess: &mut TessStats,
+    ) -> Result<(), FwError> {
+        let [_, th, tw, _] = task.class.extents;
+        let [sd, sh, sw] = self.pixel_strides();
+        let elem = self.elem as u64;
+        let pixel_bytes = self.c_src * elem;
+        let base = slot * SLOT_BYTES;
+        let (p0, np) = (task.span.first, task.span.count);
+        let (mut d, mut h, mut w) = (p0 / (th * tw), (p0 / tw) % th, p0 % tw);
+        // The tile's first pixel at source channel 0.
+        let origin = task.tile_input - task.channel0 * self.channel_stride;
+        let mut i = 0u64;
+        while i < np {
+            let n = (np - i).min(tw - w);
+            let global = origin + d * sd + h * sh + w * sw;
+            let local = base + index(i * pixel_bytes)?;
+            let run = if n == 1 || sw == pixel_bytes {
+                Run {
+                    global,
+                    rows: 1,
+                    row_bytes: n * pixel_bytes,
+                    pitch: n * pixel_bytes,
+                    local,
+                    local_pitch: n * pixel_bytes,
+                }
+            } else {
+                Run {
+                    global,
+                    rows: n,
+                    row_bytes: pixel_bytes,
+                    pitch: sw,
+                    local,
+                    local_pitch: pixel_bytes,
+                }
+            };
+            self.fetch(worker, run, events, tess)?;
+            i += n;
+            w += n;
+            if w == tw {
+                w = 0;
+                h += 1;
+                if h == th {
+                    h = 0;
+                    d += 1;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn gather_band<W: DeviceMemory + Dma>(
@@ -588,8 +724,8 @@ impl Ctx<'_> {
                         }
                     }
                 }
-                // Staged by `gather_hcontig`.
-                SourceLayout::HContig => return Err(FwError::Internal),
+                // Staged by `gather_hcontig` and `gather_staged`.
+                SourceLayout::HContig | SourceLayout::Staged => return Err(FwError::Internal),
                 SourceLayout::PixelMajor => {
                     // Strided channels: one gather per pixel.
                     for q in 0..n {
@@ -624,13 +760,7 @@ impl Ctx<'_> {
     /// bands keep direct loads; rows of 64 pixels or more are rectangles of the normal
     /// threshold ([`rectangle_eligible`]). FP32 and FP16 never take it.
     fn exact_width(&self, span: &TaskSpan, run: &Run) -> bool {
-        self.bf16
-            && span.kc == 1
-            && run.row_bytes == 2
-            && run.pitch != 2
-            && (EXACT_WIDTH_MIN_PIXELS..=EXACT_WIDTH_MAX_PIXELS).contains(&run.rows)
-            && span.count >= EXACT_WIDTH_MIN_BAND
-            && run.pitch <= EXACT_WIDTH_MAX_PITCH
+        exact_width_eligible(self.bf16, span.kc, span.count, run)
     }
 
     /// Moves one BF16 exact-width row by one 2D DMA command: `rows` pixels of exactly two
@@ -715,10 +845,14 @@ impl Ctx<'_> {
             Mode::Bands if task.layout == SourceLayout::HContig => {
                 self.pack_hcontig(src, out, task, load)?
             }
+            Mode::Bands if task.layout == SourceLayout::Staged && self.bf16_pixels => {
+                self.pack_bf16_pixels(src, out, task)?
+            }
             Mode::Bands | Mode::Panels => {
                 let span = &task.span;
                 let (np, k, kc) = (index(span.count)?, index(span.k)?, index(span.kc)?);
                 let sc = index(class.stored)?;
+                let (c_src, c0) = (index(self.c_src)?, index(task.channel0)?);
                 let (pitch, hi) = if class.mode == Mode::Bands {
                     (2 * sc, sc)
                 } else {
@@ -733,6 +867,7 @@ impl Ctx<'_> {
                             let at = match task.layout {
                                 SourceLayout::PixelMajor => i * kc + j,
                                 SourceLayout::ChannelMajor => j * np + i,
+                                SourceLayout::Staged => i * c_src + c0 + j,
                                 // Packed by `pack_hcontig`.
                                 SourceLayout::HContig => return Err(FwError::Internal),
                             };
@@ -829,6 +964,61 @@ impl Ctx<'_> {
             }
         }
         Ok(n as u64)
+    }
+
+    /// The metadata-selected BF16 pixel packer ([`bf16_pixel_packer`], SPEC §8): packs a
+    /// staged band's byte planes straight from its complete source pixels, 16-byte block
+    /// by 16-byte block (`sc` is a multiple of 16). Whole 16-channel groups take their 16
+    /// low and 16 high bytes from the task's channels `channel0 + j`; a one-channel tail
+    /// inserts its payload into lane 0 of two zero blocks; another partial tail clears its
+    /// final owned block, then writes the valid lanes; blocks past the tile's channels
+    /// are zero. BF16 payload bits are copied unchanged. Returns the conversions made.
+    fn pack_bf16_pixels(&self, src: &[u8], out: &mut [u8], task: &Task) -> Result<u64, FwError> {
+        const LANES: usize = 16;
+        let (np, kc) = (index(task.span.count)?, index(task.span.kc)?);
+        let sc = index(task.class.stored)?;
+        let (c_src, c0) = (index(self.c_src)?, index(task.channel0)?);
+        if sc % LANES != 0 || kc > sc {
+            return Err(FwError::Internal);
+        }
+        let out = out.get_mut(..2 * np * sc).ok_or(FwError::Internal)?;
+        let (full, tail) = (kc / LANES, kc % LANES);
+        for (i, pixel) in out.chunks_exact_mut(2 * sc).enumerate() {
+            let first = 2 * (i * c_src + c0);
+            let values = src.get(first..first + 2 * kc).ok_or(FwError::Internal)?;
+            let (lo, hi) = pixel.split_at_mut(sc);
+            let blocks = lo.chunks_exact_mut(LANES).zip(hi.chunks_exact_mut(LANES));
+            for (b, (lo, hi)) in blocks.enumerate() {
+                let lanes = if b < full {
+                    LANES
+                } else if b == full {
+                    tail
+                } else {
+                    0
+                };
+                let group = values.get(2 * b * LANES..).unwrap_or(&[]);
+                if lanes == 1 {
+                    let &[low, high, ..] = group else {
+                        return Err(FwError::Internal);
+                    };
+                    let (mut l, mut h) = ([0u8; LANES], [0u8; LANES]);
+                    l[0] = low;
+                    h[0] = high;
+                    lo.copy_from_slice(&l);
+                    hi.copy_from_slice(&h);
+                    continue;
+                }
+                if lanes < LANES {
+                    lo.fill(0);
+                    hi.fill(0);
+                }
+                for (j, v) in group.chunks_exact(2).take(lanes).enumerate() {
+                    lo[j] = v[0];
+                    hi[j] = v[1];
+                }
+            }
+        }
+        Ok((np * kc) as u64)
     }
 
     /// Starts the output transfers of the task in slot `slot`.

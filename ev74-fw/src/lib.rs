@@ -230,6 +230,12 @@ pub struct TessStats {
     /// command each (counted in [`TessStats::source_dma`] too; SPEC §8 "BF16 exact-width
     /// gathers").
     pub exact_width_rows: u64,
+    /// Band tasks that staged complete source pixels and picked their channels locally
+    /// (counted in [`TessStats::band_tasks`] too; SPEC §8 "Staged complete-pixel bands").
+    pub staged_tasks: u64,
+    /// Staged band tasks packed by the metadata-selected BF16 pixel packer (counted in
+    /// [`TessStats::staged_tasks`] too; SPEC §8).
+    pub bf16_pixel_tasks: u64,
 }
 
 /// What one command did.
@@ -281,6 +287,8 @@ impl Report {
                 hcontig_tasks: 0,
                 rectangle_runs: 0,
                 exact_width_rows: 0,
+                staged_tasks: 0,
+                bf16_pixel_tasks: 0,
             },
         }
     }

@@ -9,7 +9,9 @@
 //!   - [`Mode::Bands`]: a band of consecutive pixels (D, H, W order) of one tile with all
 //!     its stored channels; the pixel count is a multiple of `8 / gcd(sc, 8)`, so the band
 //!     occupies a multiple of 16 bytes, and holds at most [`PANEL_VALUES`] stored values.
-//!     The last band of a tile also writes the tile's trailing padding.
+//!     The last band of a tile also writes the tile's trailing padding. A class that
+//!     stages complete source pixels ([`staged_band`]) uses a power-of-two band of at most
+//!     [`STAGED_MAX_ELEMENTS`] source elements instead.
 //!   - [`Mode::Panels`]: planes of more than [`PANEL_VALUES`] channels that are a multiple
 //!     of 16 split into channel panels of [`PANEL_VALUES`] channels (one pixel each); a
 //!     panel writes its 16-aligned slice of the low and of the high plane.
@@ -27,9 +29,12 @@
 //! Control arithmetic is 64-bit; decode proved both spans fit the 32-bit device domain,
 //! so every offset below fits too.
 
+use simak_core::DType;
 use simak_core::layout::TiledView;
 use simak_core::tensor::MAX_RANK;
 use simak_core::wire::casttess::CastTessRepr;
+
+use crate::casttess::{DMA_MIN_ROW_BYTES, w_segment_by_dma};
 
 /// Stored BF16 values per band or panel (and per 4 KiB block at most).
 pub const PANEL_VALUES: u64 = 4096;
@@ -45,6 +50,11 @@ pub const LOCAL_BYTES: usize = 2 * SLOT_BYTES;
 pub const BLOCK_BYTES: u64 = 4096;
 /// Most tile classes a call can have (full or boundary along each of four roles).
 pub const CLASSES: usize = 16;
+/// Most source channels (the tensor's C extent) a staged complete-pixel band holds per
+/// pixel (SPEC §8 "Staged complete-pixel bands").
+pub const STAGED_MAX_CHANNELS: u64 = 64;
+/// Most source elements (pixels × source channels) of one staged complete-pixel band.
+pub const STAGED_MAX_ELEMENTS: u64 = 4096;
 /// Role slots (D = 0, H = 1, W = 2, C = 3) in tile order, slowest first.
 pub const LEVELS: [usize; 4] = [3, 0, 1, 2];
 
@@ -87,6 +97,10 @@ pub struct TileClass {
     pub panels: u64,
     /// Tasks per tile.
     pub tasks: u64,
+    /// Whether the class's bands stage complete source pixels (every source channel) and
+    /// pick the tile's channels locally ([`staged_band`]); its `band` is then that
+    /// power-of-two band.
+    pub staged: bool,
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -94,6 +108,61 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
         (a, b) = (b, a % b);
     }
     a
+}
+
+/// The staged complete-pixel band of `class` (SPEC §8), or `None` when its tiles keep the
+/// general band gather. `c_src` is the tensor's C extent (the source channels of a
+/// pixel), `role_strides` the input byte strides of D, H, W, C, `dtype` the input dtype.
+///
+/// A class stages when all of these hold:
+/// - it is split into regular bands ([`Mode::Bands`]);
+/// - it is channel-subtiled with few source channels: `tc' < c_src ≤ 64`
+///   ([`STAGED_MAX_CHANNELS`]);
+/// - the input C stride is one element;
+/// - the general gather would read its channel subtile pixel by pixel with direct loads:
+///   `tc' · elem < 16` ([`DMA_MIN_ROW_BYTES`]), and a whole W segment of the subtile (`tw'`
+///   pixels of `tc' · elem` bytes at the W pitch) is neither a rectangle of at least
+///   [`crate::RECT_MIN_BYTES`] nor a BF16 exact-width row
+///   ([`crate::casttess::w_segment_by_dma`]; those already move one 2D DMA command per W
+///   segment and read only the logical bytes, so staging would only add bytes);
+/// - pixels are adjacent along W (`stride_W = c_src · elem`), or, for BF16 only, padded
+///   with `2 · c_src ≤ stride_W ≤ 2^31 − 1`;
+/// - the staged rows move by DMA: a W segment of adjacent pixels (`tw' · c_src · elem`
+///   bytes) or, with padded pixels, one pixel (`2 · c_src` bytes) is at least 16 bytes.
+///
+/// The band is the largest power of two of pixels with `band · max(c_src, sc) ≤ 4096`
+/// ([`STAGED_MAX_ELEMENTS`]): at most 4096 source elements (16 KiB of FP32) and 4096
+/// stored values (8 KiB of output), and a multiple of `8 / gcd(sc, 8)` (it is at least
+/// 64), so a task still owns whole 16-byte output blocks.
+pub fn staged_band(
+    class: &TileClass,
+    c_src: u64,
+    role_strides: &[u64; 4],
+    dtype: DType,
+) -> Option<u64> {
+    let elem = dtype.size() as u64;
+    let [_, _, tw, tc] = class.extents;
+    let sw = role_strides[2];
+    let adjacent = sw == c_src * elem;
+    let padded = dtype == DType::BF16 && 2 * c_src <= sw && sw <= i32::MAX as u64;
+    let row_bytes = if adjacent {
+        tw * c_src * elem
+    } else {
+        c_src * elem
+    };
+    let eligible = class.mode == Mode::Bands
+        && tc < c_src
+        && c_src <= STAGED_MAX_CHANNELS
+        && role_strides[3] == elem
+        && tc * elem < u64::from(DMA_MIN_ROW_BYTES)
+        && !w_segment_by_dma(dtype, tc, tw, sw, class.band.min(class.pixels))
+        && (adjacent || padded)
+        && row_bytes >= u64::from(DMA_MIN_ROW_BYTES);
+    if !eligible {
+        return None;
+    }
+    let limit = STAGED_MAX_ELEMENTS / c_src.max(class.stored);
+    Some(1 << limit.ilog2())
 }
 
 impl TileClass {
@@ -113,6 +182,7 @@ impl TileClass {
             panel: stored,
             panels: 1,
             tasks: 0,
+            staged: false,
         };
         let quantum = 8 / gcd(stored, 8);
         if stored * quantum <= PANEL_VALUES {
@@ -197,6 +267,13 @@ impl TessGeometry {
         }
         let tiles = |bit: bool, r: usize| if bit { u64::from(rem[r] != 0) } else { full[r] };
         let mut classes = [TileClass::default(); CLASSES];
+        // A role of extent 1 has no stride (a W of one pixel never has adjacent pixels).
+        let mut staging_strides = role_strides;
+        for (s, &n) in staging_strides.iter_mut().zip(role_extents.iter()) {
+            if n <= 1 {
+                *s = 0;
+            }
+        }
         for (mask, class) in classes.iter_mut().enumerate() {
             let mut extents = [0u64; 4];
             let mut count = 1u64;
@@ -206,7 +283,15 @@ impl TessGeometry {
                 count *= tiles(bit, r);
             }
             if count != 0 {
-                *class = TileClass::new(extents, count, &tiled)?;
+                let mut c = TileClass::new(extents, count, &tiled)?;
+                if let Some(band) =
+                    staged_band(&c, role_extents[3], &staging_strides, repr.prefix.dtype)
+                {
+                    c.staged = true;
+                    c.band = band;
+                    c.tasks = c.pixels.div_ceil(band);
+                }
+                *class = c;
             }
         }
         let mut weights = [[0u64; CLASSES]; 4];
@@ -255,6 +340,11 @@ impl TessGeometry {
             n_outer,
             tiled,
         })
+    }
+
+    /// Source channels of a pixel: the tensor's C extent (1 without a C role).
+    pub fn source_channels(&self) -> u64 {
+        self.tiled.role_extents()[3]
     }
 
     /// Number of classes that occur.
@@ -632,6 +722,57 @@ mod test {
                 (4096, 16, 1)
             ]
         );
+    }
+
+    #[test]
+    fn staged_classes_take_power_of_two_bands_and_still_cover_the_output_once() {
+        // FP32 [H=55, W=25, C=12], tile (50, 10, 3): subtile rows of 12 bytes, adjacent
+        // pixels, W segments of at most 120 bytes (no rectangle): every class (full and
+        // boundary along H and W) stages, bands of 256 pixels (4096 / 12 → 341 → 256).
+        let g = geometry(
+            [55, 25, 12],
+            [None, Some(0), Some(1), Some(2)],
+            [1, 50, 10, 3],
+            Channels::Compact,
+        );
+        assert_eq!(g.n_classes(), 4);
+        for class in g.classes.iter().filter(|c| c.count != 0) {
+            assert!(class.staged, "{class:?}");
+            assert_eq!(class.band, 256);
+            assert_eq!(class.tasks, class.pixels.div_ceil(256));
+        }
+        assert_eq!(g.source_channels(), 12);
+        check_tasks(&g);
+        // Tile C = 4: 16-byte subtile rows already move by DMA; nothing stages.
+        let g = geometry(
+            [55, 25, 12],
+            [None, Some(0), Some(1), Some(2)],
+            [1, 50, 10, 4],
+            Channels::PadTo16,
+        );
+        assert!(g.classes.iter().all(|c| !c.staged));
+        check_tasks(&g);
+        // W segments of 32 pixels of a 3-channel subtile (384 bytes) are rectangles of the
+        // general gather: nothing stages.
+        let g = geometry(
+            [55, 32, 12],
+            [None, Some(0), Some(1), Some(2)],
+            [1, 50, 32, 3],
+            Channels::Compact,
+        );
+        assert!(g.classes.iter().all(|c| !c.staged));
+        check_tasks(&g);
+        // 64 source channels in PadTo16 tiles of one channel, W segments of 120 bytes:
+        // bands of 64 pixels.
+        let g = geometry(
+            [10, 30, 64],
+            [None, Some(0), Some(1), Some(2)],
+            [1, 10, 30, 1],
+            Channels::PadTo16,
+        );
+        assert!(g.classes[0].staged);
+        assert_eq!((g.classes[0].band, g.classes[0].tasks), (64, 5));
+        check_tasks(&g);
     }
 
     #[test]

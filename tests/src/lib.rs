@@ -851,8 +851,10 @@ pub mod bf16_tails {
     //! The four strided BF16 tail cases of the EV74 CastTess gathers (SPEC §8 "BF16
     //! exact-width gathers"), as data shared by the std-adapter EV74 tests
     //! (`ev74_tess_gathers`) and available to qualification. Each is a BF16 image-like
-    //! tensor whose tile takes one channel (tile C = 1, so every task gathers one channel
-    //! per pixel, the pixels the input's W stride apart) and whose tiles cross one boundary
+    //! tensor with a single source channel whose pixels are strided (holes between them,
+    //! the pixels the input's W stride apart: every task gathers one channel per pixel; with
+    //! more source channels the short rows would stage complete pixels instead, SPEC §8
+    //! "Staged complete-pixel bands") and whose tiles cross one boundary
     //! (W, H, D, or an outer axis): full tiles have bands of at least 64 pixels with rows of
     //! 16 to 63 pixels (one exact-width 2D DMA command per row), boundary tiles have rows or
     //! bands too short (direct loads). Two are compact, two Pad16. Each case lists the
@@ -882,61 +884,61 @@ pub mod bf16_tails {
     pub fn cases() -> Vec<Case> {
         let hwc = [None, Some(0), Some(1), Some(2)];
         vec![
-            // [H 6, W 40, C 3] packed; tiles 4 x 18 pixels: per channel, two full W tiles
+            // [H 6, W 40, C 1], pixels 6 bytes apart; tiles 4 x 18 pixels: two full W tiles
             // of 4 exact-width rows of 18 pixels (bands of 72); the W boundary tile (4
             // pixels) and the H boundary tiles (bands of 36 and 8 pixels) are direct:
-            // 3 x (16 + 2 x 36 + 8) direct rows.
+            // 16 + 2 x 36 + 8 direct rows.
             Case {
                 name: "w-boundary-compact",
-                shape: vec![6, 40, 3],
+                shape: vec![6, 40, 1],
                 strides: vec![240, 6, 2],
                 layout: MlaTiled::new(hwc, [1, 4, 18, 1], Channels::Compact),
-                exact_width_rows: 3 * 2 * 4,
-                direct_rows: 3 * (16 + 2 * 36 + 8),
+                exact_width_rows: 2 * 4,
+                direct_rows: 16 + 2 * 36 + 8,
             },
-            // [H 67, W 20, C 2], rows padded to 88 bytes; tiles 8 x 20 pixels Pad16 (bands of
-            // up to 256 pixels): per channel, 8 full H tiles of 8 exact-width rows, and the
-            // H boundary tile (3 rows, a band of 60) direct.
+            // [H 67, W 20, C 1], pixels 4 bytes apart, rows padded to 88 bytes; tiles 8 x 20
+            // pixels Pad16 (bands of up to 256 pixels): 8 full H tiles of 8 exact-width
+            // rows, and the H boundary tile (3 rows, a band of 60) direct.
             Case {
                 name: "h-boundary-pad16",
-                shape: vec![67, 20, 2],
+                shape: vec![67, 20, 1],
                 strides: vec![88, 4, 2],
                 layout: MlaTiled::new(hwc, [1, 8, 20, 1], Channels::PadTo16),
-                exact_width_rows: 2 * 8 * 8,
-                direct_rows: 2 * 60,
+                exact_width_rows: 8 * 8,
+                direct_rows: 60,
             },
-            // [D 5, H 2, W 34, C 2] packed; tiles 2 x 2 x 24 pixels: per channel, two full
+            // [D 5, H 2, W 34, C 1], pixels 4 bytes apart; tiles 2 x 2 x 24 pixels: two full
             // D tiles with full W (bands of 96, 4 exact-width rows each); the W boundary
             // (10 pixels: bands of 40) and the D boundary (td = 1: bands of 48 and 20) are
             // direct.
             Case {
                 name: "d-boundary-compact",
-                shape: vec![5, 2, 34, 2],
+                shape: vec![5, 2, 34, 1],
                 strides: vec![272, 136, 4, 2],
                 layout: MlaTiled::new(
                     [Some(0), Some(1), Some(2), Some(3)],
                     [2, 2, 24, 1],
                     Channels::Compact,
                 ),
-                exact_width_rows: 2 * 2 * 4,
-                direct_rows: 2 * (2 * 40 + 48 + 20),
+                exact_width_rows: 2 * 4,
+                direct_rows: 2 * 40 + 48 + 20,
             },
-            // [N 2, H 5, W 50, C 3], axis 0 outer, gaps after each H row (4 bytes) and each
-            // outer slice (12 bytes); tiles 4 x 17 pixels Pad16: per outer index and channel,
-            // two full tiles (bands of 68) and the W boundary tile (16 pixels, a band of
-            // exactly 64) take 4 exact-width rows each; the H boundary tiles (one row: bands
-            // of 17, 17 and 16) are direct.
+            // [N 2, H 5, W 50, C 1], axis 0 outer, pixels 6 bytes apart, gaps after each H
+            // row (4 bytes) and each outer slice (12 bytes); tiles 4 x 17 pixels Pad16: per
+            // outer index, two full tiles (bands of 68) and the W boundary tile (16 pixels,
+            // a band of exactly 64) take 4 exact-width rows each; the H boundary tiles (one
+            // row: bands of 17, 17 and 16) are direct.
             Case {
                 name: "outer-pad16",
-                shape: vec![2, 5, 50, 3],
+                shape: vec![2, 5, 50, 1],
                 strides: vec![5 * 304 + 12, 304, 6, 2],
                 layout: MlaTiled::new(
                     [None, Some(1), Some(2), Some(3)],
                     [1, 4, 17, 1],
                     Channels::PadTo16,
                 ),
-                exact_width_rows: 2 * 3 * 3 * 4,
-                direct_rows: 2 * 3 * (17 + 17 + 16),
+                exact_width_rows: 2 * 3 * 4,
+                direct_rows: 2 * (17 + 17 + 16),
             },
         ]
     }

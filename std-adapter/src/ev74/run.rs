@@ -32,6 +32,10 @@ pub struct SimOptions {
     /// Count device writes per output byte into [`SimRun::output_write_counts`] (two host
     /// bytes per output byte while the device runs); off, the counts are empty.
     pub track_writes: bool,
+    /// Count device reads per input byte into [`SimRun::input_read_counts`] (two host
+    /// bytes per input byte while the device runs); off (the default), the counts are
+    /// empty.
+    pub track_reads: bool,
     /// The cost model of [`SimRun::cost`] (assumptions, `docs/cost-model.md`).
     pub cost: CostModel,
 }
@@ -47,6 +51,7 @@ impl SimOptions {
             output_phase: 0,
             local_bytes: simak_ev74_fw::work::LOCAL_MEMORY_BYTES,
             track_writes: true,
+            track_reads: false,
             cost: CostModel::DEFAULT,
         }
     }
@@ -67,6 +72,9 @@ pub struct SimRun {
     /// Device writes per byte of the `output` slice; empty when
     /// [`SimOptions::track_writes`] is off.
     pub output_write_counts: Vec<u16>,
+    /// Device reads per byte of the `input` slice; empty unless
+    /// [`SimOptions::track_reads`] is on and the plan ran.
+    pub input_read_counts: Vec<u16>,
     /// The simulated cost under [`SimOptions::cost`]: cycles, DMA commands and global bytes
     /// read and written, in total and per worker (all zero for an empty plan).
     pub cost: Cost,
@@ -86,6 +94,7 @@ impl SimRun {
             } else {
                 Vec::new()
             },
+            input_read_counts: Vec::new(),
             cost: Cost::default(),
         })
     }
@@ -259,6 +268,9 @@ fn run_packet<E: FirmwareEntry>(
     if options.track_writes {
         mem.track_writes(out_base, true)?;
     }
+    if options.track_reads {
+        mem.track_reads(in_base, true)?;
+    }
     mem.reset_stats();
     let report = dispatch(
         &mut device,
@@ -272,6 +284,15 @@ fn run_packet<E: FirmwareEntry>(
     let stats = mem.stats();
     let input_bytes_read = mem.region_traffic(in_base).map_or(0, |t| t.0);
     let output_bytes_written = mem.region_traffic(out_base).map_or(0, |t| t.1);
+    let input_read_counts = match mem.take_read_counts(in_base) {
+        Some(mut c) => {
+            let phase = options.input_phase as usize;
+            c.truncate(phase + input.len());
+            c.drain(..phase);
+            c
+        }
+        None => Vec::new(),
+    };
     // The input copy is no longer needed: release it before the output leaves the device.
     mem.free(in_base)?;
     let phase = options.output_phase as usize;
@@ -301,6 +322,7 @@ fn run_packet<E: FirmwareEntry>(
         input_bytes_read,
         output_bytes_written,
         output_write_counts: counts,
+        input_read_counts,
         cost,
     };
     Ok((run, moved))

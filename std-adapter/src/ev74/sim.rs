@@ -10,7 +10,7 @@
 //!   early, reads or publishes stale bytes, and the differential tests see it. Transfers a worker never
 //!   waited for are discarded and counted in [`DmaStats::unfinished`].
 //! - Every global byte read or written — DMA or direct — is counted, per region and in total;
-//!   a region can also count writes per byte.
+//!   a region can also count reads and writes per byte.
 //! - Each call is costed in simulated cycles per worker by a [`CostModel`]
 //!   ([`super::cost`]): [`SimDevice::cost`].
 
@@ -177,6 +177,7 @@ struct Region {
     reads: u64,
     writes: u64,
     write_counts: Option<Vec<u16>>,
+    read_counts: Option<Vec<u16>>,
 }
 
 /// The bus address space: mapped regions and traffic counters.
@@ -258,6 +259,7 @@ impl SimMemory {
                 reads: 0,
                 writes: 0,
                 write_counts: None,
+                read_counts: None,
             },
         );
         Ok(())
@@ -317,6 +319,11 @@ impl SimMemory {
         let (r, offset) = self.region_mut(address, len)?;
         out.copy_from_slice(&r.data[offset..offset + out.len()]);
         r.reads += len;
+        if let Some(counts) = r.read_counts.as_mut() {
+            for c in &mut counts[offset..offset + out.len()] {
+                *c = c.saturating_add(1);
+            }
+        }
         Ok(())
     }
 
@@ -391,6 +398,34 @@ impl SimMemory {
         self.regions
             .get_mut(&u64::from(address))?
             .write_counts
+            .take()
+    }
+
+    /// Starts (or stops) counting device reads per byte of the region at `address`,
+    /// resetting the counts (two host bytes per region byte while enabled).
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::NotMapped`]; [`MemoryError::HostAllocation`] when the host cannot
+    /// hold the counts.
+    pub fn track_reads(&mut self, address: u32, enabled: bool) -> Result<(), MemoryError> {
+        let r = self
+            .regions
+            .get_mut(&u64::from(address))
+            .ok_or(MemoryError::NotMapped { address })?;
+        r.read_counts = None;
+        if enabled {
+            r.read_counts = Some(try_zeroed(r.data.len())?);
+        }
+        Ok(())
+    }
+
+    /// Stops counting reads on the region at `address` and hands the counts to the host
+    /// (no copy); `None` when the region is not mapped or not tracked.
+    pub fn take_read_counts(&mut self, address: u32) -> Option<Vec<u16>> {
+        self.regions
+            .get_mut(&u64::from(address))?
+            .read_counts
             .take()
     }
 

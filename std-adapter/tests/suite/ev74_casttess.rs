@@ -9,7 +9,9 @@
 //! guard bytes past the capacity untouched, every byte of the capacity written exactly
 //! once (the simulator's per-byte write counts), input bytes read equal to the logical
 //! bytes (elements × element size, ≤ the input span) except in the physical-block
-//! fallback, output bytes written equal to the capacity.
+//! fallback and in channel tiles that stage complete pixels (there exactly the bytes
+//! [`predict_staging`] derives from the SPEC §8 rule), output bytes written equal to the
+//! capacity.
 
 use crate::tess_common;
 
@@ -122,14 +124,25 @@ fn check_traffic(
     assert_eq!(run.stats.unfinished, 0, "{what}");
     assert_eq!(run.stats.faults, 0, "{what}");
     let t = report.tess;
+    let staging = predict_staging(case);
+    assert_eq!(t.staged_tasks, staging.tasks, "{what}: {report:?}");
+    let packer = if staging.bf16_packer {
+        t.staged_tasks
+    } else {
+        0
+    };
+    assert_eq!(t.bf16_pixel_tasks, packer, "{what}: {report:?}");
     if t.block_tasks == 0 {
-        // Each logical element is read exactly once; gaps are never read.
-        assert_eq!(run.input_bytes_read, logical, "{what}: {report:?}");
+        // Each logical element is read exactly once, or once per channel tile in the
+        // tiles that stage complete pixels; gaps and pixel padding are never read.
+        assert_eq!(run.input_bytes_read, staging.reads, "{what}: {report:?}");
     } else {
         // The physical-block fallback may convert an element once per byte plane.
         assert!(run.input_bytes_read >= logical && run.input_bytes_read <= 2 * logical);
     }
-    assert!(run.input_bytes_read <= 2 * plan.input().span());
+    if t.staged_tasks == 0 {
+        assert!(run.input_bytes_read <= 2 * plan.input().span());
+    }
     tally.band_tasks += t.band_tasks;
     tally.panel_tasks += t.panel_tasks;
     tally.block_tasks += t.block_tasks;
@@ -138,6 +151,129 @@ fn check_traffic(
     tally.bytes_read += run.input_bytes_read;
     tally.logical_bytes += logical;
     tally.span_bytes += plan.input().span();
+}
+
+/// What the staged complete-pixel bands of SPEC §8 do to a case, derived here from the
+/// contract's rule and the layout alone (not from the firmware's geometry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Staging {
+    /// Staged band tasks of the whole call.
+    pub tasks: u64,
+    /// Input bytes the call reads when no tile falls back to physical blocks: every
+    /// logical element once, except that a staged tile reads all source channels of
+    /// each of its pixels.
+    pub reads: u64,
+    /// Whether the BF16 pixel packer packs the call: BF16, and every tile staged with a
+    /// stored channel count divisible by 16.
+    pub bf16_packer: bool,
+}
+
+/// Whether a tile of `tc` channels, `pixels` pixels and `tw` pixels along W stages
+/// complete pixels (the rule of contract §8, restated): channel-subtiled with at most 64
+/// source channels, a one-element C stride, a subtile row under 16 bytes, pixels adjacent
+/// along W (FP32, FP16, BF16) or padded BF16 pixels (2·C ≤ stride_W ≤ 2^31 − 1), staged
+/// rows of at least 16 bytes, and a whole W segment of the subtile that the general gather
+/// would read with direct loads: not a rectangle (more than one pixel, at least 128 bytes,
+/// pitch ≤ 2^31 − 1) and not a BF16 exact-width row (one channel, 16 to 63 pixels, the
+/// general band of at least 64 pixels, pitch ≤ 65,535 bytes).
+pub(crate) fn stages(case: &Case, tc: u64, pixels: u64, tw: u64) -> bool {
+    let e = case.dtype.size() as u64;
+    let role = |r: usize| {
+        case.axes[r]
+            .map(|a| (case.shape[a as usize], case.strides[a as usize]))
+            .filter(|&(n, _)| n > 1)
+            .unwrap_or((1, 0))
+    };
+    let (c_src, sc) = role(3);
+    let (_, sw) = role(2);
+    let adjacent = sw == c_src * e;
+    let padded = case.dtype == DType::BF16 && 2 * c_src <= sw && sw <= i32::MAX as u64;
+    let row = if adjacent { tw * c_src * e } else { c_src * e };
+    let stored = match case.channels {
+        Channels::Compact => tc,
+        Channels::PadTo16 => tc.next_multiple_of(16),
+    };
+    let quantum = 8 / gcd(stored, 8);
+    let general_band = (4096 / stored / quantum * quantum).min(pixels);
+    let rectangle = tw > 1 && tw * tc * e >= 128 && sw <= i32::MAX as u64;
+    let exact_width = case.dtype == DType::BF16
+        && tc == 1
+        && (16..=63).contains(&tw)
+        && general_band >= 64
+        && sw <= 65_535;
+    tc < c_src
+        && c_src <= 64
+        && sc == e
+        && tc * e < 16
+        && !rectangle
+        && !exact_width
+        && (adjacent || padded)
+        && row >= 16
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// [`Staging`] of `case`: its tile classes enumerated from the layout (full and boundary
+/// tile along each role, times the outer elements), each staged or not by [`stages`],
+/// a staged tile split into power-of-two bands of at most 4096 source elements and 4096
+/// stored values.
+pub(crate) fn predict_staging(case: &Case) -> Staging {
+    let e = case.dtype.size() as u64;
+    let mut named = 1u64;
+    // Per role: (tile extent, how many tiles have it).
+    let mut sizes: Vec<Vec<(u64, u64)>> = Vec::new();
+    for r in 0..4 {
+        let (n, t) = match case.axes[r] {
+            Some(a) => (case.shape[a as usize], u64::from(case.tile[r])),
+            None => (1, 1),
+        };
+        named *= n;
+        let mut v = vec![(t, n / t)];
+        if n % t != 0 {
+            v.push((n % t, 1));
+        }
+        sizes.push(v);
+    }
+    let elements = case.elements() as u64;
+    let outer = elements.checked_div(named).unwrap_or(0);
+    let c_src = case.axes[3].map_or(1, |a| case.shape[a as usize]);
+    let mut p = Staging {
+        tasks: 0,
+        reads: 0,
+        bf16_packer: case.dtype == DType::BF16 && elements > 0,
+    };
+    for &(td, nd) in &sizes[0] {
+        for &(th, nh) in &sizes[1] {
+            for &(tw, nw) in &sizes[2] {
+                for &(tc, nc) in &sizes[3] {
+                    let tiles = outer * nd * nh * nw * nc;
+                    if tiles == 0 {
+                        continue;
+                    }
+                    let pixels = td * th * tw;
+                    let sc = match case.channels {
+                        Channels::Compact => tc,
+                        Channels::PadTo16 => tc.next_multiple_of(16),
+                    };
+                    if stages(case, tc, pixels, tw) {
+                        let band = 1u64 << (4096 / c_src.max(sc)).ilog2();
+                        p.tasks += tiles * pixels.div_ceil(band);
+                        p.reads += tiles * pixels * c_src * e;
+                        p.bf16_packer &= sc % 16 == 0;
+                    } else {
+                        p.reads += tiles * pixels * tc * e;
+                        p.bf16_packer = false;
+                    }
+                }
+            }
+        }
+    }
+    p
 }
 
 fn random_shape(rng: &mut Rng, rank: usize, max_elements: u64) -> Vec<u64> {

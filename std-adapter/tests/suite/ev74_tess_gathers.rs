@@ -105,8 +105,8 @@ fn gather_boundary_cases_take_each_path_exactly_where_eligible() {
         ),
         (
             "bf16-15px-rows",
-            case(BF16, &[5, 15, 2], &[120, 4, 2], HWC, [1, 5, 15, 1], Compact),
-            expect(0, 0, 2 * 75),
+            case(BF16, &[5, 15, 1], &[120, 4, 2], HWC, [1, 5, 15, 1], Compact),
+            expect(0, 0, 75),
         ),
         (
             "bf16-63px-rows",
@@ -172,23 +172,25 @@ fn gather_boundary_cases_take_each_path_exactly_where_eligible() {
             ),
             expect(0, 0, 64),
         ),
-        // FP16 and FP32 never take the exact-width gather.
+        // FP16 and FP32 never take the exact-width gather. (The cases whose rows stay
+        // direct have one source channel, pixels strided with holes: with more channels
+        // their tiles would stage complete pixels instead, `ev74_tess_paths`.)
         (
             "f16-16px-rows",
-            case(F16, &[4, 16, 2], &[128, 4, 2], HWC, [1, 4, 16, 1], Compact),
-            expect(0, 0, 2 * 64),
+            case(F16, &[4, 16, 1], &[128, 4, 2], HWC, [1, 4, 16, 1], Compact),
+            expect(0, 0, 64),
         ),
         (
             "f32-16px-rows",
-            case(F32, &[4, 16, 2], &[256, 8, 4], HWC, [1, 4, 16, 1], Compact),
-            expect(0, 0, 2 * 64),
+            case(F32, &[4, 16, 1], &[256, 8, 4], HWC, [1, 4, 16, 1], Compact),
+            expect(0, 0, 64),
         ),
         // Strided pixels as rectangles: 63 FP16 pixels (126 bytes) vs 64 (128); 32 FP32
         // pixels (128).
         (
             "f16-63px-rows-126-bytes",
-            case(F16, &[2, 63, 2], &[252, 4, 2], HWC, [1, 2, 63, 1], Compact),
-            expect(0, 0, 2 * 126),
+            case(F16, &[2, 63, 1], &[252, 4, 2], HWC, [1, 2, 63, 1], Compact),
+            expect(0, 0, 126),
         ),
         (
             "f16-64px-rows-rectangle",
