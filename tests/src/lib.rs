@@ -8,10 +8,10 @@
 //! The other modules are shared qualification fixtures: [`rng`] (a fixed-seed SplitMix64),
 //! [`profiles`] (multiplier profiles), [`tiled`] (the CastTess conversion and layout
 //! oracles), [`hcontig`] (the H-contiguous eligibility-boundary cases), [`bf16_tails`] (the
-//! four strided BF16 tail cases of the EV74 exact-width gathers), [`bytes`] (little-endian encoding and aligned byte
-//! buffers), [`lib_run`] (running a request through the library's A65 path), [`data`] (the
-//! files of `tests/data/`, with their origins in its README) and [`peer`] (the third-party
-//! vectors of `tests/data/peer/`).
+//! four strided BF16 tail cases of the EV74 exact-width gathers), [`bytes`] (little-endian
+//! encoding and aligned byte buffers), [`lib_run`] (running a request through the
+//! library's A65 path), [`data`] (the files of `tests/data/`, with their origins in its
+//! README) and [`peer`] (the third-party vectors of `tests/data/peer/`).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -850,16 +850,17 @@ pub mod hcontig {
 pub mod bf16_tails {
     //! The four strided BF16 tail cases of the EV74 CastTess gathers (SPEC §8 "BF16
     //! exact-width gathers"), as data shared by the std-adapter EV74 tests
-    //! (`ev74_tess_gathers`) and available to qualification. Each is a BF16 image-like
-    //! tensor with a single source channel whose pixels are strided (holes between them,
-    //! the pixels the input's W stride apart: every task gathers one channel per pixel; with
-    //! more source channels the short rows would stage complete pixels instead, SPEC §8
-    //! "Staged complete-pixel bands") and whose tiles cross one boundary
-    //! (W, H, D, or an outer axis): full tiles have bands of at least 64 pixels with rows of
-    //! 16 to 63 pixels (one exact-width 2D DMA command per row), boundary tiles have rows or
-    //! bands too short (direct loads). Two are compact, two Pad16. Each case lists the
-    //! exact-width rows and the direct rows a device running the SPEC §8 rules makes in one
-    //! call (any worker count).
+    //! (`ev74_tess_gathers`) and `simak qualify --correctness-only`
+    //! (`correct/casttess/bf16-tail/<name>`, which also checks the row counts on ev74-sim).
+    //! Each is a BF16 image-like tensor with a single source channel whose pixels are
+    //! strided (holes between them, the pixels the input's W stride apart: every task
+    //! gathers one channel per pixel; with more source channels the short rows would stage
+    //! complete pixels instead, SPEC §8 "Staged complete-pixel bands") and whose tiles cross
+    //! one boundary (W, H, D, or an outer axis): full tiles have bands of at least 64 pixels
+    //! with rows of 16 to 63 pixels (one exact-width 2D DMA command per row), boundary tiles
+    //! have rows or bands too short (direct loads). Two are compact, two Pad16. Each case
+    //! lists the exact-width rows and the direct rows a device running the SPEC §8 rules
+    //! makes in one call (any worker count).
 
     use simak::layout::{Channels, MlaTiled};
 

@@ -17,6 +17,10 @@
 //!   `…/hcontig/<dtype>/<name>` 10 per dtype at the H-contiguous eligibility boundary (one
 //!   regular panel, H > 1, H stride of one element, a W pitch that fits a signed 32-bit
 //!   value, at least 128 input bytes: cases on both sides of each condition);
+//!   `…/bf16-tail/<name>` the four strided BF16 tail cases of the EV74 short-row gathers
+//!   (`simak_tests::bf16_tails`: W, H, D and outer boundaries, two compact and two Pad16),
+//!   whose EV74 runs must also move the table's exact-width and direct rows
+//!   (`TessStats::exact_width_rows`, `TessStats::source_direct_rows`, both nonzero);
 //!   `…/empty/<n>` 3; `…/sweep/<dtype>/<layout>` every FP16 and BF16 bit pattern through an
 //!   ordinary and an H-contiguous layout (4).
 //!
@@ -37,6 +41,7 @@ use simak::ops::casttess::{self, TiledSpec};
 use simak::ops::quant::{self, Params, Rounding};
 use simak::ops::quanttess;
 use simak::{DType, DynSpec};
+use simak_tests::bf16_tails;
 use simak_tests::bytes::Aligned;
 use simak_tests::hcontig::{self, ordered};
 use simak_tests::oracle;
@@ -59,7 +64,7 @@ pub struct Case {
     /// The stable ID.
     pub id: String,
     /// Group: `quant`, `casttess-random`, `quanttess-random`, `casttess-large`,
-    /// `casttess-hcontig`, `casttess-empty` or `casttess-sweep`.
+    /// `casttess-hcontig`, `casttess-bf16-tail`, `casttess-empty` or `casttess-sweep`.
     pub group: &'static str,
     /// Input dtype.
     pub dtype: DType,
@@ -71,6 +76,36 @@ pub struct Case {
     pub target: Target,
     /// Seed of the input bytes; `None`: the values are every 16-bit pattern in order.
     pub seed: Option<u64>,
+    /// The source rows the EV74 run must move on each short-row path (checked from the
+    /// firmware's report beside the bytes); `None`: the path is not checked.
+    pub ev74_rows: Option<Ev74Rows>,
+}
+
+/// Source rows of one EV74 CastTess call on the short-row paths of SPEC §8, as the firmware
+/// reports them in `TessStats` (the same in one call with any worker count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ev74Rows {
+    /// Rows moved by one BF16 exact-width 2D DMA command each
+    /// (`TessStats::exact_width_rows`).
+    pub exact_width: u64,
+    /// Rows read with direct loads (`TessStats::source_direct_rows`).
+    pub direct: u64,
+}
+
+impl Ev74Rows {
+    /// How `tess`, the report of one run, differs from these rows, as text.
+    fn difference(&self, tess: &ev74::firmware::TessStats) -> Option<String> {
+        let got = Ev74Rows {
+            exact_width: tess.exact_width_rows,
+            direct: tess.source_direct_rows,
+        };
+        (got != *self).then(|| {
+            format!(
+                "EV74 path: {} exact-width rows and {} direct rows, expected {} and {}",
+                got.exact_width, got.direct, self.exact_width, self.direct
+            )
+        })
+    }
 }
 
 /// The output of a case.
@@ -232,9 +267,33 @@ pub fn hcontig_cases(dtype: DType) -> Vec<Case> {
             group: "casttess-hcontig",
             dtype,
             seed: Some(0x4c07 + dtype_seed(dtype) * 100 + c.name.len() as u64),
+            ev74_rows: None,
             shape: c.shape,
             strides: c.strides,
             target: Target::Tiled(c.layout),
+        })
+        .collect()
+}
+
+/// The four strided BF16 tail cases of the EV74 short-row gathers (`simak_tests::bf16_tails`,
+/// one table with the std-adapter EV74 tests): W, H, D and outer boundaries, two compact and
+/// two Pad16, each mixing exact-width rows and direct rows in the table's counts.
+pub fn bf16_tail_cases() -> Vec<Case> {
+    bf16_tails::cases()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| Case {
+            id: format!("correct/casttess/bf16-tail/{}", c.name),
+            group: "casttess-bf16-tail",
+            dtype: DType::BF16,
+            seed: Some(0xbf16_7a11 + i as u64),
+            shape: c.shape,
+            strides: c.strides,
+            target: Target::Tiled(c.layout),
+            ev74_rows: Some(Ev74Rows {
+                exact_width: c.exact_width_rows,
+                direct: c.direct_rows,
+            }),
         })
         .collect()
 }
@@ -289,6 +348,7 @@ fn large_cases(dtype: DType) -> Vec<Case> {
                 strides,
                 target: Target::Tiled(layout),
                 seed: Some(rng.next_u64()),
+                ev74_rows: None,
             }
         })
         .collect()
@@ -319,6 +379,7 @@ pub fn catalogue() -> Vec<Case> {
                     phase: rng.below(16) as usize,
                 },
                 seed: Some(rng.next_u64()),
+                ev74_rows: None,
             });
         }
     }
@@ -337,6 +398,7 @@ pub fn catalogue() -> Vec<Case> {
                 strides,
                 target: Target::Tiled(layout),
                 seed: Some(rng.next_u64()),
+                ev74_rows: None,
             });
         }
     }
@@ -358,6 +420,7 @@ pub fn catalogue() -> Vec<Case> {
                 strides,
                 target: Target::QuantTiled { layout, params },
                 seed: Some(rng.next_u64()),
+                ev74_rows: None,
             });
         }
     }
@@ -367,6 +430,7 @@ pub fn catalogue() -> Vec<Case> {
     for dtype in DTYPES {
         out.extend(hcontig_cases(dtype));
     }
+    out.extend(bf16_tail_cases());
     for (i, (dtype, shape)) in [
         (DType::F32, [0u64, 4, 3]),
         (DType::BF16, [5, 0, 2]),
@@ -384,6 +448,7 @@ pub fn catalogue() -> Vec<Case> {
             strides,
             target: Target::Tiled(MlaTiled::new(hwc(true), [1, 1, 1, 1], Channels::PadTo16)),
             seed: Some(i as u64),
+            ev74_rows: None,
         });
     }
     for dtype in [DType::F16, DType::BF16] {
@@ -396,6 +461,7 @@ pub fn catalogue() -> Vec<Case> {
             strides: vec![32, 2],
             target: Target::Tiled(MlaTiled::new(hwc(false), [1, 1, 64, 16], Channels::Compact)),
             seed: None,
+            ev74_rows: None,
         });
         // H-contiguous: [H = 16, W = 64, C = 64], H fastest in memory, tiles that each take
         // the EV74 whole-panel H-contiguous path (`simak_tests::hcontig::sweep`).
@@ -408,6 +474,7 @@ pub fn catalogue() -> Vec<Case> {
             strides,
             target: Target::Tiled(layout),
             seed: None,
+            ev74_rows: None,
         });
     }
     out
@@ -465,6 +532,9 @@ fn first_difference(got: &[u8], want: &[u8]) -> Option<String> {
 struct Outputs {
     a65: Vec<(String, Result<Vec<u8>, String>)>,
     ev74: Option<Result<Vec<u8>, String>>,
+    /// CastTess: the firmware's data-movement report of the EV74 run (`None` when it
+    /// failed or submitted nothing).
+    ev74_tess: Option<ev74::firmware::TessStats>,
 }
 
 /// Runs `run` on a `len`-byte buffer filled with [`DIRTY`] for each prepared A65 plan, named
@@ -516,6 +586,7 @@ fn run_case(
             .map(|(name, got)| (name, got.map(plant)))
             .collect(),
         ev74: outputs.ev74.map(|got| got.map(plant)),
+        ev74_tess: outputs.ev74_tess,
     };
     match &case.target {
         Target::Quant {
@@ -553,7 +624,12 @@ fn run_case(
                 .map(|_| d)
                 .map_err(|e| e.to_string());
             let ev74 = Some(ev74);
-            Ok((planted(Outputs { a65, ev74 }), *phase, out_span))
+            let outputs = Outputs {
+                a65,
+                ev74,
+                ev74_tess: None,
+            };
+            Ok((planted(outputs), *phase, out_span))
         }
         Target::Tiled(layout) => {
             let plan = casttess::check_inference_dyn(&casttess::DynRequest {
@@ -583,11 +659,17 @@ fn run_case(
                 track_writes: false,
                 ..ev74::casttess::SimOptions::new(workers)
             };
-            let ev74 = ev74::casttess::run_sim_with(&plan, input, &mut d[..capacity], &options)
-                .map(|_| d)
-                .map_err(|e| e.to_string());
-            let ev74 = Some(ev74);
-            Ok((planted(Outputs { a65, ev74 }), 0, capacity))
+            let (ev74, ev74_tess) =
+                match ev74::casttess::run_sim_with(&plan, input, &mut d[..capacity], &options) {
+                    Ok(run) => (Ok(d), run.report.map(|r| r.tess)),
+                    Err(e) => (Err(e.to_string()), None),
+                };
+            let outputs = Outputs {
+                a65,
+                ev74: Some(ev74),
+                ev74_tess,
+            };
+            Ok((planted(outputs), 0, capacity))
         }
         Target::QuantTiled { layout, params } => {
             let plan = quanttess::check_inference_dyn(&quanttess::DynRequest {
@@ -613,7 +695,12 @@ fn run_case(
                         .map_err(|e| e.to_string())
                 },
             );
-            Ok((planted(Outputs { a65, ev74: None }), 0, capacity))
+            let outputs = Outputs {
+                a65,
+                ev74: None,
+                ev74_tess: None,
+            };
+            Ok((planted(outputs), 0, capacity))
         }
     }
 }
@@ -746,13 +833,20 @@ pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome 
             Ok((outputs, phase, span_len)) => {
                 let want = expected(case, &bits, phase, span_len);
                 outcome.ev74_cases += usize::from(outputs.ev74.is_some());
-                let ev74 = outputs.ev74.map(|got| {
-                    let name = format!(
-                        "ev74-sim ({})",
-                        crate::report::count(workers as u64, "worker", "workers")
-                    );
-                    (name, got)
+                let ev74_name = format!(
+                    "ev74-sim ({})",
+                    crate::report::count(workers as u64, "worker", "workers")
+                );
+                // The EV74 path, where the case states it: after the bytes, and only when
+                // the run succeeded (a failed run is reported with the bytes).
+                let path = case.ev74_rows.and_then(|rows| match &outputs.ev74_tess {
+                    Some(tess) => rows.difference(tess),
+                    None if matches!(outputs.ev74, Some(Ok(_))) => {
+                        Some("EV74 path: the run made no report".to_owned())
+                    }
+                    None => None,
                 });
+                let ev74 = outputs.ev74.map(|got| (ev74_name.clone(), got));
                 let a65 = outputs
                     .a65
                     .into_iter()
@@ -770,6 +864,13 @@ pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome 
                             detail,
                         });
                     }
+                }
+                if let Some(detail) = path {
+                    outcome.mismatches.push(Mismatch {
+                        id: case.id.clone(),
+                        backend: ev74_name,
+                        detail,
+                    });
                 }
             }
         }
@@ -795,6 +896,7 @@ mod test {
         assert_eq!(count("casttess-random"), 900);
         assert_eq!(count("casttess-large"), 99);
         assert_eq!(count("casttess-hcontig"), 30);
+        assert_eq!(count("casttess-bf16-tail"), 4);
         assert_eq!(count("casttess-empty"), 3);
         assert_eq!(count("casttess-sweep"), 4);
         let mut ids: Vec<&str> = all.iter().map(|c| c.id.as_str()).collect();
@@ -817,6 +919,46 @@ mod test {
             for c in &cases {
                 assert!(c.strides[1] < 1 << 31, "{}", c.id);
             }
+        }
+    }
+
+    #[test]
+    fn bf16_tail_cases_expect_both_short_row_paths() {
+        let cases = bf16_tail_cases();
+        assert_eq!(cases.len(), 4);
+        let mut pad16 = 0;
+        for c in &cases {
+            assert!(c.id.starts_with("correct/casttess/bf16-tail/"), "{}", c.id);
+            assert_eq!(c.dtype, DType::BF16, "{}", c.id);
+            let rows = c.ev74_rows.expect("a tail case states its EV74 rows");
+            assert!(rows.exact_width > 0 && rows.direct > 0, "{}", c.id);
+            let Target::Tiled(layout) = &c.target else {
+                panic!("{} is not CastTess", c.id);
+            };
+            assert_eq!(layout.tile[3], 1, "{}", c.id);
+            pad16 += usize::from(layout.channels == Channels::PadTo16);
+        }
+        assert_eq!(pad16, 2);
+        // Only the tail cases state a path.
+        let stated = catalogue().iter().filter(|c| c.ev74_rows.is_some()).count();
+        assert_eq!(stated, 4);
+    }
+
+    #[test]
+    fn a_wrong_ev74_path_is_a_difference() {
+        let rows = Ev74Rows {
+            exact_width: 24,
+            direct: 288,
+        };
+        let tess = |exact_width_rows, source_direct_rows| ev74::firmware::TessStats {
+            exact_width_rows,
+            source_direct_rows,
+            ..Default::default()
+        };
+        assert_eq!(rows.difference(&tess(24, 288)), None);
+        for wrong in [tess(0, 288), tess(24, 0), tess(0, 312), tess(25, 288)] {
+            let detail = rows.difference(&wrong).expect("a difference");
+            assert!(detail.starts_with("EV74 path: "), "{detail}");
         }
     }
 

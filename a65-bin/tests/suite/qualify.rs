@@ -96,6 +96,7 @@ fn the_correctness_catalogue_has_the_documented_counts() {
         ("quanttess-random", 300),
         ("casttess-large", 99),
         ("casttess-hcontig", 30),
+        ("casttess-bf16-tail", 4),
         ("casttess-empty", 3),
         ("casttess-sweep", 4),
     ]
@@ -113,7 +114,7 @@ fn the_correctness_catalogue_passes_on_both_backends() {
     assert_success(&out);
     let text = stdout_of(&out);
     assert!(
-        text.starts_with("correctness: 2236 cases on a65 (1936 also on ev74-sim)"),
+        text.starts_with("correctness: 2240 cases on a65 (1940 also on ev74-sim)"),
         "{text}"
     );
     assert!(text.trim_end().ends_with("PASSED"), "{text}");
@@ -137,6 +138,21 @@ fn the_correctness_catalogue_passes_on_both_backends() {
         "{}",
         stdout_of(&out)
     );
+    // The four strided BF16 tail cases (`simak_tests::bf16_tails`), their EV74 short-row
+    // paths checked beside the bytes.
+    let out = simak(&[
+        "qualify",
+        "--correctness-only",
+        "--filter",
+        "correct/casttess/bf16-tail/*",
+    ]);
+    assert_success(&out);
+    let text = stdout_of(&out);
+    assert!(text.contains("casttess-bf16-tail     4 cases"), "{text}");
+    assert!(
+        text.contains("correctness: 4 cases on a65 and ev74-sim, "),
+        "{text}"
+    );
 }
 
 #[test]
@@ -144,6 +160,7 @@ fn a_planted_mismatch_is_found() {
     for (id, on_ev74) in [
         ("correct/quant/bf16/007", 1),
         ("correct/casttess/sweep/f16/hcontig", 1),
+        ("correct/casttess/bf16-tail/outer-pad16", 1),
         ("correct/quanttess/random/f32/011", 0),
     ] {
         let out = simak(&[
