@@ -164,6 +164,13 @@ lanes! {
                 // SAFETY: `self` proves AVX-512BW.
                 unsafe { _mm512_srl_epi16(a, count) }
             }
+            #[inline(always)]
+            fn sra16<const K: i32>(self, a: __m512i) -> __m512i {
+                // SAFETY: SSE2 is part of the x86-64 baseline.
+                let count = unsafe { _mm_cvtsi32_si128(K) };
+                // SAFETY: `self` proves AVX-512BW.
+                unsafe { _mm512_sra_epi16(a, count) }
+            }
         }
     }
 }
