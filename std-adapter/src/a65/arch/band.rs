@@ -23,7 +23,7 @@ use core::marker::PhantomData;
 use simak_core::DType;
 use simak_core::arith::quant::{FormatLift, InputFormat, lift_format};
 
-use super::convert::{ConvertLanes, f16_lanes, round_pack};
+use super::convert::{ConvertLanes, f16_lanes, f16_normal, f16_not_normal, round_pack};
 use super::isa::{Isa, Kernel};
 use super::tess::{Band, BandFn};
 
@@ -209,6 +209,10 @@ unsafe fn pack_line<L: BandLanes, I: InputFormat>(l: L, src: *const u8) -> LineO
 /// `src` valid for reading `96 · I::SIZE` bytes.
 #[inline(always)]
 pub(crate) unsafe fn block<L: BandLanes, I: InputFormat>(l: L, src: *const u8) -> [LineOf<L>; 3] {
+    if matches!(I::DTYPE, DType::F16) {
+        // SAFETY: the caller's contract (96 FP16 elements).
+        return l.split3(unsafe { f16_lines(l, src) });
+    }
     let third = 32 * I::SIZE;
     // SAFETY: the three thirds of the block's input.
     let p0 = unsafe { pack_line::<L, I>(l, src) };
@@ -217,6 +221,45 @@ pub(crate) unsafe fn block<L: BandLanes, I: InputFormat>(l: L, src: *const u8) -
     // SAFETY: as above.
     let p2 = unsafe { pack_line::<L, I>(l, src.wrapping_add(2 * third)) };
     l.split3([p0, p1, p2])
+}
+
+/// The three stream lines of the 96 FP16 elements at `src`: one check of every lane of the
+/// block, then the all-normal conversion ([`f16_normal`]) of every vector without further
+/// branches, or (some lane zero, subnormal, infinite or NaN) [`f16_lanes`] per vector.
+///
+/// # Safety
+///
+/// `src` valid for reading 192 bytes.
+#[inline(always)]
+unsafe fn f16_lines<L: BandLanes>(l: L, src: *const u8) -> [LineOf<L>; 3] {
+    let c = l.convert();
+    // Bytes per `U16` vector; `PARTS` of them make a 64-byte line.
+    let step = 4 * <L::Convert as ConvertLanes>::LANES;
+    let mut h = [[c.splat16(0); 4]; 3];
+    let mut odd = false;
+    // (Fixed-length loops over slices: fully unrolled, the vectors stay in registers.)
+    for (k, line) in h.iter_mut().enumerate() {
+        for (j, part) in line[..L::PARTS].iter_mut().enumerate() {
+            // SAFETY: part j of line k: `step` bytes from 64k + j · step, inside the
+            // caller's 192.
+            *part = unsafe { c.load16(src.wrapping_add(64 * k + step * j)) };
+            odd |= c.any(f16_not_normal(c, *part));
+        }
+    }
+    if odd {
+        for line in &mut h {
+            for part in &mut line[..L::PARTS] {
+                *part = f16_lanes(c, *part);
+            }
+        }
+    } else {
+        for line in &mut h {
+            for part in &mut line[..L::PARTS] {
+                *part = f16_normal(c, *part);
+            }
+        }
+    }
+    [l.line(h[0]), l.line(h[1]), l.line(h[2])]
 }
 
 /// Level `L`'s band kernel of a float `dtype`, or `None` when this CPU lacks the level.

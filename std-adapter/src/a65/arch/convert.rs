@@ -4,7 +4,8 @@
 //! - FP32 → BF16: `(x + 0x7fff + ((x >> 16) & 1)) >> 16` per 32-bit lane, wrapping, NaNs
 //!   included ([`round_pack`]).
 //! - FP16 → BF16 ([`f16_lanes`]): one nearest-even rounding of the 10-bit significand to
-//!   7 bits and the exponent rebias when every lane of the vector is normal; otherwise
+//!   7 bits and the exponent rebias on the signed bits when every lane of the vector is
+//!   normal ([`f16_normal`]; the band kernel checks a whole block at once); otherwise
 //!   subnormals normalized by four compare / shift / select steps (skipped when no lane is
 //!   zero or subnormal), the rounding, zeros, infinities and NaNs (quieted, high payload
 //!   kept) rebuilt, sign ORed back.
@@ -76,6 +77,8 @@ pub(crate) trait ConvertLanes: Isa {
     fn shl16<const K: i32>(self, a: Self::U16) -> Self::U16;
     /// Lane-wise logical right shift by `K`.
     fn shr16<const K: i32>(self, a: Self::U16) -> Self::U16;
+    /// Lane-wise arithmetic right shift by `K` (the top bit replicated).
+    fn sra16<const K: i32>(self, a: Self::U16) -> Self::U16;
     /// `a > b` per lane, for lanes below 0x8000.
     fn gt16(self, a: Self::U16, b: Self::U16) -> Self::Mask;
     /// `a == b` per lane.
@@ -102,21 +105,40 @@ pub(crate) fn round32<L: ConvertLanes>(l: L, x: L::U32) -> L::U32 {
     l.add32(x, l.add32(lsb, l.splat32(0x7fff)))
 }
 
-/// FP16 → BF16 per 16-bit lane.
+/// FP16 → BF16 per 16-bit lane: [`f16_normal`] when every lane is normal, else the
+/// general formulation.
 #[inline(always)]
 pub(crate) fn f16_lanes<L: ConvertLanes>(l: L, h: L::U16) -> L::U16 {
+    if !l.any(f16_not_normal(l, h)) {
+        return f16_normal(l, h);
+    }
     let t = l.and16(h, l.splat16(0x7fff));
     let sign = l.and16(h, l.splat16(0x8000));
     let below_normal = l.gt16(l.splat16(0x400), t);
     let special = l.gt16(t, l.splat16(0x7bff));
-    if !l.any(below_normal) && !l.any(special) {
-        // Every lane normal: round the 10-bit significand to 7 bits (nearest-even, a carry
-        // goes into the exponent) and rebias the exponent (127 − 15 = 112, i.e. 0x3800).
-        let lsb = l.and16(l.shr16::<3>(t), l.splat16(1));
-        let rounded = l.shr16::<3>(l.add16(l.add16(t, l.splat16(3)), lsb));
-        return l.or16(l.add16(rounded, l.splat16(0x3800)), sign);
-    }
     f16_general(l, t, sign, below_normal, special)
+}
+
+/// The FP16 lanes that are zero, subnormal, infinite or NaN (exponent field 0 or 31): adding
+/// 1 to the exponent field leaves bits 11..=14 all zero exactly for those (31 + 1 carries
+/// out of the field, into the sign or out of the lane).
+#[inline(always)]
+pub(crate) fn f16_not_normal<L: ConvertLanes>(l: L, h: L::U16) -> L::Mask {
+    let bumped = l.and16(l.add16(h, l.splat16(0x400)), l.splat16(0x7800));
+    l.eq16(bumped, l.splat16(0))
+}
+
+/// FP16 → BF16 of lanes that are all normal: the 10-bit significand rounded to 7 bits
+/// (nearest-even; a carry goes into the exponent) on the signed bits, which cannot carry
+/// into the sign (magnitude at most 0x7bff + 4); the arithmetic shift keeps the sign in bit
+/// 15 (the mask clears its copies in bits 12..=14) and the exponent is rebiased
+/// (127 − 15 = 112, i.e. 0x3800).
+#[inline(always)]
+pub(crate) fn f16_normal<L: ConvertLanes>(l: L, h: L::U16) -> L::U16 {
+    let lsb = l.and16(l.shr16::<3>(h), l.splat16(1));
+    let rounded = l.add16(h, l.add16(lsb, l.splat16(3)));
+    let shifted = l.and16(l.sra16::<3>(rounded), l.splat16(0x8fff));
+    l.add16(shifted, l.splat16(0x3800))
 }
 
 /// FP16 → BF16 of the magnitudes `t` (signs `sign`) when some lane is zero, subnormal

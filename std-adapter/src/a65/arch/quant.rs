@@ -55,6 +55,36 @@ pub(crate) trait QuantLanes: Isa {
     /// Narrows four converted vectors (elements in order) to INT8 with the zero point added.
     fn narrow(self, v: [Self::I; 4], zp: Self::Zp) -> Self::Bytes;
 
+    /// Loads one step: `4 · LANES` elements of format `I` at `ptr`, widened exactly, as four
+    /// vectors in the order [`QuantLanes::narrow_step`] undoes. Default: four
+    /// [`QuantLanes::load`]s, elements in order.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is valid for reading `4 · LANES · I::SIZE` bytes (no alignment needed).
+    #[inline(always)]
+    unsafe fn load_step<I: InputFormat>(self, ptr: *const u8) -> [Self::F; 4] {
+        let size = Self::LANES * I::SIZE;
+        // SAFETY: (all four loads) vector k's `LANES · I::SIZE` bytes from k · size lie in
+        // the caller's step.
+        let a = unsafe { self.load::<I>(ptr) };
+        // SAFETY: as above.
+        let b = unsafe { self.load::<I>(ptr.wrapping_add(size)) };
+        // SAFETY: as above.
+        let c = unsafe { self.load::<I>(ptr.wrapping_add(2 * size)) };
+        // SAFETY: as above.
+        let d = unsafe { self.load::<I>(ptr.wrapping_add(3 * size)) };
+        [a, b, c, d]
+    }
+
+    /// Narrows one step's four converted vectors, in [`QuantLanes::load_step`]'s order, to
+    /// its INT8 results in element order with the zero point added. Default:
+    /// [`QuantLanes::narrow`].
+    #[inline(always)]
+    fn narrow_step<I: InputFormat>(self, v: [Self::I; 4], zp: Self::Zp) -> Self::Bytes {
+        self.narrow(v, zp)
+    }
+
     /// Stores one step's bytes, non-temporally when `stream`.
     ///
     /// # Safety
@@ -96,23 +126,16 @@ impl<L: QuantLanes, I: InputFormat, M: RoundingMode, const STREAM: bool> Kernel<
         while i < self.blocks {
             // (No closures here: a closure would be compiled without the entry's features.)
             let at = src.wrapping_add(i * I::SIZE);
-            let size = L::LANES * I::SIZE;
-            // SAFETY: (all four loads) i + step ≤ blocks, asserted above to fit `input`, so
-            // the `LANES` elements from i + k · LANES (k < 4) lie in it.
-            let a = unsafe { l.load::<I>(at) };
-            // SAFETY: as above.
-            let b = unsafe { l.load::<I>(at.wrapping_add(size)) };
-            // SAFETY: as above.
-            let c = unsafe { l.load::<I>(at.wrapping_add(2 * size)) };
-            // SAFETY: as above.
-            let d = unsafe { l.load::<I>(at.wrapping_add(3 * size)) };
+            // SAFETY: i + step ≤ blocks, asserted above to fit `input`, so the step's
+            // `4 · LANES` elements from i lie in it.
+            let [a, b, c, d] = unsafe { l.load_step::<I>(at) };
             let v = [
                 l.convert::<M>(a, m),
                 l.convert::<M>(b, m),
                 l.convert::<M>(c, m),
                 l.convert::<M>(d, m),
             ];
-            let bytes = l.narrow(v, zp);
+            let bytes = l.narrow_step::<I>(v, zp);
             // SAFETY: i + step ≤ blocks ≤ output.len(); with STREAM the wrapper aligned the
             // output start to 64 bytes and the step is a multiple of 64 bytes.
             unsafe { l.store(dst.wrapping_add(i), bytes, STREAM) };

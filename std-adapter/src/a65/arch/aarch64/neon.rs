@@ -136,6 +136,11 @@ lanes! {
                 binary eq16(uint16x8_t) -> uint16x8_t = vceqq_u16;
             }
             #[inline(always)]
+            fn sra16<const K: i32>(self, a: uint16x8_t) -> uint16x8_t {
+                // SAFETY: NEON is part of the AArch64 baseline (`self` is its token).
+                unsafe { vreinterpretq_u16_s16(vshrq_n_s16::<K>(vreinterpretq_s16_u16(a))) }
+            }
+            #[inline(always)]
             fn select(self, m: uint16x8_t, yes: uint16x8_t, no: uint16x8_t) -> uint16x8_t {
                 // SAFETY: NEON is part of the AArch64 baseline (`self` is its token).
                 unsafe { vbslq_u16(m, yes, no) }

@@ -121,6 +121,7 @@ lanes! {
                 binary or16(__m256i) -> __m256i = _mm256_or_si256;
                 shift shl16(__m256i) = _mm256_slli_epi16;
                 shift shr16(__m256i) = _mm256_srli_epi16;
+                shift sra16(__m256i) = _mm256_srai_epi16;
                 // Signed compares: every compared lane is below 0x8000.
                 binary gt16(__m256i) -> __m256i = _mm256_cmpgt_epi16;
                 binary eq16(__m256i) -> __m256i = _mm256_cmpeq_epi16;

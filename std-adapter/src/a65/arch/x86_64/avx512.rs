@@ -58,8 +58,58 @@ lanes! {
             _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd))
         }
 
+        fn narrow_step<I: InputFormat>(self, v: [__m512i; 4], zp: __m512i) -> __m512i {
+            let ab = _mm512_adds_epi16(_mm512_packs_epi32(v[0], v[1]), zp);
+            let cd = _mm512_adds_epi16(_mm512_packs_epi32(v[2], v[3]), zp);
+            let bytes = _mm512_packs_epi16(ab, cd);
+            if matches!(I::DTYPE, DType::BF16) {
+                // `load_step`'s order: 16-byte lane l holds elements 8l + (0, 2, 4, 6),
+                // 8l + (1, 3, 5, 7), 32 + 8l + (0, 2, 4, 6), 32 + 8l + (1, 3, 5, 7). An
+                // in-lane shuffle puts 8l..8l + 8 in its low and 32 + 8l.. in its high qword,
+                // then the qwords go to their places.
+                let pairs = _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+                let inlane = _mm512_shuffle_epi8(bytes, _mm512_broadcast_i32x4(pairs));
+                let qwords = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+                return _mm512_permutexvar_epi64(qwords, inlane);
+            }
+            // After the two in-lane packs, dword 4·l + j holds vector j's elements 4·l..4·l+4.
+            let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+            _mm512_permutexvar_epi32(order, bytes)
+        }
+
         fn fence(self) {
             _mm_sfence();
+        }
+
+        unsafe fn load_step<I: InputFormat>(self, ptr: *const u8) -> [__m512; 4] {
+            if matches!(I::DTYPE, DType::BF16) {
+                // Two vectors of 32 BF16 values: a 32-bit lane's low half (shifted up) is an
+                // even element, its high half (low half cleared) the next, odd one; two
+                // operations per 32 elements instead of a widening and a shift per 16.
+                // `narrow_step` restores the element order.
+                // SAFETY: (both loads) the caller guarantees 128 readable bytes at `ptr`.
+                let x = unsafe { _mm512_loadu_si512(ptr.cast()) };
+                // SAFETY: as above.
+                let y = unsafe { _mm512_loadu_si512(ptr.wrapping_add(64).cast()) };
+                let high = _mm512_set1_epi32(0xffff_0000u32 as i32);
+                return [
+                    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(x)),
+                    _mm512_castsi512_ps(_mm512_and_si512(x, high)),
+                    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(y)),
+                    _mm512_castsi512_ps(_mm512_and_si512(y, high)),
+                ];
+            }
+            let size = 16 * I::SIZE;
+            // SAFETY: (all four loads) the caller guarantees 64 · I::SIZE readable bytes at
+            // `ptr`: vector k's 16 elements start at k · size.
+            let a = unsafe { self.load::<I>(ptr) };
+            // SAFETY: as above.
+            let b = unsafe { self.load::<I>(ptr.wrapping_add(size)) };
+            // SAFETY: as above.
+            let c = unsafe { self.load::<I>(ptr.wrapping_add(2 * size)) };
+            // SAFETY: as above.
+            let d = unsafe { self.load::<I>(ptr.wrapping_add(3 * size)) };
+            [a, b, c, d]
         }
 
         unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> __m512 {
@@ -163,6 +213,13 @@ lanes! {
                 let count = unsafe { _mm_cvtsi32_si128(K) };
                 // SAFETY: `self` proves AVX-512BW.
                 unsafe { _mm512_srl_epi16(a, count) }
+            }
+            #[inline(always)]
+            fn sra16<const K: i32>(self, a: __m512i) -> __m512i {
+                // SAFETY: SSE2 is part of the x86-64 baseline.
+                let count = unsafe { _mm_cvtsi32_si128(K) };
+                // SAFETY: `self` proves AVX-512BW.
+                unsafe { _mm512_sra_epi16(a, count) }
             }
         }
     }
