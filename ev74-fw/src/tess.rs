@@ -123,7 +123,7 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 ///   `tc' · elem < 16` ([`DMA_MIN_ROW_BYTES`]), and a whole W segment of the subtile (`tw'`
 ///   pixels of `tc' · elem` bytes at the W pitch) is neither a rectangle of at least
 ///   [`crate::RECT_MIN_BYTES`] nor a BF16 exact-width row
-///   ([`crate::casttess::w_segment_by_dma`]; those already move one 2D DMA command per W
+///   (`casttess::w_segment_by_dma`; those already move one 2D DMA command per W
 ///   segment and read only the logical bytes, so staging would only add bytes);
 /// - pixels are adjacent along W (`stride_W = c_src · elem`), or, for BF16 only, padded
 ///   with `2 · c_src ≤ stride_W ≤ 2^31 − 1`;
