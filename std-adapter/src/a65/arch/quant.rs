@@ -64,17 +64,8 @@ pub(crate) trait QuantLanes: Isa {
     /// `ptr` is valid for reading `4 · LANES · I::SIZE` bytes (no alignment needed).
     #[inline(always)]
     unsafe fn load_step<I: InputFormat>(self, ptr: *const u8) -> [Self::F; 4] {
-        let size = Self::LANES * I::SIZE;
-        // SAFETY: (all four loads) vector k's `LANES · I::SIZE` bytes from k · size lie in
-        // the caller's step.
-        let a = unsafe { self.load::<I>(ptr) };
-        // SAFETY: as above.
-        let b = unsafe { self.load::<I>(ptr.wrapping_add(size)) };
-        // SAFETY: as above.
-        let c = unsafe { self.load::<I>(ptr.wrapping_add(2 * size)) };
-        // SAFETY: as above.
-        let d = unsafe { self.load::<I>(ptr.wrapping_add(3 * size)) };
-        [a, b, c, d]
+        // SAFETY: the caller's contract is `load_four`'s.
+        unsafe { load_four::<Self, I>(self, ptr) }
     }
 
     /// Narrows one step's four converted vectors, in [`QuantLanes::load_step`]'s order, to
@@ -104,6 +95,28 @@ struct Body<'a, I, M, const STREAM: bool> {
     output: &'a mut [u8],
     blocks: usize,
     formats: core::marker::PhantomData<(I, M)>,
+}
+
+/// Four [`QuantLanes::load`]s of one step, elements in order: the default
+/// [`QuantLanes::load_step`], and the fallback of a level that overrides it for some
+/// formats only.
+///
+/// # Safety
+///
+/// `ptr` is valid for reading `4 · LANES · I::SIZE` bytes (no alignment needed).
+#[inline(always)]
+pub(crate) unsafe fn load_four<L: QuantLanes, I: InputFormat>(l: L, ptr: *const u8) -> [L::F; 4] {
+    let size = L::LANES * I::SIZE;
+    // SAFETY: (all four loads) vector k's `LANES · I::SIZE` bytes from k · size lie in the
+    // caller's step.
+    let a = unsafe { l.load::<I>(ptr) };
+    // SAFETY: as above.
+    let b = unsafe { l.load::<I>(ptr.wrapping_add(size)) };
+    // SAFETY: as above.
+    let c = unsafe { l.load::<I>(ptr.wrapping_add(2 * size)) };
+    // SAFETY: as above.
+    let d = unsafe { l.load::<I>(ptr.wrapping_add(3 * size)) };
+    [a, b, c, d]
 }
 
 impl<L: QuantLanes, I: InputFormat, M: RoundingMode, const STREAM: bool> Kernel<L>

@@ -10,7 +10,7 @@ use simak_core::ops::quant::Rounding;
 use super::super::band::{BandLanes, Lines, window_pattern};
 use super::super::convert::ConvertLanes;
 use super::super::isa::{Avx512, lanes, ops};
-use super::super::quant::QuantLanes;
+use super::super::quant::{QuantLanes, load_four};
 use super::CLAMP_HI;
 
 /// Runs of at least this many elements store their output with non-temporal stores: the
@@ -59,6 +59,8 @@ lanes! {
         }
 
         fn narrow_step<I: InputFormat>(self, v: [__m512i; 4], zp: __m512i) -> __m512i {
+            // (`narrow` cannot be called here: the body is compiled as a separate function
+            // without `self`; see `lanes!`.)
             let ab = _mm512_adds_epi16(_mm512_packs_epi32(v[0], v[1]), zp);
             let cd = _mm512_adds_epi16(_mm512_packs_epi32(v[2], v[3]), zp);
             let bytes = _mm512_packs_epi16(ab, cd);
@@ -99,17 +101,9 @@ lanes! {
                     _mm512_castsi512_ps(_mm512_and_si512(y, high)),
                 ];
             }
-            let size = 16 * I::SIZE;
-            // SAFETY: (all four loads) the caller guarantees 64 · I::SIZE readable bytes at
-            // `ptr`: vector k's 16 elements start at k · size.
-            let a = unsafe { self.load::<I>(ptr) };
-            // SAFETY: as above.
-            let b = unsafe { self.load::<I>(ptr.wrapping_add(size)) };
-            // SAFETY: as above.
-            let c = unsafe { self.load::<I>(ptr.wrapping_add(2 * size)) };
-            // SAFETY: as above.
-            let d = unsafe { self.load::<I>(ptr.wrapping_add(3 * size)) };
-            [a, b, c, d]
+            // SAFETY: the caller guarantees 64 · I::SIZE readable bytes at `ptr`, what
+            // `load_four` needs.
+            unsafe { load_four::<Self, I>(self, ptr) }
         }
 
         unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> __m512 {
