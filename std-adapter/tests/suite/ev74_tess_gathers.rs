@@ -20,7 +20,7 @@ use crate::tess_common::*;
 
 use simak::DType;
 use simak::ev74::casttess::run_sim;
-use simak::layout::Channels;
+use simak::layout::{Channels, MlaTiled};
 use simak_tests::bf16_tails;
 use simak_tests::rng::Rng;
 
@@ -52,21 +52,12 @@ fn case(
     tile: [u32; 4],
     channels: Channels,
 ) -> Case {
-    let e = dtype.size() as u64;
-    let input_len = (e + shape
-        .iter()
-        .zip(strides)
-        .map(|(&n, &s)| (n - 1) * s)
-        .sum::<u64>()) as usize;
-    Case {
+    Case::strided(
         dtype,
-        shape: shape.to_vec(),
-        strides: strides.to_vec(),
-        input_len,
-        axes,
-        tile,
-        channels,
-    }
+        shape.to_vec(),
+        strides.to_vec(),
+        MlaTiled::new(axes, tile, channels),
+    )
 }
 
 /// Runs `case` through `check_case`, checks the bytes read against the admitted span with

@@ -21,28 +21,12 @@ use crate::tess_common::*;
 
 use simak::DType;
 use simak::ev74::casttess::{SimOptions, run_sim, run_sim_with};
-use simak::layout::Channels;
-use simak_tests::bytes::Aligned;
+use simak::layout::{Channels, MlaTiled};
 use simak_tests::hcontig;
 use simak_tests::rng::Rng;
 
 fn case_of(dtype: DType, c: &hcontig::Case) -> Case {
-    let e = dtype.size() as u64;
-    let input_len = (e + c
-        .shape
-        .iter()
-        .zip(&c.strides)
-        .map(|(&n, &s)| (n - 1) * s)
-        .sum::<u64>()) as usize;
-    Case {
-        dtype,
-        shape: c.shape.clone(),
-        strides: c.strides.clone(),
-        input_len,
-        axes: c.layout.axes,
-        tile: c.layout.tile,
-        channels: c.layout.channels,
-    }
+    Case::strided(dtype, c.shape.clone(), c.strides.clone(), c.layout)
 }
 
 #[test]
@@ -96,14 +80,7 @@ fn every_16_bit_pattern_through_the_hcontig_path() {
             tile: layout.tile,
             channels: layout.channels,
         };
-        let mut input = Aligned::new(case.input_len, 0);
-        let mut k = 0u32;
-        for_each_index(&[16, 64, 64], |i| {
-            let at = case.input_offset(i);
-            input.as_mut_slice()[at..at + 2].copy_from_slice(&(k as u16).to_le_bytes());
-            k += 1;
-        });
-        assert_eq!(k, 65536);
+        let input = case.every_16_bit_pattern(0);
         let mut tally = Tally::default();
         let reports = check_case(&case, &input, &mut tally);
         assert_eq!(reports.len(), 4);
@@ -147,20 +124,13 @@ fn image_case(
     let sh = w * sw + hole * e;
     let sd = 5 * sh;
     let strides = vec![3 * sd, sd, sh, sw, c_stride * e];
-    let input_len = (e + shape
-        .iter()
-        .zip(&strides)
-        .map(|(&n, &s)| (n - 1) * s)
-        .sum::<u64>()) as usize;
-    Case {
+    let axes = [Some(1), Some(2), Some(3), Some(4)];
+    Case::strided(
         dtype,
         shape,
         strides,
-        input_len,
-        axes: [Some(1), Some(2), Some(3), Some(4)],
-        tile: [2, 3, 8, tc],
-        channels,
-    }
+        MlaTiled::new(axes, [2, 3, 8, tc], channels),
+    )
 }
 
 /// `[outer 2, H 300 / w, W w, C]` with whole-image tiles `(1, 300 / w, w, tc)` of 300
@@ -173,20 +143,13 @@ fn long_tile_case(dtype: DType, c: u64, tc: u32, w: u64, pixel: u64, channels: C
     let h = 300 / w;
     let shape = vec![2, h, w, c];
     let strides = vec![300 * pixel * e, w * pixel * e, pixel * e, e];
-    let input_len = (e + shape
-        .iter()
-        .zip(&strides)
-        .map(|(&n, &s)| (n - 1) * s)
-        .sum::<u64>()) as usize;
-    Case {
+    let tile = [1, h as u32, w as u32, tc];
+    Case::strided(
         dtype,
         shape,
         strides,
-        input_len,
-        axes: [None, Some(1), Some(2), Some(3)],
-        tile: [1, h as u32, w as u32, tc],
-        channels,
-    }
+        MlaTiled::new([None, Some(1), Some(2), Some(3)], tile, channels),
+    )
 }
 
 /// One eligibility case: its name, the case, whether some tiles stage complete pixels,
@@ -483,14 +446,7 @@ fn every_bf16_pattern_through_the_bf16_pixel_packer() {
             tile: [1, 8, 8, 5],
             channels,
         };
-        let mut input = Aligned::new(case.input_len, 0x77);
-        let mut k = 0u32;
-        for_each_index(&[64, 64, 16], |i| {
-            let at = case.input_offset(i);
-            input.as_mut_slice()[at..at + 2].copy_from_slice(&(k as u16).to_le_bytes());
-            k += 1;
-        });
-        assert_eq!(k, 65536);
+        let input = case.every_16_bit_pattern(0x77);
         let mut tally = Tally::default();
         let reports = check_case(&case, &input, &mut tally);
         assert_eq!(reports.len(), 4);

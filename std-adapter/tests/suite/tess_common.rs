@@ -57,6 +57,37 @@ impl Case {
         }
     }
 
+    /// An input of `shape` with byte `strides` (holes between elements are allowed) under
+    /// `layout`; the buffer ends at the last element's last byte (the span).
+    pub fn strided(dtype: DType, shape: Vec<u64>, strides: Vec<u64>, layout: MlaTiled) -> Case {
+        let e = dtype.size() as u64;
+        let last: u64 = shape.iter().zip(&strides).map(|(&n, &s)| (n - 1) * s).sum();
+        Case {
+            dtype,
+            shape,
+            strides,
+            input_len: (last + e) as usize,
+            axes: layout.axes,
+            tile: layout.tile,
+            channels: layout.channels,
+        }
+    }
+
+    /// An input buffer (other bytes `fill`) whose elements hold every 16-bit pattern in
+    /// logical (C) order; the case has exactly 65,536 16-bit elements.
+    pub fn every_16_bit_pattern(&self, fill: u8) -> Aligned {
+        let shape: Vec<usize> = self.shape.iter().map(|&n| n as usize).collect();
+        let mut input = Aligned::new(self.input_len, fill);
+        let mut k = 0u32;
+        for_each_index(&shape, |i| {
+            let at = self.input_offset(i);
+            input.as_mut_slice()[at..at + 2].copy_from_slice(&(k as u16).to_le_bytes());
+            k += 1;
+        });
+        assert_eq!(k, 65536);
+        input
+    }
+
     pub fn layout(&self) -> MlaTiled {
         MlaTiled::new(self.axes, self.tile, self.channels)
     }
