@@ -32,8 +32,8 @@ use simak_cli::{bench, bench_tess, demo, layout, packet, qualify, quant, tess, u
                   MlaTiled layout (casttess, quanttess) and back (untile, dequant); show \
                   layouts and EV74 descriptors.\n\n\
                   Exit status: 0 on success, 2 for bad input or usage (one line on stderr, no \
-                  output file written), 1 for internal failures, 3 when `simak qualify` finds \
-                  a regression or a mismatch.\n\n\
+                  output file written), 1 for internal failures, 3 when `simak qualify` (now \
+                  `simak-qualify`) finds a regression or a mismatch.\n\n\
                   Outputs: only files named on the command line are replaced (a derived \
                   default name that exists is refused), atomically, keeping their mode; a \
                   symbolic link is written through. \"SPEC §N\" in these texts refers to \
@@ -103,34 +103,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             bench_tess::run(bench_tess::TessBench::Quant, args, ctx)?,
         ),
         Command::Demo(args) => finish(ctx, demo::run(args, ctx)?),
-        Command::Qualify(args) => finish(ctx, qualify::run(args, ctx)?),
-    }
-}
-
-/// Prints a command-line parsing error as one line (`simak: error: …`, exit 2); help and
-/// version requests print as clap prints them.
-fn usage_error(e: clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
-        _ => {
-            let text = e.render().to_string();
-            let kept: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| {
-                    !l.is_empty()
-                        && !l.starts_with("Usage:")
-                        && !l.starts_with("For more information")
-                })
-                .collect();
-            let line = kept.join(" ");
-            let line = line.strip_prefix("error: ").unwrap_or(&line);
-            report::emit_stderr(&CliError::Input(format!("usage: {line}")).line());
-            ExitCode::from(2)
-        }
+        Command::Qualify(args) => qualify::run(args, ctx),
     }
 }
 
@@ -140,7 +113,7 @@ fn main() -> ExitCode {
     let _ = simak_cli::output::install_interrupt_cleanup();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return usage_error(e),
+        Err(e) => return report::usage_error(e),
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -336,6 +336,34 @@ pub fn emit_stderr(line: &str) {
     let _ = writeln!(stderr, "{line}").and_then(|()| stderr.flush());
 }
 
+/// Prints a command-line parsing error as one line (`simak: error: usage: …`) and gives exit
+/// code 2; help and version requests print as clap prints them (and exit). Shared by the
+/// `simak` and `simak-qualify` binaries.
+pub fn usage_error(e: clap::Error) -> std::process::ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            let text = e.render().to_string();
+            let kept: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| {
+                    !l.is_empty()
+                        && !l.starts_with("Usage:")
+                        && !l.starts_with("For more information")
+                })
+                .collect();
+            let line = kept.join(" ");
+            let line = line.strip_prefix("error: ").unwrap_or(&line);
+            emit_stderr(&CliError::Input(format!("usage: {line}")).line());
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
 /// A progress bar over `elements` on stderr, drawn only for `tensors ≥ 4` or `elements ≥
 /// 2^20`, never under `-q`, and (indicatif's rule) only when stderr is a terminal.
 pub fn progress(prefix: &'static str, quiet: bool, tensors: usize, elements: u64) -> ProgressBar {

@@ -46,16 +46,20 @@ Subcommands:
   capi                  the `capi` step: dist for the host and AArch64, then the
                         header, symbol, C (native, ASan/UBSan, valgrind, qemu-aarch64),
                         C++ and CMake-consumer checks of bindings/c/tests
+  qualify ARGS          build the qualification programme simak-qualify (qualify/)
+                        in release mode and run it with ARGS in the current folder:
+                        measure, list, compare BASE CAND, merge PART..., correctness
+                        (`cargo xtask qualify --help` lists their options)
   qualify --baseline REV [--threshold X] [--chunks N] [-- ARGS]
-                        the live gate of `simak qualify`: build REV in a git worktree
-                        under target/qualify/baseline/ and the working tree, both in
+                        the live gate: build REV in a git worktree under
+                        target/qualify/baseline/ and the working tree, both in
                         release mode, measure the latency catalogue with the two
                         builds alternating per chunk (N chunks, default one per ID;
-                        ARGS go to every `simak qualify` run, e.g. --filter, --reps,
-                        --backend),
-                        then `simak qualify --compare` the merged results (default
-                        threshold 1.05); exit status 3 when the gate fails
-                        (docs/qualification.md)
+                        ARGS go to every measuring run, e.g. --filter, --reps,
+                        --backend), then `simak-qualify compare` the merged results
+                        (default threshold 1.05); exit status 3 when the gate fails
+                        (docs/qualification.md). A baseline from before
+                        simak-qualify existed runs as `simak qualify` with its flags
   neon-cost [--json] [--filter TEXT]
                         per-element cost estimates of the A65's NEON routes (no
                         AArch64 hardware needed): builds the AArch64 driver
@@ -102,8 +106,11 @@ pub(crate) enum Command {
         /// Cross-build the AArch64 wheel instead of testing.
         aarch64_wheel: bool,
     },
-    /// `cargo xtask qualify --baseline REV …`.
+    /// `cargo xtask qualify --baseline REV …`: the live gate.
     Qualify(QualifyOptions),
+    /// `cargo xtask qualify ARGS` (no `--baseline`): the arguments go to `simak-qualify`
+    /// unchanged.
+    QualifyRun(Vec<String>),
     /// `cargo xtask neon-cost [--json] [--filter TEXT]`.
     NeonCost(crate::neon_cost::NeonCostOptions),
 }
@@ -113,11 +120,11 @@ pub(crate) enum Command {
 pub(crate) struct QualifyOptions {
     /// The baseline revision (anything `git rev-parse` takes).
     pub(crate) baseline: String,
-    /// The gate threshold, passed to `simak qualify --threshold` unchanged.
+    /// The gate threshold, passed to `simak-qualify compare --threshold` unchanged.
     pub(crate) threshold: Option<String>,
     /// Chunks of the selection; the builds alternate per chunk. `None`: one per ID.
     pub(crate) chunks: Option<u32>,
-    /// Arguments for every `simak qualify` measuring run.
+    /// Arguments for every measuring run.
     pub(crate) passthrough: Vec<String>,
 }
 
@@ -219,6 +226,21 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
                 }
             }
             Ok(Command::NeonCost(options))
+        }
+        "qualify"
+            if !rest
+                .iter()
+                .take_while(|a| *a != "--")
+                .any(|a| a == "--baseline") =>
+        {
+            if rest.is_empty() {
+                return Err(
+                    "`qualify` needs a subcommand of simak-qualify (measure, list, \
+                            compare, merge, correctness) or `--baseline REV`"
+                        .to_owned(),
+                );
+            }
+            Ok(Command::QualifyRun(rest.to_vec()))
         }
         "qualify" => {
             let mut baseline = None;
@@ -395,6 +417,19 @@ mod tests {
             }))
         );
         assert!(parse_strs(&["qualify"]).is_err());
+        assert_eq!(
+            parse_strs(&["qualify", "compare", "a", "b", "--threshold", "1.1"]),
+            Ok(Command::QualifyRun(
+                ["compare", "a", "b", "--threshold", "1.1"]
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .collect()
+            ))
+        );
+        assert_eq!(
+            parse_strs(&["qualify", "--help"]),
+            Ok(Command::QualifyRun(vec!["--help".to_owned()]))
+        );
         assert!(parse_strs(&["qualify", "--baseline", "x", "--threshold", "-1"]).is_err());
         assert!(parse_strs(&["qualify", "--baseline", "x", "--chunks", "0"]).is_err());
         assert!(parse_strs(&["qualify", "--baseline", "x", "--reps"]).is_err());

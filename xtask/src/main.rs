@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         Ok(flags::Command::Capi) => dist::run_capi(&project_root()),
         Ok(flags::Command::Python { aarch64_wheel }) => python::run(&project_root(), aarch64_wheel),
         Ok(flags::Command::Qualify(options)) => qualify::run_gate(&project_root(), &options),
+        Ok(flags::Command::QualifyRun(args)) => qualify::run_programme(&project_root(), &args),
         Ok(flags::Command::NeonCost(options)) => neon_cost::run(&project_root(), &options),
         Err(message) => {
             eprintln!("error: {message}\n");

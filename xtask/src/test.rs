@@ -66,6 +66,8 @@ pub(crate) const STEPS: &[Step] = &[
             "simak-cli",
             "-p",
             "simak-tests",
+            "-p",
+            "simak-qualify",
             "--features",
             "simak/scalar-only",
         ],
@@ -879,7 +881,7 @@ mod tests {
         assert_eq!(
             describe(step("nosimd")),
             "cargo test --no-fail-fast -p simak -p simak-cli -p simak-tests \
-             --features simak/scalar-only"
+             -p simak-qualify --features simak/scalar-only"
         );
         assert_eq!(
             describe(step("sweep")),

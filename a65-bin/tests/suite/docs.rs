@@ -476,6 +476,9 @@ fn sh_blocks(markdown: &str) -> Vec<String> {
 /// block uses for the tool.
 const TEST_COMMAND: &str = "cargo xtask test";
 const RUN_PREFIX: &str = "cargo run --release --bin simak --";
+/// The prefix of the blocks that run the qualification programme: its own suite runs them
+/// with its binary (`qualify/tests/suite/readme.rs`).
+const QUALIFY_PREFIX: &str = "cargo xtask qualify ";
 
 /// Runs every `sh` block of the README at `relative` (from the repository root) in a fresh
 /// folder; returns how many blocks ran.
@@ -496,6 +499,9 @@ fn run_readme(relative: &str) -> usize {
                 TEST_COMMAND,
                 "{relative}: the test command block"
             );
+            continue;
+        }
+        if block.trim_start().starts_with(QUALIFY_PREFIX) {
             continue;
         }
         let script = block.replace(RUN_PREFIX, bin);

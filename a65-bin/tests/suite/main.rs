@@ -15,5 +15,4 @@ mod hostile;
 mod oom;
 mod output_order;
 mod outputs;
-mod qualify;
 mod tess;

@@ -1,4 +1,4 @@
-//! `simak qualify --correctness-only`: the correctness catalogue on both backends against
+//! `simak-qualify correctness`: the correctness catalogue on both backends against
 //! the independent oracles, with no timing.
 //!
 //! The cases are data generated from fixed seeds (their definitions never change with the
@@ -835,7 +835,7 @@ pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome 
                 outcome.ev74_cases += usize::from(outputs.ev74.is_some());
                 let ev74_name = format!(
                     "ev74-sim ({})",
-                    crate::report::count(workers as u64, "worker", "workers")
+                    simak_cli::report::count(workers as u64, "worker", "workers")
                 );
                 // The EV74 path, where the case states it: after the bytes, and only when
                 // the run succeeded (a failed run is reported with the bytes).

@@ -1,7 +1,7 @@
-//! `simak qualify`: the catalogue's counts and golden ID list, the results file of a
-//! measuring run (and its default place under `target/`), the gate on recorded timing
-//! files, and `--correctness-only` (the whole correctness catalogue, and a planted
-//! mismatch found).
+//! `simak-qualify`: the catalogue's counts and golden ID list (`list`), the results file of
+//! a measuring run (`measure`, and its default place under `target/`), the gate on recorded
+//! timing files (`compare`), `merge`, and `correctness` (the whole correctness catalogue,
+//! and a planted mismatch found).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,18 +9,18 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{BIN, assert_success, json_run, path_str, simak, stderr_of, stdout_of};
+use crate::common::{BIN, assert_success, json_run, path_str, qualify, stderr_of, stdout_of};
 
-/// A file of `a65-bin/tests/data/qualify/`.
+/// A file of `qualify/tests/data/`.
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/qualify")
+        .join("tests/data")
         .join(name)
 }
 
 #[test]
 fn the_catalogue_is_the_golden_list_with_the_documented_counts() {
-    let out = simak(&["qualify", "--list"]);
+    let out = qualify(&["list"]);
     assert_success(&out);
     let listed = stdout_of(&out);
     let golden = std::fs::read_to_string(fixture("ids.txt")).expect("golden ID list");
@@ -55,7 +55,7 @@ fn the_catalogue_is_the_golden_list_with_the_documented_counts() {
 
 #[test]
 fn list_json_gives_id_op_and_kind() {
-    let v = json_run(&["qualify", "--list", "--json"]);
+    let v = json_run(&["list", "--json"]);
     let items = v.as_array().expect("a list");
     assert_eq!(items.len(), 780);
     for item in items {
@@ -72,8 +72,7 @@ fn list_json_gives_id_op_and_kind() {
         assert_eq!(ev74, op != "quanttess", "{id}");
     }
     let glob = json_run(&[
-        "qualify",
-        "--list",
+        "list",
         "--json",
         "--filter",
         "quant/strided/f16/*/short-rows-*",
@@ -83,7 +82,7 @@ fn list_json_gives_id_op_and_kind() {
 
 #[test]
 fn the_correctness_catalogue_has_the_documented_counts() {
-    let v = json_run(&["qualify", "--list", "--correctness-only", "--json"]);
+    let v = json_run(&["correctness", "--list", "--json"]);
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for item in v.as_array().unwrap() {
         *counts
@@ -107,10 +106,10 @@ fn the_correctness_catalogue_has_the_documented_counts() {
 }
 
 /// The whole correctness catalogue on both backends (this is where `cargo xtask test`, and
-/// so CI, runs `simak qualify --correctness-only`).
+/// so CI, runs `simak-qualify correctness`).
 #[test]
 fn the_correctness_catalogue_passes_on_both_backends() {
-    let out = simak(&["qualify", "--correctness-only", "-q"]);
+    let out = qualify(&["correctness", "-q"]);
     assert_success(&out);
     let text = stdout_of(&out);
     assert!(
@@ -119,20 +118,14 @@ fn the_correctness_catalogue_passes_on_both_backends() {
     );
     assert!(text.trim_end().ends_with("PASSED"), "{text}");
     // QuantTess has no EV74 entry: its cases name only the A65.
-    let out = simak(&[
-        "qualify",
-        "--correctness-only",
-        "-q",
-        "--filter",
-        "quanttess",
-    ]);
+    let out = qualify(&["correctness", "-q", "--filter", "quanttess"]);
     assert_success(&out);
     let text = stdout_of(&out);
     assert!(
         text.starts_with("correctness: 300 cases on a65, "),
         "{text}"
     );
-    let out = simak(&["qualify", "--correctness-only", "-q", "--filter", "hcontig"]);
+    let out = qualify(&["correctness", "-q", "--filter", "hcontig"]);
     assert!(
         stdout_of(&out).starts_with("correctness: 32 cases on a65 and ev74-sim, "),
         "{}",
@@ -140,12 +133,7 @@ fn the_correctness_catalogue_passes_on_both_backends() {
     );
     // The four strided BF16 tail cases (`simak_tests::bf16_tails`), their EV74 short-row
     // paths checked beside the bytes.
-    let out = simak(&[
-        "qualify",
-        "--correctness-only",
-        "--filter",
-        "correct/casttess/bf16-tail/*",
-    ]);
+    let out = qualify(&["correctness", "--filter", "correct/casttess/bf16-tail/*"]);
     assert_success(&out);
     let text = stdout_of(&out);
     assert!(text.contains("casttess-bf16-tail     4 cases"), "{text}");
@@ -163,14 +151,7 @@ fn a_planted_mismatch_is_found() {
         ("correct/casttess/bf16-tail/outer-pad16", 1),
         ("correct/quanttess/random/f32/011", 0),
     ] {
-        let out = simak(&[
-            "qualify",
-            "--correctness-only",
-            "--filter",
-            id,
-            "--plant-mismatch",
-            id,
-        ]);
+        let out = qualify(&["correctness", "--filter", id, "--plant-mismatch", id]);
         assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
         let text = stdout_of(&out);
         // Once per A65 route or level this CPU has (the exact / scalar one at least), and
@@ -193,7 +174,7 @@ fn a_planted_mismatch_is_found() {
         assert!(text.contains(&format!("FAILED ({n} mismatches)")), "{text}");
         assert!(stderr_of(&out).contains(&format!("{n} mismatches")));
         // The same selection without the hook passes.
-        let clean = simak(&["qualify", "--correctness-only", "--filter", id]);
+        let clean = qualify(&["correctness", "--filter", id]);
         assert_success(&clean);
     }
 }
@@ -202,8 +183,8 @@ fn a_planted_mismatch_is_found() {
 fn a_run_writes_every_sample_and_the_machine_facts() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r.json");
-    let out = simak(&[
-        "qualify",
+    let out = qualify(&[
+        "measure",
         "--filter",
         "quant/dense/f32/nearest-even/?/special",
         "--reps",
@@ -257,7 +238,7 @@ fn the_default_results_file_goes_under_target_qualify() {
     let out = Command::new(BIN)
         .current_dir(dir.path())
         .args([
-            "qualify",
+            "measure",
             "--filter",
             "quant/dense/bf16/toward-zero/7/",
             "--reps",
@@ -277,8 +258,8 @@ fn the_default_results_file_goes_under_target_qualify() {
 fn the_ev74_backend_reports_runtime_latency() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("e.json");
-    let out = simak(&[
-        "qualify",
+    let out = qualify(&[
+        "measure",
         "--backend",
         "ev74-sim",
         "--workers",
@@ -305,8 +286,8 @@ fn the_ev74_backend_reports_runtime_latency() {
     }
     // Subnormal inputs take the exact fallback, which the cost model charges more for.
     let sub = dir.path().join("s.json");
-    assert_success(&simak(&[
-        "qualify",
+    assert_success(&qualify(&[
+        "measure",
         "--backend",
         "ev74-sim",
         "--filter",
@@ -329,8 +310,8 @@ fn the_ev74_backend_reports_runtime_latency() {
     };
     assert!(cycles_of("/subnormal") > cycles_of("/normal"));
     // QuantTess has no EV74 entry: its IDs are skipped.
-    let none = simak(&[
-        "qualify",
+    let none = qualify(&[
+        "measure",
         "--backend",
         "ev74-sim",
         "--filter",
@@ -341,8 +322,8 @@ fn the_ev74_backend_reports_runtime_latency() {
     assert_eq!(none.status.code(), Some(2));
     assert!(stderr_of(&none).contains("no ID that runs on ev74-sim"));
     // A filter that matches nothing says so, not that nothing runs on the backend.
-    let nothing = simak(&[
-        "qualify",
+    let nothing = qualify(&[
+        "measure",
         "--filter",
         "no-such-id",
         "--output",
@@ -360,13 +341,13 @@ fn the_ev74_backend_reports_runtime_latency() {
 /// Runs the gate on two recorded files; returns (exit code, stdout, the failed IDs).
 fn gate(base: &str, cand: &str, threshold: Option<&str>) -> (Option<i32>, String, Vec<String>) {
     let (b, c) = (fixture(base), fixture(cand));
-    let mut args = vec!["qualify", "--compare", path_str(&b), path_str(&c)];
+    let mut args = vec!["compare", path_str(&b), path_str(&c)];
     if let Some(t) = threshold {
         args.extend(["--threshold", t]);
     }
-    let text = simak(&args);
+    let text = qualify(&args);
     args.push("--json");
-    let json = simak(&args);
+    let json = qualify(&args);
     let v: Value = serde_json::from_slice(&json.stdout).expect("JSON report");
     let failed = v["failed"]
         .as_array()
@@ -421,12 +402,11 @@ fn the_gate_refuses_files_it_cannot_compare() {
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "{\"format\": 1}").unwrap();
     let base = fixture("base.json");
-    let out = simak(&["qualify", "--compare", path_str(&base), path_str(&junk)]);
+    let out = qualify(&["compare", path_str(&base), path_str(&junk)]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains("not a simak qualify results file"));
-    let out = simak(&[
-        "qualify",
-        "--compare",
+    let out = qualify(&[
+        "compare",
         path_str(&base),
         path_str(&base),
         "--threshold",
@@ -442,8 +422,8 @@ fn merged_chunks_are_one_run() {
     for i in 1..=2 {
         let part = dir.path().join(format!("p{i}.json"));
         let chunk = format!("{i}/2");
-        let out = simak(&[
-            "qualify",
+        let out = qualify(&[
+            "measure",
             "--filter",
             "quant/dense/f16/toward-zero/[17]/*",
             "--reps",
@@ -457,9 +437,8 @@ fn merged_chunks_are_one_run() {
         parts.push(part);
     }
     let merged = dir.path().join("m.json");
-    let out = simak(&[
-        "qualify",
-        "--merge",
+    let out = qualify(&[
+        "merge",
         path_str(&parts[0]),
         path_str(&parts[1]),
         "--output",
@@ -478,4 +457,23 @@ fn merged_chunks_are_one_run() {
         ids.iter()
             .all(|id| id.starts_with("quant/dense/f16/toward-zero/"))
     );
+}
+
+/// `correctness --list --json` names each case's op as its ID does (it once labelled the
+/// QuantTess cases `casttess`).
+#[test]
+fn correctness_list_names_each_case_op() {
+    let v = json_run(&["correctness", "--list", "--json"]);
+    let mut ops: BTreeMap<String, usize> = BTreeMap::new();
+    for item in v.as_array().unwrap() {
+        let id = item["id"].as_str().unwrap();
+        let op = item["op"].as_str().unwrap();
+        assert_eq!(Some(op), id.split('/').nth(1), "{id}");
+        *ops.entry(op.to_owned()).or_default() += 1;
+    }
+    let expect: BTreeMap<String, usize> = [("quant", 900), ("casttess", 1040), ("quanttess", 300)]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    assert_eq!(ops, expect);
 }

@@ -1,4 +1,4 @@
-//! The gate of `simak qualify --compare BASE CAND`: a paired-median comparison of two
+//! The gate of `simak-qualify compare BASE CAND`: a paired-median comparison of two
 //! recorded results files.
 //!
 //! For every ID in both files, sample `i` of the candidate is paired with sample `i` of the

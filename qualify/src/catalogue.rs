@@ -1,8 +1,8 @@
-//! The latency catalogue of `simak qualify`: every workload ID and its definition, as data.
+//! The latency catalogue of `simak-qualify`: every workload ID and its definition, as data.
 //!
 //! The tables below are the definition; [`catalogue`] only spells out their product in a
 //! fixed order, so an ID never changes meaning and the golden list
-//! (`a65-bin/tests/data/qualify/ids.txt`) pins the whole set:
+//! (`qualify/tests/data/ids.txt`) pins the whole set:
 //!
 //! - Quant dense: 3 dtypes × 4 rounding modes × 36 dense workloads ([`DENSE_SHAPES`] × the
 //!   value profiles [`DENSE_PROFILES`]) = 432;

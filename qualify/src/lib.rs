@@ -1,13 +1,19 @@
-//! `simak qualify`: the qualification programme (docs/qualification.md).
+//! `simak-qualify`: the qualification programme (docs/qualification.md), one subcommand per
+//! mode:
 //!
-//! - measuring (the default): the latency catalogue ([`catalogue`]) on one backend, each
-//!   ID timed by [`measure`], written to a results file ([`results`]) outside the source
-//!   tree (by default under `target/qualify/`);
-//! - `--list`: the IDs (`--json`: their definitions);
-//! - `--compare BASE CAND`: the paired-median gate on two results files ([`gate`]);
-//! - `--merge PART...`: one results file from the chunks of an interleaved run;
-//! - `--correctness-only`: the correctness catalogue on both backends against the
-//!   independent oracles ([`correctness`]), no timing.
+//! - `measure`: the latency catalogue ([`catalogue`]) on one backend, each ID timed by
+//!   [`measure`], written to a results file ([`results`]) outside the source tree (by
+//!   default under `target/qualify/`);
+//! - `list`: the IDs (`--json`: their definitions);
+//! - `compare BASE CAND`: the paired-median gate on two results files ([`gate`]);
+//! - `merge PART...`: one results file from the chunks of an interleaved run;
+//! - `correctness`: the correctness catalogue on both backends against the independent
+//!   oracles ([`correctness`]), no timing (`--list`: the cases).
+//!
+//! It was `simak qualify` (flags instead of subcommands) until it moved out of the CLI, which
+//! no longer links the test fixtures of `simak-tests`; `simak qualify` remains for one
+//! release as a shim that runs this binary. The binary (`src/main.rs`) is the top-level
+//! parser; this library is an internal seam with no stable API (`doc = false`).
 
 pub mod catalogue;
 pub mod correctness;
@@ -25,35 +31,25 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use crate::error::CliError;
-use crate::output::{Format, Target};
-use crate::params::BackendArg;
-use crate::report::{self, Context, Done};
+use simak_cli::error::CliError;
+use simak_cli::output::{Format, Target};
+use simak_cli::params::BackendArg;
+use simak_cli::report::{self, Context, Done};
 
 use catalogue::Workload;
 use measure::Backend;
 use results::ResultsFile;
 
-/// Qualify the kernels: time the latency catalogue (median, p95 and max wall time per call,
-/// process CPU time per call) into a results file, compare two results files with the
-/// paired-median gate, or run the correctness catalogue against the independent oracles
-/// (docs/qualification.md).
+/// Time the latency catalogue (median, p95 and max wall time per call, process CPU time per
+/// call) on one backend into a results file.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Without --list, --compare, --merge or --correctness-only, the selected IDs \
-                  are measured and the results written to --output (default: \
+    after_help = "The selected IDs are measured and the results written to --output (default: \
                   target/qualify/<backend>-<commit>-<unix time>.json under the current \
-                  folder, never replacing a file). The gate fails (exit 3) when the median of \
-                  any ID's paired sample ratios candidate/baseline exceeds --threshold; a \
-                  correctness mismatch exits 3 too. `cargo xtask qualify --baseline REV` builds \
-                  REV, runs both builds interleaved and applies the gate."
+                  folder, never replacing a file). `cargo xtask qualify --baseline REV` builds \
+                  REV, runs both builds interleaved and applies the gate (`compare`)."
 )]
-pub struct QualifyArgs {
-    /// Print the IDs instead of measuring (with --json: a list of objects with `id`, `op`,
-    /// `kind` and the workload's definition); with --correctness-only, the correctness
-    /// cases.
-    #[arg(long, conflicts_with_all = ["compare", "merge", "output"])]
-    list: bool,
+pub struct MeasureArgs {
     /// Select IDs: a glob over the whole ID when it has `*`, `?` or `[`, else a substring.
     #[arg(long, value_name = "PATTERN")]
     filter: Option<String>,
@@ -71,24 +67,61 @@ pub struct QualifyArgs {
     /// runs of two builds; with more chunks than IDs some chunks are empty.
     #[arg(long, value_name = "I/N")]
     chunk: Option<Chunk>,
-    /// The results file to write (.json); with --merge, the merged file.
+    /// The results file to write (.json).
     #[arg(long, short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
-    /// Compare two results files with the paired-median gate.
-    #[arg(long, num_args = 2, value_names = ["BASE", "CAND"], conflicts_with_all = ["merge", "correctness_only"])]
-    compare: Option<Vec<PathBuf>>,
+}
+
+/// Print the IDs of the latency catalogue (with --json: a list of objects with `id`, `op`,
+/// `kind` and the workload's definition).
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Select IDs: a glob over the whole ID when it has `*`, `?` or `[`, else a substring.
+    #[arg(long, value_name = "PATTERN")]
+    filter: Option<String>,
+}
+
+/// Compare two results files with the paired-median gate; exit 3 when it fails.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The gate fails (exit 3) when the median of any ID's paired sample ratios \
+                  candidate/baseline exceeds --threshold."
+)]
+pub struct CompareArgs {
+    /// The baseline's results file.
+    #[arg(value_name = "BASE")]
+    base: PathBuf,
+    /// The candidate's results file.
+    #[arg(value_name = "CAND")]
+    cand: PathBuf,
     /// The gate's threshold on each ID's median ratio candidate/baseline.
-    #[arg(long, value_name = "RATIO", default_value_t = gate::DEFAULT_THRESHOLD, requires = "compare")]
+    #[arg(long, value_name = "RATIO", default_value_t = gate::DEFAULT_THRESHOLD)]
     threshold: f64,
-    /// Merge the results files of the chunks of one run into --output.
-    #[arg(long, num_args = 1.., value_name = "PART", requires = "output", conflicts_with = "correctness_only")]
-    merge: Option<Vec<PathBuf>>,
-    /// Run the correctness catalogue on both backends against the independent oracles,
-    /// without timing; exit 3 on any mismatch.
+}
+
+/// Merge the results files of the chunks of one run into one.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The parts, in order.
+    #[arg(required = true, num_args = 1.., value_name = "PART")]
+    parts: Vec<PathBuf>,
+    /// The merged file to write (.json).
+    #[arg(long, short = 'o', value_name = "FILE", required = true)]
+    output: PathBuf,
+}
+
+/// Run the correctness catalogue on both backends against the independent oracles, without
+/// timing; exit 3 on any mismatch.
+#[derive(Debug, Args)]
+pub struct CorrectnessArgs {
+    /// Print the cases instead of running them (with --json: `id`, `op` and `kind`).
     #[arg(long)]
-    correctness_only: bool,
+    list: bool,
+    /// Select cases: a glob over the whole ID when it has `*`, `?` or `[`, else a substring.
+    #[arg(long, value_name = "PATTERN")]
+    filter: Option<String>,
     /// Test hook: corrupt one output byte of this correctness case on both backends.
-    #[arg(long, value_name = "ID", hide = true, requires = "correctness_only")]
+    #[arg(long, value_name = "ID", hide = true, conflicts_with = "list")]
     plant_mismatch: Option<String>,
 }
 
@@ -126,30 +159,30 @@ impl Chunk {
     }
 }
 
-/// What `simak qualify` reports.
+/// What `simak-qualify` reports.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum QualifySummary {
-    /// `--list`.
+    /// `list`.
     List(Vec<Workload>),
-    /// `--list --correctness-only`.
+    /// `correctness --list`.
     ListCorrect(Vec<CaseRow>),
-    /// A measuring run.
+    /// `measure`.
     Run(RunSummary),
-    /// `--compare`.
+    /// `compare`.
     Gate(gate::Report),
-    /// `--merge`.
+    /// `merge`.
     Merge(MergeSummary),
-    /// `--correctness-only`.
+    /// `correctness`.
     Correct(correctness::Outcome),
 }
 
-/// A correctness case in `--list --correctness-only --json`.
+/// A correctness case in `correctness --list --json`.
 #[derive(Debug, Serialize)]
 pub struct CaseRow {
     /// The case ID.
     pub id: String,
-    /// `quant` or `casttess`.
+    /// `quant`, `casttess` or `quanttess`.
     pub op: &'static str,
     /// The group.
     pub kind: &'static str,
@@ -194,7 +227,7 @@ pub struct RunSummary {
     pub rows: Vec<RunRow>,
 }
 
-/// What `--merge` reports.
+/// What `merge` reports.
 #[derive(Debug, Serialize)]
 pub struct MergeSummary {
     /// The merged file.
@@ -424,7 +457,7 @@ fn json_output(
     path: &Path,
     value: &impl Serialize,
     derived: bool,
-) -> Result<crate::output::Staged, CliError> {
+) -> Result<simak_cli::output::Staged, CliError> {
     let target = if derived {
         Target::derived("the default results file", ctx_flag, path, Format::Json)?
     } else {
@@ -436,81 +469,120 @@ fn json_output(
     })
 }
 
-/// Runs `simak qualify`.
+/// The op a correctness case runs, from what it converts into.
+fn case_op(case: &correctness::Case) -> &'static str {
+    match case.target {
+        correctness::Target::Quant { .. } => "quant",
+        correctness::Target::Tiled(_) => "casttess",
+        correctness::Target::QuantTiled { .. } => "quanttess",
+    }
+}
+
+/// Runs `simak-qualify list`.
 ///
 /// # Errors
 ///
-/// Bad input (exit 2) for an invalid filter, an empty selection, an unreadable or
-/// mismatched results file or an output the tool refuses; internal (exit 1) when a
-/// measured call fails. The gate's and the correctness catalogue's verdicts are reported
-/// by the summary's status (exit 3).
-pub fn run(args: QualifyArgs, ctx: &Context) -> Result<Done<QualifySummary>, CliError> {
-    if let Some(files) = &args.compare {
-        if !(args.threshold.is_finite() && args.threshold > 0.0) {
-            return Err(input(format!(
-                "--threshold {} is not a positive ratio",
-                args.threshold
-            )));
-        }
-        let base = ResultsFile::read(&files[0]).map_err(input)?;
-        let cand = ResultsFile::read(&files[1]).map_err(input)?;
-        let report = gate::compare(&base, &cand, args.threshold).map_err(input)?;
-        return Ok(Done::summary(QualifySummary::Gate(report)));
-    }
-    if let Some(parts) = &args.merge {
-        return merge(parts, args.output.as_deref().unwrap_or(Path::new("")));
-    }
+/// Bad input (exit 2) for an invalid filter.
+pub fn run_list(args: ListArgs) -> Result<Done<QualifySummary>, CliError> {
     let keep = catalogue::matcher(args.filter.as_deref()).map_err(input)?;
-    if args.correctness_only {
-        let cases: Vec<correctness::Case> = correctness::catalogue()
-            .into_iter()
-            .filter(|c| keep(&c.id))
-            .collect();
-        if args.list {
-            return Ok(Done::summary(QualifySummary::ListCorrect(
-                cases
-                    .iter()
-                    .map(|c| CaseRow {
-                        id: c.id.clone(),
-                        op: if c.group == "quant" {
-                            "quant"
-                        } else {
-                            "casttess"
-                        },
-                        kind: c.group,
-                    })
-                    .collect(),
-            )));
-        }
-        if cases.is_empty() {
-            return Err(input("--filter selects no correctness case"));
-        }
-        if let Some(id) = &args.plant_mismatch
-            && !cases.iter().any(|c| &c.id == id)
-        {
-            return Err(input(format!(
-                "--plant-mismatch {id}: no such selected case"
-            )));
-        }
-        let bar = bar(ctx, cases.len(), "cases");
-        let outcome = correctness::run(&cases, args.plant_mismatch.as_deref(), &|| bar.inc(1));
-        bar.finish_and_clear();
-        return Ok(Done::summary(QualifySummary::Correct(outcome)));
+    let selected: Vec<Workload> = catalogue::catalogue()
+        .into_iter()
+        .filter(|w| keep(&w.id))
+        .collect();
+    Ok(Done::summary(QualifySummary::List(selected)))
+}
+
+/// Runs `simak-qualify compare`.
+///
+/// # Errors
+///
+/// Bad input (exit 2) for a threshold that is not a positive ratio or an unreadable or
+/// mismatched results file. The gate's verdict is reported by the summary's status (exit 3).
+pub fn run_compare(args: CompareArgs) -> Result<Done<QualifySummary>, CliError> {
+    if !(args.threshold.is_finite() && args.threshold > 0.0) {
+        return Err(input(format!(
+            "--threshold {} is not a positive ratio",
+            args.threshold
+        )));
     }
+    let base = ResultsFile::read(&args.base).map_err(input)?;
+    let cand = ResultsFile::read(&args.cand).map_err(input)?;
+    let report = gate::compare(&base, &cand, args.threshold).map_err(input)?;
+    Ok(Done::summary(QualifySummary::Gate(report)))
+}
+
+/// Runs `simak-qualify merge`.
+///
+/// # Errors
+///
+/// Bad input (exit 2) for an unreadable part, parts of another backend or commit, an ID in
+/// two parts, or an output the tool refuses.
+pub fn run_merge(args: MergeArgs) -> Result<Done<QualifySummary>, CliError> {
+    merge(&args.parts, &args.output)
+}
+
+/// Runs `simak-qualify correctness`.
+///
+/// # Errors
+///
+/// Bad input (exit 2) for an invalid filter, an empty selection or a planted mismatch
+/// outside it. The catalogue's verdict is reported by the summary's status (exit 3).
+pub fn run_correctness(
+    args: CorrectnessArgs,
+    ctx: &Context,
+) -> Result<Done<QualifySummary>, CliError> {
+    let keep = catalogue::matcher(args.filter.as_deref()).map_err(input)?;
+    let cases: Vec<correctness::Case> = correctness::catalogue()
+        .into_iter()
+        .filter(|c| keep(&c.id))
+        .collect();
+    if args.list {
+        return Ok(Done::summary(QualifySummary::ListCorrect(
+            cases
+                .iter()
+                .map(|c| CaseRow {
+                    id: c.id.clone(),
+                    op: case_op(c),
+                    kind: c.group,
+                })
+                .collect(),
+        )));
+    }
+    if cases.is_empty() {
+        return Err(input("--filter selects no correctness case"));
+    }
+    if let Some(id) = &args.plant_mismatch
+        && !cases.iter().any(|c| &c.id == id)
+    {
+        return Err(input(format!(
+            "--plant-mismatch {id}: no such selected case"
+        )));
+    }
+    let bar = bar(ctx, cases.len(), "cases");
+    let outcome = correctness::run(&cases, args.plant_mismatch.as_deref(), &|| bar.inc(1));
+    bar.finish_and_clear();
+    Ok(Done::summary(QualifySummary::Correct(outcome)))
+}
+
+/// Runs `simak-qualify measure`.
+///
+/// # Errors
+///
+/// Bad input (exit 2) for an invalid filter, an empty selection or an output the tool
+/// refuses; internal (exit 1) when a measured call fails.
+pub fn run_measure(args: MeasureArgs, ctx: &Context) -> Result<Done<QualifySummary>, CliError> {
+    let keep = catalogue::matcher(args.filter.as_deref()).map_err(input)?;
     let backend = match args.backend.with_workers(args.workers)? {
-        crate::engine::Backend::A65 => Backend::A65,
-        crate::engine::Backend::Ev74Sim { workers } => Backend::Ev74Sim(workers),
+        simak_cli::engine::Backend::A65 => Backend::A65,
+        simak_cli::engine::Backend::Ev74Sim { workers } => Backend::Ev74Sim(workers),
     };
     let selected: Vec<Workload> = catalogue::catalogue()
         .into_iter()
         .filter(|w| keep(&w.id))
         .collect();
-    if args.list {
-        return Ok(Done::summary(QualifySummary::List(selected)));
-    }
     if selected.is_empty() {
         return Err(input(
-            "--filter selects no ID (simak qualify --list prints them)".to_owned(),
+            "--filter selects no ID (simak-qualify list prints them)".to_owned(),
         ));
     }
     let selected: Vec<Workload> = selected
@@ -616,7 +688,7 @@ pub fn run(args: QualifyArgs, ctx: &Context) -> Result<Done<QualifySummary>, Cli
     Ok(Done::new(QualifySummary::Run(summary), vec![staged]))
 }
 
-/// `--merge PART... --output FILE`: the parts' results in the order given.
+/// `merge PART... --output FILE`: the parts' results in the order given.
 fn merge(parts: &[PathBuf], output: &Path) -> Result<Done<QualifySummary>, CliError> {
     let mut merged: Option<ResultsFile> = None;
     for p in parts {
@@ -651,7 +723,7 @@ fn merge(parts: &[PathBuf], output: &Path) -> Result<Done<QualifySummary>, CliEr
             }
         }
     }
-    let merged = merged.ok_or_else(|| input("--merge needs at least one part"))?;
+    let merged = merged.ok_or_else(|| input("merge needs at least one part"))?;
     let staged = json_output("--output", output, &merged, false)?;
     Ok(Done::new(
         QualifySummary::Merge(MergeSummary {
