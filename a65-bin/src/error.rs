@@ -1,7 +1,8 @@
 //! CLI failures and their exit codes.
 //!
 //! Two classes (CLI conventions): bad input or usage exits 2, internal failures exit 1;
-//! and `simak qualify`'s own verdict: a failed gate or correctness check exits 3.
+//! and `simak-qualify`'s own verdict (it shares these types): a failed gate or correctness
+//! check exits 3.
 //! Every message is a single line; the library's short lowercase Display strings are
 //! wrapped with file and tensor context here, never in the library.
 
@@ -26,8 +27,8 @@ pub enum CliError {
     /// Exit code 1.
     #[error("{0}")]
     Write(String),
-    /// A check the command exists to make failed: the `simak qualify` gate found an ID
-    /// slower than its threshold, or `--correctness-only` found a mismatch. The summary was
+    /// A check the command exists to make failed: the `simak-qualify` gate found an ID
+    /// slower than its threshold, or `correctness` found a mismatch. The summary was
     /// printed in full before. Exit code 3.
     #[error("{0}")]
     Failed(String),

@@ -474,7 +474,7 @@ pub mod tiled {
     //! text (`half` for the FP16 numbers), and a plain-loop layout oracle of SPEC §5 that
     //! shares no code with the library's traversal or with `TiledView::offset_of`. The
     //! std-adapter CastTess tests (`std-adapter/tests/suite/tess_common.rs`) and
-    //! `simak qualify --correctness-only` use them.
+    //! `simak-qualify correctness` use them.
 
     use simak_core::DType;
     use simak_core::layout::Channels;
@@ -645,7 +645,7 @@ pub mod tiled {
 
 pub mod hcontig {
     //! The 30 H-contiguous eligibility-boundary cases of CastTess (10 per dtype, SPEC §8
-    //! "whole-panel H-contiguous path"), as data: `simak qualify --correctness-only`
+    //! "whole-panel H-contiguous path"), as data: `simak-qualify correctness`
     //! (`correct/casttess/hcontig/<dtype>/<name>`) and the std-adapter EV74 tests
     //! (`ev74_tess_paths`) both use this one table. Each case states whether the path's
     //! rule admits it: one regular panel (the tile is the whole tensor and fits one band),
@@ -850,7 +850,7 @@ pub mod hcontig {
 pub mod bf16_tails {
     //! The four strided BF16 tail cases of the EV74 CastTess gathers (SPEC §8 "BF16
     //! exact-width gathers"), as data shared by the std-adapter EV74 tests
-    //! (`ev74_tess_gathers`) and `simak qualify --correctness-only`
+    //! (`ev74_tess_gathers`) and `simak-qualify correctness`
     //! (`correct/casttess/bf16-tail/<name>`, which also checks the row counts on ev74-sim).
     //! Each is a BF16 image-like tensor with a single source channel whose pixels are
     //! strided (holes between them, the pixels the input's W stride apart: every task
