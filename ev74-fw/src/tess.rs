@@ -48,8 +48,9 @@ pub const SLOT_BYTES: usize = SOURCE_SLOT_BYTES + OUTPUT_SLOT_BYTES;
 pub const LOCAL_BYTES: usize = 2 * SLOT_BYTES;
 /// Bytes per physical output block of the fallback.
 pub const BLOCK_BYTES: u64 = 4096;
-/// Most tile classes a call can have (full or boundary along each of four roles).
-pub const CLASSES: usize = 16;
+/// Most tile classes a call can have (full or boundary along each of four roles): the
+/// layout's [`simak_core::layout::TILE_CLASSES`].
+pub const CLASSES: usize = simak_core::layout::TILE_CLASSES;
 /// Most source channels (the tensor's C extent) a staged complete-pixel band holds per
 /// pixel (SPEC §8 "Staged complete-pixel bands").
 pub const STAGED_MAX_CHANNELS: u64 = 64;
@@ -251,21 +252,18 @@ impl TessGeometry {
             return None;
         }
         let role_extents = *tiled.role_extents();
-        let mut tile = [0u64; 4];
-        let mut full = [0u64; 4];
-        let mut rem = [0u64; 4];
-        let mut counts = [0u64; 4];
+        let tile = tiled.tile().map(u64::from);
+        // Full tiles and tiles per role (full plus an optional boundary tile): the
+        // layout's own split (SPEC §5).
+        let full = tiled.full_tiles();
+        let counts = *tiled.tile_counts();
         let mut role_strides = [0u64; 4];
-        for r in 0..4 {
-            tile[r] = u64::from(repr.tile[r]);
-            full[r] = role_extents[r] / tile[r];
-            rem[r] = role_extents[r] % tile[r];
-            counts[r] = full[r] + u64::from(rem[r] != 0);
-            if let Some(a) = repr.axes[r] {
-                role_strides[r] = repr.prefix.input_strides[usize::from(a)];
+        for (s, axis) in role_strides.iter_mut().zip(repr.axes) {
+            if let Some(a) = axis {
+                *s = repr.prefix.input_strides[usize::from(a)];
             }
         }
-        let tiles = |bit: bool, r: usize| if bit { u64::from(rem[r] != 0) } else { full[r] };
+        let tiles = |bit: bool, r: usize| if bit { counts[r] - full[r] } else { full[r] };
         let mut classes = [TileClass::default(); CLASSES];
         // A role of extent 1 has no stride (a W of one pixel never has adjacent pixels).
         let mut staging_strides = role_strides;
@@ -274,16 +272,9 @@ impl TessGeometry {
                 *s = 0;
             }
         }
-        for (mask, class) in classes.iter_mut().enumerate() {
-            let mut extents = [0u64; 4];
-            let mut count = 1u64;
-            for r in 0..4 {
-                let bit = mask & (1 << r) != 0;
-                extents[r] = if bit { rem[r] } else { tile[r] };
-                count *= tiles(bit, r);
-            }
-            if count != 0 {
-                let mut c = TileClass::new(extents, count, &tiled)?;
+        for (class, shape) in classes.iter_mut().zip(tiled.tile_classes()) {
+            if shape.count != 0 {
+                let mut c = TileClass::new(shape.extents, shape.count, &tiled)?;
                 if let Some(band) =
                     staged_band(&c, role_extents[3], &staging_strides, repr.prefix.dtype)
                 {
@@ -366,9 +357,7 @@ impl TessGeometry {
 
     /// The class mask of the tile at per-role `index`.
     fn class_of(&self, index: &[u64; 4]) -> usize {
-        (0..4)
-            .filter(|&r| index[r] == self.full[r])
-            .fold(0, |m, r| m | (1 << r))
+        self.tiled.class_of(*index)
     }
 
     /// A cursor at task `task` (the general decoder, used once per worker).
