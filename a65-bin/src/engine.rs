@@ -474,7 +474,7 @@ pub fn abs_max(tensor: &Tensor<'_>) -> Result<Option<f32>, EngineError> {
             found: tensor.data.len() as u64,
         });
     }
-    simak::calibrate::abs_max(&plan.input(), tensor.data).map_err(|e| match e.source_error() {
+    simak::calibrate::abs_max(plan.input(), tensor.data).map_err(|e| match e.source_error() {
         simak::error::ErrorSource::Admission(a) => EngineError::Admission(*a),
         _ => EngineError::Short {
             required: span,
