@@ -4,6 +4,8 @@
 //! The firmware is written only against these traits, so the same code runs on the host
 //! simulator (`simak::ev74::sim`) and could run on hardware.
 
+#![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
 use core::fmt;
 
 /// Why a memory access or DMA command failed on the device.
@@ -101,7 +103,8 @@ pub struct Transfer {
 impl Transfer {
     /// Total bytes moved.
     pub const fn bytes(&self) -> u64 {
-        self.row_bytes as u64 * self.rows as u64
+        // Two u32 factors: the product fits u64.
+        (self.row_bytes as u64).wrapping_mul(self.rows as u64)
     }
 }
 
