@@ -4,8 +4,6 @@
 //! The firmware is written only against these traits, so the same code runs on the host
 //! simulator (`simak::ev74::sim`) and could run on hardware.
 
-#![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use core::fmt;
 
 /// Why a memory access or DMA command failed on the device.

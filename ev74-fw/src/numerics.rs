@@ -7,8 +7,6 @@
 //! an integer, adds the zero point and saturates. Shorter tails use the exact path. Results
 //! are identical on an IEEE unit and on one that flushes subnormal inputs and results.
 
-#![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use simak_core::DType;
 use simak_core::arith::quant::{
     self as exact, InputFormat, Lift, Multiplier, Rounding, RoundingMode,

@@ -10,8 +10,6 @@
 //!   tail) and stored with one global write.
 //! - Scatter: one element read and one byte written per unit, exact path.
 
-#![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use simak_core::wire::quant::QuantRepr;
 
 use crate::device::{

@@ -13,8 +13,6 @@
 //! Units form a row-major grid; a worker's contiguous range of units is located once by
 //! division at worker start, then advanced with carries.
 
-#![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use simak_core::DType;
 use simak_core::tensor::MAX_RANK;
 use simak_core::wire::quant::QuantRepr;
