@@ -12,7 +12,7 @@ use simak::a65::ExecuteError;
 use simak::a65::quant::{execute, prepare};
 use simak::ev74;
 use simak::ops::quant::{DynRequest, Params, Plan, check_inference_dyn};
-use simak::{AdmissionError, DType, DynSpec, MAX_RANK};
+use simak::{AdmissionError, DType, DynSpec};
 
 /// Why a tensor could not be quantized.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -449,43 +449,21 @@ pub fn count_saturated(plan: &Plan, tensor: &Tensor<'_>) -> u64 {
 }
 
 /// Calls `f` with the raw bits of every element of the plan's input view, in logical
-/// row-major order.
+/// row-major order (the library's strided walk, [`simak::View::offsets`]).
 fn for_each_element(plan: &Plan, data: &[u8], mut f: impl FnMut(u32)) {
     let view = plan.input();
-    if view.is_empty() {
-        return;
-    }
     let elem = view.dtype().size();
-    let rank = view.rank();
-    let extents = view.extents();
-    let strides = view.strides();
-    let mut index = [0u64; MAX_RANK];
-    let mut offset = 0u64;
-    loop {
+    for offset in view.offsets() {
         let at = offset as usize;
         if let Some(bytes) = data.get(at..at + elem) {
             f(load(bytes));
-        }
-        // Advance the coordinate with carry, fastest axis last.
-        let mut axis = rank;
-        loop {
-            if axis == 0 {
-                return;
-            }
-            axis -= 1;
-            index[axis] += 1;
-            offset += strides[axis];
-            if index[axis] < extents[axis] {
-                break;
-            }
-            offset -= strides[axis] * index[axis];
-            index[axis] = 0;
         }
     }
 }
 
 /// The largest finite magnitude of the tensor's elements as an `f32` (exact for FP32, BF16
-/// and FP16), or `None` when no element is finite and nonzero.
+/// and FP16), or `None` when no element is finite and nonzero: the library's
+/// [`simak::calibrate::abs_max`] over the tensor's admitted input view.
 pub fn abs_max(tensor: &Tensor<'_>) -> Result<Option<f32>, EngineError> {
     // Any valid multiplier gives a plan whose view visits every element.
     let plan = plan(tensor, Params::from_bits(0x3f80_0000))?;
@@ -496,15 +474,13 @@ pub fn abs_max(tensor: &Tensor<'_>) -> Result<Option<f32>, EngineError> {
             found: tensor.data.len() as u64,
         });
     }
-    let dtype = tensor.dtype;
-    let mut best: Option<f32> = None;
-    for_each_element(&plan, tensor.data, |bits| {
-        let x = decode(dtype, bits).abs();
-        if x.is_finite() && x > 0.0 && best.is_none_or(|b| x > b) {
-            best = Some(x);
-        }
-    });
-    Ok(best)
+    simak::calibrate::abs_max(plan.input(), tensor.data).map_err(|e| match e.source_error() {
+        simak::error::ErrorSource::Admission(a) => EngineError::Admission(*a),
+        _ => EngineError::Short {
+            required: span,
+            found: tensor.data.len() as u64,
+        },
+    })
 }
 
 /// Exact `f32` value of one element's raw bits.

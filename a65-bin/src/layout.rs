@@ -116,75 +116,39 @@ fn dtype_name(planes: usize) -> &'static str {
     if planes == 2 { "bf16" } else { "i8" }
 }
 
-/// The ≤ 16 tile classes (full or boundary tile per role) with their count per outer index.
+/// The ≤ 16 tile classes (full or boundary tile per role) that occur, with their count per
+/// outer index: the library's [`TiledView::tile_classes`].
 fn classes(view: &TiledView) -> Vec<Class> {
-    let mut parts = [(0u64, 0u64, 0u64, 0u64); 4];
-    for (part, (&e, &t)) in parts
-        .iter_mut()
-        .zip(view.role_extents().iter().zip(view.tile().iter()))
-    {
-        let t = u64::from(t);
-        *part = (e / t, t, u64::from(e % t != 0), e % t);
-    }
-    let mut out = Vec::new();
-    for class in 0u32..16 {
-        let mut count = 1u64;
-        let mut ext = [0u64; 4];
-        for (bit, (part, slot)) in parts.iter().zip(ext.iter_mut()).enumerate() {
-            let (n, e) = if class & (1 << bit) == 0 {
-                (part.0, part.1)
-            } else {
-                (part.2, part.3)
-            };
-            count = count.saturating_mul(n);
-            *slot = e;
-        }
-        if count == 0 {
-            continue;
-        }
-        let sc = view.stored_channels(ext[3]).unwrap_or(0);
-        let payload = ext[0] * ext[1] * ext[2] * sc * view.planes() as u64;
-        out.push(Class {
-            count_per_outer: count,
-            extents: ext,
-            stored_channels: sc,
-            payload_bytes: payload,
-            bytes: view.tile_bytes(ext).unwrap_or(0),
-        });
-    }
-    out
+    view.tile_classes()
+        .iter()
+        .filter(|c| c.count != 0)
+        .map(|c| {
+            let ext = c.extents;
+            let sc = view.stored_channels(ext[3]).unwrap_or(0);
+            Class {
+                count_per_outer: c.count,
+                extents: ext,
+                stored_channels: sc,
+                payload_bytes: ext[0] * ext[1] * ext[2] * sc * view.planes() as u64,
+                bytes: view.tile_bytes(ext).unwrap_or(0),
+            }
+        })
+        .collect()
 }
 
-/// Every tile in storage order (outer, C, D, H, W), calling `f` until it returns false.
+/// Every tile in storage order (outer, C, D, H, W), calling `f` until it returns false: the
+/// library's [`TiledView::tiles`].
 fn for_each_tile(view: &TiledView, mut f: impl FnMut(TileRow) -> bool) {
-    let [cd, ch, cw, cc] = *view.tile_counts();
-    for outer in 0..view.outer_count() {
-        for ic in 0..cc {
-            for id in 0..cd {
-                for ih in 0..ch {
-                    for iw in 0..cw {
-                        let index = [id, ih, iw, ic];
-                        let extents = [
-                            view.tile_extent(TileAxis::D, id).unwrap_or(0),
-                            view.tile_extent(TileAxis::H, ih).unwrap_or(0),
-                            view.tile_extent(TileAxis::W, iw).unwrap_or(0),
-                            view.tile_extent(TileAxis::C, ic).unwrap_or(0),
-                        ];
-                        let offset =
-                            outer * view.bytes_per_outer() + view.tile_offset(index).unwrap_or(0);
-                        let row = TileRow {
-                            outer,
-                            index,
-                            extents,
-                            offset,
-                            bytes: view.tile_bytes(extents).unwrap_or(0),
-                        };
-                        if !f(row) {
-                            return;
-                        }
-                    }
-                }
-            }
+    for t in view.tiles() {
+        let row = TileRow {
+            outer: t.outer,
+            index: t.index,
+            extents: t.extents,
+            offset: t.offset,
+            bytes: t.bytes,
+        };
+        if !f(row) {
+            return;
         }
     }
 }

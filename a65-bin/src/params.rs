@@ -203,8 +203,9 @@ impl fmt::Display for Calibration {
 
 /// The multiplier absmax calibration gives a tensor with no finite nonzero element (every
 /// element zero, NaN or infinite, or no element at all): 1.0, the rule ONNX Runtime applies
-/// to a zero range (its scale becomes 1).
-pub const ZERO_RANGE_MULTIPLIER: f32 = 1.0;
+/// to a zero range (its scale becomes 1). The library's
+/// [`simak::calibrate::ZERO_RANGE_MULTIPLIER`].
+pub const ZERO_RANGE_MULTIPLIER: f32 = simak::calibrate::ZERO_RANGE_MULTIPLIER;
 
 /// What the summary says of a tensor calibrated with [`ZERO_RANGE_MULTIPLIER`].
 pub const ZERO_RANGE_NOTE: &str =
@@ -224,21 +225,18 @@ pub enum CalibrationError {
 /// The absmax multiplier: `m = 127f32 / abs_max`, one IEEE binary32 division (correctly
 /// rounded, nearest-even), where `abs_max` is the largest finite magnitude as an `f32` (exact
 /// for FP32, BF16 and FP16 elements). `None` (no finite nonzero element) gives
-/// [`ZERO_RANGE_MULTIPLIER`].
+/// [`ZERO_RANGE_MULTIPLIER`]. The library's [`simak::calibrate::absmax_multiplier`], with
+/// the error naming the command-line flag.
 ///
 /// # Errors
 ///
 /// [`CalibrationError::NotFinite`] when the quotient overflows to infinity.
 pub fn absmax_multiplier(abs_max: Option<f32>) -> Result<u32, CalibrationError> {
-    let abs_max = match abs_max {
-        Some(a) if a > 0.0 && a.is_finite() => a,
-        _ => return Ok(ZERO_RANGE_MULTIPLIER.to_bits()),
-    };
-    let m = 127f32 / abs_max;
-    if !m.is_finite() || m <= 0.0 {
-        return Err(CalibrationError::NotFinite { abs_max });
-    }
-    Ok(m.to_bits())
+    simak::calibrate::absmax_multiplier(abs_max).map_err(|e| match e {
+        simak::calibrate::CalibrationError::NotFinite { abs_max } => {
+            CalibrationError::NotFinite { abs_max }
+        }
+    })
 }
 
 /// Parses a comma-separated list of unsigned integers (decimal), e.g. `2,3`.

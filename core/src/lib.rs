@@ -4,15 +4,20 @@
 //!
 //! - [`dtype`]: the element types `F32`, `BF16`, `F16`, `I8` (SPEC §2);
 //! - [`tensor`]: const-generic [`TensorSpec`] (rank ≤ 6), byte strides, and admission into
-//!   the normalized [`View`] (spans, nonoverlap proof);
+//!   the normalized [`View`] (spans, nonoverlap proof); [`View::offsets`], the strided
+//!   element walk every layer uses;
 //! - [`layout`]: the `MlaTiled` output layout of SPEC §5 (admission, capacity, offsets,
-//!   untile);
-//! - [`ops`]: typed requests and checked plans per operation (SPEC §6);
+//!   tile classes and the tile walk, untile);
+//! - [`ops`]: the sealed operation trait [`ops::Op`] with its marker types
+//!   ([`ops::Quant`], [`ops::CastTess`], [`ops::QuantTess`]), and per operation its typed
+//!   request and checked plan ([`ops::OpPlan`] names the plan's op) (SPEC §6);
 //! - [`arith`]: the exact integer Quant arithmetic of SPEC §3 and the BF16 conversions of
 //!   SPEC §4, independent of the FP environment, specialized per dtype × rounding mode;
 //! - [`wire`] and [`ev74`]: the EV74 descriptors (SPEC §7), the host codec
 //!   (check, encode, bind) and the device-side decoder, one struct definition for both;
-//! - [`state`]: the sealed typestate markers `Unchecked → Checked → Encoded → Bound`.
+//! - [`state`]: the sealed packet states [`state::Encoded`] and [`state::Bound`] of
+//!   `ev74::Packet`; the earlier stages of the lifecycle (SPEC §6: request, checked plan,
+//!   device plan) are types of their own, not markers.
 //!
 //! # Cargo features
 //!

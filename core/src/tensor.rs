@@ -367,7 +367,114 @@ impl View {
         }
         offset
     }
+
+    /// The byte offset of every element, in logical row-major order (the last axis
+    /// fastest): `Σ index_i · stride_i` for each index, from the view's first element.
+    ///
+    /// This is the one strided element walk of the workspace (SPEC §2): no allocation, no
+    /// division per element; the index advances with a carry, fastest axis first, adding
+    /// the axis stride and, on wrap, subtracting `stride · extent`. An empty view yields
+    /// nothing, a scalar (rank 0) yields `0` once. Every offset is below the view's span
+    /// (admission proves it), so `data.get(o..o + elem)` of a buffer of `span` bytes is in
+    /// bounds for each.
+    ///
+    /// ```
+    /// use simak_core::{DType, Port, TensorSpec};
+    ///
+    /// // A 2 × 3 FP32 tensor stored column-major (Fortran order): strides 4 and 8 bytes.
+    /// let view = TensorSpec::strided([2, 3], [4, 8], DType::F32).admit(Port::Input)?;
+    /// let offsets: Vec<u64> = view.offsets().collect();
+    /// assert_eq!(offsets, [0, 8, 16, 4, 12, 20]);
+    /// # Ok::<(), simak_core::AdmissionError>(())
+    /// ```
+    pub fn offsets(&self) -> Offsets {
+        Offsets {
+            extents: self.extents,
+            strides: self.strides,
+            rank: self.rank(),
+            index: [0; MAX_RANK],
+            offset: 0,
+            remaining: self.elements,
+        }
+    }
 }
+
+/// The iterator of [`View::offsets`]: byte offsets (`u64`) of a view's elements in logical
+/// row-major order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offsets {
+    extents: [u64; MAX_RANK],
+    strides: [u64; MAX_RANK],
+    rank: usize,
+    index: [u64; MAX_RANK],
+    offset: u64,
+    remaining: u64,
+}
+
+impl Offsets {
+    /// The logical index (six slots, those past the rank zero) of the element the next
+    /// call to [`Iterator::next`] yields; unspecified once the iterator is exhausted.
+    pub const fn index(&self) -> &[u64; MAX_RANK] {
+        &self.index
+    }
+
+    /// Elements not yet yielded.
+    pub const fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    /// Moves the index to the next element with a carry, fastest axis first. Only called
+    /// while an element remains, so the index stays in range; the offset arithmetic wraps
+    /// because `offset + stride` may pass `u64` for a moment before the wrap subtracts
+    /// `stride · extent` (the results are the exact offsets, all below the span).
+    #[inline]
+    fn advance(&mut self) {
+        let mut axis = self.rank;
+        while axis > 0 {
+            axis = axis.wrapping_sub(1);
+            let (Some(i), Some(&e), Some(&s)) = (
+                self.index.get_mut(axis),
+                self.extents.get(axis),
+                self.strides.get(axis),
+            ) else {
+                return;
+            };
+            *i = i.wrapping_add(1);
+            self.offset = self.offset.wrapping_add(s);
+            if *i < e {
+                return;
+            }
+            self.offset = self.offset.wrapping_sub(s.wrapping_mul(e));
+            *i = 0;
+        }
+    }
+}
+
+impl Iterator for Offsets {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining = self.remaining.wrapping_sub(1);
+        let at = self.offset;
+        if self.remaining != 0 {
+            self.advance();
+        }
+        Some(at)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match usize::try_from(self.remaining) {
+            Ok(n) => (n, Some(n)),
+            Err(_) => (usize::MAX, None),
+        }
+    }
+}
+
+impl core::iter::FusedIterator for Offsets {}
 
 /// `elem + Σ stride_i·(extent_i − 1)` with checked arithmetic; extents must be nonzero.
 fn span_of(extents: &[u64; MAX_RANK], strides: &[u64; MAX_RANK], elem: u64) -> Option<u64> {
@@ -423,7 +530,9 @@ fn nonoverlap_proof(
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod test {
+    extern crate std;
     use super::*;
+    use std::vec::Vec;
 
     #[test]
     fn contiguous_strides_and_span() {
@@ -501,6 +610,106 @@ mod test {
                 .unwrap();
             assert_eq!((v.elements(), v.span()), (0, 0));
         }
+    }
+
+    /// A small deterministic generator for the offsets oracle (xorshift64).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// `View::offsets` against an oracle that decomposes each linear element number into
+    /// its row-major index by division and sums `index · stride`, over ranks 0 to 6 with
+    /// zero extents, gaps between axes and permuted axis orders.
+    #[test]
+    fn offsets_match_the_division_oracle() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut cases = 0;
+        let mut empty = 0;
+        for round in 0..3000 {
+            let rank = round % 7;
+            let dtype = [DType::F32, DType::BF16, DType::F16, DType::I8][round % 4];
+            let elem = dtype.size() as u64;
+            let mut extents = [0u64; MAX_RANK];
+            for e in extents.iter_mut().take(rank) {
+                // Mostly 1..=4, sometimes 0.
+                *e = if rng.below(16) == 0 {
+                    0
+                } else {
+                    1 + rng.below(4)
+                };
+            }
+            // Physical order: a random permutation of the axes, the last one fastest.
+            let mut order: Vec<usize> = (0..rank).collect();
+            for i in (1..rank).rev() {
+                order.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            let mut strides = [0u64; MAX_RANK];
+            let mut pitch = elem * (1 + rng.below(3));
+            for &axis in order.iter().rev() {
+                strides[axis] = pitch;
+                // The next slower axis starts past this one, plus a gap of 0..2 elements.
+                pitch = pitch * extents[axis].max(1) + elem * rng.below(3);
+            }
+            let view = View::new(rank, extents, strides, dtype, Port::Input).unwrap();
+            let n: u64 = extents[..rank].iter().product();
+            let mut expected = Vec::new();
+            let mut indices = Vec::new();
+            for k in 0..n {
+                let mut rest = k;
+                let mut index = [0u64; MAX_RANK];
+                for axis in (0..rank).rev() {
+                    index[axis] = rest % extents[axis];
+                    rest /= extents[axis];
+                }
+                let o: u64 = (0..rank).map(|a| index[a] * strides[a]).sum();
+                expected.push(o);
+                indices.push(index);
+            }
+            let mut it = view.offsets();
+            assert_eq!(it.size_hint(), (n as usize, Some(n as usize)));
+            let mut got = Vec::new();
+            let mut got_indices = Vec::new();
+            loop {
+                let index = *it.index();
+                let Some(o) = it.next() else { break };
+                assert!(o + elem <= view.span(), "{o} past the span {}", view.span());
+                got.push(o);
+                got_indices.push(index);
+            }
+            assert_eq!(got, expected, "extents {extents:?} strides {strides:?}");
+            assert_eq!(got_indices, indices);
+            assert_eq!(it.next(), None);
+            assert_eq!(it.remaining(), 0);
+            cases += 1;
+            empty += usize::from(n == 0);
+        }
+        assert!(cases == 3000 && empty > 100, "{empty} empty cases");
+    }
+
+    #[test]
+    fn offsets_of_scalars_and_huge_empty_views() {
+        let scalar = TensorSpec::<0>::contiguous([], DType::F32)
+            .admit(Port::Input)
+            .unwrap();
+        assert_eq!(scalar.offsets().collect::<Vec<_>>(), [0]);
+        let empty = TensorSpec::contiguous([1 << 63, 0], DType::F32)
+            .admit(Port::Input)
+            .unwrap();
+        assert_eq!(empty.offsets().next(), None);
+        // Offsets near the top of u64: the carry's intermediate sum wraps, the results
+        // do not.
+        let top = (u64::MAX / 2 + 1) & !3;
+        let v = TensorSpec::strided([2, 2], [top, 4], DType::F32)
+            .admit(Port::Input)
+            .unwrap();
+        assert_eq!(v.offsets().collect::<Vec<_>>(), [0, 4, top, top + 4]);
     }
 
     #[test]

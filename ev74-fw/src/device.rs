@@ -101,7 +101,8 @@ pub struct Transfer {
 impl Transfer {
     /// Total bytes moved.
     pub const fn bytes(&self) -> u64 {
-        self.row_bytes as u64 * self.rows as u64
+        // Two u32 factors: the product fits u64.
+        (self.row_bytes as u64).wrapping_mul(self.rows as u64)
     }
 }
 

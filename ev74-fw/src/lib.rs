@@ -26,6 +26,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+#![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 pub mod capability;
 mod casttess;

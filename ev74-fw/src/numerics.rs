@@ -196,10 +196,11 @@ fn exact_elements<I: InputFormat, M: RoundingMode>(
     input: &[u8],
     output: &mut [u8],
 ) -> usize {
-    let mut n = 0;
+    let mut n = 0usize;
     for (o, chunk) in output.iter_mut().zip(input.chunks_exact(I::SIZE)) {
         *o = exact::element::<I, M>(&p.multiplier, p.zero_point, I::load(chunk)) as u8;
-        n += 1;
+        // At most output.len(): no overflow.
+        n = n.wrapping_add(1);
     }
     n
 }
@@ -210,29 +211,34 @@ fn run<I: InputFormat, M: RoundingMode, U: FpUnit>(
     output: &mut [u8],
 ) -> BlockStats {
     let mut stats = BlockStats::default();
-    let n = output.len().min(input.len() / I::SIZE);
-    let blocks = n / BLOCK;
-    let (in_blocks, in_tail) = input.split_at(blocks * BLOCK * I::SIZE);
-    let (out_blocks, out_tail) = output.split_at_mut(blocks * BLOCK);
+    // I::SIZE and BLOCK are nonzero constants; the products are at most input.len().
+    let n = output
+        .len()
+        .min(input.len().checked_div(I::SIZE).unwrap_or(0));
+    let blocks = n.checked_div(BLOCK).unwrap_or(0);
+    let (in_blocks, in_tail) = input.split_at(blocks.wrapping_mul(BLOCK).wrapping_mul(I::SIZE));
+    let (out_blocks, out_tail) = output.split_at_mut(blocks.wrapping_mul(BLOCK));
     let blocks = in_blocks
-        .chunks_exact(BLOCK * I::SIZE)
+        .chunks_exact(BLOCK.wrapping_mul(I::SIZE))
         .zip(out_blocks.chunks_exact_mut(BLOCK));
     if p.multiplier_subnormal() {
         // Every block takes the exact path: no products needed to decide.
         for (ib, ob) in blocks {
             exact_elements::<I, M>(p, ib, ob);
-            stats.exact += 1;
+            stats.exact = stats.exact.saturating_add(1);
         }
     } else {
         for (ib, ob) in blocks {
             if block::<I, M, U>(p, ib, ob) {
-                stats.exact += 1;
+                stats.exact = stats.exact.saturating_add(1);
             } else {
-                stats.fast += 1;
+                stats.fast = stats.fast.saturating_add(1);
             }
         }
     }
-    stats.tail += exact_elements::<I, M>(p, in_tail, out_tail) as u64;
+    stats.tail = stats
+        .tail
+        .saturating_add(exact_elements::<I, M>(p, in_tail, out_tail) as u64);
     stats
 }
 
@@ -259,4 +265,5 @@ pub fn select<U: FpUnit>(dtype: DType, rounding: Rounding) -> Option<Entry> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod test;

@@ -106,7 +106,7 @@ impl Ctx<'_> {
             let q = element(&self.params.multiplier, self.params.zero_point, bits) as u8;
             worker.compute(ComputePath::Fallback, 1);
             worker.write(bus(self.repr.prefix.output_address, walker.output)?, &[q])?;
-            report.stats.tail += 1;
+            report.stats.tail = report.stats.tail.saturating_add(1);
             walker.advance();
         }
         Ok(())
@@ -126,7 +126,7 @@ impl Ctx<'_> {
         }
         let mut inp = [0u8; DIRECT_MAX * 4];
         let mut out = [0u8; DIRECT_MAX];
-        let src = inp.get_mut(..row * elem).ok_or(FwError::Internal)?;
+        let src = inp.get_mut(..mul(row, elem)?).ok_or(FwError::Internal)?;
         let dst = out.get_mut(..row).ok_or(FwError::Internal)?;
         let mut walker = Walker::new(self.geometry, start);
         for _ in start..end {
@@ -156,11 +156,11 @@ impl Ctx<'_> {
             );
         }
         let (row_elems, rows) = if g.splits_rows {
-            let done = walker.last_index() * g.chunk;
-            (g.chunk.min(g.row - done), 1)
+            let done = mul(walker.last_index(), g.chunk)?;
+            (g.chunk.min(sub(g.row, done)?), 1)
         } else {
-            let done = walker.last_index() * g.rows_per_unit;
-            (g.row, g.rows_per_unit.min(g.grouped_rows - done))
+            let done = mul(walker.last_index(), g.rows_per_unit)?;
+            (g.row, g.rows_per_unit.min(sub(g.grouped_rows, done)?))
         };
         self.transfers(
             walker,
@@ -182,21 +182,21 @@ impl Ctx<'_> {
         (out_row, out_rows, out_pitch): (u64, u64, u64),
     ) -> Result<(Transfer, Transfer, usize), FwError> {
         let elem = self.repr.prefix.dtype.size() as u64;
-        let slot_base = slot * slot_bytes(self.repr.prefix.dtype);
+        let slot_base = mul(slot, slot_bytes(self.repr.prefix.dtype))?;
         let input = Transfer {
             direction: Direction::ToLocal,
             global: bus(self.repr.prefix.input_address, walker.input)?,
             global_pitch: small(in_pitch)?,
             local: small(slot_base as u64)?,
-            local_pitch: small(in_row * elem)?,
-            row_bytes: small(in_row * elem)?,
+            local_pitch: small(mul(in_row, elem)?)?,
+            row_bytes: small(mul(in_row, elem)?)?,
             rows: small(in_rows)?,
         };
         let output = Transfer {
             direction: Direction::ToGlobal,
             global: bus(self.repr.prefix.output_address, walker.output)?,
             global_pitch: small(out_pitch)?,
-            local: small((slot_base + IN_SLOT_BYTES) as u64)?,
+            local: small(add(slot_base, IN_SLOT_BYTES)? as u64)?,
             local_pitch: small(out_row)?,
             row_bytes: small(out_row)?,
             rows: small(out_rows)?,
@@ -204,7 +204,7 @@ impl Ctx<'_> {
         Ok((
             input,
             output,
-            usize::try_from(in_row * in_rows).map_err(|_| FwError::Internal)?,
+            usize::try_from(mul(in_row, in_rows)?).map_err(|_| FwError::Internal)?,
         ))
     }
 
@@ -212,11 +212,16 @@ impl Ctx<'_> {
     fn panel_extents(&self, walker: &Walker) -> (u64, u64) {
         let g = self.geometry;
         let p = &g.panel;
-        let along_done = walker.index(g.n_grid - 2) * p.along_len;
-        let across_done = walker.last_index() * p.across_len;
+        // A transpose grid has at least two axes and the walker stays inside the panels,
+        // so these neither overflow nor go below zero.
+        let along_done = walker
+            .index(g.n_grid.saturating_sub(2))
+            .saturating_mul(p.along_len);
+        let across_done = walker.last_index().saturating_mul(p.across_len);
         (
-            p.across_len.min(p.across.extent - across_done),
-            p.along_len.min(p.along.extent - along_done),
+            p.across_len
+                .min(p.across.extent.saturating_sub(across_done)),
+            p.along_len.min(p.along.extent.saturating_sub(along_done)),
         )
     }
 
@@ -233,14 +238,14 @@ impl Ctx<'_> {
         let elem = self.repr.prefix.dtype.size();
         let mut chunk = [0u8; TRANSPOSE_CHUNK];
         let mut stats = BlockStats::default();
-        for (o, row) in src.chunks_exact(across * elem).take(along).enumerate() {
-            for (c, part) in row.chunks(TRANSPOSE_CHUNK * elem).enumerate() {
-                let n = part.len() / elem;
+        for (o, row) in src.chunks_exact(mul(across, elem)?).take(along).enumerate() {
+            for (c, part) in row.chunks(mul(TRANSPOSE_CHUNK, elem)?).enumerate() {
+                let n = part.len().checked_div(elem).ok_or(FwError::Internal)?;
                 let q = chunk.get_mut(..n).ok_or(FwError::Internal)?;
                 stats.add((self.entry.run)(self.params, part, q));
-                let first = c * TRANSPOSE_CHUNK;
+                let first = mul(c, TRANSPOSE_CHUNK)?;
                 for (j, &b) in q.iter().enumerate() {
-                    *dst.get_mut((first + j) * along + o)
+                    *dst.get_mut(add(mul(add(first, j)?, along)?, o)?)
                         .ok_or(FwError::Internal)? = b;
                 }
             }
@@ -257,7 +262,7 @@ impl Ctx<'_> {
     ) -> Result<(), FwError> {
         let dtype = self.repr.prefix.dtype;
         let elem = dtype.size();
-        let required = 2 * slot_bytes(dtype);
+        let required = mul(2, slot_bytes(dtype))?;
         let available = worker.local().len();
         if available < required {
             return Err(FwError::LocalMemory {
@@ -269,35 +274,36 @@ impl Ctx<'_> {
         let mut pending_out: [Option<Event>; 2] = [None, None];
         let (first_in, mut cur_out, mut cur_n) = self.unit(&walker, 0)?;
         let mut in_event = [Some(worker.start(&first_in)?), None];
-        report.transfers += 1;
+        report.transfers = report.transfers.saturating_add(1);
         let mut slot = 0usize;
         let mut k = start;
         loop {
-            k += 1;
+            k = add(k, 1)?;
             let has_next = k < end;
             let mut next = None;
             if has_next {
                 walker.advance();
-                let (next_in, next_out, next_n) = self.unit(&walker, 1 - slot)?;
+                let other = slot ^ 1;
+                let (next_in, next_out, next_n) = self.unit(&walker, other)?;
                 // Prefetch: the other slot's input was consumed by the previous compute.
-                in_event[1 - slot] = Some(worker.start(&next_in)?);
-                report.transfers += 1;
+                *in_event.get_mut(other).ok_or(FwError::Internal)? = Some(worker.start(&next_in)?);
+                report.transfers = report.transfers.saturating_add(1);
                 next = Some((next_out, next_n));
             }
-            if let Some(e) = in_event[slot].take() {
+            if let Some(e) = in_event.get_mut(slot).and_then(Option::take) {
                 worker.wait(e)?;
             }
-            if let Some(e) = pending_out[slot].take() {
+            if let Some(e) = pending_out.get_mut(slot).and_then(Option::take) {
                 worker.wait(e)?;
             }
-            let base = slot * slot_bytes(dtype);
+            let base = mul(slot, slot_bytes(dtype))?;
             let local = worker.local();
-            let (lo, hi) = local.split_at_mut(base + IN_SLOT_BYTES);
+            let (lo, hi) = local.split_at_mut(add(base, IN_SLOT_BYTES)?);
             let src = lo
-                .get(base..base + cur_n * elem)
+                .get(base..add(base, mul(cur_n, elem)?)?)
                 .ok_or(FwError::Fault(Fault::Local {
                     offset: base as u64,
-                    len: (cur_n * elem) as u64,
+                    len: cur_n.saturating_mul(elem) as u64,
                 }))?;
             let dst = hi.get_mut(..cur_n).ok_or(FwError::Internal)?;
             if self.geometry.kind == SpanKind::Transpose {
@@ -309,13 +315,13 @@ impl Ctx<'_> {
                 let stats = (self.entry.run)(self.params, src, dst);
                 self.meter(worker, stats, report);
             }
-            pending_out[slot] = Some(worker.start(&cur_out)?);
-            report.transfers += 1;
+            *pending_out.get_mut(slot).ok_or(FwError::Internal)? = Some(worker.start(&cur_out)?);
+            report.transfers = report.transfers.saturating_add(1);
             match next {
                 Some((o, n)) => {
                     cur_out = o;
                     cur_n = n;
-                    slot = 1 - slot;
+                    slot ^= 1;
                 }
                 None => break,
             }
@@ -326,3 +332,42 @@ impl Ctx<'_> {
         Ok(())
     }
 }
+
+/// `a · b`, or [`FwError::Internal`] on overflow (never for a decoded descriptor).
+fn mul<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
+    a.checked_mul_(b).ok_or(FwError::Internal)
+}
+
+/// `a + b`, or [`FwError::Internal`] on overflow (never for a decoded descriptor).
+fn add<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
+    a.checked_add_(b).ok_or(FwError::Internal)
+}
+
+/// `a − b`, or [`FwError::Internal`] below zero (never for a decoded descriptor).
+fn sub<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
+    a.checked_sub_(b).ok_or(FwError::Internal)
+}
+
+/// The checked operations of `u64` and `usize`, for [`mul`], [`add`] and [`sub`].
+trait CheckedArith: Sized {
+    fn checked_mul_(self, b: Self) -> Option<Self>;
+    fn checked_add_(self, b: Self) -> Option<Self>;
+    fn checked_sub_(self, b: Self) -> Option<Self>;
+}
+
+macro_rules! checked_arith {
+    ($($t:ty),*) => {$(
+        impl CheckedArith for $t {
+            fn checked_mul_(self, b: Self) -> Option<Self> {
+                self.checked_mul(b)
+            }
+            fn checked_add_(self, b: Self) -> Option<Self> {
+                self.checked_add(b)
+            }
+            fn checked_sub_(self, b: Self) -> Option<Self> {
+                self.checked_sub(b)
+            }
+        }
+    )*};
+}
+checked_arith!(u64, usize);

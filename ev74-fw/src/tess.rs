@@ -48,8 +48,9 @@ pub const SLOT_BYTES: usize = SOURCE_SLOT_BYTES + OUTPUT_SLOT_BYTES;
 pub const LOCAL_BYTES: usize = 2 * SLOT_BYTES;
 /// Bytes per physical output block of the fallback.
 pub const BLOCK_BYTES: u64 = 4096;
-/// Most tile classes a call can have (full or boundary along each of four roles).
-pub const CLASSES: usize = 16;
+/// Most tile classes a call can have (full or boundary along each of four roles): the
+/// layout's [`simak_core::layout::TILE_CLASSES`].
+pub const CLASSES: usize = simak_core::layout::TILE_CLASSES;
 /// Most source channels (the tensor's C extent) a staged complete-pixel band holds per
 /// pixel (SPEC §8 "Staged complete-pixel bands").
 pub const STAGED_MAX_CHANNELS: u64 = 64;
@@ -103,9 +104,25 @@ pub struct TileClass {
     pub staged: bool,
 }
 
+/// The class of an index outside the 16 (never: a mask has 4 bits).
+const EMPTY_CLASS: TileClass = TileClass {
+    count: 0,
+    extents: [0; 4],
+    pixels: 0,
+    stored: 0,
+    bytes: 0,
+    mode: Mode::Bands,
+    band: 0,
+    panel: 0,
+    panels: 1,
+    tasks: 1,
+    staged: false,
+};
+
 fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
-        (a, b) = (b, a % b);
+        // b ≠ 0 here.
+        (a, b) = (b, a.checked_rem(b).unwrap_or(0));
     }
     a
 }
@@ -142,26 +159,29 @@ pub fn staged_band(
 ) -> Option<u64> {
     let elem = dtype.size() as u64;
     let [_, _, tw, tc] = class.extents;
-    let sw = role_strides[2];
-    let adjacent = sw == c_src * elem;
-    let padded = dtype == DType::BF16 && 2 * c_src <= sw && sw <= i32::MAX as u64;
+    let [_, _, sw, sc] = *role_strides;
+    // Extents and strides of a decoded descriptor: the products fit u64 (a pixel row and a
+    // W segment lie inside the input span); an overflow cannot stage.
+    let pixel = c_src.checked_mul(elem)?;
+    let adjacent = sw == pixel;
+    let padded = dtype == DType::BF16 && c_src.checked_mul(2)? <= sw && sw <= i32::MAX as u64;
     let row_bytes = if adjacent {
-        tw * c_src * elem
+        tw.checked_mul(pixel)?
     } else {
-        c_src * elem
+        pixel
     };
     let eligible = class.mode == Mode::Bands
         && tc < c_src
         && c_src <= STAGED_MAX_CHANNELS
-        && role_strides[3] == elem
-        && tc * elem < u64::from(DMA_MIN_ROW_BYTES)
+        && sc == elem
+        && tc.checked_mul(elem)? < u64::from(DMA_MIN_ROW_BYTES)
         && !w_segment_by_dma(dtype, tc, tw, sw, class.band.min(class.pixels))
         && (adjacent || padded)
         && row_bytes >= u64::from(DMA_MIN_ROW_BYTES);
     if !eligible {
         return None;
     }
-    let limit = STAGED_MAX_ELEMENTS / c_src.max(class.stored);
+    let limit = STAGED_MAX_ELEMENTS.checked_div(c_src.max(class.stored))?;
     Some(1 << limit.ilog2())
 }
 
@@ -184,11 +204,14 @@ impl TileClass {
             tasks: 0,
             staged: false,
         };
-        let quantum = 8 / gcd(stored, 8);
-        if stored * quantum <= PANEL_VALUES {
-            class.band = PANEL_VALUES / stored / quantum * quantum;
+        let quantum = 8u64.checked_div(gcd(stored, 8))?;
+        if stored.checked_mul(quantum)? <= PANEL_VALUES {
+            class.band = PANEL_VALUES
+                .checked_div(stored)?
+                .checked_div(quantum)?
+                .checked_mul(quantum)?;
             class.tasks = pixels.div_ceil(class.band);
-        } else if stored > PANEL_VALUES && stored % 16 == 0 {
+        } else if stored > PANEL_VALUES && stored.is_multiple_of(16) {
             class.mode = Mode::Panels;
             class.band = 1;
             class.panel = PANEL_VALUES;
@@ -236,8 +259,15 @@ const fn prefix_mask(level: usize) -> usize {
     let mut mask = 0;
     let mut l = 0;
     while l <= level && l < 4 {
-        mask |= 1 << LEVELS[l];
-        l += 1;
+        let [r0, r1, r2, r3] = LEVELS;
+        let r = match l {
+            0 => r0,
+            1 => r1,
+            2 => r2,
+            _ => r3,
+        };
+        mask |= 1 << r;
+        l = l.wrapping_add(1);
     }
     mask
 }
@@ -251,21 +281,22 @@ impl TessGeometry {
             return None;
         }
         let role_extents = *tiled.role_extents();
-        let mut tile = [0u64; 4];
-        let mut full = [0u64; 4];
-        let mut rem = [0u64; 4];
-        let mut counts = [0u64; 4];
+        let tile = tiled.tile().map(u64::from);
+        // Full tiles and tiles per role (full plus an optional boundary tile): the
+        // layout's own split (SPEC §5).
+        let full = tiled.full_tiles();
+        let counts = *tiled.tile_counts();
         let mut role_strides = [0u64; 4];
-        for r in 0..4 {
-            tile[r] = u64::from(repr.tile[r]);
-            full[r] = role_extents[r] / tile[r];
-            rem[r] = role_extents[r] % tile[r];
-            counts[r] = full[r] + u64::from(rem[r] != 0);
-            if let Some(a) = repr.axes[r] {
-                role_strides[r] = repr.prefix.input_strides[usize::from(a)];
+        for (s, axis) in role_strides.iter_mut().zip(repr.axes) {
+            if let Some(a) = axis {
+                *s = *repr.prefix.input_strides.get(usize::from(a))?;
             }
         }
-        let tiles = |bit: bool, r: usize| if bit { u64::from(rem[r] != 0) } else { full[r] };
+        // Tiles along role r of a class: the full tiles, or the 0 or 1 boundary tile.
+        let tiles = |bit: bool, r: usize| {
+            let (n, f) = (counts.get(r).copied()?, full.get(r).copied()?);
+            if bit { n.checked_sub(f) } else { Some(f) }
+        };
         let mut classes = [TileClass::default(); CLASSES];
         // A role of extent 1 has no stride (a W of one pixel never has adjacent pixels).
         let mut staging_strides = role_strides;
@@ -274,16 +305,9 @@ impl TessGeometry {
                 *s = 0;
             }
         }
-        for (mask, class) in classes.iter_mut().enumerate() {
-            let mut extents = [0u64; 4];
-            let mut count = 1u64;
-            for r in 0..4 {
-                let bit = mask & (1 << r) != 0;
-                extents[r] = if bit { rem[r] } else { tile[r] };
-                count *= tiles(bit, r);
-            }
-            if count != 0 {
-                let mut c = TileClass::new(extents, count, &tiled)?;
+        for (class, shape) in classes.iter_mut().zip(tiled.tile_classes()) {
+            if shape.count != 0 {
+                let mut c = TileClass::new(shape.extents, shape.count, &tiled)?;
                 if let Some(band) =
                     staged_band(&c, role_extents[3], &staging_strides, repr.prefix.dtype)
                 {
@@ -301,27 +325,35 @@ impl TessGeometry {
                 if class.count == 0 {
                     continue;
                 }
+                // Counts and tasks of an admitted layout: the sums fit (each task owns
+                // bytes of the capacity).
                 let mut below = 1u64;
                 for r in 0..4 {
                     if prefix & (1 << r) == 0 {
-                        below *= tiles(mask & (1 << r) != 0, r);
+                        below = below.checked_mul(tiles(mask & (1 << r) != 0, r)?)?;
                     }
                 }
-                table[mask & prefix] += below * class.tasks;
+                let slot = table.get_mut(mask & prefix)?;
+                *slot = slot.checked_add(below.checked_mul(class.tasks)?)?;
             }
         }
-        let tasks_per_outer: u64 = classes.iter().map(|c| c.count * c.tasks).sum();
+        let tasks_per_outer = classes.iter().try_fold(0u64, |sum, c| {
+            sum.checked_add(c.count.checked_mul(c.tasks)?)
+        })?;
         let mut outer = [(0u64, 0u64); MAX_RANK];
-        let mut n_outer = 0;
-        for &a in tiled.outer_axes() {
+        let mut n_outer = 0usize;
+        for (slot, &a) in outer.iter_mut().zip(tiled.outer_axes()) {
             let a = usize::from(a);
-            outer[n_outer] = (repr.prefix.extents[a], repr.prefix.input_strides[a]);
-            n_outer += 1;
+            *slot = (
+                *repr.prefix.extents.get(a)?,
+                *repr.prefix.input_strides.get(a)?,
+            );
+            n_outer = n_outer.wrapping_add(1);
         }
         let band = classes
             .iter()
             .filter(|c| c.count != 0 && c.mode != Mode::Blocks)
-            .map(|c| c.band * c.panel.min(c.stored))
+            .map(|c| c.band.saturating_mul(c.panel.min(c.stored)))
             .max()
             .unwrap_or(0);
         Some(TessGeometry {
@@ -332,7 +364,7 @@ impl TessGeometry {
             role_strides,
             tasks_per_outer,
             outer_count: tiled.outer_count(),
-            tasks: tasks_per_outer * tiled.outer_count(),
+            tasks: tasks_per_outer.checked_mul(tiled.outer_count())?,
             bytes_per_outer: tiled.bytes_per_outer(),
             band,
             weights,
@@ -357,36 +389,44 @@ impl TessGeometry {
     pub fn outer_input(&self, outer: u64) -> u64 {
         let mut rest = outer;
         let mut offset = 0u64;
-        for &(extent, stride) in self.outer[..self.n_outer].iter().rev() {
-            offset += (rest % extent) * stride;
-            rest /= extent;
+        // Outer extents are ≥ 1 and the offsets below the input span.
+        for &(extent, stride) in self.outer.iter().take(self.n_outer).rev() {
+            offset =
+                offset.wrapping_add(rest.checked_rem(extent).unwrap_or(0).wrapping_mul(stride));
+            rest = rest.checked_div(extent).unwrap_or(0);
         }
         offset
     }
 
     /// The class mask of the tile at per-role `index`.
     fn class_of(&self, index: &[u64; 4]) -> usize {
-        (0..4)
-            .filter(|&r| index[r] == self.full[r])
-            .fold(0, |m, r| m | (1 << r))
+        self.tiled.class_of(*index)
     }
 
     /// A cursor at task `task` (the general decoder, used once per worker).
     pub fn locate(&self, task: u64) -> Cursor {
-        let outer = task / self.tasks_per_outer;
-        let mut rest = task % self.tasks_per_outer;
+        // A nonempty geometry has tasks_per_outer ≥ 1; every weight met on the way to a
+        // task below `tasks` is ≥ 1, and the products are at most `tasks`.
+        let outer = task.checked_div(self.tasks_per_outer).unwrap_or(0);
+        let mut rest = task.checked_rem(self.tasks_per_outer).unwrap_or(0);
         let mut index = [0u64; 4];
         let mut mask = 0usize;
-        for (level, &r) in LEVELS.iter().enumerate() {
+        for ((table, &r), &full) in self
+            .weights
+            .iter()
+            .zip(LEVELS.iter())
+            .zip(LEVELS.iter().map(|&r| self.full.get(r).unwrap_or(&0)))
+        {
             // Weight of one full-tile index at this level, given the prefix so far.
-            let weight = self.weights[level][mask];
-            let span = self.full[r] * weight;
+            let weight = table.get(mask).copied().unwrap_or(0);
+            let span = full.wrapping_mul(weight);
+            let Some(i) = index.get_mut(r) else { continue };
             if rest < span {
-                index[r] = rest / weight;
-                rest %= weight;
+                *i = rest.checked_div(weight).unwrap_or(0);
+                rest = rest.checked_rem(weight).unwrap_or(0);
             } else {
-                rest -= span;
-                index[r] = self.full[r];
+                rest = rest.wrapping_sub(span);
+                *i = full;
                 mask |= 1 << r;
             }
         }
@@ -399,7 +439,9 @@ impl TessGeometry {
             index,
             class: mask,
             task: rest,
-            tile_output: outer * self.bytes_per_outer + offset,
+            tile_output: outer
+                .wrapping_mul(self.bytes_per_outer)
+                .wrapping_add(offset),
             outer_input: self.outer_input(outer),
         }
     }
@@ -426,34 +468,44 @@ pub struct Cursor {
 impl Cursor {
     /// Input byte offset of the tile's first element.
     pub fn tile_input(&self, g: &TessGeometry) -> u64 {
-        (0..4).fold(self.outer_input, |acc, r| {
-            acc + self.index[r] * g.tile[r] * g.role_strides[r]
-        })
+        // Inside the input span: no wrap.
+        self.index
+            .iter()
+            .zip(g.tile.iter().zip(g.role_strides.iter()))
+            .fold(self.outer_input, |acc, (i, (t, s))| {
+                acc.wrapping_add(i.wrapping_mul(*t).wrapping_mul(*s))
+            })
     }
 
     /// The tile's class.
     pub fn class<'g>(&self, g: &'g TessGeometry) -> &'g TileClass {
-        &g.classes[self.class]
+        // The mask is 4 bits: always inside the 16 classes.
+        g.classes.get(self.class).unwrap_or(&EMPTY_CLASS)
     }
 
     /// Moves to the next task: within the tile, else the next tile with carry over W, H,
     /// D, C, else the next outer index.
     pub fn advance(&mut self, g: &TessGeometry) {
-        self.task += 1;
-        if self.task < g.classes[self.class].tasks {
+        // Counters below `tasks` and offsets below the capacity: no wrap.
+        let class = *self.class(g);
+        self.task = self.task.wrapping_add(1);
+        if self.task < class.tasks {
             return;
         }
         self.task = 0;
-        self.tile_output += g.classes[self.class].bytes;
+        self.tile_output = self.tile_output.wrapping_add(class.bytes);
         for &r in LEVELS.iter().rev() {
-            self.index[r] += 1;
-            if self.index[r] < g.counts[r] {
+            let (Some(i), Some(&n)) = (self.index.get_mut(r), g.counts.get(r)) else {
+                continue;
+            };
+            *i = i.wrapping_add(1);
+            if *i < n {
                 self.class = g.class_of(&self.index);
                 return;
             }
-            self.index[r] = 0;
+            *i = 0;
         }
-        self.outer += 1;
+        self.outer = self.outer.wrapping_add(1);
         self.outer_input = g.outer_input(self.outer);
         self.class = g.class_of(&self.index);
     }
@@ -496,24 +548,27 @@ impl Cursor {
         let class = self.class(g);
         match class.mode {
             Mode::Bands | Mode::Panels => {
-                let band = self.task / class.panels;
-                let panel = self.task % class.panels;
-                let first = band * class.band;
-                let c0 = panel * class.panel;
-                let k = class.panel.min(class.stored - c0);
+                // panels ≥ 1; the task is inside its tile, so first < pixels and
+                // c0 < stored.
+                let band = self.task.checked_div(class.panels).unwrap_or(0);
+                let panel = self.task.checked_rem(class.panels).unwrap_or(0);
+                let first = band.wrapping_mul(class.band);
+                let c0 = panel.wrapping_mul(class.panel);
+                let k = class.panel.min(class.stored.saturating_sub(c0));
                 TaskSpan {
                     first,
-                    count: class.band.min(class.pixels - first),
+                    count: class.band.min(class.pixels.saturating_sub(first)),
                     c0,
                     k,
                     kc: k.min(class.extents[3].saturating_sub(c0)),
                 }
             }
             Mode::Blocks => {
-                let first = self.task * BLOCK_BYTES;
+                // The block is inside its tile: first < bytes.
+                let first = self.task.wrapping_mul(BLOCK_BYTES);
                 TaskSpan {
                     first,
-                    count: BLOCK_BYTES.min(class.bytes - first),
+                    count: BLOCK_BYTES.min(class.bytes.saturating_sub(first)),
                     c0: 0,
                     k: class.stored,
                     kc: class.extents[3],
@@ -527,10 +582,14 @@ impl TaskSpan {
     /// Output bytes of a band: its pixels, plus the tile's trailing padding for the last
     /// band of the tile.
     pub fn band_bytes(&self, class: &TileClass) -> u64 {
-        if self.first + self.count == class.pixels {
-            class.bytes - self.first * 2 * class.stored
+        // Pixels of one tile, whose padded size fits u64: no wrap.
+        let pixel_bytes = class.stored.wrapping_mul(2);
+        if self.first.wrapping_add(self.count) == class.pixels {
+            class
+                .bytes
+                .wrapping_sub(self.first.wrapping_mul(pixel_bytes))
         } else {
-            self.count * 2 * class.stored
+            self.count.wrapping_mul(pixel_bytes)
         }
     }
 
@@ -544,21 +603,21 @@ impl TaskSpan {
             pitch: len,
             rows: 1,
         };
+        // Offsets inside the tiled output (below the capacity): no wrap.
+        let pixel_bytes = class.stored.wrapping_mul(2);
+        let band_start = tile_output.wrapping_add(self.first.wrapping_mul(pixel_bytes));
         match class.mode {
-            Mode::Bands => [
-                Some(one(
-                    tile_output + self.first * 2 * class.stored,
-                    self.band_bytes(class),
-                )),
+            Mode::Bands => [Some(one(band_start, self.band_bytes(class))), None],
+            Mode::Blocks => [
+                Some(one(tile_output.wrapping_add(self.first), self.count)),
                 None,
             ],
-            Mode::Blocks => [Some(one(tile_output + self.first, self.count)), None],
             Mode::Panels => {
-                let row = tile_output + self.first * 2 * class.stored + self.c0;
+                let row = band_start.wrapping_add(self.c0);
                 let plane = |p: u64| OutputRows {
-                    start: row + p * class.stored,
+                    start: row.wrapping_add(p.wrapping_mul(class.stored)),
                     row_bytes: self.k,
-                    pitch: 2 * class.stored,
+                    pitch: pixel_bytes,
                     rows: self.count,
                 };
                 [Some(plane(0)), Some(plane(1))]
@@ -568,6 +627,7 @@ impl TaskSpan {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod test {
     extern crate std;
 

@@ -43,9 +43,16 @@ pub fn launched(units: u64, configured: usize) -> usize {
 
 /// The units of worker `id` out of `launched` workers: contiguous and balanced.
 pub fn range(units: u64, id: usize, launched: usize) -> (u64, u64) {
-    let n = launched.max(1) as u64;
-    let id = id as u64;
-    (units * id / n, units * (id + 1) / n)
+    // In u128 so that `units · (id + 1)` cannot overflow; the quotients are ≤ units.
+    let n = launched.max(1) as u128;
+    let id = id as u128;
+    let at = |k: u128| {
+        u128::from(units)
+            .wrapping_mul(k)
+            .checked_div(n)
+            .unwrap_or(0) as u64
+    };
+    (at(id), at(id.wrapping_add(1)))
 }
 
 /// Runs `body(worker, start, end)` for every launched worker with a nonempty range of the
@@ -99,7 +106,8 @@ pub const fn block_elements(dtype: DType) -> usize {
 
 /// Local bytes of one ping-pong slot: 16 KiB input plus one output byte per element.
 pub const fn slot_bytes(dtype: DType) -> usize {
-    IN_SLOT_BYTES + block_elements(dtype)
+    // 16 KiB plus at most 16 Ki elements.
+    IN_SLOT_BYTES.wrapping_add(block_elements(dtype))
 }
 
 /// How a call moves data.
@@ -218,7 +226,8 @@ impl Geometry {
                     input,
                     output,
                 };
-                n += 1;
+                // At most MAX_RANK.
+                n = n.wrapping_add(1);
             }
         }
         if let Some(active) = axes.get_mut(..n) {
@@ -228,13 +237,14 @@ impl Geometry {
         let mut merged = [Axis::default(); MAX_RANK];
         let mut m = 0usize;
         for a in axes.iter().take(n) {
-            if m > 0
-                && let Some(prev) = merged.get_mut(m - 1)
-                && prev.input == a.input * a.extent
-                && prev.output == a.output * a.extent
+            // The products are below the validated spans (SPEC §2: they fit u64); `checked`
+            // keeps a never-seen overflow from merging axes.
+            if let Some(prev) = m.checked_sub(1).and_then(|p| merged.get_mut(p))
+                && Some(prev.input) == a.input.checked_mul(a.extent)
+                && Some(prev.output) == a.output.checked_mul(a.extent)
             {
                 *prev = Axis {
-                    extent: prev.extent * a.extent,
+                    extent: prev.extent.wrapping_mul(a.extent),
                     input: a.input,
                     output: a.output,
                 };
@@ -242,14 +252,10 @@ impl Geometry {
             }
             if let Some(slot) = merged.get_mut(m) {
                 *slot = *a;
-                m += 1;
+                m = m.wrapping_add(1);
             }
         }
-        let inner = if m > 0 {
-            merged.get(m - 1).copied()
-        } else {
-            None
-        };
+        let inner = m.checked_sub(1).and_then(|i| merged.get(i).copied());
         let packed_run = match inner {
             Some(a) if a.input == elem && a.output == 1 => a.extent,
             _ => 1,
@@ -285,7 +291,8 @@ impl Geometry {
             }
             SpanKind::Direct => {
                 g.grid = merged;
-                g.n_grid = m - 1;
+                // Direct needs a packed run, hence an active axis: m ≥ 1.
+                g.n_grid = m.saturating_sub(1);
                 g.row = packed_run;
                 g.chunk = packed_run;
             }
@@ -293,32 +300,41 @@ impl Geometry {
                 let block = block_elements(repr.prefix.dtype) as u64;
                 g.grid = merged;
                 g.row = packed_run;
-                let outer = m - 1;
+                // A DMA run is an active axis: m ≥ 1.
+                let outer = m.saturating_sub(1);
                 if packed_run >= block || outer == 0 {
                     // Split each row into blocks: grid = outer axes + block index.
                     g.chunk = block.min(packed_run);
                     if let Some(slot) = g.grid.get_mut(outer) {
                         *slot = Axis {
                             extent: packed_run.div_ceil(block),
-                            input: block * elem,
+                            input: block.wrapping_mul(elem),
                             output: block,
                         };
                     }
-                    g.n_grid = outer + 1;
+                    g.n_grid = outer.wrapping_add(1);
                     g.splits_rows = true;
                 } else {
                     // Group short rows of the fastest outer axis into 2D blocks.
-                    let fastest = g.grid.get(outer - 1).copied().unwrap_or_default();
-                    let k = (block / packed_run).min(fastest.extent);
+                    // Here outer ≥ 1 and packed_run ≥ 1 (an active axis).
+                    let fastest = g
+                        .grid
+                        .get(outer.wrapping_sub(1))
+                        .copied()
+                        .unwrap_or_default();
+                    let k = block
+                        .checked_div(packed_run)
+                        .unwrap_or(0)
+                        .min(fastest.extent);
                     g.chunk = packed_run;
                     g.rows_per_unit = k;
                     g.grouped_rows = fastest.extent;
                     g.row_pitch = fastest;
-                    if let Some(slot) = g.grid.get_mut(outer - 1) {
+                    if let Some(slot) = g.grid.get_mut(outer.wrapping_sub(1)) {
                         *slot = Axis {
                             extent: fastest.extent.div_ceil(k),
-                            input: fastest.input * k,
-                            output: fastest.output * k,
+                            input: fastest.input.wrapping_mul(k),
+                            output: fastest.output.wrapping_mul(k),
                         };
                     }
                     if let Some(slot) = g.grid.get_mut(outer) {
@@ -347,16 +363,16 @@ fn transpose(merged: &[Axis; MAX_RANK], m: usize, elem: u64) -> Option<Geometry>
     let along = *merged.get(along_at)?;
     // A panel of at most PANEL_ELEMENTS: a whole short output axis (rows of ≥ 16 input
     // elements), else 64 × 64; a whole short input axis lengthens the output rows.
-    let mut along_len = if along.extent * DIRECT_MIN_RUN <= PANEL_ELEMENTS {
+    let mut along_len = if along.extent.checked_mul(DIRECT_MIN_RUN)? <= PANEL_ELEMENTS {
         along.extent
     } else {
         64
     };
-    let mut across_len = across.extent.min(PANEL_ELEMENTS / along_len);
+    let mut across_len = across.extent.min(PANEL_ELEMENTS.checked_div(along_len)?);
     if across_len < across.extent {
-        across_len -= across_len % DIRECT_MIN_RUN;
+        across_len = across_len.checked_sub(across_len.checked_rem(DIRECT_MIN_RUN)?)?;
     } else {
-        along_len = along.extent.min(PANEL_ELEMENTS / across_len);
+        along_len = along.extent.min(PANEL_ELEMENTS.checked_div(across_len)?);
     }
     let mut grid = [Axis::default(); MAX_RANK];
     let mut n = 0usize;
@@ -369,18 +385,18 @@ fn transpose(merged: &[Axis; MAX_RANK], m: usize, elem: u64) -> Option<Geometry>
     let tiles = [
         Axis {
             extent: along.extent.div_ceil(along_len),
-            input: along.input * along_len,
+            input: along.input.checked_mul(along_len)?,
             output: along_len,
         },
         Axis {
             extent: across.extent.div_ceil(across_len),
-            input: across_len * elem,
-            output: across.output * across_len,
+            input: across_len.checked_mul(elem)?,
+            output: across.output.checked_mul(across_len)?,
         },
     ];
     for a in others.chain(tiles) {
         *grid.get_mut(n)? = a;
-        n += 1;
+        n = n.checked_add(1)?;
     }
     Some(Geometry {
         kind: SpanKind::Transpose,
@@ -414,18 +430,25 @@ fn short_rows(repr: &QuantRepr, merged: &[Axis; MAX_RANK], m: usize, row: u64) -
     {
         return None;
     }
-    let at = m - 2;
+    let at = m.checked_sub(2)?;
     let grouped = *merged.get(at)?;
     let outer: u64 = merged.iter().take(at).map(|a| a.extent).product();
     // k·pitch is a multiple of the granule; k·row ≤ PANEL_ELEMENTS; and while possible,
     // at least MAX_WORKERS units (four useful owners).
-    let step = GRANULE / gcd(grouped.output, GRANULE);
-    let most = (PANEL_ELEMENTS / row) / step * step;
+    let step = GRANULE.checked_div(gcd(grouped.output, GRANULE))?;
+    let most = PANEL_ELEMENTS
+        .checked_div(row)?
+        .checked_div(step)?
+        .checked_mul(step)?;
     if most == 0 {
         return None;
     }
     let need = (MAX_WORKERS as u64).div_ceil(outer).max(1);
-    let useful = grouped.extent.div_ceil(need).div_ceil(step) * step;
+    let useful = grouped
+        .extent
+        .div_ceil(need)
+        .div_ceil(step)
+        .checked_mul(step)?;
     let k = useful.min(most).max(step);
     let mut grid = [Axis::default(); MAX_RANK];
     for (slot, a) in grid.iter_mut().zip(merged.iter().take(at)) {
@@ -433,22 +456,25 @@ fn short_rows(repr: &QuantRepr, merged: &[Axis; MAX_RANK], m: usize, row: u64) -
     }
     *grid.get_mut(at)? = Axis {
         extent: grouped.extent.div_ceil(k),
-        input: grouped.input * k,
-        output: grouped.output * k,
+        input: grouped.input.checked_mul(k)?,
+        output: grouped.output.checked_mul(k)?,
     };
-    let n = at + 1;
+    let n = at.checked_add(1)?;
     // Granule proof: walk the grid axes by increasing output stride.
     let rows = k.min(grouped.extent);
-    let mut hull = (rows - 1) * grouped.output + row;
+    let mut hull = rows
+        .checked_sub(1)?
+        .checked_mul(grouped.output)?
+        .checked_add(row)?;
     let mut axes = grid;
     if let Some(active) = axes.get_mut(..n) {
         active.sort_unstable_by_key(|a| a.output);
     }
     for a in axes.iter().take(n).filter(|a| a.extent > 1) {
-        if a.output % GRANULE != 0 || a.output < hull {
+        if !a.output.is_multiple_of(GRANULE) || a.output < hull {
             return None;
         }
-        hull += a.output * (a.extent - 1);
+        hull = hull.checked_add(a.output.checked_mul(a.extent.checked_sub(1)?)?)?;
     }
     Some(Geometry {
         kind: SpanKind::ShortRows,
@@ -467,7 +493,11 @@ fn short_rows(repr: &QuantRepr, merged: &[Axis; MAX_RANK], m: usize, row: u64) -
 
 const fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
-        let t = a % b;
+        // b ≠ 0 here.
+        let t = match a.checked_rem(b) {
+            Some(t) => t,
+            None => 0,
+        };
         a = b;
         b = t;
     }
@@ -501,10 +531,12 @@ impl Walker {
             let (Some(axis), Some(i)) = (w.grid.get(k), w.index.get_mut(k)) else {
                 continue;
             };
-            *i = rest % axis.extent;
-            rest /= axis.extent;
-            w.input += *i * axis.input;
-            w.output += *i * axis.output;
+            // Grid extents are ≥ 1 and the offsets stay below the spans (wrapping cannot
+            // happen; it would be the release build's arithmetic anyway).
+            *i = rest.checked_rem(axis.extent).unwrap_or(0);
+            rest = rest.checked_div(axis.extent).unwrap_or(0);
+            w.input = w.input.wrapping_add(i.wrapping_mul(axis.input));
+            w.output = w.output.wrapping_add(i.wrapping_mul(axis.output));
         }
         w
     }
@@ -518,7 +550,7 @@ impl Walker {
     pub fn last_index(&self) -> u64 {
         match self.n {
             0 => 0,
-            n => self.index.get(n - 1).copied().unwrap_or(0),
+            n => self.index.get(n.wrapping_sub(1)).copied().unwrap_or(0),
         }
     }
 
@@ -528,14 +560,16 @@ impl Walker {
             let (Some(axis), Some(i)) = (self.grid.get(k), self.index.get_mut(k)) else {
                 continue;
             };
-            *i += 1;
-            self.input += axis.input;
-            self.output += axis.output;
+            // A carry walk as `View::offsets`: the index stays in range and the offsets
+            // below the spans, so wrapping never happens.
+            *i = i.wrapping_add(1);
+            self.input = self.input.wrapping_add(axis.input);
+            self.output = self.output.wrapping_add(axis.output);
             if *i < axis.extent {
                 return;
             }
-            self.input -= *i * axis.input;
-            self.output -= *i * axis.output;
+            self.input = self.input.wrapping_sub(i.wrapping_mul(axis.input));
+            self.output = self.output.wrapping_sub(i.wrapping_mul(axis.output));
             *i = 0;
         }
     }

@@ -50,7 +50,7 @@ use common::Input;
 use libfuzzer_sys::fuzz_target;
 use simak_core::layout::{Channels, MlaTiled, TiledView};
 use simak_core::ops::quant::{Params, Rounding};
-use simak_core::{AdmissionError, DType, MAX_RANK, Port, TensorSpec, View};
+use simak_core::{AdmissionError, DType, DynSpec, MAX_RANK, Port, TensorSpec, View};
 
 /// Largest element count enumerated.
 const ENUMERATE: u64 = 4096;
@@ -318,31 +318,24 @@ fn check_view(s: &PortSpec, port: Port, result: &Result<View, AdmissionError>) {
     }
 }
 
-/// Every element's logical index and byte offset, computed here (`u128`, then checked
-/// to fit the span).
+/// Every element's logical index and byte offset from the library's walk
+/// (`View::offsets`), each offset checked against `Σ index · stride` computed here in
+/// `u128` and against the span.
 fn element_offsets(view: &View) -> Vec<([u64; MAX_RANK], u64)> {
     let rank = view.rank();
     let mut out = Vec::new();
-    let mut index = [0u64; MAX_RANK];
+    let mut walk = view.offsets();
     loop {
+        let index = *walk.index();
+        let Some(offset) = walk.next() else {
+            return out;
+        };
         let o: u128 = (0..rank)
             .map(|a| u128::from(index[a]) * u128::from(view.strides()[a]))
             .sum();
+        assert_eq!(u128::from(offset), o, "the walk's offset of {index:?}");
         assert!(o + u128::from(view.dtype().size_u64()) <= u128::from(view.span()));
-        out.push((index, o as u64));
-        // Odometer, last axis fastest.
-        let mut a = rank;
-        loop {
-            if a == 0 {
-                return out;
-            }
-            a -= 1;
-            index[a] += 1;
-            if index[a] < view.extents()[a] {
-                break;
-            }
-            index[a] = 0;
-        }
+        out.push((index, offset));
     }
 }
 
@@ -526,23 +519,16 @@ fn product(values: impl Iterator<Item = u64>) -> u128 {
     values.fold(1u128, |n, v| n.saturating_mul(u128::from(v)))
 }
 
+/// Calls `f` with every logical index of a nonempty shape `extents`, in row-major order:
+/// the library's walk (`View::offsets`) over a contiguous INT8 view of that shape.
 fn for_each_index(extents: &[u64], mut f: impl FnMut(&[u64; MAX_RANK])) {
-    let rank = extents.len();
-    let mut index = [0u64; MAX_RANK];
-    loop {
-        f(&index);
-        let mut a = rank;
-        loop {
-            if a == 0 {
-                return;
-            }
-            a -= 1;
-            index[a] += 1;
-            if index[a] < extents[a] {
-                break;
-            }
-            index[a] = 0;
-        }
+    let view = DynSpec::contiguous(extents, DType::I8)
+        .admit(Port::Input)
+        .expect("an enumerable shape admits");
+    let mut walk = view.offsets();
+    while walk.remaining() > 0 {
+        f(walk.index());
+        walk.next();
     }
 }
 

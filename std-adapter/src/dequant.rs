@@ -29,7 +29,7 @@
 //! ```
 
 use simak_core::ops::quant::Params;
-use simak_core::{AdmissionError, DType, MAX_RANK, Port, View};
+use simak_core::{AdmissionError, DType, Port, View};
 
 use crate::a65::ExecuteError;
 
@@ -140,38 +140,14 @@ impl Dequant {
             }
             .into());
         }
-        // Row-major over the logical axes: the last axis innermost, the others advanced
-        // with carries. Admission bounds every offset by the span, checked above.
-        let rank = view.rank();
-        let extents = view.extents();
-        let strides = view.strides();
-        let (inner_len, inner_stride) = match rank {
-            0 => (1usize, 0usize),
-            r => (extents[r - 1] as usize, strides[r - 1] as usize),
-        };
-        let outer_rank = rank.saturating_sub(1);
-        let mut index = [0u64; MAX_RANK];
-        let mut base = 0usize;
-        for row in out[..required as usize].chunks_exact_mut(inner_len * 4) {
-            for (k, x) in row.chunks_exact_mut(4).enumerate() {
-                let b = q[base + k * inner_stride];
-                x.copy_from_slice(&self.table[usize::from(b)].to_le_bytes());
-            }
-            // Advance the outer index (axes outer_rank − 1 down to 0).
-            let mut axis = outer_rank;
-            loop {
-                if axis == 0 {
-                    break;
-                }
-                axis -= 1;
-                index[axis] += 1;
-                base += strides[axis] as usize;
-                if index[axis] < extents[axis] {
-                    break;
-                }
-                base -= (strides[axis] * extents[axis]) as usize;
-                index[axis] = 0;
-            }
+        // Row-major over the logical axes (the library's strided walk, `View::offsets`).
+        // Admission bounds every offset by the span, checked above.
+        for (offset, x) in view
+            .offsets()
+            .zip(out[..required as usize].chunks_exact_mut(4))
+        {
+            let b = q[offset as usize];
+            x.copy_from_slice(&self.table[usize::from(b)].to_le_bytes());
         }
         Ok(())
     }

@@ -54,6 +54,7 @@
 #![deny(unsafe_code)]
 
 pub mod a65;
+pub mod calibrate;
 pub mod dequant;
 pub mod error;
 pub mod ev74;

@@ -14,11 +14,12 @@
 //! The modules: `errors` (`SimakError` and error conversion), `arrays` (NumPy arrays,
 //! geometry, slices and new buffers), `args` (Python arguments into library values), `run`
 //! (GIL release and threads), one per operation (`quant`, `casttess`, `quanttess`,
-//! `dequant`), `layout` (`Layout`, `untile`) and `ev74` (descriptors); this file only
+//! `dequant`), `calibrate` (absmax calibration), `layout` (`Layout`, `untile`) and `ev74` (descriptors); this file only
 //! registers them.
 
 mod args;
 mod arrays;
+mod calibrate;
 mod casttess;
 mod dequant;
 mod errors;
@@ -45,6 +46,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(quanttess::quanttess, m)?)?;
     m.add_function(wrap_pyfunction!(layout::untile, m)?)?;
     m.add_function(wrap_pyfunction!(dequant::dequantize, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate::calibrate_absmax, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_quant_encode_relocatable, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_casttess_encode_relocatable, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_decode, m)?)?;

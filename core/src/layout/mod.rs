@@ -261,6 +261,120 @@ impl MlaTiled {
     }
 }
 
+/// Most tile classes a layout has: full or boundary tile along each of the four roles
+/// (SPEC §5).
+pub const TILE_CLASSES: usize = 16;
+
+/// One class of tiles of a [`TiledView`] ([`TiledView::tile_class`]): tiles with the same
+/// actual extents, hence the same stored channels and padded size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TileClass {
+    /// The class mask: bit r (D = 0, H = 1, W = 2, C = 3) set = boundary tile along role r.
+    pub mask: u8,
+    /// Actual tile extents `[td', th', tw', tc']` in elements (the tile extent, or
+    /// `extent mod tile` for a boundary role; 1 for an absent role).
+    pub extents: [u64; 4],
+    /// Tiles of this class per outer index (0 when the class does not occur).
+    pub count: u64,
+}
+
+/// One tile of [`TiledView::tiles`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Tile {
+    /// Outer index (row-major over the outer axes).
+    pub outer: u64,
+    /// Tile index along D, H, W, C.
+    pub index: [u64; 4],
+    /// The tile's class mask ([`TiledView::class_of`]).
+    pub class: usize,
+    /// Actual tile extents `[td', th', tw', tc']` in elements.
+    pub extents: [u64; 4],
+    /// Byte offset of the tile from the start of the tiled buffer.
+    pub offset: u64,
+    /// Padded size of the tile in bytes ([`TiledView::tile_bytes`]).
+    pub bytes: u64,
+}
+
+/// The iterator of [`TiledView::tiles`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tiles {
+    counts: [u64; 4],
+    full: [u64; 4],
+    extents: [[u64; 4]; TILE_CLASSES],
+    bytes: [u64; TILE_CLASSES],
+    outer: u64,
+    index: [u64; 4],
+    offset: u64,
+    remaining: u64,
+}
+
+/// Role slots in tile storage order, slowest first: C, D, H, W (SPEC §5).
+const TILE_ORDER: [usize; 4] = [3, 0, 1, 2];
+
+impl Tiles {
+    /// The class mask of the current tile.
+    fn class(&self) -> usize {
+        class_mask(&self.index, &self.full)
+    }
+}
+
+/// The class mask of tile `index` given the full tiles per role: bit r set where
+/// `index[r] == full[r]` (the boundary tile).
+fn class_mask(index: &[u64; 4], full: &[u64; 4]) -> usize {
+    index
+        .iter()
+        .zip(full.iter())
+        .enumerate()
+        .filter(|(_, (i, f))| i == f)
+        .fold(0, |m, (r, _)| m | (1 << r))
+}
+
+impl Iterator for Tiles {
+    type Item = Tile;
+
+    fn next(&mut self) -> Option<Tile> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining = self.remaining.saturating_sub(1);
+        let class = self.class();
+        let tile = Tile {
+            outer: self.outer,
+            index: self.index,
+            class,
+            extents: *self.extents.get(class)?,
+            offset: self.offset,
+            bytes: *self.bytes.get(class)?,
+        };
+        // The offsets stay below the capacity, which fits u64.
+        self.offset = self.offset.saturating_add(tile.bytes);
+        // Carry: W fastest, then H, D, C, then the outer index.
+        for &r in TILE_ORDER.iter().rev() {
+            let (Some(i), Some(&n)) = (self.index.get_mut(r), self.counts.get(r)) else {
+                return Some(tile);
+            };
+            *i = i.saturating_add(1);
+            if *i < n {
+                return Some(tile);
+            }
+            *i = 0;
+        }
+        self.outer = self.outer.saturating_add(1);
+        Some(tile)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match usize::try_from(self.remaining) {
+            Ok(n) => (n, Some(n)),
+            Err(_) => (usize::MAX, None),
+        }
+    }
+}
+
+impl core::iter::FusedIterator for Tiles {}
+
 /// A set of tile indices along one role, for sums over sub-grids.
 #[derive(Debug, Clone, Copy)]
 enum Range {
@@ -418,21 +532,118 @@ impl TiledView {
             .checked_next_multiple_of(TILE_ALIGN)
     }
 
+    /// Per role (D, H, W, C): `(full tiles, tile extent, boundary tiles (0 or 1),
+    /// boundary extent)`, all in elements; `None` only for a zero tile extent (never after
+    /// admission).
+    fn role_parts(&self) -> Option<[(u64, u64, u64, u64); 4]> {
+        let mut parts = [(0u64, 0u64, 0u64, 0u64); 4];
+        for (part, (&e, &t)) in parts
+            .iter_mut()
+            .zip(self.role_extents.iter().zip(self.layout.tile.iter()))
+        {
+            let t = u64::from(t);
+            let rem = e.checked_rem(t)?;
+            *part = (e.checked_div(t)?, t, u64::from(rem != 0), rem);
+        }
+        Some(parts)
+    }
+
+    /// Full tiles along D, H, W, C: `⌊extent / tile⌋` (the index of the boundary tile
+    /// along a role, when it has one).
+    pub fn full_tiles(&self) -> [u64; 4] {
+        self.role_parts().unwrap_or_default().map(|p| p.0)
+    }
+
+    /// The tile class `mask` (SPEC §5): along each role r (D = 0, H = 1, W = 2, C = 3) a
+    /// tile is full (bit r clear: extent = the tile extent) or the one boundary tile (bit r
+    /// set: extent = `extent mod tile`), so a layout has at most [`TILE_CLASSES`] classes.
+    /// The count is the class's tiles per outer index (product over the roles of the full
+    /// tiles or of the 0 or 1 boundary tile): 0 when the class does not occur, for a mask
+    /// of 16 or more, and for every class of an empty view.
+    pub fn tile_class(&self, mask: usize) -> TileClass {
+        let mut class = TileClass {
+            mask: (mask & 0xf) as u8,
+            extents: [0; 4],
+            count: 0,
+        };
+        let Some(parts) = self.role_parts() else {
+            return class;
+        };
+        let mut count: u64 = 1;
+        for (bit, (part, slot)) in parts.iter().zip(class.extents.iter_mut()).enumerate() {
+            let (n, e) = if mask & (1 << bit) == 0 {
+                (part.0, part.1)
+            } else {
+                (part.2, part.3)
+            };
+            // Exact whenever the true product fits (it does: every tile takes ≥ 16 bytes of
+            // the capacity), and 0 when a factor is 0.
+            count = count.saturating_mul(n);
+            *slot = e;
+        }
+        if mask < TILE_CLASSES && !self.is_empty() {
+            class.count = count;
+        }
+        class
+    }
+
+    /// The [`TILE_CLASSES`] tile classes indexed by mask ([`TiledView::tile_class`]);
+    /// absent classes have count 0. Their counts sum to
+    /// [`TiledView::tiles_per_outer`], and `Σ count · tile_bytes(extents)` is
+    /// [`TiledView::bytes_per_outer`].
+    pub fn tile_classes(&self) -> [TileClass; TILE_CLASSES] {
+        let mut classes = [TileClass::default(); TILE_CLASSES];
+        for (mask, class) in classes.iter_mut().enumerate() {
+            *class = self.tile_class(mask);
+        }
+        classes
+    }
+
+    /// The class mask of the tile at tile index `[id, ih, iw, ic]`: bit r set when the
+    /// index along role r is the boundary tile (index = [`TiledView::full_tiles`]`[r]`).
+    /// Indices past the grid are not checked.
+    pub fn class_of(&self, index: [u64; 4]) -> usize {
+        class_mask(&index, &self.full_tiles())
+    }
+
+    /// Every tile in storage order (outer index, then C, D, H, W tile indices, W fastest;
+    /// SPEC §5), with its extents and its byte offset from the buffer start. Tiles are
+    /// packed back to back, so each offset is the previous one plus its padded size; the
+    /// last tile ends at [`TiledView::capacity`]. No allocation, no division per tile. An
+    /// empty view yields nothing.
+    pub fn tiles(&self) -> Tiles {
+        let classes = self.tile_classes();
+        let mut bytes = [0u64; TILE_CLASSES];
+        for (b, c) in bytes.iter_mut().zip(classes.iter()) {
+            if c.count != 0 {
+                *b = self.tile_bytes(c.extents).unwrap_or(0);
+            }
+        }
+        let remaining = if self.is_empty() {
+            0
+        } else {
+            // Each tile takes ≥ 16 bytes of the capacity, so this fits.
+            self.outer_count.saturating_mul(self.tiles_per_outer())
+        };
+        Tiles {
+            counts: self.tile_counts,
+            full: self.full_tiles(),
+            extents: classes.map(|c| c.extents),
+            bytes,
+            outer: 0,
+            index: [0; 4],
+            offset: 0,
+            remaining,
+        }
+    }
+
     /// Sum of tile sizes over the sub-grid `ranges` (per role), using the ≤ 16 classes of
     /// full and boundary tiles.
     fn grid_sum(&self, ranges: [Range; 4]) -> Option<u64> {
         // Per role: (count of full tiles, full extent, count of partial tiles, partial extent).
-        let mut parts = [(0u64, 0u64, 0u64, 0u64); 4];
-        for (part, ((range, &e), &t)) in parts.iter_mut().zip(
-            ranges
-                .iter()
-                .zip(self.role_extents.iter())
-                .zip(self.layout.tile.iter()),
-        ) {
-            let t = u64::from(t);
-            let n_full = e.checked_div(t)?;
-            let rem = e.checked_rem(t)?;
-            let n_partial = u64::from(rem != 0);
+        let mut parts = self.role_parts()?;
+        for (part, range) in parts.iter_mut().zip(ranges.iter()) {
+            let (n_full, n_partial) = (part.0, part.2);
             let (full, partial) = match *range {
                 Range::All => (n_full, n_partial),
                 Range::Below(i) => (i.min(n_full), u64::from(i > n_full && n_partial == 1)),
@@ -440,7 +651,8 @@ impl TiledView {
                 Range::At(i) if i == n_full && n_partial == 1 => (0, 1),
                 Range::At(_) => return None,
             };
-            *part = (full, t, partial, rem);
+            part.0 = full;
+            part.2 = partial;
         }
         let mut sum: u64 = 0;
         for class in 0u32..16 {
@@ -722,5 +934,194 @@ mod test {
         assert_eq!(v.capacity(), 48);
         assert_eq!(v.offset_of(&[2, 0, 0, 0, 0, 0], 0), Some(32));
         assert_eq!(v.offset_of(&[1, 0, 0, 0, 0, 0], 0), Some(16));
+    }
+
+    /// Layouts for the tile class and tile walk tests: boundary tiles along every role,
+    /// outer axes, absent roles, both channel modes and both plane counts.
+    fn class_cases() -> std::vec::Vec<TiledView> {
+        type Case = (&'static [u64], [Option<u8>; 4], [u32; 4], Channels, u8);
+        let cases: [Case; 7] = [
+            (
+                &[2, 3],
+                [None, None, Some(0), Some(1)],
+                [1, 1, 2, 3],
+                Channels::Compact,
+                2,
+            ),
+            (
+                &[2, 5, 7, 17],
+                [None, Some(1), Some(2), Some(3)],
+                [1, 2, 3, 16],
+                Channels::PadTo16,
+                2,
+            ),
+            (
+                &[3, 5, 7, 9],
+                [Some(0), Some(1), Some(2), Some(3)],
+                [2, 2, 4, 4],
+                Channels::Compact,
+                1,
+            ),
+            (
+                &[4, 6, 8],
+                [None, Some(0), Some(1), Some(2)],
+                [1, 3, 4, 8],
+                Channels::Compact,
+                2,
+            ),
+            (
+                &[2, 3, 1, 5, 33],
+                [Some(1), None, Some(3), Some(4)],
+                [2, 1, 2, 32],
+                Channels::PadTo16,
+                1,
+            ),
+            (
+                &[7],
+                [None, None, Some(0), None],
+                [1, 1, 3, 1],
+                Channels::Compact,
+                2,
+            ),
+            (
+                &[2, 2, 2, 3, 10, 3],
+                [Some(2), Some(3), Some(4), Some(5)],
+                [1, 2, 4, 3],
+                Channels::Compact,
+                2,
+            ),
+        ];
+        cases
+            .iter()
+            .map(|&(shape, axes, tile, channels, planes)| {
+                admit(shape, axes, tile, channels, planes).unwrap()
+            })
+            .collect()
+    }
+
+    /// The extent of each role and the padded size of a tile, computed here from the
+    /// metadata (SPEC §5), not through the view.
+    fn role_extent(v: &TiledView, r: usize) -> u64 {
+        v.layout().axes[r].map_or(1, |a| v.extents()[usize::from(a)])
+    }
+
+    fn padded(v: &TiledView, e: [u64; 4]) -> u64 {
+        let sc = match v.channels() {
+            Channels::Compact => e[3],
+            Channels::PadTo16 => e[3].div_ceil(16) * 16,
+        };
+        (e[0] * e[1] * e[2] * sc * v.planes() as u64).div_ceil(16) * 16
+    }
+
+    /// Every tile of the grid by nested loops in storage order (outer, C, D, H, W):
+    /// `(outer, index, extents)`.
+    fn grid(v: &TiledView) -> std::vec::Vec<(u64, [u64; 4], [u64; 4])> {
+        let n: [u64; 4] =
+            core::array::from_fn(|r| role_extent(v, r).div_ceil(u64::from(v.tile()[r])));
+        let outer: u64 = v
+            .outer_axes()
+            .iter()
+            .map(|&a| v.extents()[usize::from(a)])
+            .product();
+        let ext = |r: usize, i: u64| {
+            let t = u64::from(v.tile()[r]);
+            t.min(role_extent(v, r) - i * t)
+        };
+        let mut out = std::vec::Vec::new();
+        for o in 0..outer {
+            for ic in 0..n[3] {
+                for id in 0..n[0] {
+                    for ih in 0..n[1] {
+                        for iw in 0..n[2] {
+                            let index = [id, ih, iw, ic];
+                            let e = [ext(0, id), ext(1, ih), ext(2, iw), ext(3, ic)];
+                            out.push((o, index, e));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn tile_classes_count_the_grid() {
+        for v in class_cases() {
+            let classes = v.tile_classes();
+            let mut counts = [0u64; TILE_CLASSES];
+            let mut extents = [None; TILE_CLASSES];
+            for (o, index, e) in grid(&v) {
+                if o != 0 {
+                    continue;
+                }
+                // Boundary along r: the tile is shorter than the tile extent.
+                let mask = (0..4)
+                    .filter(|&r| e[r] < u64::from(v.tile()[r]))
+                    .fold(0, |m, r| m | 1 << r);
+                counts[mask] += 1;
+                assert!(extents[mask].is_none_or(|x| x == e), "one extent per class");
+                extents[mask] = Some(e);
+                assert_eq!(v.class_of(index), mask, "{index:?}");
+            }
+            for (mask, c) in classes.iter().enumerate() {
+                assert_eq!(c.mask as usize, mask);
+                assert_eq!(c.count, counts[mask], "mask {mask}: {v:?}");
+                if let Some(e) = extents[mask] {
+                    assert_eq!(c.extents, e);
+                }
+                assert_eq!(v.tile_class(mask), *c);
+            }
+            let bytes: u64 = classes
+                .iter()
+                .map(|c| c.count * padded(&v, c.extents))
+                .sum();
+            assert_eq!(bytes, v.bytes_per_outer());
+            assert_eq!(
+                classes.iter().map(|c| c.count).sum::<u64>(),
+                v.tiles_per_outer()
+            );
+        }
+        assert_eq!(
+            v_empty()
+                .tile_classes()
+                .iter()
+                .map(|c| c.count)
+                .sum::<u64>(),
+            0
+        );
+        assert_eq!(v_empty().tiles().next(), None);
+    }
+
+    fn v_empty() -> TiledView {
+        admit(
+            &[0, 3],
+            [None, None, None, Some(1)],
+            [1, 1, 1, 2],
+            Channels::Compact,
+            2,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn tiles_walk_the_grid_back_to_back() {
+        for v in class_cases() {
+            let expected = grid(&v);
+            let tiles: std::vec::Vec<Tile> = v.tiles().collect();
+            assert_eq!(tiles.len(), expected.len());
+            let mut offset = 0;
+            for (t, &(o, index, e)) in tiles.iter().zip(expected.iter()) {
+                assert_eq!((t.outer, t.index, t.extents), (o, index, e));
+                assert_eq!(t.bytes, padded(&v, e));
+                assert_eq!(t.offset, offset);
+                assert_eq!(
+                    t.offset,
+                    o * v.bytes_per_outer() + v.tile_offset(index).unwrap()
+                );
+                assert_eq!(t.class, v.class_of(index));
+                offset += t.bytes;
+            }
+            assert_eq!(offset, v.capacity());
+        }
     }
 }

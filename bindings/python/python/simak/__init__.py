@@ -13,6 +13,8 @@ Operations (``docs/contract.md`` is the normative contract):
   :func:`quanttess`: to INT8 in that layout, :class:`Layout` for its sizes and offsets,
   :func:`untile` to read a tiled buffer back;
 - :func:`dequantize`: INT8 back to FP32, ``(q - zero_point) / multiplier``;
+- :func:`calibrate_absmax`: the absmax multiplier of a tensor, ``127 / max|x|`` over its
+  finite elements (1.0 when there is none), as ``simak quant --calibrate absmax`` picks it;
 - :mod:`simak.ev74`: the EV74 descriptors (224-byte Quant v1, 216-byte CastTess v1).
 
 Inputs are read in place: NumPy arrays (C order, Fortran order or any strided view with
@@ -27,6 +29,7 @@ from ._native import (
     Layout,
     QuantPlan,
     SimakError,
+    calibrate_absmax,
     casttess,
     dequantize,
     quantize,
@@ -51,6 +54,7 @@ __all__ = [
     "ROUNDING_MODES",
     "SimakError",
     "__version__",
+    "calibrate_absmax",
     "casttess",
     "dequantize",
     "ev74",

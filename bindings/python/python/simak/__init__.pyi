@@ -8,6 +8,7 @@ from ._native import CastTessPlan as CastTessPlan
 from ._native import Layout as Layout
 from ._native import QuantPlan as QuantPlan
 from ._native import SimakError as SimakError
+from ._native import calibrate_absmax as calibrate_absmax
 from ._native import casttess as casttess
 from ._native import dequantize as dequantize
 from ._native import quantize as quantize
@@ -25,6 +26,7 @@ __all__ = [
     "ROUNDING_MODES",
     "SimakError",
     "__version__",
+    "calibrate_absmax",
     "casttess",
     "dequantize",
     "ev74",

@@ -76,6 +76,11 @@ def dequantize(
 ) -> npt.NDArray[np.float32]:
     """INT8 to FP32: ``(q - zero_point) / multiplier``, one binary32 division."""
 
+def calibrate_absmax(x: npt.ArrayLike, dtype: Optional[_DTypeLike] = None) -> float:
+    """The absmax multiplier of FP32/BF16/FP16 ``x`` (rank 0..6, read in place):
+    ``127 / max|x|`` over the finite elements, one binary32 division (nearest-even); 1.0
+    when no element is finite and nonzero. ValueError when the quotient is not finite."""
+
 @final
 class Layout:
     """The MlaTiled layout of a logical shape: sizes in bytes, tile counts, offsets."""
@@ -211,6 +216,7 @@ __all__ = [
     "quanttess",
     "untile",
     "dequantize",
+    "calibrate_absmax",
     "ev74_quant_encode_relocatable",
     "ev74_casttess_encode_relocatable",
     "ev74_decode",
