@@ -398,11 +398,8 @@ impl<U: FpUnit> Firmware<U> {
     }
 }
 
-/// Bytes of the largest descriptor of any entry (Quant v1: 224).
-const MAX_DESCRIPTOR: usize = 224;
-const _: () = assert!(
-    MAX_DESCRIPTOR >= Quant::DESCRIPTOR_SIZE && MAX_DESCRIPTOR >= CastTess::DESCRIPTOR_SIZE
-);
+/// Bytes of the largest descriptor of any entry ([`codec::MAX_DESCRIPTOR_SIZE`]).
+const MAX_DESCRIPTOR: usize = codec::MAX_DESCRIPTOR_SIZE;
 
 /// A native entry this firmware runs: the codec's [`NativeEntry`] plus its execution on the
 /// device. Sealed with the entries.
