@@ -14,8 +14,8 @@ use simak::ev74::{
     Quant,
 };
 use simak::layout::MlaTiled;
-use simak::ops::{Op, casttess};
 use simak::ops::quant::{self, Params, Rounding};
+use simak::ops::{Op, casttess};
 
 use crate::engine::{self, Tensor};
 use crate::error::{CliError, bad_file};

@@ -28,9 +28,9 @@ pub mod sim;
 pub use cost::{Cost, CostModel, EntryCost, WorkerCost};
 pub use run::{SimError, SimOptions, SimRun, run_sim, run_sim_to_vec, run_sim_with};
 pub use simak_core::ev74::{
-    BindError, CastTess, DevicePlan, DeviceRegion, ENTRIES, Entry, MAX_SPAN, NativeEntry, Packet,
-    Quant, RepresentError, Verdict, bind, check_inference, decode, encode, encode_relocatable,
-    entry_by_route, entry_of, entry_or_first, route_index, verdict, verdict_of,
+    BindError, CastTess, DevicePlan, DeviceRegion, ENTRIES, Entry, MAX_DESCRIPTOR_SIZE, MAX_SPAN,
+    NativeEntry, Packet, Quant, RepresentError, Verdict, bind, check_inference, decode, encode,
+    encode_relocatable, entry_by_route, entry_of, entry_or_first, route_index, verdict, verdict_of,
 };
 pub use simak_core::wire::{DecodeCode, DecodeError, Field, FieldValue, Fields};
 pub use simak_ev74_fw as firmware;
