@@ -1,0 +1,234 @@
+//! CastTess (SPEC §4, §5): `casttess` and the reusable `CastTessPlan`.
+
+use pyo3::prelude::*;
+use simak::a65;
+use simak::layout::MlaTiled;
+use simak::ops::casttess as ct;
+use simak::{DType, DynSpec, Port};
+
+use crate::args::{
+    check_threads, default_layout, input_dtype, parse_axes, parse_channels, parse_dtype,
+    parse_tile, parse_u64s,
+};
+use crate::arrays::{Geometry, as_array, same_geometry, tiled_out};
+use crate::errors::{TILED_NAMES, guarded, lib_error};
+use crate::layout::Layout;
+use crate::run::{run_pieces, run_tiled};
+
+/// Converts ``x`` to BF16 in the accelerator's ``MlaTiled`` layout (SPEC §4, §5).
+///
+/// FP32 is rounded to nearest-even BF16 on its bits (subnormals rounded, never flushed;
+/// NaNs not canonicalized: the rounding carries into the exponent, so a NaN with a small
+/// payload such as ``0x7f800001`` becomes the infinity ``0x7f80``, and ``0x7fffffff``
+/// becomes ``0x8000``), FP16 exactly then rounded once, BF16 copied. The layout: the
+/// roles D, H, W, C name logical axes (``axes``), tiles of ``tile`` elements, pixels in
+/// d, h, w order, each pixel storing its channels as a low-byte plane then a high-byte
+/// plane, tiles padded to 16 bytes with zeros.
+///
+/// Args:
+///     x: ``float32``, ``float16`` or ``ml_dtypes.bfloat16`` array of rank 1 to 6, read in
+///         place as for :func:`quantize`.
+///     axes: the logical axis of each role D, H, W, C: ``None`` (absent) or a
+///         nonnegative axis index (a negative index is an error: -1 means "last" in
+///         NumPy but "absent" in the CLI and C).
+///     tile: tile extents in elements for D, H, W, C (1 for an absent role).
+///     channels: ``"compact"`` or ``"pad16"`` (channels padded to a multiple of 16).
+///     dtype: the input's format, as for :func:`quantize`.
+///     out: optional writeable C-contiguous ``uint8`` array of at least ``capacity`` bytes,
+///         16-byte aligned (for example a view of a memory-mapped device buffer): exactly
+///         ``capacity`` bytes are written, padding included; bytes past it are untouched.
+///     threads: native threads to split the call over (``Prepared::split``: pieces of
+///         whole tiles, one per thread, the GIL released); same bytes for every count.
+///
+/// Returns:
+///     ``out``, or a new 1-D ``uint8`` array of ``capacity`` bytes, 16-byte aligned.
+///
+/// Raises:
+///     SimakError: dtype (5), rank (6), layout (43, 44, 47), a view that cannot be read in
+///         place (19, 20, 28, 0x604), ``out`` too small (0x402) or misaligned (0x404),
+///         overlap (0x407), read-only ``out`` (0x605), a bad option string (0x601).
+#[pyfunction]
+#[pyo3(signature = (x, axes=None, tile=None, channels="compact", dtype=None, out=None, threads=1))]
+#[pyo3(
+    text_signature = "(x, axes=(None, 0, 1, 2), tile=(1, 16, 64, 3), channels='compact', dtype=None, out=None, threads=1)"
+)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn casttess<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    axes: Option<&Bound<'py, PyAny>>,
+    tile: Option<&Bound<'py, PyAny>>,
+    channels: &str,
+    dtype: Option<&Bound<'py, PyAny>>,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: i64,
+) -> PyResult<Bound<'py, PyAny>> {
+    guarded(py, || {
+        let threads = check_threads(threads)?;
+        let (axes, tile) = default_layout(py, axes, tile)?;
+        let given = dtype.map(|d| parse_dtype(py, d)).transpose()?;
+        let xa = as_array(x)?;
+        let dt = input_dtype(py, &xa, "x", given)?;
+        let gin = Geometry::read(py, &xa, "x", 1)?;
+        let layout = MlaTiled::new(
+            parse_axes(py, &axes)?,
+            parse_tile(py, &tile)?,
+            parse_channels(py, channels)?,
+        );
+        let plan = ct::check_inference_dyn(&ct::DynRequest {
+            input: gin.spec(dt),
+            output: ct::TiledSpec {
+                extents: gin.extents(),
+                dtype: DType::BF16,
+                layout,
+            },
+        })
+        .map_err(|e| lib_error(py, e, TILED_NAMES))?;
+        let prepared = a65::casttess::prepare(&plan);
+        let (oa, address, len) = tiled_out(py, out, plan.output().capacity())?;
+        run_tiled(
+            py,
+            &gin,
+            plan.input().span(),
+            (address, len),
+            plan.elements(),
+            |i, o| match threads {
+                1 => a65::casttess::execute(&prepared, i, o),
+                _ => run_pieces(prepared.split(threads, i, o)?, a65::casttess::Piece::run),
+            },
+        )?;
+        Ok(oa.into_any())
+    })
+}
+
+/// A CastTess plan: input geometry and layout admitted once, the kernel level chosen once.
+///
+/// Args:
+///     shape: logical extents (rank 1 to 6).
+///     dtype: the input's format, as for :func:`quantize`.
+///     axes, tile, channels: as for :func:`casttess`.
+///     input_strides: byte strides per axis (``None``: C order).
+#[pyclass(frozen, module = "simak")]
+pub(crate) struct CastTessPlan {
+    pub(crate) prepared: a65::casttess::Prepared,
+}
+
+#[pymethods]
+impl CastTessPlan {
+    #[new]
+    #[pyo3(signature = (shape, dtype, axes, tile, channels="compact", input_strides=None))]
+    fn new(
+        py: Python<'_>,
+        shape: &Bound<'_, PyAny>,
+        dtype: &Bound<'_, PyAny>,
+        axes: &Bound<'_, PyAny>,
+        tile: &Bound<'_, PyAny>,
+        channels: &str,
+        input_strides: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<CastTessPlan> {
+        guarded(py, || {
+            let extents = parse_u64s(shape, "shape")?;
+            let dt = parse_dtype(py, dtype)?;
+            let strides = input_strides
+                .map(|s| parse_u64s(s, "input_strides"))
+                .transpose()?;
+            let input = match &strides {
+                Some(s) => DynSpec::strided(&extents, s, dt),
+                None => DynSpec::contiguous(&extents, dt),
+            };
+            let layout = MlaTiled::new(
+                parse_axes(py, axes)?,
+                parse_tile(py, tile)?,
+                parse_channels(py, channels)?,
+            );
+            let plan = ct::check_inference_dyn(&ct::DynRequest {
+                input,
+                output: ct::TiledSpec {
+                    extents: &extents,
+                    dtype: DType::BF16,
+                    layout,
+                },
+            })
+            .map_err(|e| lib_error(py, e, TILED_NAMES))?;
+            Ok(CastTessPlan {
+                prepared: a65::casttess::prepare(&plan),
+            })
+        })
+    }
+
+    /// Runs the plan on ``x`` (exactly the plan's shape, dtype and strides) into ``out``
+    /// (as for :func:`casttess`) or a new aligned buffer, split over ``threads`` native
+    /// threads as for :func:`casttess`.
+    #[pyo3(signature = (x, out=None, threads=1))]
+    fn execute<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        out: Option<&Bound<'py, PyAny>>,
+        threads: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guarded(py, || {
+            let threads = check_threads(threads)?;
+            let plan = self.prepared.plan();
+            let xa = as_array(x)?;
+            let dt = input_dtype(py, &xa, "x", Some(plan.input().dtype()))?;
+            let gin = Geometry::read(py, &xa, "x", 1)?;
+            let vin = gin
+                .spec(dt)
+                .admit(Port::Input)
+                .map_err(|e| lib_error(py, e, TILED_NAMES))?;
+            same_geometry(py, &vin, plan.input(), "x", "input")?;
+            let (oa, address, len) = tiled_out(py, out, plan.output().capacity())?;
+            let prepared = self.prepared;
+            run_tiled(
+                py,
+                &gin,
+                plan.input().span(),
+                (address, len),
+                plan.elements(),
+                |i, o| match threads {
+                    1 => a65::casttess::execute(&prepared, i, o),
+                    _ => run_pieces(prepared.split(threads, i, o)?, a65::casttess::Piece::run),
+                },
+            )?;
+            Ok(oa.into_any())
+        })
+    }
+
+    /// The output layout.
+    #[getter]
+    fn layout(&self) -> Layout {
+        Layout {
+            view: *self.prepared.plan().output(),
+        }
+    }
+
+    /// Bytes of the tiled output.
+    #[getter]
+    fn capacity(&self) -> u64 {
+        self.prepared.plan().output().capacity()
+    }
+
+    /// The CastTess kernel level chosen once (a diagnostic name).
+    #[getter]
+    fn implementation(&self) -> &'static str {
+        self.prepared.implementation()
+    }
+
+    /// The input dtype name.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.prepared.plan().input().dtype().name()
+    }
+
+    fn __repr__(&self) -> String {
+        let v = self.prepared.plan().input();
+        format!(
+            "CastTessPlan(shape={:?}, dtype={:?}, capacity={}, implementation={:?})",
+            &v.extents()[..v.rank()],
+            v.dtype().name(),
+            self.capacity(),
+            self.prepared.implementation()
+        )
+    }
+}

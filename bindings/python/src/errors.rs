@@ -1,0 +1,102 @@
+//! `simak.SimakError` and the conversion of library errors into it: the stable code of
+//! `docs/errors.md` on `.code`, a hint naming the argument at fault, and panics turned into
+//! `BINDING_INTERNAL` rather than unwinding into Python.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+create_exception!(
+    simak,
+    SimakError,
+    PyValueError,
+    "An error of the simak library: a rule of the contract (docs/contract.md) was broken.\n\n\
+     ``code`` is the stable numeric code of docs/errors.md (for example 14 for a multiplier\n\
+     that is not > 0, 0x408 for an FP environment with flush-to-zero). A subclass of\n\
+     ValueError."
+);
+
+/// `SimakError(message)` with `.code`.
+pub(crate) fn simak_error(py: Python<'_>, code: u32, message: impl Into<String>) -> PyErr {
+    let err = SimakError::new_err(message.into());
+    // Setting an attribute on a fresh exception instance cannot fail short of memory
+    // exhaustion, which Python then reports on its own.
+    let _ = err.value(py).setattr("code", code);
+    err
+}
+
+/// Which arguments an error is about, for the hints.
+#[derive(Clone, Copy)]
+pub(crate) struct Names {
+    pub(crate) input: &'static str,
+    pub(crate) output: &'static str,
+}
+
+pub(crate) const QUANT_NAMES: Names = Names {
+    input: "x",
+    output: "out",
+};
+
+pub(crate) const TILED_NAMES: Names = Names {
+    input: "x",
+    output: "out",
+};
+
+/// Converts a library error into `SimakError`, adding the way out where the rule is about
+/// a view NumPy made (strides) or the FP environment.
+pub(crate) fn lib_error(py: Python<'_>, e: impl Into<simak::Error>, names: Names) -> PyErr {
+    let e: simak::Error = e.into();
+    let code = e.code();
+    let mut message = e.to_string();
+    let hint_in = format!(
+        "; {} is a view simak cannot read in place: pass np.ascontiguousarray({}) to copy it",
+        names.input, names.input
+    );
+    let hint_out = format!(
+        "; {}= must be an array whose elements do not overlap, such as np.empty(shape, np.int8)",
+        names.output
+    );
+    match code {
+        // Input port stride rules: not a multiple, zero stride (broadcast), overlap.
+        19 | 20 | 28 => message.push_str(&hint_in),
+        0x203 | 21 | 29 => message.push_str(&hint_out),
+        0x403 => message.push_str(&format!(
+            "; the data of {} is not aligned to its element size: pass {}.copy(), a fresh aligned array",
+            names.input, names.input
+        )),
+        0x408 => message.push_str(
+            ": flush-to-zero or denormals-are-zero is set on this thread (for example by \
+             torch.set_flush_denormal(True) or a library built with -ffast-math), which every \
+             SIMD route refuses rather than give other bytes; pass exact=True for the exact \
+             integer route, which does not depend on the FP environment",
+        ),
+        _ => {}
+    }
+    message.push_str(&format!(" (simak error code {code})"));
+    simak_error(py, code, message)
+}
+
+/// Runs `f`, turning a panic into `SimakError` with code `BINDING_INTERNAL`: nothing
+/// panics into Python.
+pub(crate) fn guarded<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned());
+            Err(simak_error(
+                py,
+                simak::error::BINDING_INTERNAL,
+                format!(
+                    "internal error (a simak bug, please report it): {what} (simak error code {})",
+                    simak::error::BINDING_INTERNAL
+                ),
+            ))
+        }
+    }
+}
