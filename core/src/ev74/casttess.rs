@@ -48,12 +48,9 @@ impl NativeEntry for CastTess {
     const VERSION: u16 = 1;
     const ROUTE: u8 = 0x30;
     const ENTRY_TITLE: &'static str = "CastTess v1";
-    super::wire_items!(
-        CastTessDescriptorV1,
-        CastTessRepr,
-        wire::CODES,
-        wire::FORMAT
-    );
+    type Descriptor = CastTessDescriptorV1;
+    type Repr = CastTessRepr;
+    type Bytes = [u8; CastTessDescriptorV1::SIZE];
 
     fn dtype(plan: &Plan) -> DType {
         plan.input().dtype()

@@ -44,7 +44,7 @@ use crate::error::Port;
 use crate::ops::{Op, OpPlan};
 use crate::state::{Bound, Encoded, State};
 use crate::wire::fields::Fields;
-use crate::wire::prefix::{Format, Prefix, PrefixRepr};
+use crate::wire::prefix::{Format, Prefix, PrefixRepr, RawDescriptor};
 use crate::wire::rules::{DecodeCode, DecodeError};
 
 pub mod casttess;
@@ -92,22 +92,22 @@ pub trait NativeEntry: Op + Sealed {
     const VERSION: u16;
     /// Route number.
     const ROUTE: u8;
-    /// Size of the descriptor in bytes.
-    const DESCRIPTOR_SIZE: usize;
-    /// The descriptor's magic word (offset 0).
-    const MAGIC: [u8; 4];
     /// A short title, e.g. `Quant v1`.
     const ENTRY_TITLE: &'static str;
-    /// The codes a descriptor of this entry can be rejected with.
-    const CODES: &'static [DecodeCode];
-    /// The descriptor's format: magic, size, flag bits and both ports by role.
-    const FORMAT: Format;
-    /// The raw descriptor (`wire::<op>::…DescriptorV1`).
-    type Descriptor: fmt::Debug + fmt::Display;
+    /// The raw descriptor (`wire::<op>::…DescriptorV1`), which gives the wire items below.
+    type Descriptor: RawDescriptor<Repr = Self::Repr, Bytes = Self::Bytes>;
     /// The validated descriptor (`wire::<op>::…Repr`).
     type Repr: Copy + PartialEq + fmt::Debug;
     /// The descriptor's bytes, `[u8; DESCRIPTOR_SIZE]`.
     type Bytes: Copy + Eq + AsRef<[u8]> + fmt::Debug;
+    /// Size of the descriptor in bytes.
+    const DESCRIPTOR_SIZE: usize = <Self::Descriptor as RawDescriptor>::SIZE;
+    /// The descriptor's format: magic, size, flag bits and both ports by role.
+    const FORMAT: Format = <Self::Descriptor as RawDescriptor>::FORMAT;
+    /// The descriptor's magic word (offset 0).
+    const MAGIC: [u8; 4] = Self::FORMAT.magic;
+    /// The codes a descriptor of this entry can be rejected with.
+    const CODES: &'static [DecodeCode] = <Self::Descriptor as RawDescriptor>::CODES;
 
     /// The dtype of the plan's prefix port ([`Format::prefix_port`]), the code at offset 8.
     fn dtype(plan: &Self::Plan) -> DType;
@@ -132,24 +132,38 @@ pub trait NativeEntry: Op + Sealed {
     /// The plan's relocatable wire representation (address slots zero).
     fn lower(plan: &Self::Plan) -> Self::Repr;
     /// The shared fields of a representation.
-    fn prefix(repr: &Self::Repr) -> &PrefixRepr;
+    fn prefix(repr: &Self::Repr) -> &PrefixRepr {
+        Self::Descriptor::repr_prefix(repr)
+    }
     /// The shared fields of a representation, to set its address slots.
-    fn prefix_mut(repr: &mut Self::Repr) -> &mut PrefixRepr;
+    fn prefix_mut(repr: &mut Self::Repr) -> &mut PrefixRepr {
+        Self::Descriptor::repr_prefix_mut(repr)
+    }
     /// The descriptor bytes of a representation.
-    fn to_bytes(repr: &Self::Repr) -> Self::Bytes;
+    fn to_bytes(repr: &Self::Repr) -> Self::Bytes {
+        Self::Descriptor::repr_bytes(repr)
+    }
     /// Casts exactly [`NativeEntry::DESCRIPTOR_SIZE`] bytes and checks every rule.
     ///
     /// # Errors
     ///
     /// The first failing rule.
-    fn parse(bytes: &[u8]) -> Result<Self::Repr, DecodeError>;
+    fn parse(bytes: &[u8]) -> Result<Self::Repr, DecodeError> {
+        Self::Descriptor::parse_exact(bytes)
+    }
     /// Views bytes as the raw descriptor (infallible: the array is its size, alignment 1).
-    fn view(bytes: &Self::Bytes) -> &Self::Descriptor;
+    fn view(bytes: &Self::Bytes) -> &Self::Descriptor {
+        Self::Descriptor::view(bytes)
+    }
     /// The raw prefix of a raw descriptor.
-    fn raw_prefix(raw: &Self::Descriptor) -> &Prefix;
+    fn raw_prefix(raw: &Self::Descriptor) -> &Prefix {
+        raw.raw_prefix()
+    }
     /// Every field of `bytes` viewed as the raw descriptor, with its offset; `None` unless
     /// `bytes` is exactly [`NativeEntry::DESCRIPTOR_SIZE`] long.
-    fn fields(bytes: &[u8]) -> Option<Fields>;
+    fn fields(bytes: &[u8]) -> Option<Fields> {
+        Self::Descriptor::listing(bytes)
+    }
 }
 
 /// A plan of entry `E` checked for the EV74 (SPEC §6): its spans fit the 32-bit domain.
@@ -426,48 +440,3 @@ pub fn decode<E: NativeEntry>(bytes: &[u8]) -> Result<E::Repr, DecodeError> {
     }
     Ok(repr)
 }
-
-/// The `NativeEntry` items that only relay a wire file's own (size, codes, parse, view,
-/// prefixes, listing), for an entry whose descriptor is `$raw` with representation `$repr`,
-/// decode codes `$codes` and prefix facts `$format`.
-macro_rules! wire_items {
-    ($raw:ty, $repr:ty, $codes:expr, $format:expr) => {
-        const DESCRIPTOR_SIZE: usize = <$raw>::SIZE;
-        const MAGIC: [u8; 4] = $format.magic;
-        const FORMAT: $crate::wire::prefix::Format = $format;
-        const CODES: &'static [$crate::wire::DecodeCode] = &$codes;
-        type Descriptor = $raw;
-        type Repr = $repr;
-        type Bytes = [u8; <$raw>::SIZE];
-
-        fn prefix(repr: &$repr) -> &$crate::wire::PrefixRepr {
-            &repr.prefix
-        }
-
-        fn prefix_mut(repr: &mut $repr) -> &mut $crate::wire::PrefixRepr {
-            &mut repr.prefix
-        }
-
-        fn to_bytes(repr: &$repr) -> Self::Bytes {
-            repr.to_bytes()
-        }
-
-        fn parse(bytes: &[u8]) -> Result<$repr, $crate::wire::DecodeError> {
-            <$repr>::parse_bytes(bytes)
-        }
-
-        fn view(bytes: &Self::Bytes) -> &$raw {
-            zerocopy::transmute_ref!(bytes)
-        }
-
-        fn raw_prefix(raw: &$raw) -> &$crate::wire::Prefix {
-            &raw.prefix
-        }
-
-        fn fields(bytes: &[u8]) -> Option<$crate::wire::Fields> {
-            <$raw>::new_checked(bytes).ok().map(|raw| raw.fields())
-        }
-    };
-}
-
-pub(crate) use wire_items;

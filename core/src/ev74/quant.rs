@@ -59,7 +59,9 @@ impl NativeEntry for Quant {
     const VERSION: u16 = 1;
     const ROUTE: u8 = 0x2f;
     const ENTRY_TITLE: &'static str = "Quant v1";
-    super::wire_items!(QuantDescriptorV1, QuantRepr, wire::CODES, wire::FORMAT);
+    type Descriptor = QuantDescriptorV1;
+    type Repr = QuantRepr;
+    type Bytes = [u8; QuantDescriptorV1::SIZE];
 
     fn dtype(plan: &Plan) -> DType {
         plan.input().dtype()

@@ -34,6 +34,8 @@
 //!    [`PortAlign`]), and the two ranges apart.
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
+use core::fmt;
+
 use static_assertions::const_assert_eq;
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -757,6 +759,47 @@ impl Prefix {
     }
 }
 
+pub(crate) mod sealed {
+    pub trait Sealed {}
+}
+
+/// An entry's raw descriptor struct seen from the codec: its size, format, rejection codes,
+/// validated representation and byte image, and the functions on them (SPEC §7).
+/// Implemented once per descriptor by the wire file ([`descriptor_items`](self)), so an
+/// EV74 entry (`crate::ev74::NativeEntry`) only names its descriptor type. Sealed.
+pub trait RawDescriptor: sealed::Sealed + fmt::Debug + fmt::Display + Sized {
+    /// Size in bytes.
+    const SIZE: usize;
+    /// The descriptor's format: magic, size, flag bits and both ports by role.
+    const FORMAT: Format;
+    /// The codes a descriptor can be rejected with, in numeric order.
+    const CODES: &'static [DecodeCode];
+    /// The validated representation.
+    type Repr: Copy + PartialEq + fmt::Debug;
+    /// The byte image, `[u8; SIZE]`.
+    type Bytes: Copy + Eq + AsRef<[u8]> + fmt::Debug;
+
+    /// The shared fields of a representation.
+    fn repr_prefix(repr: &Self::Repr) -> &PrefixRepr;
+    /// The shared fields of a representation, to set its address slots.
+    fn repr_prefix_mut(repr: &mut Self::Repr) -> &mut PrefixRepr;
+    /// The descriptor bytes of a representation.
+    fn repr_bytes(repr: &Self::Repr) -> Self::Bytes;
+    /// Casts exactly [`RawDescriptor::SIZE`] bytes and checks every rule.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::Length`], then the first failing rule.
+    fn parse_exact(bytes: &[u8]) -> Result<Self::Repr, DecodeError>;
+    /// Views a byte image as the raw descriptor (infallible: alignment 1, exact size).
+    fn view(bytes: &Self::Bytes) -> &Self;
+    /// The raw prefix.
+    fn raw_prefix(&self) -> &Prefix;
+    /// Every field of `bytes` with its offset; `None` unless exactly
+    /// [`RawDescriptor::SIZE`] long.
+    fn listing(bytes: &[u8]) -> Option<Fields>;
+}
+
 /// The inherent items every entry's raw descriptor `$raw` (of [`SIZE`](self) bytes, the
 /// entry module's `SIZE`) and validated representation `$repr` share: the size, the
 /// length-checked view, the listing, the byte image and the empty test. The entry writes
@@ -786,6 +829,44 @@ macro_rules! descriptor_items {
         impl core::fmt::Display for $raw {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 $crate::wire::fields::write_listing(f, &self.fields())
+            }
+        }
+
+        impl $crate::wire::prefix::sealed::Sealed for $raw {}
+
+        impl $crate::wire::prefix::RawDescriptor for $raw {
+            const SIZE: usize = SIZE;
+            const FORMAT: $crate::wire::prefix::Format = FORMAT;
+            const CODES: &'static [DecodeCode] = &CODES;
+            type Repr = $repr;
+            type Bytes = [u8; SIZE];
+
+            fn repr_prefix(repr: &$repr) -> &$crate::wire::prefix::PrefixRepr {
+                &repr.prefix
+            }
+
+            fn repr_prefix_mut(repr: &mut $repr) -> &mut $crate::wire::prefix::PrefixRepr {
+                &mut repr.prefix
+            }
+
+            fn repr_bytes(repr: &$repr) -> [u8; SIZE] {
+                repr.to_bytes()
+            }
+
+            fn parse_exact(bytes: &[u8]) -> Result<$repr, DecodeError> {
+                <$repr>::parse_bytes(bytes)
+            }
+
+            fn view(bytes: &[u8; SIZE]) -> &$raw {
+                zerocopy::transmute_ref!(bytes)
+            }
+
+            fn raw_prefix(&self) -> &$crate::wire::prefix::Prefix {
+                &self.prefix
+            }
+
+            fn listing(bytes: &[u8]) -> Option<$crate::wire::fields::Fields> {
+                <$raw>::new_checked(bytes).ok().map(|raw| raw.fields())
             }
         }
 
