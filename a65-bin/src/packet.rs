@@ -223,32 +223,19 @@ pub fn verdict<E: NativeEntry>(bytes: &[u8]) -> Verdict {
 /// How a raw field value reads (dtype, flags, multiplier, rounding); empty otherwise.
 fn meaning(kind: Kind, field: &Field) -> String {
     match (field.name, field.value) {
-        ("flags", FieldValue::Hex32(bits)) if kind == Kind::of::<CastTess>() => {
-            let mut parts = vec![if bits & 1 != 0 { "pad16" } else { "compact" }.to_owned()];
-            if bits & !1 != 0 {
-                parts.push(format!("unknown bits 0x{:x}", bits & !1));
-            }
-            parts.join(" | ")
-        }
         (name, FieldValue::I32(-1)) if name.starts_with("axes[") => "absent".to_owned(),
         ("dtype", FieldValue::U32(code)) => DType::from_wire_code(code)
             .map_or_else(|| "invalid".to_owned(), |d| d.name().to_owned()),
         ("flags", FieldValue::Hex32(bits)) => {
+            let format = &kind.format;
             let mut parts = Vec::new();
-            if bits & 1 != 0 {
-                parts.push("input contiguous".to_owned());
-            }
-            if bits & 2 != 0 {
-                parts.push("output contiguous".to_owned());
-            }
-            if bits & !3 != 0 {
-                parts.push(format!("unknown bits 0x{:x}", bits & !3));
-            }
-            if parts.is_empty() {
-                "strided".to_owned()
-            } else {
-                parts.join(" | ")
-            }
+            format
+                .flag_names
+                .describe(bits, format.flag_mask, |part| match part {
+                    Some(text) => parts.push(text.to_owned()),
+                    None => parts.push(format!("unknown bits 0x{:x}", bits & !format.flag_mask)),
+                });
+            parts.join(" | ")
         }
         ("multiplier", FieldValue::Hex32(bits)) => {
             if f32::from_bits(bits).is_finite() {
@@ -650,5 +637,30 @@ mod test {
         assert_eq!(Kind::guess(&[0u8; 216]).title, "CastTess v1");
         assert_eq!(Kind::guess(&[0u8; 224]).title, "Quant v1");
         assert_eq!(Kind::guess(&[0u8; 10]).title, "Quant v1");
+    }
+
+    /// The flag word reads as before the entry table held its names (the CLI's own
+    /// listing of each entry's bits).
+    #[test]
+    fn flag_meanings() {
+        let read = |kind: Kind, bits: u32| {
+            let field = Field {
+                offset: 16,
+                name: "flags",
+                value: FieldValue::Hex32(bits),
+            };
+            meaning(kind, &field)
+        };
+        let (q, c) = (Kind::of::<Quant>(), Kind::of::<CastTess>());
+        assert_eq!(read(q, 0), "strided");
+        assert_eq!(read(q, 1), "input contiguous");
+        assert_eq!(read(q, 2), "output contiguous");
+        assert_eq!(read(q, 3), "input contiguous | output contiguous");
+        assert_eq!(read(q, 0x14), "unknown bits 0x14");
+        assert_eq!(read(q, 0x15), "input contiguous | unknown bits 0x14");
+        assert_eq!(read(c, 0), "compact");
+        assert_eq!(read(c, 1), "pad16");
+        assert_eq!(read(c, 2), "compact | unknown bits 0x2");
+        assert_eq!(read(c, 0x81), "pad16 | unknown bits 0x80");
     }
 }

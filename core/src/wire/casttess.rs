@@ -40,7 +40,8 @@ use crate::error::{AdmissionError, Port};
 use crate::layout::{Channels, MlaTiled, TILE_ALIGN, TileAxis, TiledView};
 use crate::wire::fields::{self, FieldValue, Fields};
 use crate::wire::prefix::{
-    self, Format, PortAlign, PortFormat, PortLayout, Prefix, PrefixRepr, SpanKind, Tail,
+    self, FlagName, FlagNames, Format, PortAlign, PortFormat, PortLayout, Prefix, PrefixRepr,
+    SpanKind, Tail,
 };
 use crate::wire::rules::{DecodeCode, DecodeError, axis_i8, merge_codes};
 
@@ -61,6 +62,14 @@ pub const FORMAT: Format = Format {
     // SIZE is 216 (statically asserted), which fits u16.
     size: SIZE as u16,
     flag_mask: CastTessFlags::all().bits(),
+    flag_names: FlagNames {
+        bits: &[FlagName {
+            bit: CastTessFlags::PAD_TO_16.bits(),
+            set: "pad16",
+            clear: Some("compact"),
+        }],
+        none: "compact",
+    },
     input: prefix::FLOAT_INPUT,
     output: PortFormat {
         layout: PortLayout::Tiled,

@@ -263,6 +263,55 @@ impl PortFormat {
     }
 }
 
+/// How one flag bit of a descriptor reads in a field listing (`simak packet decode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlagName {
+    /// The bit's mask.
+    pub bit: u32,
+    /// Its meaning when set.
+    pub set: &'static str,
+    /// Its meaning when clear, if it has one (e.g. CastTess's `compact`).
+    pub clear: Option<&'static str>,
+}
+
+/// How a descriptor's flag word reads: the meaning of each defined bit, and the text of a
+/// word with no meaning at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlagNames {
+    /// The defined bits, in listing order.
+    pub bits: &'static [FlagName],
+    /// The meaning of a word that sets no named bit, clears none with a name and has no
+    /// unknown bit (Quant: `strided`).
+    pub none: &'static str,
+}
+
+impl FlagNames {
+    /// Calls `part` with each meaning of `word`, in order: every defined bit's set or
+    /// clear meaning, then `None` for the unknown bits if any (their mask is
+    /// `word & !mask`); the `none` text when nothing else was given.
+    pub fn describe(&self, word: u32, mask: u32, mut part: impl FnMut(Option<&'static str>)) {
+        let mut any = false;
+        for b in self.bits {
+            let text = if word & b.bit != 0 {
+                Some(b.set)
+            } else {
+                b.clear
+            };
+            if let Some(t) = text {
+                part(Some(t));
+                any = true;
+            }
+        }
+        if word & !mask != 0 {
+            part(None);
+            any = true;
+        }
+        if !any {
+            part(Some(self.none));
+        }
+    }
+}
+
 /// What a descriptor format fixes about its prefix and ports (`docs/contract.md` §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Format {
@@ -272,6 +321,8 @@ pub struct Format {
     pub size: u16,
     /// The flag bits the entry defines; any other bit is [`DecodeError::UnknownFlags`].
     pub flag_mask: u32,
+    /// How the flag bits read in a listing.
+    pub flag_names: FlagNames,
     /// The input port (address slot 24, span 48).
     pub input: PortFormat,
     /// The output port (address slot 32, span 56).

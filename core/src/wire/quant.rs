@@ -31,6 +31,7 @@ use crate::wire::prefix::{
     self, Format, PortAlign, PortFormat, PortLayout, Prefix, PrefixRepr, SpanKind, Tail, load_u64s,
     store_u64s,
 };
+use crate::wire::prefix::{FlagName, FlagNames};
 use crate::wire::rules::{DecodeCode, DecodeError, merge_codes};
 
 pub use crate::wire::prefix::{ADDRESS_LIMIT, VERSION};
@@ -46,6 +47,21 @@ pub const FORMAT: Format = Format {
     // SIZE is 224 (statically asserted), which fits u16.
     size: SIZE as u16,
     flag_mask: QuantFlags::all().bits(),
+    flag_names: FlagNames {
+        bits: &[
+            FlagName {
+                bit: QuantFlags::INPUT_CONTIGUOUS.bits(),
+                set: "input contiguous",
+                clear: None,
+            },
+            FlagName {
+                bit: QuantFlags::OUTPUT_CONTIGUOUS.bits(),
+                set: "output contiguous",
+                clear: None,
+            },
+        ],
+        none: "strided",
+    },
     input: prefix::FLOAT_INPUT,
     output: PortFormat {
         layout: PortLayout::Strided,
