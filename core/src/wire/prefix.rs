@@ -955,3 +955,134 @@ macro_rules! descriptor_items {
 }
 
 pub(crate) use descriptor_items;
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+mod test {
+    //! The shared parse with the ports swapped: a made-up format whose input is tiled (its
+    //! tail would describe it) and whose output is the strided prefix port (SPEC §12's
+    //! Detess shape). Nothing in the prefix changes for it; the rules name the output port.
+
+    use zerocopy::FromZeros;
+
+    use super::*;
+
+    /// A descriptor of the prefix and one reserved word: the tail's port is not checked.
+    #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+    #[repr(C)]
+    struct Swapped {
+        prefix: Prefix,
+        reserved: U32,
+    }
+
+    const SWAPPED: Format = Format {
+        magic: *b"SKTT",
+        size: 164,
+        flag_mask: 0,
+        flag_names: FlagNames {
+            bits: &[],
+            none: "",
+        },
+        input: PortFormat {
+            layout: PortLayout::Tiled,
+            dtypes: &[DType::BF16],
+            span: SpanKind::Physical,
+            align: PortAlign::Bytes(16),
+        },
+        output: PortFormat {
+            layout: PortLayout::Strided,
+            dtypes: &[DType::F32],
+            span: SpanKind::Accessed,
+            align: PortAlign::Element,
+        },
+        prefix_port: Port::Output,
+    };
+
+    impl Tail for Swapped {
+        type Params = ();
+        type Output = ();
+        type Repr = PrefixRepr;
+        const FORMAT: Format = SWAPPED;
+        const RESERVED: &'static [u16] = &[];
+
+        fn prefix(&self) -> &Prefix {
+            &self.prefix
+        }
+        fn check_params(&self, _rank: u8) -> Result<(), DecodeError> {
+            Ok(())
+        }
+        fn check_output(&self, _: &PrefixRepr, _: u32, _: &()) -> Result<(), DecodeError> {
+            Ok(())
+        }
+        fn finish(prefix: PrefixRepr, _: u32, _: (), _: ()) -> PrefixRepr {
+            prefix
+        }
+    }
+
+    /// `[2, 3]` FP32 output with row-major strides 12, 4 (span 24 bytes); a 32-byte tiled
+    /// input at 0x1000, the output at 0x2000.
+    fn packet(edit: impl FnOnce(&mut Prefix)) -> Result<PrefixRepr, DecodeError> {
+        let mut raw = Swapped::new_zeroed();
+        let mut extents = [0u64; MAX_RANK];
+        extents[..2].copy_from_slice(&[2, 3]);
+        let mut strides = [0u64; MAX_RANK];
+        strides[..2].copy_from_slice(&[12, 4]);
+        raw.prefix = PrefixRepr {
+            dtype: DType::F32,
+            rank: 2,
+            input_address: 0x1000,
+            output_address: 0x2000,
+            elements: 6,
+            input_span: 32,
+            output_span: 24,
+            extents,
+            input_strides: strides,
+        }
+        .emit(&SWAPPED, 0);
+        edit(&mut raw.prefix);
+        parse(&raw)
+    }
+
+    #[test]
+    fn a_tiled_input_and_a_strided_output_parse_with_the_output_named() {
+        let ok = packet(|_| {}).unwrap();
+        assert_eq!((ok.input_span, ok.output_span), (32, 24));
+        // The output's dtype is the prefix's, and only FP32 is admitted.
+        assert_eq!(
+            packet(|p| p.dtype = U32::new(1)),
+            Err(DecodeError::DType { code: 1 })
+        );
+        // The strided port is the output: its span and its strides' rules name it.
+        assert_eq!(
+            packet(|p| p.output_span = U64::new(20)),
+            Err(DecodeError::Span {
+                port: Port::Output,
+                expected: 24,
+                found: 20
+            })
+        );
+        assert_eq!(
+            packet(|p| p.input_strides[1] = U64::new(0)).map_err(|e| e.rule()),
+            Err(DecodeCode::OutputZeroStride)
+        );
+        // Each port's alignment is its own: 16 bytes for the tiled input, the element size
+        // (4) for the output.
+        assert_eq!(
+            packet(|p| p.input_address = U64::new(0x1008)),
+            Err(DecodeError::Misaligned {
+                port: Port::Input,
+                address: 0x1008,
+                align: 16
+            })
+        );
+        assert!(packet(|p| p.output_address = U64::new(0x2004)).is_ok());
+        assert_eq!(
+            packet(|p| p.output_address = U64::new(0x2002)),
+            Err(DecodeError::Misaligned {
+                port: Port::Output,
+                address: 0x2002,
+                align: 4
+            })
+        );
+    }
+}
