@@ -431,7 +431,7 @@ pub enum DecodeError {
 
 /// The code of a nonzero reserved word, by its byte offset: the one table of them (the
 /// prefix's word at 20 and each entry tail's). The shared parse asserts at compile time that
-/// every reserved offset a tail lists is here ([`reserved_words_known`]), so a new entry's
+/// every reserved offset a tail lists is here (`reserved_words_known`), so a new entry's
 /// reserved word cannot be reported under another word's code.
 pub const RESERVED_WORDS: [(u16, DecodeCode); 4] = [
     (20, DecodeCode::Reserved20),
