@@ -4,17 +4,6 @@
 //! Every place that needs the set of entries as data reads this table: the CLI's
 //! `packet decode`, the Python and C bindings' decoders, the firmware's capability table and
 //! the simulator's cost model. A new entry is one row here.
-//!
-//! ```
-//! use simak_core::ev74::{self, Verdict};
-//!
-//! assert_eq!(ev74::ENTRIES.map(|e| e.route), [0x2f, 0x30]);
-//! let entry = ev74::entry_of(b"SKCT").unwrap(); // by its magic, even truncated
-//! assert_eq!((entry.title, entry.size), ("CastTess v1", 216));
-//! assert_eq!(ev74::entry_of(&[0u8; 224]).unwrap().title, "Quant v1"); // by its size
-//! assert!(ev74::entry_of(b"XXXX").is_none());
-//! assert!(matches!(ev74::verdict(&[0u8; 10]), Verdict::Invalid(_)));
-//! ```
 
 use core::fmt;
 
@@ -204,6 +193,17 @@ pub const fn route_index(route: u8) -> Option<usize> {
 
 /// Which entry a descriptor's bytes are: the entry whose magic word they start with, else
 /// the one whose size they have; `None` when neither tells.
+///
+/// ```
+/// use simak_core::ev74::{self, Verdict};
+///
+/// assert_eq!(ev74::ENTRIES.map(|e| e.route), [0x2f, 0x30]);
+/// let entry = ev74::entry_of(b"SKCT").unwrap(); // by its magic, even truncated
+/// assert_eq!((entry.title, entry.size), ("CastTess v1", 216));
+/// assert_eq!(ev74::entry_of(&[0u8; 224]).unwrap().title, "Quant v1"); // by its size
+/// assert!(ev74::entry_of(b"XXXX").is_none());
+/// assert!(matches!(ev74::verdict(&[0u8; 10]), Verdict::Invalid(_)));
+/// ```
 pub fn entry_of(bytes: &[u8]) -> Option<&'static Entry> {
     let magic = bytes.first_chunk::<4>();
     ENTRIES
