@@ -134,6 +134,18 @@ unsafe fn bytes_in<'a, E: NativeEntry>(
     Ok(unsafe { std::slice::from_raw_parts(bytes, length) })
 }
 
+/// The device decoder's checks of entry `E` on the caller's bytes (SPEC §7).
+///
+/// # Safety
+///
+/// `bytes` is null or readable for `length` bytes, unchanged during the call.
+unsafe fn validate<E: NativeEntry>(bytes: *const u8, length: usize) -> Result<(), Failure> {
+    // SAFETY: the caller's contract.
+    let bytes = unsafe { bytes_in::<E>(bytes, length) }?;
+    ev74::decode::<E>(bytes)?;
+    Ok(())
+}
+
 /// The device check, then the relocatable packet into `packet`.
 ///
 /// # Safety
@@ -276,9 +288,7 @@ pub unsafe extern "C" fn simak_ev74_quant_validate(
 ) -> u32 {
     let body = || {
         // SAFETY: this function's contract.
-        let bytes = unsafe { bytes_in::<Quant>(bytes, length) }?;
-        ev74::decode::<Quant>(bytes)?;
-        Ok(())
+        unsafe { validate::<Quant>(bytes, length) }
     };
     // SAFETY: `error` is null or writable by this function's contract.
     unsafe { guard(error, body) }
@@ -406,9 +416,7 @@ pub unsafe extern "C" fn simak_ev74_casttess_validate(
 ) -> u32 {
     let body = || {
         // SAFETY: this function's contract.
-        let bytes = unsafe { bytes_in::<CastTess>(bytes, length) }?;
-        ev74::decode::<CastTess>(bytes)?;
-        Ok(())
+        unsafe { validate::<CastTess>(bytes, length) }
     };
     // SAFETY: `error` is null or writable by this function's contract.
     unsafe { guard(error, body) }
