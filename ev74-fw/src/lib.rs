@@ -352,6 +352,7 @@ impl<U: FpUnit> Firmware<U> {
                 found: command.version,
             });
         }
+        // One arm per row of the entry table (asserted below `MAX_DESCRIPTOR`).
         match command.route {
             Quant::ROUTE => self.run_command::<Quant, P>(platform, command),
             CastTess::ROUTE => self.run_command::<CastTess, P>(platform, command),
@@ -400,6 +401,15 @@ impl<U: FpUnit> Firmware<U> {
 
 /// Bytes of the largest descriptor of any entry ([`codec::MAX_DESCRIPTOR_SIZE`]).
 const MAX_DESCRIPTOR: usize = codec::MAX_DESCRIPTOR_SIZE;
+
+// `Firmware::dispatch` has an arm for every entry of the library's table: a new row fails
+// here until its arm (and its `FirmwareEntry` impl) is written.
+#[allow(clippy::indexing_slicing)]
+const _: () = assert!(
+    codec::ENTRIES.len() == 2
+        && codec::ENTRIES[0].is::<Quant>()
+        && codec::ENTRIES[1].is::<CastTess>()
+);
 
 /// A native entry this firmware runs: the codec's [`NativeEntry`] plus its execution on the
 /// device. Sealed with the entries.
