@@ -2,6 +2,7 @@
 //! (224 bytes) and CastTess v1 (216 bytes) descriptors of SPEC §7 as the library encodes
 //! them, and the device-side verdict on any file.
 
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
@@ -9,11 +10,12 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use simak::DType;
 use simak::ev74::{
-    self, CastTess, DecodeError, DevicePlan, DeviceRegion, Field, FieldValue, NativeEntry, Quant,
+    self, CastTess, DecodeError, DevicePlan, DeviceRegion, Entry, Field, FieldValue, NativeEntry,
+    Quant,
 };
 use simak::layout::MlaTiled;
-use simak::ops::casttess;
 use simak::ops::quant::{self, Params, Rounding};
+use simak::ops::{Op, casttess};
 
 use crate::engine::{self, Tensor};
 use crate::error::{CliError, bad_file};
@@ -125,50 +127,28 @@ pub struct DecodeArgs {
     packet: PathBuf,
 }
 
-/// Which descriptor a file holds: one native entry's facts and its listing and verdict
-/// functions (the generic ones at that entry).
-#[derive(Debug, Clone, Copy)]
-pub struct Kind {
-    /// `Quant v1` or `CastTess v1`.
-    pub title: &'static str,
-    magic: [u8; 4],
-    size: usize,
-    entry: &'static str,
-    route: u8,
-    fields: fn(&[u8]) -> Option<simak::ev74::Fields>,
-    verdict: fn(&[u8]) -> Verdict,
-}
+/// Which descriptor a file holds: a row of the library's entry table ([`ev74::ENTRIES`]),
+/// with its facts and its listing and verdict functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kind(Entry);
 
-impl PartialEq for Kind {
-    fn eq(&self, other: &Self) -> bool {
-        self.route == other.route
+impl Deref for Kind {
+    type Target = Entry;
+    fn deref(&self) -> &Entry {
+        &self.0
     }
 }
 
 impl Kind {
     /// The kind of entry `E`.
     pub const fn of<E: NativeEntry>() -> Kind {
-        Kind {
-            title: E::TITLE,
-            magic: E::MAGIC,
-            size: E::DESCRIPTOR_SIZE,
-            entry: E::NAME,
-            route: E::ROUTE,
-            fields: E::fields,
-            verdict: verdict::<E>,
-        }
+        Kind(Entry::of::<E>())
     }
 
-    /// Every entry a file may hold.
-    pub const ALL: [Kind; 2] = [Kind::of::<Quant>(), Kind::of::<CastTess>()];
-
-    /// The descriptor a file most likely holds: by its magic, else by its length, else
-    /// Quant v1 (whose rules then name what is wrong).
+    /// The descriptor a file most likely holds ([`ev74::entry_or_first`]): by its magic,
+    /// else by its length, else Quant v1 (whose rules then name what is wrong).
     pub fn guess(bytes: &[u8]) -> Kind {
-        let by = |f: &dyn Fn(&Kind) -> bool| Kind::ALL.into_iter().find(|k| f(k));
-        by(&|k| bytes.get(..4) == Some(&k.magic[..]))
-            .or_else(|| by(&|k| bytes.len() == k.size))
-            .unwrap_or(Kind::of::<Quant>())
+        Kind(*ev74::entry_or_first(bytes))
     }
 
     /// `quant-v1` or `casttess-v1`.
@@ -222,51 +202,40 @@ impl Verdict {
     }
 }
 
-/// The verdict of entry `E`'s device-side rules on `bytes`: every rule of the descriptor's
-/// parser; a packet with both address slots zero is a valid relocatable packet, any other
-/// one must pass the device's `decode` (both slots bound for a nonempty packet).
-pub fn verdict<E: NativeEntry>(bytes: &[u8]) -> Verdict {
-    match E::parse(bytes) {
-        Err(e) => Verdict::Invalid(e.into()),
-        Ok(r) if E::prefix(&r).input_address == 0 && E::prefix(&r).output_address == 0 => {
-            Verdict::Relocatable
+impl From<ev74::Verdict> for Verdict {
+    fn from(v: ev74::Verdict) -> Verdict {
+        match v {
+            ev74::Verdict::Relocatable => Verdict::Relocatable,
+            ev74::Verdict::Bound => Verdict::Bound,
+            ev74::Verdict::Invalid(e) => Verdict::Invalid(e.into()),
         }
-        Ok(_) => match ev74::decode::<E>(bytes) {
-            Ok(_) => Verdict::Bound,
-            Err(e) => Verdict::Invalid(e.into()),
-        },
     }
+}
+
+/// The verdict of entry `E`'s device-side rules on `bytes` ([`ev74::verdict_of`]): every
+/// rule of the descriptor's parser; a packet with both address slots zero is a valid
+/// relocatable packet, any other one must pass the device's `decode` (both slots bound for
+/// a nonempty packet).
+pub fn verdict<E: NativeEntry>(bytes: &[u8]) -> Verdict {
+    ev74::verdict_of::<E>(bytes).into()
 }
 
 /// How a raw field value reads (dtype, flags, multiplier, rounding); empty otherwise.
 fn meaning(kind: Kind, field: &Field) -> String {
     match (field.name, field.value) {
-        ("flags", FieldValue::Hex32(bits)) if kind == Kind::of::<CastTess>() => {
-            let mut parts = vec![if bits & 1 != 0 { "pad16" } else { "compact" }.to_owned()];
-            if bits & !1 != 0 {
-                parts.push(format!("unknown bits 0x{:x}", bits & !1));
-            }
-            parts.join(" | ")
-        }
         (name, FieldValue::I32(-1)) if name.starts_with("axes[") => "absent".to_owned(),
         ("dtype", FieldValue::U32(code)) => DType::from_wire_code(code)
             .map_or_else(|| "invalid".to_owned(), |d| d.name().to_owned()),
         ("flags", FieldValue::Hex32(bits)) => {
+            let format = &kind.format;
             let mut parts = Vec::new();
-            if bits & 1 != 0 {
-                parts.push("input contiguous".to_owned());
-            }
-            if bits & 2 != 0 {
-                parts.push("output contiguous".to_owned());
-            }
-            if bits & !3 != 0 {
-                parts.push(format!("unknown bits 0x{:x}", bits & !3));
-            }
-            if parts.is_empty() {
-                "strided".to_owned()
-            } else {
-                parts.join(" | ")
-            }
+            format
+                .flag_names
+                .describe(bits, format.flag_mask, |part| match part {
+                    Some(text) => parts.push(text.to_owned()),
+                    None => parts.push(format!("unknown bits 0x{:x}", bits & !format.flag_mask)),
+                });
+            parts.join(" | ")
         }
         ("multiplier", FieldValue::Hex32(bits)) => {
             if f32::from_bits(bits).is_finite() {
@@ -337,7 +306,7 @@ fn listing(kind: Kind, file: &Path, bytes: &[u8]) -> (Listing, Verdict) {
                 .collect()
         })
         .unwrap_or_default();
-    let verdict = (kind.verdict)(bytes);
+    let verdict = Verdict::from((kind.verdict)(bytes));
     let rejection = match &verdict {
         Verdict::Invalid(r) => Some(r.clone()),
         _ => None,
@@ -360,7 +329,7 @@ fn listing(kind: Kind, file: &Path, bytes: &[u8]) -> (Listing, Verdict) {
             descriptor: kind.id(),
             title: kind.title,
             size: kind.size,
-            entry: kind.entry,
+            entry: kind.name,
             route: kind.route,
             bytes: bytes.len(),
             fields,
@@ -491,7 +460,7 @@ pub trait EncodeArgs {
     fn plan(
         tensor: &Tensor<'_>,
         params: &Self::Params,
-    ) -> Result<<Self::Entry as NativeEntry>::Plan, String>;
+    ) -> Result<<Self::Entry as Op>::Plan, String>;
 }
 
 impl EncodeArgs for EncodeQuantArgs {
@@ -668,5 +637,30 @@ mod test {
         assert_eq!(Kind::guess(&[0u8; 216]).title, "CastTess v1");
         assert_eq!(Kind::guess(&[0u8; 224]).title, "Quant v1");
         assert_eq!(Kind::guess(&[0u8; 10]).title, "Quant v1");
+    }
+
+    /// The flag word reads as before the entry table held its names (the CLI's own
+    /// listing of each entry's bits).
+    #[test]
+    fn flag_meanings() {
+        let read = |kind: Kind, bits: u32| {
+            let field = Field {
+                offset: 16,
+                name: "flags",
+                value: FieldValue::Hex32(bits),
+            };
+            meaning(kind, &field)
+        };
+        let (q, c) = (Kind::of::<Quant>(), Kind::of::<CastTess>());
+        assert_eq!(read(q, 0), "strided");
+        assert_eq!(read(q, 1), "input contiguous");
+        assert_eq!(read(q, 2), "output contiguous");
+        assert_eq!(read(q, 3), "input contiguous | output contiguous");
+        assert_eq!(read(q, 0x14), "unknown bits 0x14");
+        assert_eq!(read(q, 0x15), "input contiguous | unknown bits 0x14");
+        assert_eq!(read(c, 0), "compact");
+        assert_eq!(read(c, 1), "pad16");
+        assert_eq!(read(c, 2), "compact | unknown bits 0x2");
+        assert_eq!(read(c, 0x81), "pad16 | unknown bits 0x80");
     }
 }

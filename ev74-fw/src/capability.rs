@@ -3,7 +3,7 @@
 //! A Runtime probes the table after connecting; a missing entry is an error, never a reason
 //! to reinterpret a packet for another entry or to fall back to the A65.
 
-use simak_core::ev74::{CastTess, NativeEntry, Quant};
+use simak_core::ev74::{CastTess, ENTRIES, Entry, NativeEntry, Quant};
 
 /// Advertised-entry flag word: one bit per native entry of [`TABLE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -35,21 +35,52 @@ pub struct Capability {
 }
 
 impl Capability {
-    /// The capability of native entry `E` with bit `flag`.
-    pub const fn of<E: NativeEntry>(flag: Capabilities) -> Capability {
+    /// The capability of the table's entry `entry` with bit `flag`.
+    pub const fn from_entry(entry: &Entry, flag: Capabilities) -> Capability {
         Capability {
-            name: E::NAME,
-            version: E::VERSION,
-            route: E::ROUTE,
+            name: entry.name,
+            version: entry.version,
+            route: entry.route,
             flag,
         }
     }
 
+    /// The capability of native entry `E` with bit `flag`.
+    pub const fn of<E: NativeEntry>(flag: Capabilities) -> Capability {
+        Capability::from_entry(&Entry::of::<E>(), flag)
+    }
+
     /// Whether this is entry `E` (name, version and route).
     pub fn is<E: NativeEntry>(&self) -> bool {
-        self.name == E::NAME && self.version == E::VERSION && self.route == E::ROUTE
+        self.name == E::ENTRY_NAME && self.version == E::VERSION && self.route == E::ROUTE
     }
 }
+
+/// Number of native entries ([`ENTRIES`]).
+const COUNT: usize = ENTRIES.len();
+
+/// One capability per row of the library's entry table, in its order; row `i` has bit `i`.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const fn table() -> [Capability; COUNT] {
+    let mut out = [Capability {
+        name: "",
+        version: 0,
+        route: 0,
+        flag: Capabilities::empty(),
+    }; COUNT];
+    let mut i = 0;
+    while i < COUNT {
+        out[i] = Capability::from_entry(&ENTRIES[i], Capabilities::from_bits_retain(1 << i));
+        i += 1;
+    }
+    out
+}
+
+const TABLE_ROWS: [Capability; COUNT] = table();
+
+/// Every native entry this firmware build implements: the library's [`ENTRIES`], row `i`
+/// with bit `i` of [`Capabilities`].
+pub const TABLE: &[Capability] = &TABLE_ROWS;
 
 /// The Quant v1 native entry (SPEC §7: route 47 = 0x2F).
 pub const QUANT_V1: Capability = Capability::of::<Quant>(Capabilities::QUANT_V1);
@@ -57,8 +88,15 @@ pub const QUANT_V1: Capability = Capability::of::<Quant>(Capabilities::QUANT_V1)
 /// The CastTess v1 native entry (SPEC §7: route 48 = 0x30).
 pub const CASTTESS_V1: Capability = Capability::of::<CastTess>(Capabilities::CASTTESS_V1);
 
-/// Every native entry this firmware build implements.
-pub const TABLE: &[Capability] = &[QUANT_V1, CASTTESS_V1];
+/// The named bits are the table's.
+#[allow(clippy::indexing_slicing)]
+const _: () = assert!(
+    TABLE_ROWS[0].route == QUANT_V1.route
+        && TABLE_ROWS[0].flag.bits() == QUANT_V1.flag.bits()
+        && TABLE_ROWS[1].route == CASTTESS_V1.route
+        && TABLE_ROWS[1].flag.bits() == CASTTESS_V1.flag.bits()
+        && COUNT <= 32
+);
 
 /// The native entries advertised by a default build (all of [`TABLE`]).
 pub const CAPABILITIES: &[Capability] = TABLE;

@@ -353,6 +353,7 @@ impl<U: FpUnit> Firmware<U> {
                 found: command.version,
             });
         }
+        // One arm per row of the entry table (asserted below `MAX_DESCRIPTOR`).
         match command.route {
             Quant::ROUTE => self.run_command::<Quant, P>(platform, command),
             CastTess::ROUTE => self.run_command::<CastTess, P>(platform, command),
@@ -399,10 +400,16 @@ impl<U: FpUnit> Firmware<U> {
     }
 }
 
-/// Bytes of the largest descriptor of any entry (Quant v1: 224).
-const MAX_DESCRIPTOR: usize = 224;
+/// Bytes of the largest descriptor of any entry ([`codec::MAX_DESCRIPTOR_SIZE`]).
+const MAX_DESCRIPTOR: usize = codec::MAX_DESCRIPTOR_SIZE;
+
+// `Firmware::dispatch` has an arm for every entry of the library's table: a new row fails
+// here until its arm (and its `FirmwareEntry` impl) is written.
+#[allow(clippy::indexing_slicing)]
 const _: () = assert!(
-    MAX_DESCRIPTOR >= Quant::DESCRIPTOR_SIZE && MAX_DESCRIPTOR >= CastTess::DESCRIPTOR_SIZE
+    codec::ENTRIES.len() == 2
+        && codec::ENTRIES[0].is::<Quant>()
+        && codec::ENTRIES[1].is::<CastTess>()
 );
 
 /// A native entry this firmware runs: the codec's [`NativeEntry`] plus its execution on the

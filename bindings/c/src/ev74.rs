@@ -3,6 +3,7 @@
 //! struct, for Quant v1 (224 bytes) and CastTess v1 (216 bytes).
 
 use simak::ev74::{self, BindError, CastTess, DecodeError, DeviceRegion, NativeEntry, Quant};
+use simak::ops::OpPlan;
 
 use crate::{
     Failure, borrow, dtype_code, guard, put, simak_casttess_plan, simak_error, simak_quant_plan,
@@ -13,8 +14,14 @@ pub const SIMAK_EV74_QUANT_DESCRIPTOR_SIZE: u32 = 224;
 /// Bytes of a CastTess v1 descriptor.
 pub const SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE: u32 = 216;
 
-const _: () = assert!(Quant::DESCRIPTOR_SIZE == SIMAK_EV74_QUANT_DESCRIPTOR_SIZE as usize);
-const _: () = assert!(CastTess::DESCRIPTOR_SIZE == SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE as usize);
+// The C constants are literals (cbindgen writes them as `#define`s); they are the table's.
+const _: () = assert!(
+    ev74::ENTRIES.len() == 2
+        && ev74::ENTRIES[0].is::<Quant>()
+        && ev74::ENTRIES[0].size == SIMAK_EV74_QUANT_DESCRIPTOR_SIZE as usize
+        && ev74::ENTRIES[1].is::<CastTess>()
+        && ev74::ENTRIES[1].size == SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE as usize
+);
 
 /// The fields of a Quant v1 descriptor that passed the decoder's rules (SPEC §7).
 #[repr(C)]
@@ -127,16 +134,29 @@ unsafe fn bytes_in<'a, E: NativeEntry>(
     Ok(unsafe { std::slice::from_raw_parts(bytes, length) })
 }
 
+/// The device decoder's checks of entry `E` on the caller's bytes (SPEC §7).
+///
+/// # Safety
+///
+/// `bytes` is null or readable for `length` bytes, unchanged during the call.
+unsafe fn validate<E: NativeEntry>(bytes: *const u8, length: usize) -> Result<(), Failure> {
+    // SAFETY: the caller's contract.
+    let bytes = unsafe { bytes_in::<E>(bytes, length) }?;
+    ev74::decode::<E>(bytes)?;
+    Ok(())
+}
+
 /// The device check, then the relocatable packet into `packet`.
 ///
 /// # Safety
 ///
 /// `packet` is null or writable for the descriptor's size.
-unsafe fn encode_relocatable<E: NativeEntry>(
-    plan: &E::Plan,
-    packet: *mut u8,
-) -> Result<(), Failure> {
-    let device = ev74::check_inference::<E>(plan)?;
+unsafe fn encode_relocatable<P>(plan: &P, packet: *mut u8) -> Result<(), Failure>
+where
+    P: OpPlan,
+    P::Op: NativeEntry,
+{
+    let device = ev74::check_inference(plan)?;
     let encoded = ev74::encode_relocatable(&device);
     // SAFETY: the caller's contract.
     unsafe { copy_out(encoded.as_bytes().as_ref(), packet, "packet") }
@@ -148,23 +168,27 @@ unsafe fn encode_relocatable<E: NativeEntry>(
 ///
 /// `encoded` is null or readable, `bound` null or writable, for the descriptor's size (they
 /// may be the same buffer).
-unsafe fn bind<E: NativeEntry>(
-    plan: &E::Plan,
+unsafe fn bind<P>(
+    plan: &P,
     encoded: *const u8,
     input: DeviceRegion,
     output: DeviceRegion,
     bound: *mut u8,
-) -> Result<(), Failure> {
+) -> Result<(), Failure>
+where
+    P: OpPlan,
+    P::Op: NativeEntry,
+{
     if encoded.is_null() {
         return Err(Failure::null("encoded"));
     }
     if bound.is_null() {
         return Err(Failure::null("bound"));
     }
-    let device = ev74::check_inference::<E>(plan)?;
+    let device = ev74::check_inference(plan)?;
     let relocatable = ev74::encode_relocatable(&device);
-    let mut given = [0u8; 256];
-    let given = &mut given[..E::DESCRIPTOR_SIZE];
+    let mut given = [0u8; ev74::MAX_DESCRIPTOR_SIZE];
+    let given = &mut given[..<P::Op as NativeEntry>::DESCRIPTOR_SIZE];
     // SAFETY: `encoded` is readable for the descriptor's size by the caller's contract;
     // `given` is this function's own buffer.
     unsafe { std::ptr::copy_nonoverlapping(encoded, given.as_mut_ptr(), given.len()) };
@@ -198,7 +222,7 @@ pub unsafe extern "C" fn simak_ev74_quant_encode_relocatable(
         // SAFETY: this function's contract.
         let plan = unsafe { borrow(plan, "plan") }?;
         // SAFETY: this function's contract.
-        unsafe { encode_relocatable::<Quant>(&plan.plan, packet) }
+        unsafe { encode_relocatable(&plan.plan, packet) }
     };
     // SAFETY: `error` is null or writable by this function's contract.
     unsafe { guard(error, body) }
@@ -235,7 +259,7 @@ pub unsafe extern "C" fn simak_ev74_quant_bind(
         let plan = unsafe { borrow(plan, "plan") }?;
         // SAFETY: this function's contract.
         unsafe {
-            bind::<Quant>(
+            bind(
                 &plan.plan,
                 encoded,
                 DeviceRegion::new(input_address, input_capacity),
@@ -264,9 +288,7 @@ pub unsafe extern "C" fn simak_ev74_quant_validate(
 ) -> u32 {
     let body = || {
         // SAFETY: this function's contract.
-        let bytes = unsafe { bytes_in::<Quant>(bytes, length) }?;
-        ev74::decode::<Quant>(bytes)?;
-        Ok(())
+        unsafe { validate::<Quant>(bytes, length) }
     };
     // SAFETY: `error` is null or writable by this function's contract.
     unsafe { guard(error, body) }
@@ -338,7 +360,7 @@ pub unsafe extern "C" fn simak_ev74_casttess_encode_relocatable(
         // SAFETY: this function's contract.
         let plan = unsafe { borrow(plan, "plan") }?;
         // SAFETY: this function's contract.
-        unsafe { encode_relocatable::<CastTess>(&plan.plan, packet) }
+        unsafe { encode_relocatable(&plan.plan, packet) }
     };
     // SAFETY: `error` is null or writable by this function's contract.
     unsafe { guard(error, body) }
@@ -368,7 +390,7 @@ pub unsafe extern "C" fn simak_ev74_casttess_bind(
         let plan = unsafe { borrow(plan, "plan") }?;
         // SAFETY: this function's contract.
         unsafe {
-            bind::<CastTess>(
+            bind(
                 &plan.plan,
                 encoded,
                 DeviceRegion::new(input_address, input_capacity),
@@ -394,9 +416,7 @@ pub unsafe extern "C" fn simak_ev74_casttess_validate(
 ) -> u32 {
     let body = || {
         // SAFETY: this function's contract.
-        let bytes = unsafe { bytes_in::<CastTess>(bytes, length) }?;
-        ev74::decode::<CastTess>(bytes)?;
-        Ok(())
+        unsafe { validate::<CastTess>(bytes, length) }
     };
     // SAFETY: `error` is null or writable by this function's contract.
     unsafe { guard(error, body) }

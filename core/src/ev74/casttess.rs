@@ -30,36 +30,34 @@
 //! ```
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
+use crate::dtype::DType;
 use crate::ops::casttess::Plan;
-use crate::tensor::View;
 use crate::wire::casttess::{self as wire, CastTessDescriptorV1, CastTessRepr};
 use crate::wire::prefix::PrefixRepr;
 
 pub use super::{BindError, DeviceRegion, MAX_SPAN, NativeEntry, RepresentError};
 pub use crate::wire::{DecodeCode, DecodeError};
 
-/// The CastTess v1 entry: FP32 / FP16 / BF16 → BF16 in the `MlaTiled` layout (SPEC §4,
-/// §5, §7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CastTess {}
+/// The CastTess v1 entry is the op's marker, [`crate::ops::CastTess`].
+pub use crate::ops::CastTess;
 
 impl super::Sealed for CastTess {}
 
 impl NativeEntry for CastTess {
-    const NAME: &'static str = "simaai_kernels_ev74_casttess_v1";
+    const ENTRY_NAME: &'static str = "simaai_kernels_ev74_casttess_v1";
     const VERSION: u16 = 1;
     const ROUTE: u8 = 0x30;
-    type Plan = Plan;
-    const TITLE: &'static str = "CastTess v1";
-    super::wire_items!(
-        CastTessDescriptorV1,
-        CastTessRepr,
-        wire::CODES,
-        wire::FORMAT
-    );
+    const ENTRY_TITLE: &'static str = "CastTess v1";
+    type Descriptor = CastTessDescriptorV1;
+    type Repr = CastTessRepr;
+    type Bytes = [u8; CastTessDescriptorV1::SIZE];
 
-    fn input(plan: &Plan) -> &View {
-        plan.input()
+    fn dtype(plan: &Plan) -> DType {
+        plan.input().dtype()
+    }
+
+    fn input_span(plan: &Plan) -> u64 {
+        plan.input().span()
     }
 
     /// The physical span: the `MlaTiled` capacity (SPEC §5).
@@ -97,7 +95,27 @@ impl NativeEntry for CastTess {
     }
 }
 
-super::entry_names!(CastTess, Plan, CastTessRepr);
+pub use super::{bind, check_inference, encode, encode_relocatable};
+
+/// The EV74 plan of this entry ([`super::DevicePlan`]).
+pub type DevicePlan = super::DevicePlan<CastTess>;
+/// A descriptor of this entry in lifecycle state `S` ([`super::Packet`]).
+pub type Packet<S> = super::Packet<CastTess, S>;
+/// Native entry name (SPEC §7).
+pub const ENTRY: &str = <CastTess as NativeEntry>::ENTRY_NAME;
+/// Native entry version.
+pub const ENTRY_VERSION: u16 = <CastTess as NativeEntry>::VERSION;
+/// Route number.
+pub const ROUTE: u8 = <CastTess as NativeEntry>::ROUTE;
+
+/// [`super::decode`] for this entry.
+///
+/// # Errors
+///
+/// As [`super::decode`].
+pub fn decode(bytes: &[u8]) -> Result<CastTessRepr, DecodeError> {
+    super::decode::<CastTess>(bytes)
+}
 
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]

@@ -7,10 +7,14 @@
 //! gives a new `Packet<E, Bound>` (the encoded packet stays reusable) → the Runtime submits
 //! it. On the device, [`decode`] rechecks every byte before a numerical entry is chosen.
 //!
-//! What differs between entries is one [`NativeEntry`] impl (name, version, route, plan,
-//! descriptor and representation types, spans, alignments, lowering, parsing): [`Quant`]
-//! and [`CastTess`]. Each entry's module ([`quant`], [`casttess`]) names the generic items
-//! for its entry (`quant::check_inference`, `quant::Packet<S>`, ...).
+//! What differs between entries is one [`NativeEntry`] impl on the op's marker (name,
+//! version, route, descriptor and representation types, both ports by role, spans,
+//! lowering, parsing): [`Quant`] and [`CastTess`], the markers of [`crate::ops`]. The plan
+//! names its op, so [`check_inference`] infers the entry from the plan it is given. Each
+//! entry's module ([`quant`], [`casttess`]) names the items for its entry
+//! (`quant::check_inference`, `quant::Packet<S>`, ...). [`ENTRIES`] is the one table of
+//! entries as data, with [`entry_of`] (which entry a descriptor is) and [`verdict`] (the
+//! device decoder's answer).
 //!
 //! A bound packet cannot be bound again, and an encoded packet is not a bound one:
 //!
@@ -35,11 +39,12 @@
 use core::fmt;
 use core::marker::PhantomData;
 
+use crate::dtype::DType;
 use crate::error::Port;
+use crate::ops::{Op, OpPlan};
 use crate::state::{Bound, Encoded, State};
-use crate::tensor::View;
 use crate::wire::fields::Fields;
-use crate::wire::prefix::{Prefix, PrefixRepr};
+use crate::wire::prefix::{Format, Prefix, PrefixRepr, RawDescriptor};
 use crate::wire::rules::{DecodeCode, DecodeError};
 
 pub mod casttess;
@@ -48,10 +53,15 @@ pub mod quant;
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod suite;
+mod table;
 
 pub use casttess::CastTess;
 pub use error::{BindError, RepresentError};
 pub use quant::Quant;
+pub use table::{
+    ENTRIES, Entry, MAX_DESCRIPTOR_SIZE, Verdict, entry_by_route, entry_of, entry_or_first,
+    route_index, verdict, verdict_of,
+};
 
 use error::check_region;
 
@@ -66,75 +76,94 @@ mod sealed {
 pub(crate) use sealed::Sealed;
 
 /// A native EV74 entry: everything the codec, the simulator, the Runtime and the firmware
-/// need to know about one operation's descriptor. Sealed: [`Quant`] and [`CastTess`].
+/// need to know about one operation's descriptor. Implemented by the operation's marker
+/// ([`crate::ops::Quant`], [`crate::ops::CastTess`]): the entry's plan is the op's plan
+/// (`<E as Op>::Plan`), so a generic function given a plan infers the entry. Sealed.
 ///
-/// A new entry is one impl of this trait (plus its wire tail in `crate::wire` and its
-/// kernels); every function of this module, the simulator's `run_sim`, the Runtime's
-/// `submit` and the firmware's dispatch are generic over it.
-pub trait NativeEntry: Sealed + Sized + 'static {
+/// A new entry is one impl of this trait (plus its wire tail in `crate::wire`, one row of
+/// [`ENTRIES`] and its kernels); every function of this module, the simulator's `run_sim`,
+/// the Runtime's `submit` and the firmware's dispatch are generic over it. Each port is
+/// described by its role in [`NativeEntry::FORMAT`] (`docs/contract.md` §7): neither the
+/// codec nor the prefix assumes which one is strided.
+pub trait NativeEntry: Op + Sealed {
     /// Native entry name, e.g. `simaai_kernels_ev74_quant_v1` (SPEC §7).
-    const NAME: &'static str;
+    const ENTRY_NAME: &'static str;
     /// Native entry version.
     const VERSION: u16;
     /// Route number.
     const ROUTE: u8;
-    /// Size of the descriptor in bytes.
-    const DESCRIPTOR_SIZE: usize;
-    /// The descriptor's magic word (offset 0).
-    const MAGIC: [u8; 4];
     /// A short title, e.g. `Quant v1`.
-    const TITLE: &'static str;
-    /// The codes a descriptor of this entry can be rejected with.
-    const CODES: &'static [DecodeCode];
-    /// The backend-neutral checked plan (`ops::<op>::Plan`).
-    type Plan: Copy + PartialEq + fmt::Debug;
-    /// The raw descriptor (`wire::<op>::…DescriptorV1`).
-    type Descriptor: fmt::Debug + fmt::Display;
+    const ENTRY_TITLE: &'static str;
+    /// The raw descriptor (`wire::<op>::…DescriptorV1`), which gives the wire items below.
+    type Descriptor: RawDescriptor<Repr = Self::Repr, Bytes = Self::Bytes>;
     /// The validated descriptor (`wire::<op>::…Repr`).
     type Repr: Copy + PartialEq + fmt::Debug;
     /// The descriptor's bytes, `[u8; DESCRIPTOR_SIZE]`.
     type Bytes: Copy + Eq + AsRef<[u8]> + fmt::Debug;
+    /// Size of the descriptor in bytes.
+    const DESCRIPTOR_SIZE: usize = <Self::Descriptor as RawDescriptor>::SIZE;
+    /// The descriptor's format: magic, size, flag bits and both ports by role.
+    const FORMAT: Format = <Self::Descriptor as RawDescriptor>::FORMAT;
+    /// The descriptor's magic word (offset 0).
+    const MAGIC: [u8; 4] = Self::FORMAT.magic;
+    /// The codes a descriptor of this entry can be rejected with.
+    const CODES: &'static [DecodeCode] = <Self::Descriptor as RawDescriptor>::CODES;
 
-    /// Alignment of the output address in bytes (the wire format's).
-    const OUTPUT_ALIGN: u64;
-
-    /// The plan's input port.
-    fn input(plan: &Self::Plan) -> &View;
-    /// Output span in bytes (0 when empty): accessed, or physical for a tiled output.
+    /// The dtype of the plan's prefix port ([`Format::prefix_port`]), the code at offset 8.
+    fn dtype(plan: &Self::Plan) -> DType;
+    /// Input span in bytes (0 when empty): accessed (strided) or physical (tiled), as
+    /// [`Format::input`] says.
+    fn input_span(plan: &Self::Plan) -> u64;
+    /// Output span in bytes (0 when empty): accessed (strided) or physical (tiled), as
+    /// [`Format::output`] says.
     fn output_span(plan: &Self::Plan) -> u64;
-    /// Input accessed span in bytes (0 when empty).
-    fn input_span(plan: &Self::Plan) -> u64 {
-        Self::input(plan).span()
-    }
-    /// Alignment of the input address in bytes (the element size).
+    /// Alignment of the input address in bytes ([`Format::input`]).
     fn input_align(plan: &Self::Plan) -> u64 {
-        Self::input(plan).dtype().size_u64()
+        Self::FORMAT.input.align_for(Self::dtype(plan))
     }
-    /// Whether the plan is a no-op (never submitted): an input without elements.
+    /// Alignment of the output address in bytes ([`Format::output`]).
+    fn output_align(plan: &Self::Plan) -> u64 {
+        Self::FORMAT.output.align_for(Self::dtype(plan))
+    }
+    /// Whether the plan is a no-op (never submitted): no elements.
     fn is_empty(plan: &Self::Plan) -> bool {
-        Self::input(plan).is_empty()
+        OpPlan::is_empty(plan)
     }
     /// The plan's relocatable wire representation (address slots zero).
     fn lower(plan: &Self::Plan) -> Self::Repr;
     /// The shared fields of a representation.
-    fn prefix(repr: &Self::Repr) -> &PrefixRepr;
+    fn prefix(repr: &Self::Repr) -> &PrefixRepr {
+        Self::Descriptor::repr_prefix(repr)
+    }
     /// The shared fields of a representation, to set its address slots.
-    fn prefix_mut(repr: &mut Self::Repr) -> &mut PrefixRepr;
+    fn prefix_mut(repr: &mut Self::Repr) -> &mut PrefixRepr {
+        Self::Descriptor::repr_prefix_mut(repr)
+    }
     /// The descriptor bytes of a representation.
-    fn to_bytes(repr: &Self::Repr) -> Self::Bytes;
+    fn to_bytes(repr: &Self::Repr) -> Self::Bytes {
+        Self::Descriptor::repr_bytes(repr)
+    }
     /// Casts exactly [`NativeEntry::DESCRIPTOR_SIZE`] bytes and checks every rule.
     ///
     /// # Errors
     ///
     /// The first failing rule.
-    fn parse(bytes: &[u8]) -> Result<Self::Repr, DecodeError>;
+    fn parse(bytes: &[u8]) -> Result<Self::Repr, DecodeError> {
+        Self::Descriptor::parse_exact(bytes)
+    }
     /// Views bytes as the raw descriptor (infallible: the array is its size, alignment 1).
-    fn view(bytes: &Self::Bytes) -> &Self::Descriptor;
+    fn view(bytes: &Self::Bytes) -> &Self::Descriptor {
+        Self::Descriptor::view(bytes)
+    }
     /// The raw prefix of a raw descriptor.
-    fn raw_prefix(raw: &Self::Descriptor) -> &Prefix;
+    fn raw_prefix(raw: &Self::Descriptor) -> &Prefix {
+        raw.raw_prefix()
+    }
     /// Every field of `bytes` viewed as the raw descriptor, with its offset; `None` unless
     /// `bytes` is exactly [`NativeEntry::DESCRIPTOR_SIZE`] long.
-    fn fields(bytes: &[u8]) -> Option<Fields>;
+    fn fields(bytes: &[u8]) -> Option<Fields> {
+        Self::Descriptor::listing(bytes)
+    }
 }
 
 /// A plan of entry `E` checked for the EV74 (SPEC §6): its spans fit the 32-bit domain.
@@ -160,7 +189,7 @@ impl<E: NativeEntry> Eq for DevicePlan<E> where E::Plan: Eq {}
 impl<E: NativeEntry> fmt::Debug for DevicePlan<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DevicePlan")
-            .field("entry", &E::NAME)
+            .field("entry", &E::ENTRY_NAME)
             .field("plan", &self.plan)
             .finish()
     }
@@ -194,13 +223,23 @@ impl<E: NativeEntry> DevicePlan<E> {
     }
 }
 
-/// Checks that `plan` is representable on the EV74: both spans (input accessed, output
-/// accessed or physical) ≤ [`MAX_SPAN`] bytes (SPEC §6). Reads no tensor data.
+/// Checks that `plan` is representable on the EV74: both spans (accessed, or physical for
+/// a tiled port) ≤ [`MAX_SPAN`] bytes (SPEC §6). Reads no tensor data. The entry is the
+/// plan's op ([`OpPlan::Op`]).
 ///
 /// # Errors
 ///
 /// [`RepresentError::Span`] naming the first port whose span is too large.
-pub fn check_inference<E: NativeEntry>(plan: &E::Plan) -> Result<DevicePlan<E>, RepresentError> {
+pub fn check_inference<P>(plan: &P) -> Result<DevicePlan<P::Op>, RepresentError>
+where
+    P: OpPlan,
+    P::Op: NativeEntry,
+{
+    check_entry::<P::Op>(plan)
+}
+
+/// [`check_inference`] at entry `E`.
+fn check_entry<E: NativeEntry>(plan: &E::Plan) -> Result<DevicePlan<E>, RepresentError> {
     for (port, span) in [
         (Port::Input, E::input_span(plan)),
         (Port::Output, E::output_span(plan)),
@@ -280,7 +319,7 @@ impl<E: NativeEntry, S: State> Packet<E, S> {
 impl<E: NativeEntry, S: State> fmt::Debug for Packet<E, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Packet")
-            .field("entry", &E::NAME)
+            .field("entry", &E::ENTRY_NAME)
             .field("state", &S::NAME)
             .field("descriptor", self.descriptor())
             .finish()
@@ -330,8 +369,9 @@ pub fn encode_relocatable<E: NativeEntry>(plan: &DevicePlan<E>) -> Packet<E, Enc
 ///
 /// Checks, in order: the packet was encoded from `plan`; for a nonempty plan, each port
 /// (input, then output) has a nonzero address, capacity ≥ its span in bytes (the output's
-/// accessed or physical span), an address aligned as the port requires (input: the element
-/// size; output: 1 for Quant, 16 for CastTess), address + span ≤ 2^32; then the two
+/// accessed or physical span), an address aligned as the port requires
+/// ([`NativeEntry::input_align`], [`NativeEntry::output_align`]: the element size; 16 for
+/// CastTess's tiled output), address + span ≤ 2^32; then the two
 /// accessed ranges do not overlap. An empty plan binds any regions (nothing is accessed).
 ///
 /// # Errors
@@ -351,7 +391,7 @@ pub fn bind<E: NativeEntry>(
         let p = &plan.plan;
         let (in_lo, in_hi) = check_region(Port::Input, E::input_span(p), input, E::input_align(p))?;
         let (out_lo, out_hi) =
-            check_region(Port::Output, E::output_span(p), output, E::OUTPUT_ALIGN)?;
+            check_region(Port::Output, E::output_span(p), output, E::output_align(p))?;
         if in_lo < out_hi && out_lo < in_hi {
             return Err(BindError::Overlap);
         }
@@ -400,118 +440,3 @@ pub fn decode<E: NativeEntry>(bytes: &[u8]) -> Result<E::Repr, DecodeError> {
     }
     Ok(repr)
 }
-
-/// The per-entry names of the generic codec, for `ev74::<op>`: `check_inference`,
-/// `encode_relocatable`, `bind`, `encode`, `decode`, `DevicePlan`, `Packet<S>` and the
-/// entry constants, each the generic item at entry `$entry`.
-macro_rules! entry_names {
-    ($entry:ty, $plan:ty, $repr:ty) => {
-        /// The EV74 plan of this entry ([`crate::ev74::DevicePlan`]).
-        pub type DevicePlan = $crate::ev74::DevicePlan<$entry>;
-        /// A descriptor of this entry in lifecycle state `S` ([`crate::ev74::Packet`]).
-        pub type Packet<S> = $crate::ev74::Packet<$entry, S>;
-        /// Native entry name (SPEC §7).
-        pub const ENTRY: &str = <$entry as $crate::ev74::NativeEntry>::NAME;
-        /// Native entry version.
-        pub const ENTRY_VERSION: u16 = <$entry as $crate::ev74::NativeEntry>::VERSION;
-        /// Route number.
-        pub const ROUTE: u8 = <$entry as $crate::ev74::NativeEntry>::ROUTE;
-
-        /// [`crate::ev74::check_inference`] for this entry.
-        ///
-        /// # Errors
-        ///
-        /// [`crate::ev74::RepresentError::Span`].
-        pub fn check_inference(plan: &$plan) -> Result<DevicePlan, $crate::ev74::RepresentError> {
-            $crate::ev74::check_inference::<$entry>(plan)
-        }
-
-        /// [`crate::ev74::encode_relocatable`] for this entry.
-        pub fn encode_relocatable(plan: &DevicePlan) -> Packet<$crate::state::Encoded> {
-            $crate::ev74::encode_relocatable(plan)
-        }
-
-        /// [`crate::ev74::bind`] for this entry.
-        ///
-        /// # Errors
-        ///
-        /// As [`crate::ev74::bind`].
-        pub fn bind(
-            plan: &DevicePlan,
-            encoded: &Packet<$crate::state::Encoded>,
-            input: $crate::ev74::DeviceRegion,
-            output: $crate::ev74::DeviceRegion,
-        ) -> Result<Packet<$crate::state::Bound>, $crate::ev74::BindError> {
-            $crate::ev74::bind(plan, encoded, input, output)
-        }
-
-        /// [`crate::ev74::encode`] for this entry.
-        ///
-        /// # Errors
-        ///
-        /// As [`crate::ev74::bind`].
-        pub fn encode(
-            plan: &DevicePlan,
-            input: $crate::ev74::DeviceRegion,
-            output: $crate::ev74::DeviceRegion,
-        ) -> Result<Packet<$crate::state::Bound>, $crate::ev74::BindError> {
-            $crate::ev74::encode(plan, input, output)
-        }
-
-        /// [`crate::ev74::decode`] for this entry.
-        ///
-        /// # Errors
-        ///
-        /// As [`crate::ev74::decode`].
-        pub fn decode(bytes: &[u8]) -> Result<$repr, $crate::wire::DecodeError> {
-            $crate::ev74::decode::<$entry>(bytes)
-        }
-    };
-}
-
-pub(crate) use entry_names;
-
-/// The `NativeEntry` items that only relay a wire file's own (size, codes, parse, view,
-/// prefixes, listing), for an entry whose descriptor is `$raw` with representation `$repr`,
-/// decode codes `$codes` and prefix facts `$format`.
-macro_rules! wire_items {
-    ($raw:ty, $repr:ty, $codes:expr, $format:expr) => {
-        const DESCRIPTOR_SIZE: usize = <$raw>::SIZE;
-        const MAGIC: [u8; 4] = $format.magic;
-        const OUTPUT_ALIGN: u64 = $format.output_align;
-        const CODES: &'static [$crate::wire::DecodeCode] = &$codes;
-        type Descriptor = $raw;
-        type Repr = $repr;
-        type Bytes = [u8; <$raw>::SIZE];
-
-        fn prefix(repr: &$repr) -> &$crate::wire::PrefixRepr {
-            &repr.prefix
-        }
-
-        fn prefix_mut(repr: &mut $repr) -> &mut $crate::wire::PrefixRepr {
-            &mut repr.prefix
-        }
-
-        fn to_bytes(repr: &$repr) -> Self::Bytes {
-            repr.to_bytes()
-        }
-
-        fn parse(bytes: &[u8]) -> Result<$repr, $crate::wire::DecodeError> {
-            <$repr>::parse_bytes(bytes)
-        }
-
-        fn view(bytes: &Self::Bytes) -> &$raw {
-            zerocopy::transmute_ref!(bytes)
-        }
-
-        fn raw_prefix(raw: &$raw) -> &$crate::wire::Prefix {
-            &raw.prefix
-        }
-
-        fn fields(bytes: &[u8]) -> Option<$crate::wire::Fields> {
-            <$raw>::new_checked(bytes).ok().map(|raw| raw.fields())
-        }
-    };
-}
-
-pub(crate) use wire_items;

@@ -41,30 +41,34 @@
 //! ```
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
+use crate::dtype::DType;
 use crate::ops::quant::Plan;
-use crate::tensor::View;
 use crate::wire::prefix::PrefixRepr;
 use crate::wire::quant::{self as wire, QuantDescriptorV1, QuantFlags, QuantRepr};
 
 pub use super::{BindError, DeviceRegion, MAX_SPAN, NativeEntry, RepresentError};
 pub use crate::wire::{DecodeCode, DecodeError};
 
-/// The Quant v1 entry: FP32 / BF16 / FP16 → INT8 over strided ports (SPEC §3, §7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Quant {}
+/// The Quant v1 entry is the op's marker, [`crate::ops::Quant`].
+pub use crate::ops::Quant;
 
 impl super::Sealed for Quant {}
 
 impl NativeEntry for Quant {
-    const NAME: &'static str = "simaai_kernels_ev74_quant_v1";
+    const ENTRY_NAME: &'static str = "simaai_kernels_ev74_quant_v1";
     const VERSION: u16 = 1;
     const ROUTE: u8 = 0x2f;
-    type Plan = Plan;
-    const TITLE: &'static str = "Quant v1";
-    super::wire_items!(QuantDescriptorV1, QuantRepr, wire::CODES, wire::FORMAT);
+    const ENTRY_TITLE: &'static str = "Quant v1";
+    type Descriptor = QuantDescriptorV1;
+    type Repr = QuantRepr;
+    type Bytes = [u8; QuantDescriptorV1::SIZE];
 
-    fn input(plan: &Plan) -> &View {
-        plan.input()
+    fn dtype(plan: &Plan) -> DType {
+        plan.input().dtype()
+    }
+
+    fn input_span(plan: &Plan) -> u64 {
+        plan.input().span()
     }
 
     fn output_span(plan: &Plan) -> u64 {
@@ -113,7 +117,27 @@ impl NativeEntry for Quant {
     }
 }
 
-super::entry_names!(Quant, Plan, QuantRepr);
+pub use super::{bind, check_inference, encode, encode_relocatable};
+
+/// The EV74 plan of this entry ([`super::DevicePlan`]).
+pub type DevicePlan = super::DevicePlan<Quant>;
+/// A descriptor of this entry in lifecycle state `S` ([`super::Packet`]).
+pub type Packet<S> = super::Packet<Quant, S>;
+/// Native entry name (SPEC §7).
+pub const ENTRY: &str = <Quant as NativeEntry>::ENTRY_NAME;
+/// Native entry version.
+pub const ENTRY_VERSION: u16 = <Quant as NativeEntry>::VERSION;
+/// Route number.
+pub const ROUTE: u8 = <Quant as NativeEntry>::ROUTE;
+
+/// [`super::decode`] for this entry.
+///
+/// # Errors
+///
+/// As [`super::decode`].
+pub fn decode(bytes: &[u8]) -> Result<QuantRepr, DecodeError> {
+    super::decode::<Quant>(bytes)
+}
 
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]

@@ -44,6 +44,8 @@ pub(crate) trait Fixture: NativeEntry {
     const OUTPUT_GRANULE: u32;
     /// The flag bits the entry defines.
     const FLAG_BITS: u32;
+    /// The entry's route, title and descriptor size (SPEC §7, written out, not the codec's).
+    const ROW: (u8, &'static str, usize);
     /// Encodings the encoder must reproduce: a plan, the regions it is bound to (`None`:
     /// relocatable) and the hand-written bytes.
     fn goldens() -> Vec<Golden<Self>>;
@@ -355,6 +357,47 @@ pub(crate) fn every_single_byte_corruption_is_rejected_or_harmless<E: Fixture>()
     }
 }
 
+/// The entry table ([`ENTRIES`]) tells every golden's entry, by magic and by size: a
+/// golden is its entry, a truncated golden still is (by its magic, and its verdict is a
+/// length), a golden with a foreign magic is its entry by size (verdict: the magic), and
+/// a truncated one with a foreign magic is no entry (its verdict is the first entry's).
+pub(crate) fn entry_table_tells_every_golden<E: Fixture>() {
+    let (route, title, size) = E::ROW;
+    let row = ENTRIES.iter().find(|e| e.route == route).unwrap();
+    assert_eq!((row.title, row.size), (title, size));
+    for (_, _, golden) in E::goldens() {
+        assert_eq!(golden.len(), size);
+        let entry = entry_of(golden).unwrap();
+        assert_eq!((entry.route, entry.title), (route, title));
+        assert_eq!(entry_or_first(golden).route, route);
+        let v = verdict(golden);
+        assert!(matches!(v, Verdict::Relocatable | Verdict::Bound), "{v:?}");
+        assert_eq!(v.error(), None);
+
+        let truncated = &golden[..size - 1];
+        assert_eq!(entry_of(truncated).unwrap().route, route);
+        assert_eq!(
+            verdict(truncated),
+            Verdict::Invalid(DecodeError::Length {
+                found: size - 1,
+                expected: size
+            })
+        );
+        assert_eq!(entry_of(&golden[..4]).unwrap().route, route);
+
+        let mut foreign = golden.to_vec();
+        foreign[..4].copy_from_slice(b"SKXX");
+        assert_eq!(entry_of(&foreign).unwrap().route, route);
+        assert_eq!(
+            verdict(&foreign),
+            Verdict::Invalid(DecodeError::Magic { found: *b"SKXX" })
+        );
+        assert_eq!(entry_of(&foreign[..size - 1]), None);
+        assert_eq!(entry_or_first(&foreign[..size - 1]).route, 0x2f);
+        assert_eq!(entry_of(&foreign[..3]), None);
+    }
+}
+
 /// The generic codec tests as `#[test]` functions of the calling module, for entry
 /// `$entry` (which implements [`Fixture`]).
 macro_rules! codec_suite {
@@ -385,6 +428,11 @@ macro_rules! codec_suite {
             #[test]
             fn rejection_matrix() {
                 crate::ev74::suite::rejection_matrix::<$entry>();
+            }
+
+            #[test]
+            fn entry_table_tells_every_golden() {
+                crate::ev74::suite::entry_table_tells_every_golden::<$entry>();
             }
 
             #[test]

@@ -35,10 +35,14 @@ use static_assertions::const_assert_eq;
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+use crate::dtype::DType;
 use crate::error::{AdmissionError, Port};
 use crate::layout::{Channels, MlaTiled, TILE_ALIGN, TileAxis, TiledView};
 use crate::wire::fields::{self, FieldValue, Fields};
-use crate::wire::prefix::{self, Format, Prefix, PrefixRepr, Tail};
+use crate::wire::prefix::{
+    self, FlagName, FlagNames, Format, PortAlign, PortFormat, PortLayout, Prefix, PrefixRepr,
+    SpanKind, Tail,
+};
 use crate::wire::rules::{DecodeCode, DecodeError, axis_i8, merge_codes};
 
 pub use crate::wire::prefix::{ADDRESS_LIMIT, VERSION};
@@ -58,7 +62,22 @@ pub const FORMAT: Format = Format {
     // SIZE is 216 (statically asserted), which fits u16.
     size: SIZE as u16,
     flag_mask: CastTessFlags::all().bits(),
-    output_align: TILE_ALIGN,
+    flag_names: FlagNames {
+        bits: &[FlagName {
+            bit: CastTessFlags::PAD_TO_16.bits(),
+            set: "pad16",
+            clear: Some("compact"),
+        }],
+        none: "compact",
+    },
+    input: prefix::FLOAT_INPUT,
+    output: PortFormat {
+        layout: PortLayout::Tiled,
+        dtypes: &[DType::BF16],
+        span: SpanKind::Physical,
+        align: PortAlign::Bytes(TILE_ALIGN),
+    },
+    prefix_port: Port::Input,
 };
 
 /// The codes a CastTess v1 descriptor can be rejected with (`docs/errors.md`): the prefix's

@@ -3,14 +3,20 @@
 //! | offset | field |
 //! | --- | --- |
 //! | 0 | u32 magic · 4 u16 version = 1 · 6 u16 byte length |
-//! | 8 | u32 input dtype code (BF16 = 1, FP32 = 3, FP16 = 4) · 12 u32 rank 1..=6 |
+//! | 8 | u32 dtype code of the prefix port (BF16 = 1, FP32 = 3, FP16 = 4) · 12 u32 rank 1..=6 |
 //! | 16 | u32 flags (bits per entry) · 20 u32 reserved = 0 |
 //! | 24, 32 | u64 input / output address slots (values < 2^32; zero when relocatable) |
 //! | 40, 48, 56 | u64 element count, input accessed span, output span (bytes; per entry: the accessed span of a strided output, the physical span of a tiled one) |
-//! | 64, 112 | `[u64; 6]` extents, input byte strides |
+//! | 64, 112 | `[u64; 6]` extents, byte strides of the prefix port |
 //!
-//! The magic word, the byte length, the flag bits and the meaning of the span at offset 56
-//! are the entry's ([`Format`]); a descriptor is this prefix followed by its entry's tail.
+//! The magic word, the byte length, the flag bits and the ports are the entry's
+//! ([`Format`]). Each port is described by its role ([`PortFormat`]): strided or tiled, the
+//! dtypes it admits, what its span field holds (accessed or physical) and its alignment.
+//! The prefix describes one strided port, [`Format::prefix_port`] (the input for Quant v1
+//! and CastTess v1, whose fields keep the names `dtype` and `input_strides`); the tail
+//! describes the other. An entry whose input is tiled and whose output strided names the
+//! output as its prefix port: one more [`Format`], no change here. A descriptor is this
+//! prefix followed by its entry's tail.
 //! The shared parse runs the rules in one order for every entry, calling the entry's tail for
 //! its own fields at fixed points:
 //!
@@ -20,13 +26,15 @@
 //! 3. the tail's parameters, then the input's singleton strides (an axis of extent 0 or 1
 //!    has stride 0 on the wire);
 //! 4. the element count;
-//! 5. the input port, admitted by [`View::new`] like a host spec (stride multiples, zero
+//! 5. the prefix port, admitted by [`View::new`] like a host spec (stride multiples, zero
 //!    strides, overflow, the nonoverlap proof — also when the packet is empty: SPEC §2,
 //!    "descriptors are still validated"), then its span;
-//! 6. the tail's output port (for Quant the same `View` admission);
-//! 7. the address slots: 32-bit domain and range per port, alignment (input: the element
-//!    size; output: the entry's), and the two ranges apart.
+//! 6. the tail's port (for Quant the output, with the same `View` admission);
+//! 7. the address slots: 32-bit domain and range per port, alignment (each port's
+//!    [`PortAlign`]), and the two ranges apart.
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
+use core::fmt;
 
 use static_assertions::const_assert_eq;
 use zerocopy::little_endian::{U16, U32, U64};
@@ -183,7 +191,128 @@ const_assert_eq!(
     field::INPUT_STRIDES
 );
 
-/// What a descriptor format fixes about its prefix and ports.
+/// How a port lays out its elements (SPEC §2, §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortLayout {
+    /// A strided tensor (SPEC §2): extents and byte strides.
+    Strided,
+    /// The `MlaTiled` layout (SPEC §5), described by the entry's tail.
+    Tiled,
+}
+
+/// Which span of a port the prefix's span field holds (SPEC §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanKind {
+    /// The accessed span in bytes (SPEC §2): a strided port.
+    Accessed,
+    /// The physical span in bytes (the `MlaTiled` capacity, SPEC §5): a tiled port.
+    Physical,
+}
+
+/// The alignment a bound port's address needs (SPEC §6, §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortAlign {
+    /// The port's element size in bytes: its one admitted dtype's, or the prefix dtype's
+    /// (offset 8) when it admits several.
+    Element,
+    /// A fixed number of bytes (a power of two).
+    Bytes(u64),
+}
+
+/// One port of a descriptor format, described by its role: layout, admitted dtypes, span
+/// and alignment (`docs/contract.md` §7). Neither port is assumed to be the strided one:
+/// [`Format::prefix_port`] names the port the prefix describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortFormat {
+    /// Strided or tiled.
+    pub layout: PortLayout,
+    /// The dtypes the port admits. For the prefix port these are the codes at offset 8
+    /// that decode (any other is [`DecodeError::DType`]).
+    pub dtypes: &'static [DType],
+    /// What the port's span field (offset 48 for the input, 56 for the output) holds.
+    pub span: SpanKind,
+    /// Alignment of a bound address.
+    pub align: PortAlign,
+}
+
+/// The strided floating-point input of Quant v1 and CastTess v1: FP32, BF16 or FP16, its
+/// accessed span, aligned to its element size (SPEC §2, §7).
+pub const FLOAT_INPUT: PortFormat = PortFormat {
+    layout: PortLayout::Strided,
+    dtypes: &[DType::BF16, DType::F32, DType::F16],
+    span: SpanKind::Accessed,
+    align: PortAlign::Element,
+};
+
+impl PortFormat {
+    /// The alignment in bytes of this port's address, for a descriptor whose prefix dtype
+    /// (offset 8) is `prefix_dtype`.
+    pub const fn align_for(&self, prefix_dtype: DType) -> u64 {
+        match self.align {
+            PortAlign::Bytes(n) => n,
+            PortAlign::Element => match self.dtypes {
+                [only] => only.size_u64(),
+                _ => prefix_dtype.size_u64(),
+            },
+        }
+    }
+
+    /// Whether the port admits `dtype`.
+    pub fn admits(&self, dtype: DType) -> bool {
+        self.dtypes.contains(&dtype)
+    }
+}
+
+/// How one flag bit of a descriptor reads in a field listing (`simak packet decode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlagName {
+    /// The bit's mask.
+    pub bit: u32,
+    /// Its meaning when set.
+    pub set: &'static str,
+    /// Its meaning when clear, if it has one (e.g. CastTess's `compact`).
+    pub clear: Option<&'static str>,
+}
+
+/// How a descriptor's flag word reads: the meaning of each defined bit, and the text of a
+/// word with no meaning at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlagNames {
+    /// The defined bits, in listing order.
+    pub bits: &'static [FlagName],
+    /// The meaning of a word that sets no named bit, clears none with a name and has no
+    /// unknown bit (Quant: `strided`).
+    pub none: &'static str,
+}
+
+impl FlagNames {
+    /// Calls `part` with each meaning of `word`, in order: every defined bit's set or
+    /// clear meaning, then `None` for the unknown bits if any (their mask is
+    /// `word & !mask`); the `none` text when nothing else was given.
+    pub fn describe(&self, word: u32, mask: u32, mut part: impl FnMut(Option<&'static str>)) {
+        let mut any = false;
+        for b in self.bits {
+            let text = if word & b.bit != 0 {
+                Some(b.set)
+            } else {
+                b.clear
+            };
+            if let Some(t) = text {
+                part(Some(t));
+                any = true;
+            }
+        }
+        if word & !mask != 0 {
+            part(None);
+            any = true;
+        }
+        if !any {
+            part(Some(self.none));
+        }
+    }
+}
+
+/// What a descriptor format fixes about its prefix and ports (`docs/contract.md` §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Format {
     /// The magic word.
@@ -192,8 +321,32 @@ pub struct Format {
     pub size: u16,
     /// The flag bits the entry defines; any other bit is [`DecodeError::UnknownFlags`].
     pub flag_mask: u32,
-    /// Alignment of a bound output address in bytes.
-    pub output_align: u64,
+    /// How the flag bits read in a listing.
+    pub flag_names: FlagNames,
+    /// The input port (address slot 24, span 48).
+    pub input: PortFormat,
+    /// The output port (address slot 32, span 56).
+    pub output: PortFormat,
+    /// The strided port whose dtype (offset 8) and byte strides (offset 112) the prefix
+    /// holds, admitted by the shared parse in step 5; the entry's tail describes the other
+    /// port (step 6). The input for Quant and CastTess.
+    pub prefix_port: Port,
+}
+
+impl Format {
+    /// The format of `port`.
+    pub const fn port(&self, port: Port) -> &PortFormat {
+        match port {
+            Port::Input => &self.input,
+            Port::Output => &self.output,
+        }
+    }
+
+    /// Whether the format is well formed: the prefix port is strided. Asserted at compile
+    /// time for every entry.
+    pub const fn is_valid(&self) -> bool {
+        matches!(self.port(self.prefix_port).layout, PortLayout::Strided)
+    }
 }
 
 /// The validated prefix: real dtype and rank, narrowed address slots, and the derived
@@ -300,7 +453,8 @@ pub(crate) trait Tail: IntoBytes + Immutable + Sized {
     }
     /// Step 3: the tail's parameters.
     fn check_params(&self, rank: u8) -> Result<Self::Params, DecodeError>;
-    /// Step 6: the output port, given the checked prefix (its output span as the raw field
+    /// Step 6: the port the tail describes (the one that is not [`Format::prefix_port`]:
+    /// the output for Quant and CastTess), given the checked prefix (its output span as the raw field
     /// holds it) and the flag word.
     fn check_output(
         &self,
@@ -334,8 +488,17 @@ fn word_at(bytes: &[u8], offset: usize) -> u32 {
 ///
 /// The first failing rule, as a [`DecodeError`].
 pub(crate) fn parse<T: Tail>(raw: &T) -> Result<T::Repr, DecodeError> {
+    const {
+        assert!(T::FORMAT.is_valid(), "the prefix port is strided");
+        assert!(
+            crate::wire::rules::reserved_words_known(T::RESERVED),
+            "every reserved word of the tail has its code in rules::RESERVED_WORDS"
+        );
+    }
     let p = raw.prefix();
     let format = T::FORMAT;
+    let strided_port = format.prefix_port;
+    let strided_format = format.port(strided_port);
     if p.magic != format.magic {
         return Err(DecodeError::Magic { found: p.magic });
     }
@@ -351,7 +514,9 @@ pub(crate) fn parse<T: Tail>(raw: &T) -> Result<T::Repr, DecodeError> {
         });
     }
     let code = p.dtype.get();
-    let dtype = DType::from_wire_code(code).ok_or(DecodeError::DType { code })?;
+    let dtype = DType::from_wire_code(code)
+        .filter(|d| strided_format.admits(*d))
+        .ok_or(DecodeError::DType { code })?;
     let rank_raw = p.rank.get();
     let rank = match u8::try_from(rank_raw) {
         Ok(r @ 1..=6) => r,
@@ -392,7 +557,7 @@ pub(crate) fn parse<T: Tail>(raw: &T) -> Result<T::Repr, DecodeError> {
         }
         if *s != 0 {
             return Err(DecodeError::UnusedStride {
-                port: Port::Input,
+                port: strided_port,
                 axis: axis_u8(axis),
                 value: *s,
             });
@@ -401,7 +566,7 @@ pub(crate) fn parse<T: Tail>(raw: &T) -> Result<T::Repr, DecodeError> {
     }
 
     let params = raw.check_params(rank)?;
-    check_singletons(rank_usize, &extents, &input_strides, Port::Input)?;
+    check_singletons(rank_usize, &extents, &input_strides, strided_port)?;
 
     let active = extents.get(..rank_usize).unwrap_or(&[]);
     let empty = active.contains(&0);
@@ -421,8 +586,17 @@ pub(crate) fn parse<T: Tail>(raw: &T) -> Result<T::Repr, DecodeError> {
         });
     }
 
-    let input = admit_port(rank_usize, &extents, &input_strides, dtype, Port::Input)?;
-    check_span(Port::Input, input.span(), p.input_span.get())?;
+    let strided = admit_port(rank_usize, &extents, &input_strides, dtype, strided_port)?;
+    let (input_span, output_span) = match strided_port {
+        Port::Input => {
+            check_span(Port::Input, strided.span(), p.input_span.get())?;
+            (strided.span(), p.output_span.get())
+        }
+        Port::Output => {
+            check_span(Port::Output, strided.span(), p.output_span.get())?;
+            (p.input_span.get(), strided.span())
+        }
+    };
 
     let prefix = PrefixRepr {
         dtype,
@@ -430,15 +604,19 @@ pub(crate) fn parse<T: Tail>(raw: &T) -> Result<T::Repr, DecodeError> {
         input_address: 0,
         output_address: 0,
         elements,
-        input_span: input.span(),
-        output_span: p.output_span.get(),
+        input_span,
+        output_span,
         extents,
         input_strides,
     };
     let output = raw.check_output(&prefix, flags, &params)?;
 
-    let (input_address, output_address) =
-        check_addresses(p, &prefix, dtype.size_u64(), format.output_align)?;
+    let (input_address, output_address) = check_addresses(
+        p,
+        &prefix,
+        format.input.align_for(dtype),
+        format.output.align_for(dtype),
+    )?;
     let prefix = PrefixRepr {
         input_address,
         output_address,
@@ -632,6 +810,47 @@ impl Prefix {
     }
 }
 
+pub(crate) mod sealed {
+    pub trait Sealed {}
+}
+
+/// An entry's raw descriptor struct seen from the codec: its size, format, rejection codes,
+/// validated representation and byte image, and the functions on them (SPEC §7).
+/// Implemented once per descriptor by the wire file ([`descriptor_items`](self)), so an
+/// EV74 entry (`crate::ev74::NativeEntry`) only names its descriptor type. Sealed.
+pub trait RawDescriptor: sealed::Sealed + fmt::Debug + fmt::Display + Sized {
+    /// Size in bytes.
+    const SIZE: usize;
+    /// The descriptor's format: magic, size, flag bits and both ports by role.
+    const FORMAT: Format;
+    /// The codes a descriptor can be rejected with, in numeric order.
+    const CODES: &'static [DecodeCode];
+    /// The validated representation.
+    type Repr: Copy + PartialEq + fmt::Debug;
+    /// The byte image, `[u8; SIZE]`.
+    type Bytes: Copy + Eq + AsRef<[u8]> + fmt::Debug;
+
+    /// The shared fields of a representation.
+    fn repr_prefix(repr: &Self::Repr) -> &PrefixRepr;
+    /// The shared fields of a representation, to set its address slots.
+    fn repr_prefix_mut(repr: &mut Self::Repr) -> &mut PrefixRepr;
+    /// The descriptor bytes of a representation.
+    fn repr_bytes(repr: &Self::Repr) -> Self::Bytes;
+    /// Casts exactly [`RawDescriptor::SIZE`] bytes and checks every rule.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::Length`], then the first failing rule.
+    fn parse_exact(bytes: &[u8]) -> Result<Self::Repr, DecodeError>;
+    /// Views a byte image as the raw descriptor (infallible: alignment 1, exact size).
+    fn view(bytes: &Self::Bytes) -> &Self;
+    /// The raw prefix.
+    fn raw_prefix(&self) -> &Prefix;
+    /// Every field of `bytes` with its offset; `None` unless exactly
+    /// [`RawDescriptor::SIZE`] long.
+    fn listing(bytes: &[u8]) -> Option<Fields>;
+}
+
 /// The inherent items every entry's raw descriptor `$raw` (of [`SIZE`](self) bytes, the
 /// entry module's `SIZE`) and validated representation `$repr` share: the size, the
 /// length-checked view, the listing, the byte image and the empty test. The entry writes
@@ -661,6 +880,44 @@ macro_rules! descriptor_items {
         impl core::fmt::Display for $raw {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 $crate::wire::fields::write_listing(f, &self.fields())
+            }
+        }
+
+        impl $crate::wire::prefix::sealed::Sealed for $raw {}
+
+        impl $crate::wire::prefix::RawDescriptor for $raw {
+            const SIZE: usize = SIZE;
+            const FORMAT: $crate::wire::prefix::Format = FORMAT;
+            const CODES: &'static [DecodeCode] = &CODES;
+            type Repr = $repr;
+            type Bytes = [u8; SIZE];
+
+            fn repr_prefix(repr: &$repr) -> &$crate::wire::prefix::PrefixRepr {
+                &repr.prefix
+            }
+
+            fn repr_prefix_mut(repr: &mut $repr) -> &mut $crate::wire::prefix::PrefixRepr {
+                &mut repr.prefix
+            }
+
+            fn repr_bytes(repr: &$repr) -> [u8; SIZE] {
+                repr.to_bytes()
+            }
+
+            fn parse_exact(bytes: &[u8]) -> Result<$repr, DecodeError> {
+                <$repr>::parse_bytes(bytes)
+            }
+
+            fn view(bytes: &[u8; SIZE]) -> &$raw {
+                zerocopy::transmute_ref!(bytes)
+            }
+
+            fn raw_prefix(&self) -> &$crate::wire::prefix::Prefix {
+                &self.prefix
+            }
+
+            fn listing(bytes: &[u8]) -> Option<$crate::wire::fields::Fields> {
+                <$raw>::new_checked(bytes).ok().map(|raw| raw.fields())
             }
         }
 
@@ -698,3 +955,134 @@ macro_rules! descriptor_items {
 }
 
 pub(crate) use descriptor_items;
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+mod test {
+    //! The shared parse with the ports swapped: a made-up format whose input is tiled (its
+    //! tail would describe it) and whose output is the strided prefix port (SPEC §12's
+    //! Detess shape). Nothing in the prefix changes for it; the rules name the output port.
+
+    use zerocopy::FromZeros;
+
+    use super::*;
+
+    /// A descriptor of the prefix and one reserved word: the tail's port is not checked.
+    #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+    #[repr(C)]
+    struct Swapped {
+        prefix: Prefix,
+        reserved: U32,
+    }
+
+    const SWAPPED: Format = Format {
+        magic: *b"SKTT",
+        size: 164,
+        flag_mask: 0,
+        flag_names: FlagNames {
+            bits: &[],
+            none: "",
+        },
+        input: PortFormat {
+            layout: PortLayout::Tiled,
+            dtypes: &[DType::BF16],
+            span: SpanKind::Physical,
+            align: PortAlign::Bytes(16),
+        },
+        output: PortFormat {
+            layout: PortLayout::Strided,
+            dtypes: &[DType::F32],
+            span: SpanKind::Accessed,
+            align: PortAlign::Element,
+        },
+        prefix_port: Port::Output,
+    };
+
+    impl Tail for Swapped {
+        type Params = ();
+        type Output = ();
+        type Repr = PrefixRepr;
+        const FORMAT: Format = SWAPPED;
+        const RESERVED: &'static [u16] = &[];
+
+        fn prefix(&self) -> &Prefix {
+            &self.prefix
+        }
+        fn check_params(&self, _rank: u8) -> Result<(), DecodeError> {
+            Ok(())
+        }
+        fn check_output(&self, _: &PrefixRepr, _: u32, _: &()) -> Result<(), DecodeError> {
+            Ok(())
+        }
+        fn finish(prefix: PrefixRepr, _: u32, _: (), _: ()) -> PrefixRepr {
+            prefix
+        }
+    }
+
+    /// `[2, 3]` FP32 output with row-major strides 12, 4 (span 24 bytes); a 32-byte tiled
+    /// input at 0x1000, the output at 0x2000.
+    fn packet(edit: impl FnOnce(&mut Prefix)) -> Result<PrefixRepr, DecodeError> {
+        let mut raw = Swapped::new_zeroed();
+        let mut extents = [0u64; MAX_RANK];
+        extents[..2].copy_from_slice(&[2, 3]);
+        let mut strides = [0u64; MAX_RANK];
+        strides[..2].copy_from_slice(&[12, 4]);
+        raw.prefix = PrefixRepr {
+            dtype: DType::F32,
+            rank: 2,
+            input_address: 0x1000,
+            output_address: 0x2000,
+            elements: 6,
+            input_span: 32,
+            output_span: 24,
+            extents,
+            input_strides: strides,
+        }
+        .emit(&SWAPPED, 0);
+        edit(&mut raw.prefix);
+        parse(&raw)
+    }
+
+    #[test]
+    fn a_tiled_input_and_a_strided_output_parse_with_the_output_named() {
+        let ok = packet(|_| {}).unwrap();
+        assert_eq!((ok.input_span, ok.output_span), (32, 24));
+        // The output's dtype is the prefix's, and only FP32 is admitted.
+        assert_eq!(
+            packet(|p| p.dtype = U32::new(1)),
+            Err(DecodeError::DType { code: 1 })
+        );
+        // The strided port is the output: its span and its strides' rules name it.
+        assert_eq!(
+            packet(|p| p.output_span = U64::new(20)),
+            Err(DecodeError::Span {
+                port: Port::Output,
+                expected: 24,
+                found: 20
+            })
+        );
+        assert_eq!(
+            packet(|p| p.input_strides[1] = U64::new(0)).map_err(|e| e.rule()),
+            Err(DecodeCode::OutputZeroStride)
+        );
+        // Each port's alignment is its own: 16 bytes for the tiled input, the element size
+        // (4) for the output.
+        assert_eq!(
+            packet(|p| p.input_address = U64::new(0x1008)),
+            Err(DecodeError::Misaligned {
+                port: Port::Input,
+                address: 0x1008,
+                align: 16
+            })
+        );
+        assert!(packet(|p| p.output_address = U64::new(0x2004)).is_ok());
+        assert_eq!(
+            packet(|p| p.output_address = U64::new(0x2002)),
+            Err(DecodeError::Misaligned {
+                port: Port::Output,
+                address: 0x2002,
+                align: 4
+            })
+        );
+    }
+}

@@ -27,7 +27,11 @@ use crate::dtype::DType;
 use crate::error::Port;
 use crate::tensor::MAX_RANK;
 use crate::wire::fields::{self, FieldValue, Fields};
-use crate::wire::prefix::{self, Format, Prefix, PrefixRepr, Tail, load_u64s, store_u64s};
+use crate::wire::prefix::{
+    self, Format, PortAlign, PortFormat, PortLayout, Prefix, PrefixRepr, SpanKind, Tail, load_u64s,
+    store_u64s,
+};
+use crate::wire::prefix::{FlagName, FlagNames};
 use crate::wire::rules::{DecodeCode, DecodeError, merge_codes};
 
 pub use crate::wire::prefix::{ADDRESS_LIMIT, VERSION};
@@ -43,7 +47,29 @@ pub const FORMAT: Format = Format {
     // SIZE is 224 (statically asserted), which fits u16.
     size: SIZE as u16,
     flag_mask: QuantFlags::all().bits(),
-    output_align: 1,
+    flag_names: FlagNames {
+        bits: &[
+            FlagName {
+                bit: QuantFlags::INPUT_CONTIGUOUS.bits(),
+                set: "input contiguous",
+                clear: None,
+            },
+            FlagName {
+                bit: QuantFlags::OUTPUT_CONTIGUOUS.bits(),
+                set: "output contiguous",
+                clear: None,
+            },
+        ],
+        none: "strided",
+    },
+    input: prefix::FLOAT_INPUT,
+    output: PortFormat {
+        layout: PortLayout::Strided,
+        dtypes: &[DType::I8],
+        span: SpanKind::Accessed,
+        align: PortAlign::Element,
+    },
+    prefix_port: Port::Input,
 };
 
 /// The codes a Quant v1 descriptor can be rejected with (`docs/errors.md`): the prefix's

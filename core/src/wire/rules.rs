@@ -429,6 +429,53 @@ pub enum DecodeError {
     },
 }
 
+/// The code of a nonzero reserved word, by its byte offset: the one table of them (the
+/// prefix's word at 20 and each entry tail's). The shared parse asserts at compile time that
+/// every reserved offset a tail lists is here (`reserved_words_known`), so a new entry's
+/// reserved word cannot be reported under another word's code.
+pub const RESERVED_WORDS: [(u16, DecodeCode); 4] = [
+    (20, DecodeCode::Reserved20),
+    (220, DecodeCode::Reserved220),
+    (164, DecodeCode::Reserved164),
+    (212, DecodeCode::Reserved212),
+];
+
+/// The code of a nonzero reserved word at `offset` ([`RESERVED_WORDS`]); an offset outside
+/// the table (no parse reports one: [`reserved_words_known`]) is the prefix's word.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const fn reserved_code(offset: u16) -> DecodeCode {
+    let mut i = 0;
+    while i < RESERVED_WORDS.len() {
+        let (at, code) = RESERVED_WORDS[i];
+        if at == offset {
+            return code;
+        }
+        i += 1;
+    }
+    DecodeCode::Reserved20
+}
+
+/// Whether every offset of `offsets` has its code in [`RESERVED_WORDS`].
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+pub(crate) const fn reserved_words_known(offsets: &[u16]) -> bool {
+    let mut i = 0;
+    while i < offsets.len() {
+        let mut found = false;
+        let mut j = 0;
+        while j < RESERVED_WORDS.len() {
+            if RESERVED_WORDS[j].0 == offsets[i] {
+                found = true;
+            }
+            j += 1;
+        }
+        if !found {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// The number of a rule both ports share.
 const fn by_port(port: Port, input: DecodeCode, output: DecodeCode) -> DecodeCode {
     match port {
@@ -449,12 +496,7 @@ impl DecodeError {
             DecodeError::DType { .. } => C::DType,
             DecodeError::Rank { .. } => C::Rank,
             DecodeError::UnknownFlags { .. } => C::UnknownFlags,
-            DecodeError::Reserved { offset, .. } => match offset {
-                220 => C::Reserved220,
-                164 => C::Reserved164,
-                212 => C::Reserved212,
-                _ => C::Reserved20,
-            },
+            DecodeError::Reserved { offset, .. } => reserved_code(offset),
             DecodeError::UnusedExtent { .. } => C::UnusedExtent,
             DecodeError::UnusedStride { port, .. } => {
                 by_port(port, C::UnusedInputStride, C::UnusedOutputStride)

@@ -32,4 +32,4 @@ pub use simak_core::wire::casttess::{
     CODES, CastTessDescriptorV1, CastTessFlags, CastTessRepr, FIELD_COUNT,
 };
 
-super::sim_names!(CastTess, simak_core::ops::casttess::Plan);
+pub use super::{SimError, SimOptions, SimRun, run_sim, run_sim_to_vec, run_sim_with};

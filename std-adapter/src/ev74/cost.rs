@@ -28,7 +28,7 @@
 //! local-memory access, the per-row cost of 2D transfers and address arithmetic are not
 //! modelled.
 
-use simak_core::ev74::{CastTess, NativeEntry, Quant};
+use simak_core::ev74::{CastTess, ENTRIES, Quant, route_index};
 use simak_ev74_fw::ComputePath;
 
 /// Compute cost of one native entry, in cycles per element on each path (see
@@ -121,22 +121,33 @@ impl CostModel {
             .saturating_add(bytes.div_ceil(nonzero(self.store_bytes_per_cycle)))
     }
 
-    /// The compute cost of the entry of `route` (zero for an unknown route, which never
-    /// runs).
+    /// Each entry's compute cost, row for row with the library's entry table
+    /// ([`ENTRIES`]: Quant v1, CastTess v1).
+    pub const fn entry_costs(&self) -> [EntryCost; ENTRIES.len()] {
+        [self.quant, self.casttess]
+    }
+
+    /// The compute cost of the entry of `route`, looked up in [`ENTRIES`] (zero for an
+    /// unknown route, which never runs).
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "the index is checked against the length"
+    )]
     pub const fn entry(&self, route: u8) -> EntryCost {
-        if route == Quant::ROUTE {
-            self.quant
-        } else if route == CastTess::ROUTE {
-            self.casttess
-        } else {
-            EntryCost {
+        let costs = self.entry_costs();
+        match route_index(route) {
+            Some(i) if i < costs.len() => costs[i],
+            _ => EntryCost {
                 fast_cycles_per_element: 0,
                 fallback_cycles_per_element: 0,
                 transpose_cycles_per_element: 0,
-            }
+            },
         }
     }
 }
+
+// `entry_costs` lists the fields in the table's order.
+const _: () = assert!(ENTRIES[0].is::<Quant>() && ENTRIES[1].is::<CastTess>());
 
 impl Default for CostModel {
     /// [`CostModel::DEFAULT`].

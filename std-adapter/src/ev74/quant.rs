@@ -25,4 +25,4 @@
 pub use simak_core::ev74::quant::*;
 pub use simak_core::wire::quant::{CODES, FIELD_COUNT, QuantDescriptorV1, QuantFlags, QuantRepr};
 
-super::sim_names!(Quant, simak_core::ops::quant::Plan);
+pub use super::{SimError, SimOptions, SimRun, run_sim, run_sim_to_vec, run_sim_with};

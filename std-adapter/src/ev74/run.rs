@@ -7,6 +7,7 @@
 use std::fmt;
 
 use simak_core::ev74::{self as codec, BindError, RepresentError};
+use simak_core::ops::OpPlan;
 use simak_ev74_fw::{Capabilities, Command, FirmwareEntry, FwError, Report};
 
 use super::DeviceRegion;
@@ -160,7 +161,25 @@ impl From<FwError> for SimError {
     }
 }
 
-/// Runs `plan` of entry `E` on a fresh simulated EV74, the way the Runtime would:
+/// [`run_sim_with`] with `workers` workers (1 to 4) and default options.
+///
+/// # Errors
+///
+/// As [`run_sim_with`].
+pub fn run_sim<P>(
+    plan: &P,
+    input: &[u8],
+    output: &mut [u8],
+    workers: usize,
+) -> Result<SimRun, SimError>
+where
+    P: OpPlan,
+    P::Op: FirmwareEntry,
+{
+    run_sim_with(plan, input, output, &SimOptions::new(workers))
+}
+
+/// Runs `plan` on a fresh simulated EV74 at the entry of its op, the way the Runtime would:
 /// `check_inference` → `encode` against device regions holding copies of `input` and
 /// `output` → descriptor in device memory → firmware dispatch → `output` copied back.
 /// Output bytes the entry does not write keep their values (for a tiled output every byte
@@ -178,40 +197,48 @@ impl From<FwError> for SimError {
 /// slice shorter than its span), [`SimError::Memory`] (with
 /// [`MemoryError::HostAllocation`] when the host cannot hold the simulated memory),
 /// [`SimError::Firmware`].
-pub fn run_sim<E: FirmwareEntry>(
-    plan: &E::Plan,
+pub fn run_sim_with<P>(
+    plan: &P,
     input: &[u8],
     output: &mut [u8],
     options: &SimOptions,
-) -> Result<SimRun, SimError> {
-    let device_plan = codec::check_inference::<E>(plan)?;
+) -> Result<SimRun, SimError>
+where
+    P: OpPlan,
+    P::Op: FirmwareEntry,
+{
+    let device_plan = codec::check_inference(plan)?;
     if device_plan.is_empty() {
         return SimRun::nothing(output.len(), options.track_writes);
     }
-    let (run, _) = run_packet::<E>(options, input, Output::Host(output), &device_plan)?;
+    let (run, _) = run_packet(options, input, Output::Host(output), &device_plan)?;
     Ok(run)
 }
 
-/// [`run_sim`] into a fresh zeroed output of `output_len` bytes that is returned: the
+/// [`run_sim_with`] into a fresh zeroed output of `output_len` bytes that is returned: the
 /// simulated device's output region itself becomes the result, so the host holds no second
 /// copy of the output while the device runs (the way to run large tensors).
 ///
 /// # Errors
 ///
-/// As [`run_sim`]; [`SimError::Memory`] with [`MemoryError::HostAllocation`] also when the
+/// As [`run_sim_with`]; [`SimError::Memory`] with [`MemoryError::HostAllocation`] also when the
 /// host cannot hold the output.
-pub fn run_sim_to_vec<E: FirmwareEntry>(
-    plan: &E::Plan,
+pub fn run_sim_to_vec<P>(
+    plan: &P,
     input: &[u8],
     output_len: usize,
     options: &SimOptions,
-) -> Result<(SimRun, Vec<u8>), SimError> {
-    let device_plan = codec::check_inference::<E>(plan)?;
+) -> Result<(SimRun, Vec<u8>), SimError>
+where
+    P: OpPlan,
+    P::Op: FirmwareEntry,
+{
+    let device_plan = codec::check_inference(plan)?;
     if device_plan.is_empty() {
         let run = SimRun::nothing(output_len, options.track_writes)?;
         return Ok((run, try_zeroed(output_len)?));
     }
-    let (run, output) = run_packet::<E>(options, input, Output::Device(output_len), &device_plan)?;
+    let (run, output) = run_packet(options, input, Output::Device(output_len), &device_plan)?;
     Ok((run, output.unwrap_or_default()))
 }
 

@@ -15,6 +15,7 @@ mod ev74_casttess_runtime;
 mod ev74_cost;
 mod ev74_differential;
 mod ev74_dma;
+mod ev74_entries;
 mod ev74_exhaustive;
 mod ev74_faults;
 mod ev74_oom;

@@ -263,6 +263,7 @@ impl Fixture for CastTess {
     const INPUT_ALIGN: u64 = 4;
     const OUTPUT_GRANULE: u32 = 16;
     const FLAG_BITS: u32 = 0b1;
+    const ROW: (u8, &'static str, usize) = (0x30, "CastTess v1", 216);
 
     fn goldens() -> Vec<Golden<CastTess>> {
         std::vec![

@@ -307,6 +307,7 @@ impl Fixture for Quant {
     const INPUT_ALIGN: u64 = 4;
     const OUTPUT_GRANULE: u32 = 1;
     const FLAG_BITS: u32 = 0b11;
+    const ROW: (u8, &'static str, usize) = (0x2f, "Quant v1", 224);
 
     fn goldens() -> Vec<Golden<Quant>> {
         let r = DeviceRegion::new;

@@ -229,13 +229,15 @@ impl Executor {
     /// executor probes it.
     fn require<E: NativeEntry>(&self) -> Result<(), RuntimeError> {
         if !self.shared.options.probes::<E>() {
-            return Err(RuntimeError::NotProbed { entry: E::NAME });
+            return Err(RuntimeError::NotProbed {
+                entry: E::ENTRY_NAME,
+            });
         }
         if self.shared.capabilities.iter().any(|c| c.is::<E>()) {
             Ok(())
         } else {
             Err(RuntimeError::MissingCapability {
-                entry: E::NAME,
+                entry: E::ENTRY_NAME,
                 version: E::VERSION,
             })
         }
