@@ -16,7 +16,7 @@ use core::ops::Range;
 
 use simak_core::layout::TiledView;
 
-use super::PortNeed;
+use super::{HostOp, Piece, PortNeed};
 use super::arch::tess::{Band, Rows};
 use simak_core::{MAX_RANK, View};
 
@@ -191,10 +191,10 @@ impl Geometry {
     }
 }
 
-/// The buffers and tiles of one piece of a split tiled call (the op's `Piece` adds its
-/// prepared plan).
+/// The buffers and tiles of one piece of a split tiled call: the [`HostOp::Part`] of the
+/// tiled ops (the op's `Piece` adds its prepared state).
 #[derive(Debug)]
-pub(crate) struct Part<'a> {
+pub struct Part<'a> {
     input: &'a [u8],
     output: &'a mut [u8],
     tiles: Range<usize>,
@@ -203,18 +203,31 @@ pub(crate) struct Part<'a> {
 
 impl Part<'_> {
     /// Writes this part's tiles (padding included) and nothing else.
-    pub fn run<P: Packer>(&mut self, g: &Geometry, packer: &P) {
+    pub(crate) fn run<P: Packer>(&mut self, g: &Geometry, packer: &P) {
         run_tiles(g, packer, self.input, self.output, self.tiles.clone());
     }
 
     /// The bytes of the call's output this part writes.
-    pub fn output_range(&self) -> Range<usize> {
+    pub(crate) fn output_range(&self) -> Range<usize> {
         self.offset..self.offset + self.output.len()
     }
 
     /// Its tiles, as indices in storage order.
-    pub fn tiles(&self) -> Range<usize> {
+    pub(crate) fn tiles(&self) -> Range<usize> {
         self.tiles.clone()
+    }
+}
+
+impl<'a, O: HostOp<Part<'a> = Part<'a>>> Piece<'a, O> {
+    /// The bytes of the call's output this piece writes (offsets from the output's start,
+    /// a multiple of 16 apart).
+    pub fn output_range(&self) -> Range<usize> {
+        self.part().output_range()
+    }
+
+    /// The tiles this piece owns, as indices in storage order (SPEC §5).
+    pub fn tiles(&self) -> Range<usize> {
+        self.part().tiles()
     }
 }
 
@@ -609,23 +622,6 @@ pub(crate) fn needs(input_view: &View, output_view: &TiledView) -> (PortNeed, Po
             span: output_view.capacity(),
             align: simak_core::layout::TILE_ALIGN as usize,
         },
-    )
-}
-
-/// Checks both ports before any write (SPEC §6): input capacity, element alignment and
-/// address range; output capacity, 16-byte alignment and address range; then overlap.
-pub(crate) fn check_ports(
-    input_view: &View,
-    output_view: &TiledView,
-    input: &[u8],
-    output: &[u8],
-) -> Result<(), super::ExecuteError> {
-    let (need_in, need_out) = needs(input_view, output_view);
-    super::check_ports_at(
-        (input.as_ptr() as usize, input.len()),
-        (output.as_ptr() as usize, output.len()),
-        need_in,
-        need_out,
     )
 }
 
