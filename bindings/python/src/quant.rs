@@ -445,7 +445,7 @@ pub(crate) fn _quantize_with_fp_control<'py>(
                 output_slice(g.address, plan.output().span()),
             )
         };
-        a65::quant::execute_with_fp_control(&prepared, inp, outp, Some(control))
+        a65::execute_with_fp_control(&prepared, inp, outp, Some(control))
             .map_err(|e| lib_error(py, e, QUANT_NAMES))?;
         Ok(out.into_any())
     })

@@ -2,7 +2,8 @@
 //! `simak-tests`): all 16-bit patterns, FP32 classes and random patterns, every length
 //! 0..=70 and around each vector width with misaligned starts, the FP-environment seam.
 
-use simak::a65::quant::{execute, execute_with_fp_control, prepare, prepare_with_route};
+use simak::a65::execute_with_fp_control;
+use simak::a65::quant::{execute, prepare, prepare_with_route};
 use simak::a65::{ExecuteError, Route};
 use simak::ops::quant::{Params, Plan, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
