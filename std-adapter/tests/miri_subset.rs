@@ -86,8 +86,7 @@ fn exact_route_on_contiguous_input() {
         .unwrap();
         for prepared in [exact(&plan), a65::quant::prepare_exact(&plan)] {
             let mut output = vec![0x77u8; n as usize];
-            a65::execute_with_fp_control(&prepared, input.as_slice(), &mut output, None)
-                .unwrap();
+            a65::execute_with_fp_control(&prepared, input.as_slice(), &mut output, None).unwrap();
             for (k, (&b, &got)) in bits.iter().zip(&output).enumerate() {
                 let want = oracle::quant(DType::F32, b, 0x3e99_999a, -3, rounding);
                 assert_eq!(got as i8, want, "element {k} bits 0x{b:08x} {rounding}");
@@ -110,8 +109,7 @@ fn exact_route_on_strided_input_leaves_gaps_untouched() {
     })
     .unwrap();
     let mut output = vec![0x77u8; plan.output().span() as usize];
-    a65::execute_with_fp_control(&exact(&plan), input.as_slice(), &mut output, None)
-        .unwrap();
+    a65::execute_with_fp_control(&exact(&plan), input.as_slice(), &mut output, None).unwrap();
     for (at, &got) in output.iter().enumerate() {
         let (i, j) = (at as u64 / pitch, at as u64 % pitch);
         if j >= s {
@@ -194,8 +192,7 @@ fn default_route_panels_on_short_and_strided_runs() {
             );
         }
         let mut output = vec![0x77u8; plan.output().span() as usize];
-        a65::execute_with_fp_control(&prepared, input.as_slice(), &mut output, None)
-            .unwrap();
+        a65::execute_with_fp_control(&prepared, input.as_slice(), &mut output, None).unwrap();
         for i in 0..shape[0] {
             for j in 0..shape[1] {
                 let b = bits[((i * in_strides[0] + j * in_strides[1]) / 4) as usize];

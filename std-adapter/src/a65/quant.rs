@@ -97,9 +97,7 @@ fn select(plan: &Plan) -> State {
 /// also runs where the caller keeps flush-to-zero or a directed FP rounding mode. Results
 /// are identical to [`prepare`]'s.
 pub fn prepare_exact(plan: &Plan) -> Prepared {
-    Prepared {
-        state: exact(plan),
-    }
+    Prepared { state: exact(plan) }
 }
 
 /// The state of [`prepare_exact`].

@@ -16,8 +16,8 @@ use core::ops::Range;
 
 use simak_core::layout::TiledView;
 
-use super::{HostOp, Piece, PortNeed};
 use super::arch::tess::{Band, Rows};
+use super::{HostOp, Piece, PortNeed};
 use simak_core::{MAX_RANK, View};
 
 /// Elements per batch: the bound of every on-stack panel.

@@ -163,12 +163,7 @@ fn fp_environment_seam_and_buffer_checks() {
     };
     for p in routes(&plan) {
         let mut out = Aligned::new(32, DIRTY);
-        let r = a65::execute_with_fp_control(
-            &p,
-            input.as_slice(),
-            out.as_mut_slice(),
-            Some(bad),
-        );
+        let r = a65::execute_with_fp_control(&p, input.as_slice(), out.as_mut_slice(), Some(bad));
         if p.route() == Route::Exact {
             assert_eq!(r, Ok(()));
         } else {

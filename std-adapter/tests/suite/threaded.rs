@@ -84,11 +84,14 @@ fn random_input(rng: &mut Rng, len: usize) -> Aligned {
     buf
 }
 
+/// A Quant case: input dtype, shape, input byte strides (`None`: contiguous), output byte
+/// strides.
+type QuantCase = (DType, Vec<u64>, Option<Vec<u64>>, Vec<u64>);
+
 #[test]
 fn quant_threaded_equals_execute() {
     let mut rng = Rng::new(0x7e4d_0022);
-    // (input dtype, shape, input byte strides or contiguous, output byte strides)
-    let cases: [(DType, Vec<u64>, Option<Vec<u64>>, Vec<u64>); 5] = [
+    let cases: [QuantCase; 5] = [
         // Contiguous, many rows.
         (DType::F32, vec![64, 1000], None, vec![1000, 1]),
         // Output rows with gaps (row pitch 1003 for 1000 bytes).
@@ -96,7 +99,12 @@ fn quant_threaded_equals_execute() {
         // Every other output byte a gap, and gaps between rows.
         (DType::F16, vec![29, 300], None, vec![640, 2]),
         // Transposed output with gaps, strided input.
-        (DType::F32, vec![300, 23], Some(vec![4 * 25, 4]), vec![1, 320]),
+        (
+            DType::F32,
+            vec![300, 23],
+            Some(vec![4 * 25, 4]),
+            vec![1, 320],
+        ),
         // Three axes, a gap after each row and each plane.
         (DType::BF16, vec![9, 13, 70], None, vec![13 * 75 + 5, 75, 1]),
     ];
@@ -125,10 +133,7 @@ fn quant_threaded_equals_execute() {
                 map.iter().any(|&w| !w) || out_strides.last() == Some(&1),
                 "a gap case has gaps"
             );
-            for prepared in [
-                a65::quant::prepare(&plan),
-                a65::quant::prepare_exact(&plan),
-            ] {
+            for prepared in [a65::quant::prepare(&plan), a65::quant::prepare_exact(&plan)] {
                 let what = format!(
                     "quant {dtype} {shape:?} out {out_strides:?} {rounding:?} {}",
                     prepared.implementation()
@@ -262,6 +267,10 @@ fn threaded_checks_buffers_before_writing() {
         let e = a65::execute_threaded(&prepared, threads, input.as_slice(), out.as_mut_slice())
             .unwrap_err();
         assert_eq!(e.code(), 0x402, "{threads} threads: {e}");
-        assert_eq!(out.as_slice(), &before[..], "{threads} threads: nothing written");
+        assert_eq!(
+            out.as_slice(),
+            &before[..],
+            "{threads} threads: nothing written"
+        );
     }
 }
