@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use simak::a65::{self, Route};
+use simak::a65::{self, Level};
 use simak::ev74::quant;
 use simak::ev74::runtime::{
     Executor, Retire, RuntimeError, SimConfig, SimTransport, Transport, TransportError,
@@ -67,8 +67,8 @@ fn params(rounding: Rounding) -> Params {
 }
 
 fn exact(plan: &Plan) -> a65::quant::Prepared {
-    let prepared = a65::quant::prepare_with_route(plan, Route::Exact).expect("exact route");
-    assert_eq!(prepared.route(), Route::Exact);
+    let prepared = a65::quant::prepare_at(plan, Level::Scalar).expect("exact route");
+    assert_eq!(prepared.level(), Level::Scalar);
     prepared
 }
 
@@ -183,8 +183,8 @@ fn default_route_panels_on_short_and_strided_runs() {
         .unwrap();
         let prepared = a65::quant::prepare(&plan);
         if cfg!(miri) {
-            assert_eq!(prepared.route(), Route::Exact);
-        } else if prepared.route() != Route::Exact {
+            assert_eq!(prepared.level(), Level::Scalar);
+        } else if prepared.level() != Level::Scalar {
             assert!(
                 prepared.implementation().ends_with("+panels"),
                 "{}",

@@ -68,21 +68,14 @@ pub type Piece<'a> = super::Piece<'a, CastTessOp>;
 one_call!(casttess);
 
 /// Prepares `plan` with the fastest kernel level this CPU offers (the scalar kernels when
-/// built with the `scalar-only` feature, see [`TessLevel::AUTO`]). Reads no tensor data
-/// and allocates nothing.
+/// built with the `scalar-only` feature, see [`SCALAR_ONLY`](super::SCALAR_ONLY)). Reads no
+/// tensor data and allocates nothing.
 pub fn prepare(plan: &Plan) -> Prepared {
     Prepared::new(plan)
 }
 
-/// Prepares `plan` with a forced kernel `level`, or `None` when this CPU lacks it. A test
-/// hook, not public API: levels are an implementation detail (SPEC §10).
-#[doc(hidden)]
-pub fn prepare_with_level(plan: &Plan, level: TessLevel) -> Option<Prepared> {
-    with_level(plan, level).map(|state| Prepared { state })
-}
-
 /// The state of a forced kernel `level`, or `None` when this CPU lacks it.
-fn with_level(plan: &Plan, level: TessLevel) -> Option<State> {
+pub(crate) fn with_level(plan: &Plan, level: TessLevel) -> Option<State> {
     let kernels = tess_kernels(level, plan.input().dtype())?;
     Some(State {
         plan: *plan,
@@ -105,12 +98,6 @@ pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
 }
 
 impl Prepared {
-    /// The selected kernel level.
-    #[doc(hidden)]
-    pub fn level(&self) -> TessLevel {
-        self.state.kernels.level
-    }
-
     /// The same level without its fused kernels (the band kernel of compact 3-channel
     /// pixels and the fused rows): every batch takes the general convert-then-split path.
     /// Same bytes (SPEC §10). A test and cost-estimate hook (`cargo xtask neon-cost`), not
@@ -204,6 +191,10 @@ impl HostOp for CastTessOp {
 
     fn implementation(state: &State) -> &'static str {
         state.kernels.level.name()
+    }
+
+    fn level(state: &State) -> Level {
+        state.kernels.level.level()
     }
 
     /// The input's accessed span aligned to its element size, the output's capacity

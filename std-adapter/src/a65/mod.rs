@@ -52,13 +52,9 @@ mod raw;
 mod tess;
 mod walk;
 
-#[doc(hidden)]
-pub use arch::Route;
 pub use arch::SCALAR_ONLY;
 #[doc(hidden)]
 pub use arch::reference;
-#[doc(hidden)]
-pub use arch::tess::TessLevel;
 pub use level::{Level, LevelError, UnknownLevel};
 #[doc(hidden)]
 pub use op::execute_with_fp_control;

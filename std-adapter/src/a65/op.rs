@@ -64,7 +64,8 @@ use super::{ExecuteError, Level, LevelError, PortNeed, check_ports_at};
 ///   once and borrowed by every call, which allocates nothing.
 /// - [`prepare`](HostOp::prepare) (automatic level) and [`prepare_at`](HostOp::prepare_at)
 ///   (a forced [`Level`]), and [`plan`](HostOp::plan) to get the checked plan back.
-/// - [`implementation`](HostOp::implementation): the diagnostic name of what was selected.
+/// - [`implementation`](HostOp::implementation) and [`level`](HostOp::level): the
+///   diagnostic name and the [`Level`] of what was selected.
 /// - [`needs`](HostOp::needs): each port's accessed span and alignment ([`PortNeed`]),
 ///   checked before any write by [`execute`] and the raw entry.
 /// - [`uses_fp`](HostOp::uses_fp): whether the selected route needs the default FP
@@ -98,6 +99,10 @@ pub trait HostOp: Op {
     /// Diagnostic name of the selected route or kernel level (not an API contract,
     /// SPEC §10).
     fn implementation(state: &Self::State) -> &'static str;
+
+    /// The [`Level`] whose kernel the state runs (`scalar` for the exact and scalar
+    /// paths, whatever the CPU offers).
+    fn level(state: &Self::State) -> Level;
 
     /// What the plan's input and output ports need of their buffers (span and
     /// alignment, SPEC §6), in that order.
@@ -182,6 +187,12 @@ impl<O: HostOp> Prepared<O> {
     /// an API contract, SPEC §10).
     pub fn implementation(&self) -> &'static str {
         O::implementation(&self.state)
+    }
+
+    /// The [`Level`] whose kernel runs the call: the automatic choice of `prepare`, or the
+    /// level given to `prepare_at`; `scalar` for the exact and scalar paths (SPEC §10).
+    pub fn level(&self) -> Level {
+        O::level(&self.state)
     }
 
     /// Splits the call into at most `parts` pieces that callers may run on their own

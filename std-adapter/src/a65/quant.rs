@@ -67,8 +67,8 @@ pub type Piece<'a> = super::Piece<'a, QuantOp>;
 one_call!(quant);
 
 /// Prepares `plan` for A65 execution with the fastest route this CPU offers (the exact
-/// path when built with the `scalar-only` feature, see [`Route::AUTO`]). Reads no
-/// tensor data and allocates nothing.
+/// path when built with the `scalar-only` feature, see
+/// [`SCALAR_ONLY`](super::SCALAR_ONLY)). Reads no tensor data and allocates nothing.
 pub fn prepare(plan: &Plan) -> Prepared {
     Prepared::new(plan)
 }
@@ -108,13 +108,6 @@ fn exact(plan: &Plan) -> State {
         s => s,
     };
     build(plan, Route::Exact, traversal, shape)
-}
-
-/// Prepares `plan` with a forced `route`, or `None` when this CPU lacks it. A test hook,
-/// not public API: routes are an implementation detail (SPEC §10).
-#[doc(hidden)]
-pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
-    with_route(plan, route).map(|state| Prepared { state })
 }
 
 /// The state of a forced `route`, or `None` when this CPU lacks it.
@@ -205,12 +198,6 @@ fn build(plan: &Plan, route: Route, traversal: Traversal, shape: Shape) -> State
 }
 
 impl Prepared {
-    /// The selected route.
-    #[doc(hidden)]
-    pub fn route(&self) -> Route {
-        self.state.route
-    }
-
     /// Elements per innermost run after coalescing (the whole tensor for packed,
     /// compatible layouts; 0 when empty).
     pub fn run_len(&self) -> usize {
@@ -280,6 +267,10 @@ impl HostOp for QuantOp {
             (Route::NeonBf16Fp16, Shape::Panels) => "aarch64-neon-bf16-via-fp16+panels",
             (r, _) => r.name(),
         }
+    }
+
+    fn level(state: &State) -> Level {
+        state.route.level()
     }
 
     /// The accessed spans, the input aligned to its element size, the output unaligned.

@@ -65,8 +65,8 @@ pub type Piece<'a> = super::Piece<'a, QuantTessOp>;
 one_call!(quanttess);
 
 /// Prepares `plan` with the fastest Quant route this CPU offers (the exact path when built
-/// with the `scalar-only` feature, see [`Route::AUTO`]). Reads no tensor data and
-/// allocates nothing.
+/// with the `scalar-only` feature, see [`SCALAR_ONLY`](super::SCALAR_ONLY)). Reads no
+/// tensor data and allocates nothing.
 pub fn prepare(plan: &Plan) -> Prepared {
     Prepared::new(plan)
 }
@@ -76,15 +76,10 @@ pub fn prepare(plan: &Plan) -> Prepared {
 /// runs where the caller keeps flush-to-zero or a directed FP rounding mode (a C program
 /// built with `-ffast-math`). Results are identical to [`prepare`]'s.
 pub fn prepare_exact(plan: &Plan) -> Prepared {
-    prepare_with_route(plan, Route::Exact)
-        .unwrap_or_else(|| unreachable!("the exact route is always available"))
-}
-
-/// Prepares `plan` with a forced Quant `route`, or `None` when this CPU lacks it. A test
-/// hook, not public API: routes are an implementation detail (SPEC §10).
-#[doc(hidden)]
-pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
-    with_route(plan, route).map(|state| Prepared { state })
+    Prepared {
+        state: with_route(plan, Route::Exact)
+            .unwrap_or_else(|| unreachable!("the exact route is always available")),
+    }
 }
 
 /// The state of a forced Quant `route`, or `None` when this CPU lacks it.
@@ -109,14 +104,6 @@ fn with_route(plan: &Plan, route: Route) -> Option<State> {
 /// (`x86_64-avx512vbmi`, `aarch64-neon-fp16`).
 pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
     Prepared::at(plan, level)
-}
-
-impl Prepared {
-    /// The selected route.
-    #[doc(hidden)]
-    pub fn route(&self) -> Route {
-        self.state.route
-    }
 }
 
 /// QuantTess on the A65: FP32 / BF16 / FP16 in, INT8 `MlaTiled` out (SPEC §3, §5, §6,
@@ -155,6 +142,10 @@ impl HostOp for QuantTessOp {
 
     fn implementation(state: &State) -> &'static str {
         state.route.name()
+    }
+
+    fn level(state: &State) -> Level {
+        state.route.level()
     }
 
     /// The input's accessed span aligned to its element size, the output's capacity

@@ -631,8 +631,8 @@ mod test {
     use simak_core::ops::casttess::{Request, check_inference};
     use simak_core::{DType, TensorSpec};
 
-    use crate::a65::TessLevel;
-    use crate::a65::casttess::{execute, prepare_with_level};
+    use crate::a65::Level;
+    use crate::a65::casttess::{execute, prepare_at};
 
     /// Every level against the scalar one on rows of tiles (the input-order walk of
     /// `tile_row`): several W tiles with padded full tiles, a partial last W tile, D and H
@@ -669,15 +669,15 @@ mod test {
                         .collect();
                     let cap = plan.output().capacity() as usize;
                     let run = |level| {
-                        let prepared = prepare_with_level(&plan, level)?;
+                        let prepared = prepare_at(&plan, level).ok()?;
                         let mut buf = vec![0xa5u8; cap + 64 + 16];
                         let start = (16 - buf.as_ptr() as usize % 16) % 16;
                         execute(&prepared, &input, &mut buf[start..start + cap + 64]).unwrap();
                         assert!(buf[start + cap..].iter().all(|&b| b == 0xa5));
                         Some(buf[start..start + cap].to_vec())
                     };
-                    let want = run(TessLevel::Scalar).unwrap();
-                    for level in TessLevel::ALL {
+                    let want = run(Level::Scalar).unwrap();
+                    for level in Level::ALL {
                         if let Some(got) = run(level) {
                             assert!(got == want, "{dtype} {shape:?} {tile:?} {}", level.name());
                             cases += 1;
