@@ -377,32 +377,6 @@ pub fn ev74_route(workers: usize) -> String {
     )
 }
 
-/// Runs `pieces` concurrently, each on a scoped thread of its own (the first on the
-/// calling thread), and returns the first error in piece order. One piece runs on the
-/// calling thread alone.
-///
-/// # Errors
-///
-/// The first error `run` returned.
-pub fn run_pieces<P: Send, E: Send>(
-    pieces: Vec<P>,
-    run: impl Fn(&mut P) -> Result<(), E> + Sync,
-) -> Result<(), E> {
-    let mut pieces = pieces.into_iter();
-    let Some(mut first) = pieces.next() else {
-        return Ok(());
-    };
-    let run = &run;
-    std::thread::scope(|s| {
-        let others: Vec<_> = pieces.map(|mut p| s.spawn(move || run(&mut p))).collect();
-        let mine = run(&mut first);
-        others
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .fold(mine, Result::and)
-    })
-}
-
 /// `len` zero bytes, allocated fallibly: [`EngineError::OutOfMemory`] naming `what` when
 /// the host cannot provide them (instead of aborting the process).
 ///

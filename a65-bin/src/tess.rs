@@ -827,8 +827,7 @@ fn run_cast(
             Backend::A65 => {
                 let start = Instant::now();
                 let prepared = a65::casttess::prepare(p);
-                let pieces = prepared.split(threads, data, out)?;
-                engine::run_pieces(pieces, a65::casttess::Piece::run)?;
+                a65::execute_threaded(&prepared, threads, data, out)?;
                 let route = prepared.implementation().to_owned();
                 Ok((start.elapsed().as_secs_f64(), route))
             }
@@ -881,8 +880,7 @@ fn run_quant(
         |p, data, out| {
             let prepared = a65::quanttess::prepare(p);
             let start = Instant::now();
-            let pieces = prepared.split(threads, data, out)?;
-            engine::run_pieces(pieces, a65::quanttess::Piece::run)?;
+            a65::execute_threaded(&prepared, threads, data, out)?;
             let route = prepared.implementation().to_owned();
             Ok((start.elapsed().as_secs_f64(), route))
         },

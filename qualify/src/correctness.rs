@@ -29,12 +29,12 @@
 //!   f64 Quant oracle placed by the SPEC §5 layout oracle. A65 only (no EV74 entry).
 //!
 //! Each case runs on the A65 at every Quant route or CastTess kernel level this CPU has
-//! (`prepare_with_route` / `prepare_with_level`; automatic selection picks one of them) and
+//! (`prepare_at`; automatic selection picks one of them) and
 //! on the simulated EV74 (`run_sim`, workers 1 to 4 in turn), into dirty output buffers
 //! with guard bytes.
 
 use simak::a65;
-use simak::a65::{Route, TessLevel};
+use simak::a65::Level;
 use simak::ev74;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{self, TiledSpec};
@@ -604,9 +604,10 @@ fn run_case(
             let len = phase + out_span + GUARD;
             let port = *phase..*phase + out_span;
             let a65 = each_a65(
-                Route::ALL
+                Level::ALL
                     .iter()
-                    .filter_map(|&r| a65::quant::prepare_with_route(&plan, r)),
+                    .rev()
+                    .filter_map(|&r| a65::quant::prepare_at(&plan, r).ok()),
                 |p| p.implementation().to_owned(),
                 len,
                 false,
@@ -643,9 +644,10 @@ fn run_case(
             .map_err(|e| refuse(&e))?;
             let capacity = plan.output().capacity() as usize;
             let a65 = each_a65(
-                TessLevel::ALL
+                Level::ALL
                     .iter()
-                    .filter_map(|&l| a65::casttess::prepare_with_level(&plan, l)),
+                    .rev()
+                    .filter_map(|&l| a65::casttess::prepare_at(&plan, l).ok()),
                 |p| p.implementation().to_owned(),
                 capacity + GUARD,
                 true,
@@ -684,9 +686,10 @@ fn run_case(
             .map_err(|e| refuse(&e))?;
             let capacity = plan.output().capacity() as usize;
             let a65 = each_a65(
-                Route::ALL
+                Level::ALL
                     .iter()
-                    .filter_map(|&r| a65::quanttess::prepare_with_route(&plan, r)),
+                    .rev()
+                    .filter_map(|&r| a65::quanttess::prepare_at(&plan, r).ok()),
                 |p| p.implementation().to_owned(),
                 capacity + GUARD,
                 true,

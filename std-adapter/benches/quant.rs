@@ -6,8 +6,8 @@
 #![allow(missing_docs)]
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use simak::a65::Route;
-use simak::a65::quant::{execute, prepare_with_route};
+use simak::a65::Level;
+use simak::a65::quant::{execute, prepare_at};
 use simak::ops::quant::{Params, Request, check_inference};
 use simak::{DType, TensorSpec};
 use simak_tests::rng::normal_f32;
@@ -42,11 +42,11 @@ fn contiguous(c: &mut Criterion) {
             if n >= 16 << 20 {
                 group.sample_size(10);
             }
-            for route in Route::ALL {
-                let Some(p) = prepare_with_route(&plan, route) else {
+            for route in Level::ALL.into_iter().rev() {
+                let Ok(p) = prepare_at(&plan, route) else {
                     continue;
                 };
-                if route == Route::Exact && n > 1 << 20 {
+                if route == Level::Scalar && n > 1 << 20 {
                     continue;
                 }
                 group.bench_function(BenchmarkId::new(route.name(), n), |b| {

@@ -8,7 +8,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use simak::a65;
-use simak::a65::TessLevel;
+use simak::a65::Level;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{Request, check_inference};
 use simak::{DType, TensorSpec};
@@ -59,8 +59,8 @@ fn frame(c: &mut Criterion, name: &str, h: u64, w: u64) {
         .unwrap();
         let capacity = plan.output().capacity() as usize;
         let (mut out, start) = aligned(capacity);
-        for level in TessLevel::ALL {
-            let Some(prepared) = a65::casttess::prepare_with_level(&plan, level) else {
+        for level in Level::ALL.into_iter().rev() {
+            let Ok(prepared) = a65::casttess::prepare_at(&plan, level) else {
                 continue;
             };
             group.bench_function(format!("{dtype}/{}", level.name()), |b| {

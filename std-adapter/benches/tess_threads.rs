@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use simak::a65;
-use simak::a65::TessLevel;
+use simak::a65::Level;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{Request, check_inference};
 use simak::{DType, TensorSpec};
@@ -111,13 +111,13 @@ fn main() {
     let (copy, out) = (copy.as_mut_slice(), out.as_mut_slice());
 
     let fastest = a65::casttess::prepare(&plan).level();
-    let mut levels = vec![TessLevel::Avx2];
-    if fastest != TessLevel::Avx2 {
+    let mut levels = vec![Level::Avx2];
+    if fastest != Level::Avx2 {
         levels.push(fastest);
     }
     let prepared: Vec<_> = levels
         .iter()
-        .filter_map(|&l| a65::casttess::prepare_with_level(&plan, l))
+        .filter_map(|&l| a65::casttess::prepare_at(&plan, l).ok())
         .collect();
 
     // Every variant writes its own buffer in turn: the memcpy `copy`, the kernels `out`

@@ -15,7 +15,7 @@
 //! - `quant/DTYPE/ROUTE`: Quant of `8192 · K` contiguous elements to INT8, multiplier 0.5
 //!   (a power of two, so the FP16 routes take it), zero point 3, nearest-even;
 //! - `casttess/DTYPE/LEVEL/PATH`: CastTess of a `16·K × 1920 × 3` HWC frame, tile
-//!   (1, 16, 64, 3) Compact, `PATH` = `band` (the level as `prepare_with_level` gives it,
+//!   (1, 16, 64, 3) Compact, `PATH` = `band` (the level as `prepare_at` gives it,
 //!   with its band kernel) or `general` (the same level without its fused kernels,
 //!   `Prepared::general_path`; a level without fused kernels, `scalar`, has only this).
 //!
@@ -23,7 +23,7 @@
 //! rounded by `half`), a 4096-element pattern repeated.
 #![allow(missing_docs)]
 
-use simak::a65::{self, Route, TessLevel};
+use simak::a65::{self, Level};
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::{casttess, quant};
 use simak::{DType, TensorSpec};
@@ -42,8 +42,8 @@ const MAX_K: usize = 2;
 /// One forced kernel.
 #[derive(Clone, Copy)]
 enum Workload {
-    Quant(DType, Route),
-    CastTess(DType, TessLevel, bool),
+    Quant(DType, Level),
+    CastTess(DType, Level, bool),
 }
 
 impl Workload {
@@ -99,11 +99,11 @@ fn tess_plan(dtype: DType, rows: usize) -> casttess::Plan {
 /// or without them.
 fn tess_prepared(
     dtype: DType,
-    level: TessLevel,
+    level: Level,
     general: bool,
     rows: usize,
 ) -> Option<a65::casttess::Prepared> {
-    let p = a65::casttess::prepare_with_level(&tess_plan(dtype, rows), level)?;
+    let p = a65::casttess::prepare_at(&tess_plan(dtype, rows), level).ok()?;
     match (general, p.has_fused_path()) {
         (false, fused) => fused.then_some(p),
         (true, _) => Some(p.general_path()),
@@ -115,14 +115,14 @@ fn workloads() -> Vec<Workload> {
     let mut out = Vec::new();
     for dtype in DTYPES {
         let plan = quant_plan(dtype, QUANT_STEP);
-        for route in Route::ALL {
-            if a65::quant::prepare_with_route(&plan, route).is_some() {
+        for route in Level::ALL.into_iter().rev() {
+            if a65::quant::prepare_at(&plan, route).is_ok() {
                 out.push(Workload::Quant(dtype, route));
             }
         }
     }
     for dtype in DTYPES {
-        for level in TessLevel::ALL {
+        for level in Level::ALL.into_iter().rev() {
             for general in [false, true] {
                 if tess_prepared(dtype, level, general, BAND_ROWS).is_some() {
                     out.push(Workload::CastTess(dtype, level, general));
@@ -161,8 +161,8 @@ fn run(w: Workload, k: usize) -> Result<(), String> {
     match w {
         Workload::Quant(dtype, route) => {
             let mut out = Aligned::new(max, 0);
-            let p = a65::quant::prepare_with_route(&quant_plan(dtype, n), route)
-                .ok_or("route unavailable")?;
+            let p = a65::quant::prepare_at(&quant_plan(dtype, n), route)
+                .map_err(|_| "route unavailable")?;
             a65::quant::execute(&p, data.as_slice(), out.as_mut_slice())
                 .map_err(|e| e.to_string())?;
             std::hint::black_box(out.as_slice());

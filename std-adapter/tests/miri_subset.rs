@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use simak::a65::{self, Route};
+use simak::a65::{self, Level};
 use simak::ev74::quant;
 use simak::ev74::runtime::{
     Executor, Retire, RuntimeError, SimConfig, SimTransport, Transport, TransportError,
@@ -67,8 +67,8 @@ fn params(rounding: Rounding) -> Params {
 }
 
 fn exact(plan: &Plan) -> a65::quant::Prepared {
-    let prepared = a65::quant::prepare_with_route(plan, Route::Exact).expect("exact route");
-    assert_eq!(prepared.route(), Route::Exact);
+    let prepared = a65::quant::prepare_at(plan, Level::Scalar).expect("exact route");
+    assert_eq!(prepared.level(), Level::Scalar);
     prepared
 }
 
@@ -86,8 +86,7 @@ fn exact_route_on_contiguous_input() {
         .unwrap();
         for prepared in [exact(&plan), a65::quant::prepare_exact(&plan)] {
             let mut output = vec![0x77u8; n as usize];
-            a65::quant::execute_with_fp_control(&prepared, input.as_slice(), &mut output, None)
-                .unwrap();
+            a65::execute_with_fp_control(&prepared, input.as_slice(), &mut output, None).unwrap();
             for (k, (&b, &got)) in bits.iter().zip(&output).enumerate() {
                 let want = oracle::quant(DType::F32, b, 0x3e99_999a, -3, rounding);
                 assert_eq!(got as i8, want, "element {k} bits 0x{b:08x} {rounding}");
@@ -110,8 +109,7 @@ fn exact_route_on_strided_input_leaves_gaps_untouched() {
     })
     .unwrap();
     let mut output = vec![0x77u8; plan.output().span() as usize];
-    a65::quant::execute_with_fp_control(&exact(&plan), input.as_slice(), &mut output, None)
-        .unwrap();
+    a65::execute_with_fp_control(&exact(&plan), input.as_slice(), &mut output, None).unwrap();
     for (at, &got) in output.iter().enumerate() {
         let (i, j) = (at as u64 / pitch, at as u64 % pitch);
         if j >= s {
@@ -185,8 +183,8 @@ fn default_route_panels_on_short_and_strided_runs() {
         .unwrap();
         let prepared = a65::quant::prepare(&plan);
         if cfg!(miri) {
-            assert_eq!(prepared.route(), Route::Exact);
-        } else if prepared.route() != Route::Exact {
+            assert_eq!(prepared.level(), Level::Scalar);
+        } else if prepared.level() != Level::Scalar {
             assert!(
                 prepared.implementation().ends_with("+panels"),
                 "{}",
@@ -194,8 +192,7 @@ fn default_route_panels_on_short_and_strided_runs() {
             );
         }
         let mut output = vec![0x77u8; plan.output().span() as usize];
-        a65::quant::execute_with_fp_control(&prepared, input.as_slice(), &mut output, None)
-            .unwrap();
+        a65::execute_with_fp_control(&prepared, input.as_slice(), &mut output, None).unwrap();
         for i in 0..shape[0] {
             for j in 0..shape[1] {
                 let b = bits[((i * in_strides[0] + j * in_strides[1]) / 4) as usize];

@@ -5,8 +5,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use simak::a65::Route;
-use simak::a65::quant::{execute, prepare, prepare_with_route};
+use simak::a65::Level;
+use simak::a65::quant::{execute, prepare, prepare_at};
 use simak::ops::quant::{Params, Request, check_inference};
 use simak::{DType, TensorSpec};
 
@@ -113,9 +113,10 @@ fn execute_allocates_nothing_on_any_route_or_traversal() {
         let mut output = vec![0u8; plan.output().span() as usize];
         let mut prepared = vec![prepare(&plan)];
         prepared.extend(
-            Route::ALL
+            Level::ALL
                 .iter()
-                .filter_map(|&r| prepare_with_route(&plan, r)),
+                .rev()
+                .filter_map(|&r| prepare_at(&plan, r).ok()),
         );
         for p in &prepared {
             let n = allocations_during(|| execute(p, &input, &mut output).unwrap());

@@ -402,7 +402,7 @@ pub mod lib_run {
     //! Runs requests through the library (`check_inference`, A65 `prepare` + `execute`).
 
     use simak::a65;
-    use simak::a65::Route;
+    use simak::a65::Level;
     use simak::a65::quant::Prepared;
     use simak::ops::quant::{Params, Plan, Request, check_inference};
     use simak::{DType, TensorSpec};
@@ -410,16 +410,16 @@ pub mod lib_run {
     use crate::bytes::{Aligned, encode};
 
     /// The plan prepared with `prepare` (the route a user gets) first, then with every
-    /// other route this CPU offers, forced through the `prepare_with_route` test hook
+    /// other route this CPU offers, forced through `prepare_at`
     /// (SPEC §10: every route must give the same bytes).
     pub fn variants(plan: &Plan) -> Vec<Prepared> {
         let default = a65::quant::prepare(plan);
         let mut out = vec![default];
-        for route in Route::ALL {
-            if route == default.route() {
+        for route in Level::ALL.into_iter().rev() {
+            if route == default.level() {
                 continue;
             }
-            if let Some(p) = a65::quant::prepare_with_route(plan, route) {
+            if let Ok(p) = a65::quant::prepare_at(plan, route) {
                 out.push(p);
             }
         }

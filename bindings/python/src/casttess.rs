@@ -13,7 +13,7 @@ use crate::args::{
 use crate::arrays::{Geometry, as_array, same_geometry, tiled_out};
 use crate::errors::{TILED_NAMES, guarded, lib_error};
 use crate::layout::Layout;
-use crate::run::{run_pieces, run_tiled};
+use crate::run::run_tiled;
 
 /// Converts ``x`` to BF16 in the accelerator's ``MlaTiled`` layout (SPEC §4, §5).
 ///
@@ -92,10 +92,7 @@ pub(crate) fn casttess<'py>(
             plan.input().span(),
             (address, len),
             plan.elements(),
-            |i, o| match threads {
-                1 => a65::casttess::execute(&prepared, i, o),
-                _ => run_pieces(prepared.split(threads, i, o)?, a65::casttess::Piece::run),
-            },
+            |i, o| a65::execute_threaded(&prepared, threads, i, o),
         )?;
         Ok(oa.into_any())
     })
@@ -186,10 +183,7 @@ impl CastTessPlan {
                 plan.input().span(),
                 (address, len),
                 plan.elements(),
-                |i, o| match threads {
-                    1 => a65::casttess::execute(&prepared, i, o),
-                    _ => run_pieces(prepared.split(threads, i, o)?, a65::casttess::Piece::run),
-                },
+                |i, o| a65::execute_threaded(&prepared, threads, i, o),
             )?;
             Ok(oa.into_any())
         })

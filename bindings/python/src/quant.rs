@@ -17,7 +17,7 @@ use crate::arrays::{
     same_geometry, strided_int8,
 };
 use crate::errors::{Names, QUANT_NAMES, guarded, lib_error, simak_error};
-use crate::run::{run_detached, run_pieces};
+use crate::run::run_detached;
 
 /// Runs a prepared Quant call over admitted arrays, split over `threads`.
 pub(crate) fn run_quant(
@@ -43,11 +43,8 @@ pub(crate) fn run_quant(
         )
     };
     let elements = plan.elements();
-    let result = run_detached(py, elements, || -> Result<(), ExecuteError> {
-        if threads <= 1 {
-            return a65::quant::execute(prepared, inp, outp);
-        }
-        run_pieces(prepared.split(threads, inp, outp)?, a65::quant::Piece::run)
+    let result = run_detached(py, elements, || {
+        a65::execute_threaded(prepared, threads, inp, outp)
     });
     result.map_err(|e| lib_error(py, e, names))
 }
@@ -445,7 +442,7 @@ pub(crate) fn _quantize_with_fp_control<'py>(
                 output_slice(g.address, plan.output().span()),
             )
         };
-        a65::quant::execute_with_fp_control(&prepared, inp, outp, Some(control))
+        a65::execute_with_fp_control(&prepared, inp, outp, Some(control))
             .map_err(|e| lib_error(py, e, QUANT_NAMES))?;
         Ok(out.into_any())
     })

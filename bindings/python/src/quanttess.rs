@@ -13,7 +13,7 @@ use crate::args::{
 };
 use crate::arrays::{Geometry, as_array, tiled_out};
 use crate::errors::{TILED_NAMES, guarded, lib_error};
-use crate::run::{run_pieces, run_tiled};
+use crate::run::run_tiled;
 
 /// Quantizes ``x`` to INT8 in the ``MlaTiled`` layout: :func:`quantize`'s arithmetic,
 /// :func:`casttess`'s layout with one byte plane (padding bytes are 0x00, not the zero
@@ -85,10 +85,7 @@ pub(crate) fn quanttess<'py>(
             plan.input().span(),
             (address, len),
             plan.elements(),
-            |i, o| match threads {
-                1 => a65::quanttess::execute(&prepared, i, o),
-                _ => run_pieces(prepared.split(threads, i, o)?, a65::quanttess::Piece::run),
-            },
+            |i, o| a65::execute_threaded(&prepared, threads, i, o),
         )?;
         Ok(oa.into_any())
     })

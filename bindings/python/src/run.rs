@@ -1,5 +1,6 @@
 //! Running a kernel over NumPy memory: without the GIL for calls large enough to be worth
-//! it, split over scoped native threads, and the tiled ops' shared runner.
+//! it (split over scoped native threads by `a65::execute_threaded`), and the tiled ops'
+//! shared runner.
 
 use pyo3::prelude::*;
 use simak::a65::ExecuteError;
@@ -22,30 +23,6 @@ pub(crate) fn run_detached<T: Send>(
     } else {
         f()
     }
-}
-
-/// Runs the pieces of a split call (`Prepared::split` of any op), one scoped native thread
-/// each, and reports the first error in piece order.
-pub(crate) fn run_pieces<P: Send>(
-    pieces: Vec<P>,
-    run: impl Fn(&mut P) -> Result<(), ExecuteError> + Sync,
-) -> Result<(), ExecuteError> {
-    let run = &run;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = pieces
-            .into_iter()
-            .map(|mut p| s.spawn(move || run(&mut p)))
-            .collect();
-        // A piece cannot panic (a panic would be a simak bug); report the first error.
-        let mut first = Ok(());
-        for h in handles {
-            let r = h.join().unwrap_or(Ok(()));
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
-    })
 }
 
 /// Runs a tiled call through `exec` over the input and output byte ranges.

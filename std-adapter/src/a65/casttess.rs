@@ -35,9 +35,10 @@
 //! ```
 
 use simak_core::DType;
+use simak_core::ops::CastTess as CastTessOp;
 use simak_core::ops::casttess::Plan;
 
-use super::{ExecuteError, Level, LevelError};
+use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
 
 use super::arch::tess::{
     Band, BandFn, ConvertFn, Rows, RowsFn, STREAM_MIN, SplitFn, TessKernels, TessLevel,
@@ -46,33 +47,37 @@ use super::arch::tess::{
 pub use super::raw::casttess as execute_raw;
 use super::tess::{self, Geometry, PANEL, Packer};
 
-/// A CastTess plan prepared for the A65: kernel level and geometry selected once.
+/// The prepared state of a CastTess plan ([`HostOp::State`]): kernel level and geometry
+/// selected once. Opaque; held by [`Prepared`].
 #[derive(Debug, Clone, Copy)]
-pub struct Prepared {
+pub struct State {
     plan: Plan,
     kernels: TessKernels,
     geometry: Geometry,
 }
 
+/// A CastTess plan prepared for the A65: kernel level and geometry selected once.
+pub type Prepared = super::Prepared<CastTessOp>;
+
+/// One piece of a split CastTess call ([`Prepared::split`](super::Prepared::split)): whole
+/// tiles, one disjoint range of the call's output, so pieces can run concurrently on any
+/// threads (they are `Send`). A piece may be run again (for example by a benchmark); each
+/// run rewrites the same bytes.
+pub type Piece<'a> = super::Piece<'a, CastTessOp>;
+
 one_call!(casttess);
 
 /// Prepares `plan` with the fastest kernel level this CPU offers (the scalar kernels when
-/// built with the `scalar-only` feature, see [`TessLevel::AUTO`]). Reads no tensor data
-/// and allocates nothing.
+/// built with the `scalar-only` feature, see [`SCALAR_ONLY`](super::SCALAR_ONLY)). Reads no
+/// tensor data and allocates nothing.
 pub fn prepare(plan: &Plan) -> Prepared {
-    TessLevel::AUTO
-        .iter()
-        .copied()
-        .find_map(|level| prepare_with_level(plan, level))
-        .unwrap_or_else(|| unreachable!("the scalar level is always available"))
+    Prepared::new(plan)
 }
 
-/// Prepares `plan` with a forced kernel `level`, or `None` when this CPU lacks it. A test
-/// hook, not public API: levels are an implementation detail (SPEC §10).
-#[doc(hidden)]
-pub fn prepare_with_level(plan: &Plan, level: TessLevel) -> Option<Prepared> {
+/// The state of a forced kernel `level`, or `None` when this CPU lacks it.
+pub(crate) fn with_level(plan: &Plan, level: TessLevel) -> Option<State> {
     let kernels = tess_kernels(level, plan.input().dtype())?;
-    Some(Prepared {
+    Some(State {
         plan: *plan,
         kernels,
         geometry: Geometry::new(plan.input(), plan.output()),
@@ -89,35 +94,10 @@ pub fn prepare_with_level(plan: &Plan, level: TessLevel) -> Option<Prepared> {
 /// [`LevelError::NoKernel`] for the levels CastTess has no kernels at (`x86_64-sse4.1`,
 /// `aarch64-neon-fp16`).
 pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
-    level.check_detected()?;
-    level
-        .tess_level()
-        .and_then(|l| prepare_with_level(plan, l))
-        .ok_or(LevelError::NoKernel {
-            level,
-            op: "casttess",
-            dtype: plan.input().dtype(),
-        })
+    Prepared::at(plan, level)
 }
 
 impl Prepared {
-    /// The checked plan this was prepared from.
-    pub fn plan(&self) -> &Plan {
-        &self.plan
-    }
-
-    /// Diagnostic name of the selected kernel level, e.g. `x86_64-avx512` (not an API
-    /// contract, SPEC §10).
-    pub fn implementation(&self) -> &'static str {
-        self.kernels.level.name()
-    }
-
-    /// The selected kernel level.
-    #[doc(hidden)]
-    pub fn level(&self) -> TessLevel {
-        self.kernels.level
-    }
-
     /// The same level without its fused kernels (the band kernel of compact 3-channel
     /// pixels and the fused rows): every batch takes the general convert-then-split path.
     /// Same bytes (SPEC §10). A test and cost-estimate hook (`cargo xtask neon-cost`), not
@@ -125,12 +105,14 @@ impl Prepared {
     #[doc(hidden)]
     pub fn general_path(self) -> Prepared {
         Prepared {
-            kernels: TessKernels {
-                rows: None,
-                band: None,
-                ..self.kernels
+            state: State {
+                kernels: TessKernels {
+                    rows: None,
+                    band: None,
+                    ..self.state.kernels
+                },
+                ..self.state
             },
-            ..self
         }
     }
 
@@ -138,7 +120,111 @@ impl Prepared {
     /// [`general_path`](Prepared::general_path) removes.
     #[doc(hidden)]
     pub fn has_fused_path(&self) -> bool {
-        self.kernels.rows.is_some() || self.kernels.band.is_some()
+        self.state.kernels.rows.is_some() || self.state.kernels.band.is_some()
+    }
+}
+
+/// CastTess on the A65: FP32 / FP16 / BF16 in, BF16 `MlaTiled` out (SPEC §4, §5, §6,
+/// §10). Integer code only: no level depends on the FP environment. A part owns whole
+/// tiles, consecutive in storage order (SPEC §5), with balanced tile counts, so its output
+/// is one range of whole 16-byte blocks that no other part writes, each tile's padding
+/// written by the part that owns the tile; a tile is never cut.
+///
+/// ```
+/// use simak::a65;
+/// use simak::layout::{Channels, MlaTiled};
+/// use simak::ops::casttess::{check_inference, Request};
+/// use simak::{DType, TensorSpec};
+///
+/// // A [H=32, W=128, C=3] FP32 image in (1, 16, 64, 3) tiles: 4 tiles of 6144 bytes.
+/// let plan = check_inference(&Request {
+///     input: TensorSpec::contiguous([32, 128, 3], DType::F32),
+///     layout: MlaTiled::new([None, Some(0), Some(1), Some(2)], [1, 16, 64, 3], Channels::Compact),
+/// })?;
+/// let prepared = a65::casttess::prepare(&plan);
+/// let input: Vec<u8> = (0..32 * 128 * 3).flat_map(|i| (i as f32).to_le_bytes()).collect();
+/// #[repr(align(16))]
+/// struct Out([u8; 4 * 6144]);
+/// let mut out = Box::new(Out([0; 4 * 6144]));
+/// let output = &mut out.0;
+/// let pieces = prepared.split(2, &input, output)?;
+/// assert_eq!(pieces[1].output_range(), 2 * 6144..4 * 6144);
+/// std::thread::scope(|s| {
+///     let runs: Vec<_> = pieces.into_iter().map(|mut p| s.spawn(move || p.run())).collect();
+///     runs.into_iter().try_for_each(|r| r.join().expect("no panic"))
+/// })?;
+/// // Each pixel: the low bytes of its 3 channels, then the high bytes (SPEC §5).
+/// // Pixel (0, 0), channel 1: 1.0 = BF16 0x3f80, in tile 0 (the first piece).
+/// assert_eq!([output[1], output[4]], [0x80, 0x3f]);
+/// // Pixel (16, 0), channel 0: 6144.0 = BF16 0x45c0, first in tile 2 (the second piece).
+/// assert_eq!([output[2 * 6144], output[2 * 6144 + 3]], [0xc0, 0x45]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl HostOp for CastTessOp {
+    type State = State;
+    type Part<'a> = tess::Part<'a>;
+
+    fn prepare(plan: &Plan) -> State {
+        TessLevel::AUTO
+            .iter()
+            .copied()
+            .find_map(|level| with_level(plan, level))
+            .unwrap_or_else(|| unreachable!("the scalar level is always available"))
+    }
+
+    fn prepare_at(plan: &Plan, level: Level) -> Result<State, LevelError> {
+        level.check_detected()?;
+        level
+            .tess_level()
+            .and_then(|l| with_level(plan, l))
+            .ok_or(LevelError::NoKernel {
+                level,
+                op: "casttess",
+                dtype: plan.input().dtype(),
+            })
+    }
+
+    #[inline]
+    fn plan(state: &State) -> &Plan {
+        &state.plan
+    }
+
+    fn implementation(state: &State) -> &'static str {
+        state.kernels.level.name()
+    }
+
+    fn level(state: &State) -> Level {
+        state.kernels.level.level()
+    }
+
+    /// The input's accessed span aligned to its element size, the output's capacity
+    /// 16-byte aligned.
+    #[inline]
+    fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
+        tess::needs(plan.input(), plan.output())
+    }
+
+    #[inline]
+    fn uses_fp(_: &State) -> bool {
+        false
+    }
+
+    #[inline]
+    fn run(state: &State, input: &[u8], output: &mut [u8]) {
+        tess::run(&state.geometry, &packer(state), input, output);
+    }
+
+    fn partition<'a>(
+        state: &State,
+        parts: usize,
+        input: &'a [u8],
+        output: &'a mut [u8],
+    ) -> Vec<tess::Part<'a>> {
+        tess::parts(&state.geometry, parts, input, output)
+    }
+
+    fn run_part(state: &State, part: &mut tess::Part<'_>) {
+        part.run(&state.geometry, &packer(state));
     }
 }
 
@@ -187,7 +273,8 @@ impl Packer for Cast {
     }
 }
 
-/// Converts `input` into the tiled BF16 `output` as `prepared` describes.
+/// Converts `input` into the tiled BF16 `output` as `prepared` describes (the generic
+/// [`a65::execute`](super::execute) for CastTess).
 ///
 /// `input` holds the input port's storage from its first element (little-endian, at least
 /// `plan.input().span()` bytes, aligned to the element size); `output` holds at least
@@ -201,127 +288,21 @@ impl Packer for Cast {
 /// Checked before any write, in this order: [`ExecuteError::Capacity`],
 /// [`ExecuteError::Misaligned`], [`ExecuteError::AddressOverflow`] (input, then output),
 /// [`ExecuteError::Overlap`]. On error nothing was written.
+#[inline]
 pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
-    let plan = &prepared.plan;
-    if plan.is_empty() {
-        return Ok(());
-    }
-    tess::check_ports(plan.input(), plan.output(), input, output)?;
-    tess::run(&prepared.geometry, &prepared.packer(), input, output);
-    Ok(())
+    super::execute(prepared, input, output)
 }
 
-impl Prepared {
-    /// The packer of this plan's kernels.
-    fn packer(&self) -> Cast {
-        let dtype = self.plan.input().dtype();
-        Cast {
-            convert: self.kernels.convert,
-            split: self.kernels.split,
-            rows: self.kernels.rows,
-            band: self.kernels.band,
-            elem: dtype.size(),
-            bf16: dtype == DType::BF16,
-            stream: self.plan.output().capacity() >= STREAM_MIN as u64,
-        }
-    }
-
-    /// Splits the call into at most `parts` pieces that callers may run on their own
-    /// threads (simak has no thread pool). Each piece owns whole tiles, consecutive in
-    /// storage order (SPEC §5), with balanced tile counts, so its output is one range of
-    /// whole 16-byte blocks that no other piece writes; the pieces' ranges, in order, cover
-    /// the first `capacity` bytes exactly once, each tile's padding written by the piece
-    /// that owns the tile. Running every piece gives the bytes of one [`execute`]. Fewer
-    /// than `parts` come back when the call has fewer tiles (a tile is never cut); `parts`
-    /// 0 counts as 1, and an empty plan gives no pieces.
-    ///
-    /// `input` and `output` are the whole call's buffers (bytes), as for [`execute`]; they
-    /// are checked once here, before anything is written.
-    ///
-    /// ```
-    /// use simak::a65;
-    /// use simak::layout::{Channels, MlaTiled};
-    /// use simak::ops::casttess::{check_inference, Request};
-    /// use simak::{DType, TensorSpec};
-    ///
-    /// // A [H=32, W=128, C=3] FP32 image in (1, 16, 64, 3) tiles: 4 tiles of 6144 bytes.
-    /// let plan = check_inference(&Request {
-    ///     input: TensorSpec::contiguous([32, 128, 3], DType::F32),
-    ///     layout: MlaTiled::new([None, Some(0), Some(1), Some(2)], [1, 16, 64, 3], Channels::Compact),
-    /// })?;
-    /// let prepared = a65::casttess::prepare(&plan);
-    /// let input: Vec<u8> = (0..32 * 128 * 3).flat_map(|i| (i as f32).to_le_bytes()).collect();
-    /// #[repr(align(16))]
-    /// struct Out([u8; 4 * 6144]);
-    /// let mut out = Box::new(Out([0; 4 * 6144]));
-    /// let output = &mut out.0;
-    /// let pieces = prepared.split(2, &input, output)?;
-    /// assert_eq!(pieces[1].output_range(), 2 * 6144..4 * 6144);
-    /// std::thread::scope(|s| {
-    ///     let runs: Vec<_> = pieces.into_iter().map(|mut p| s.spawn(move || p.run())).collect();
-    ///     runs.into_iter().try_for_each(|r| r.join().expect("no panic"))
-    /// })?;
-    /// // Each pixel: the low bytes of its 3 channels, then the high bytes (SPEC §5).
-    /// // Pixel (0, 0), channel 1: 1.0 = BF16 0x3f80, in tile 0 (the first piece).
-    /// assert_eq!([output[1], output[4]], [0x80, 0x3f]);
-    /// // Pixel (16, 0), channel 0: 6144.0 = BF16 0x45c0, first in tile 2 (the second piece).
-    /// assert_eq!([output[2 * 6144], output[2 * 6144 + 3]], [0xc0, 0x45]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`execute`]: nothing is returned (and nothing written) unless every check passed.
-    pub fn split<'a>(
-        &self,
-        parts: usize,
-        input: &'a [u8],
-        output: &'a mut [u8],
-    ) -> Result<Vec<Piece<'a>>, ExecuteError> {
-        if self.plan.is_empty() {
-            return Ok(Vec::new());
-        }
-        tess::check_ports(self.plan.input(), self.plan.output(), input, output)?;
-        let parts = tess::parts(&self.geometry, parts, input, output);
-        let prepared = *self;
-        Ok(parts
-            .into_iter()
-            .map(|part| Piece { prepared, part })
-            .collect())
-    }
-}
-
-/// One piece of a split CastTess call: whole tiles, one disjoint range of the call's
-/// output, so pieces can run concurrently on any threads (they are `Send`). A piece may be
-/// run again (for example by a benchmark); each run rewrites the same bytes.
-#[derive(Debug)]
-pub struct Piece<'a> {
-    prepared: Prepared,
-    part: tess::Part<'a>,
-}
-
-impl Piece<'_> {
-    /// Runs this piece: writes its tiles, padding included, and nothing else. The buffers
-    /// were checked by [`Prepared::split`].
-    ///
-    /// # Errors
-    ///
-    /// None today (CastTess is integer code, independent of the FP environment); the
-    /// `Result` keeps the shape of the other ops' pieces.
-    pub fn run(&mut self) -> Result<(), ExecuteError> {
-        self.part
-            .run(&self.prepared.geometry, &self.prepared.packer());
-        Ok(())
-    }
-
-    /// The bytes of the call's output this piece writes (offsets from the output's start,
-    /// a multiple of 16 apart).
-    pub fn output_range(&self) -> core::ops::Range<usize> {
-        self.part.output_range()
-    }
-
-    /// The tiles this piece owns, as indices in storage order (SPEC §5).
-    pub fn tiles(&self) -> core::ops::Range<usize> {
-        self.part.tiles()
+/// The packer of a state's kernels.
+fn packer(state: &State) -> Cast {
+    let dtype = state.plan.input().dtype();
+    Cast {
+        convert: state.kernels.convert,
+        split: state.kernels.split,
+        rows: state.kernels.rows,
+        band: state.kernels.band,
+        elem: dtype.size(),
+        bf16: dtype == DType::BF16,
+        stream: state.plan.output().capacity() >= STREAM_MIN as u64,
     }
 }

@@ -1,7 +1,9 @@
 //! Named instruction-set levels: prepare a plan at a forced level instead of the one
 //! `prepare` picks (SPEC §10: results are identical at every level; only speed differs).
 //!
-//! One set of names for Quant, QuantTess and CastTess: those of the ISA table
+//! [`Level`] is generated with the capability tokens from the ISA table
+//! (`std-adapter/src/a65/arch/isa.rs`: names, feature lists, detection). One set of names
+//! for Quant, QuantTess and CastTess: those of the ISA table
 //! (`x86_64-sse4.1`, `x86_64-avx2`, `x86_64-avx512`, `x86_64-avx512vbmi`, `aarch64-neon`,
 //! `aarch64-neon-fp16`), plus `scalar` for the portable paths (the exact integer path of
 //! Quant, SPEC §3, and the scalar CastTess kernels). A level names a set of CPU features;
@@ -41,81 +43,11 @@ use core::str::FromStr;
 use simak_core::DType;
 
 use super::arch::Route;
-use super::arch::isa::{self, Isa};
 use super::arch::tess::TessLevel;
 
-/// An instruction-set level of the ISA table, or the portable `scalar` level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Level {
-    /// The portable paths: Quant's exact integer path (SPEC §3), the scalar CastTess
-    /// kernels. Every CPU has it.
-    Scalar,
-    /// x86-64 SSE4.1.
-    Sse41,
-    /// x86-64 AVX2 with F16C.
-    Avx2,
-    /// x86-64 AVX-512 F, BW and VL (with AVX2 and F16C).
-    Avx512,
-    /// x86-64 AVX-512 F, BW, VL and VBMI (with AVX2 and F16C).
-    Avx512Vbmi,
-    /// AArch64 NEON (the AArch64 baseline).
-    Neon,
-    /// AArch64 NEON with FP16 vector arithmetic (FEAT_FP16, asimdhp).
-    NeonFp16,
-}
+pub use super::arch::isa::Level;
 
 impl Level {
-    /// Every level, in the ISA table's order (`scalar` first).
-    pub const ALL: [Level; 7] = [
-        Level::Scalar,
-        Level::Sse41,
-        Level::Avx2,
-        Level::Avx512,
-        Level::Avx512Vbmi,
-        Level::Neon,
-        Level::NeonFp16,
-    ];
-
-    /// The level's name, as `FromStr` takes it and as the ISA table names it (e.g.
-    /// `x86_64-avx512vbmi`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Level::Scalar => "scalar",
-            Level::Sse41 => isa::Sse41::NAME,
-            Level::Avx2 => isa::Avx2::NAME,
-            Level::Avx512 => isa::Avx512::NAME,
-            Level::Avx512Vbmi => isa::Avx512Vbmi::NAME,
-            Level::Neon => isa::Neon::NAME,
-            Level::NeonFp16 => isa::NeonFp16::NAME,
-        }
-    }
-
-    /// The CPU features the level needs, in words (e.g. `AVX2, F16C`).
-    pub const fn features(self) -> &'static str {
-        match self {
-            Level::Scalar => "none",
-            Level::Sse41 => "x86-64 SSE4.1",
-            Level::Avx2 => "x86-64 AVX2, F16C",
-            Level::Avx512 => "x86-64 AVX2, F16C, AVX-512 F, BW, VL",
-            Level::Avx512Vbmi => "x86-64 AVX2, F16C, AVX-512 F, BW, VL, VBMI",
-            Level::Neon => "AArch64 NEON",
-            Level::NeonFp16 => "AArch64 NEON, FEAT_FP16",
-        }
-    }
-
-    /// Whether this CPU has every feature of the level (runtime detection; `scalar` always).
-    pub fn is_detected(self) -> bool {
-        match self {
-            Level::Scalar => true,
-            Level::Sse41 => isa::Sse41::detect().is_some(),
-            Level::Avx2 => isa::Avx2::detect().is_some(),
-            Level::Avx512 => isa::Avx512::detect().is_some(),
-            Level::Avx512Vbmi => isa::Avx512Vbmi::detect().is_some(),
-            Level::Neon => isa::Neon::detect().is_some(),
-            Level::NeonFp16 => isa::NeonFp16::detect().is_some(),
-        }
-    }
-
     /// Every level this CPU has, in [`Level::ALL`]'s order (`scalar` always included).
     pub fn detected() -> Vec<Level> {
         Level::ALL.into_iter().filter(|l| l.is_detected()).collect()

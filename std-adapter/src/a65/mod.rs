@@ -4,6 +4,10 @@
 //! `execute(&prepared, input, output)` rechecks the borrowed byte slices (capacity,
 //! alignment, address overflow, overlap) before any write, then runs synchronously with no
 //! heap allocation.
+//!
+//! Every op is written once over the [`HostOp`] trait (implemented by the op markers of
+//! `simak::ops`); [`execute`], [`split`], [`execute_threaded`] and [`execute_raw`] are
+//! generic over it, and the per-op modules keep their names as thin aliases.
 
 /// The seeds' one-call convenience for `a65::<op>`: `check_inference` (admission and
 /// preparation together) for a const-generic request and `check_inference_dyn` for one of
@@ -41,20 +45,21 @@ macro_rules! one_call {
 mod arch;
 pub mod casttess;
 pub mod level;
+mod op;
 pub mod quant;
 pub mod quanttess;
 mod raw;
 mod tess;
 mod walk;
 
-#[doc(hidden)]
-pub use arch::Route;
 pub use arch::SCALAR_ONLY;
 #[doc(hidden)]
 pub use arch::reference;
-#[doc(hidden)]
-pub use arch::tess::TessLevel;
 pub use level::{Level, LevelError, UnknownLevel};
+#[doc(hidden)]
+pub use op::execute_with_fp_control;
+pub use op::{HostOp, Piece, Prepared, execute, execute_threaded, split};
+pub use raw::execute_raw;
 
 use core::fmt;
 
@@ -163,14 +168,14 @@ impl ExecuteError {
 
 impl std::error::Error for ExecuteError {}
 
-/// What one port's buffer must provide: the accessed span in bytes (the capacity for a
-/// tiled output) and the address alignment in bytes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PortNeed {
+/// What one port's buffer must provide (SPEC §6): the accessed span in bytes (the
+/// capacity for a tiled output) and the address alignment in bytes ([`HostOp::needs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortNeed {
     /// Bytes from the buffer's start that the call accesses.
-    pub(crate) span: u64,
-    /// Required address alignment in bytes.
-    pub(crate) align: usize,
+    pub span: u64,
+    /// Required address alignment in bytes (a power of two).
+    pub align: usize,
 }
 
 /// Checks both ports' buffers, given as address and length, before any write (SPEC §6):

@@ -10,9 +10,11 @@
 use simak_core::arith::quant::{ElementFn, RunFn};
 use simak_core::ops::quant::Plan;
 
+use simak_core::ops::Quant as QuantOp;
+
 use super::arch::{self, Route};
 use super::walk::Traversal;
-use super::{ExecuteError, Level, LevelError, PortNeed, check_ports_at};
+use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
 
 pub use super::raw::quant as execute_raw;
 
@@ -41,9 +43,10 @@ enum Shape {
     Elements,
 }
 
-/// A Quant plan prepared for the A65: route and traversal selected once (SPEC §10).
+/// The prepared state of a Quant plan ([`HostOp::State`]): route and traversal selected
+/// once (SPEC §10). Opaque; held by [`Prepared`].
 #[derive(Debug, Clone, Copy)]
-pub struct Prepared {
+pub struct State {
     plan: Plan,
     route: Route,
     run: RunFn,
@@ -52,12 +55,26 @@ pub struct Prepared {
     shape: Shape,
 }
 
+/// A Quant plan prepared for the A65: route and traversal selected once (SPEC §10).
+pub type Prepared = super::Prepared<QuantOp>;
+
+/// One piece of a split Quant call ([`Prepared::split`](super::Prepared::split)): owns
+/// disjoint parts of the call's buffers, so pieces can run concurrently on any threads
+/// (they are `Send`). A piece may be run again (for example by a benchmark); each run
+/// recomputes the same bytes.
+pub type Piece<'a> = super::Piece<'a, QuantOp>;
+
 one_call!(quant);
 
 /// Prepares `plan` for A65 execution with the fastest route this CPU offers (the exact
-/// path when built with the `scalar-only` feature, see [`Route::AUTO`]). Reads no
-/// tensor data and allocates nothing.
+/// path when built with the `scalar-only` feature, see
+/// [`SCALAR_ONLY`](super::SCALAR_ONLY)). Reads no tensor data and allocates nothing.
 pub fn prepare(plan: &Plan) -> Prepared {
+    Prepared::new(plan)
+}
+
+/// The automatic selection of [`prepare`].
+fn select(plan: &Plan) -> State {
     let traversal = Traversal::new(plan.input(), plan.output());
     let shape = shape_of(plan, &traversal);
     let route = if shape == Shape::Elements {
@@ -80,6 +97,11 @@ pub fn prepare(plan: &Plan) -> Prepared {
 /// also runs where the caller keeps flush-to-zero or a directed FP rounding mode. Results
 /// are identical to [`prepare`]'s.
 pub fn prepare_exact(plan: &Plan) -> Prepared {
+    Prepared { state: exact(plan) }
+}
+
+/// The state of [`prepare_exact`].
+fn exact(plan: &Plan) -> State {
     let traversal = Traversal::new(plan.input(), plan.output());
     let shape = match shape_of(plan, &traversal) {
         Shape::Panels => Shape::Elements,
@@ -88,10 +110,8 @@ pub fn prepare_exact(plan: &Plan) -> Prepared {
     build(plan, Route::Exact, traversal, shape)
 }
 
-/// Prepares `plan` with a forced `route`, or `None` when this CPU lacks it. A test hook,
-/// not public API: routes are an implementation detail (SPEC §10).
-#[doc(hidden)]
-pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
+/// The state of a forced `route`, or `None` when this CPU lacks it.
+fn with_route(plan: &Plan, route: Route) -> Option<State> {
     arch::run_fn_for(
         route,
         plan.input().dtype(),
@@ -122,6 +142,11 @@ pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
 /// `aarch64-neon-fp16` unless the input is FP16 or BF16 and the multiplier a power of two
 /// in the route's range.
 pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
+    Prepared::at(plan, level)
+}
+
+/// The state of [`prepare_at`].
+fn at(plan: &Plan, level: Level) -> Result<State, LevelError> {
     level.check_detected()?;
     let dtype = plan.input().dtype();
     let no_kernel = LevelError::NoKernel {
@@ -130,8 +155,8 @@ pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
         dtype,
     };
     match level.quant_route(dtype) {
-        Some(Route::Exact) => Ok(prepare_exact(plan)),
-        Some(route) => prepare_with_route(plan, route).ok_or(no_kernel),
+        Some(Route::Exact) => Ok(exact(plan)),
+        Some(route) => with_route(plan, route).ok_or(no_kernel),
         None => Err(no_kernel),
     }
 }
@@ -148,7 +173,7 @@ fn shape_of(plan: &Plan, t: &Traversal) -> Shape {
     }
 }
 
-fn build(plan: &Plan, route: Route, traversal: Traversal, shape: Shape) -> Prepared {
+fn build(plan: &Plan, route: Route, traversal: Traversal, shape: Shape) -> State {
     let kernels = plan.kernels();
     let run = arch::run_fn_for(
         route,
@@ -162,7 +187,7 @@ fn build(plan: &Plan, route: Route, traversal: Traversal, shape: Shape) -> Prepa
     } else {
         route
     };
-    Prepared {
+    State {
         plan: *plan,
         route,
         run,
@@ -173,15 +198,66 @@ fn build(plan: &Plan, route: Route, traversal: Traversal, shape: Shape) -> Prepa
 }
 
 impl Prepared {
-    /// The checked plan this was prepared from.
-    pub fn plan(&self) -> &Plan {
-        &self.plan
+    /// Elements per innermost run after coalescing (the whole tensor for packed,
+    /// compatible layouts; 0 when empty).
+    pub fn run_len(&self) -> usize {
+        self.state.traversal.inner_len
+    }
+}
+
+/// The part of a split Quant call ([`HostOp::Part`]): its traversal and its share of the
+/// call's buffers (from its first input element and first output byte).
+#[derive(Debug)]
+pub struct Part<'a> {
+    traversal: Traversal,
+    input: &'a [u8],
+    output: &'a mut [u8],
+}
+
+/// Quant on the A65: strided FP32 / BF16 / FP16 in, strided INT8 out (SPEC §3, §6, §10).
+/// Pieces are split along the axis with the largest output stride, so fewer than `parts`
+/// come back when that axis is short; their output byte ranges are disjoint.
+///
+/// ```
+/// use simak::ops::quant::{check_inference, Params, Request};
+/// use simak::{a65, DType, TensorSpec};
+///
+/// let plan = check_inference(&Request {
+///     input: TensorSpec::contiguous([4, 1024], DType::F32),
+///     output: TensorSpec::contiguous([4, 1024], DType::I8),
+///     params: Params::new(0.5),
+/// })?;
+/// let prepared = a65::quant::prepare(&plan);
+/// let input: Vec<u8> = (0..4096).flat_map(|i| (i as f32).to_le_bytes()).collect();
+/// let mut output = vec![0u8; 4096];
+/// let pieces = prepared.split(2, &input, &mut output)?;
+/// std::thread::scope(|s| {
+///     let runs: Vec<_> = pieces.into_iter().map(|mut p| s.spawn(move || p.run())).collect();
+///     runs.into_iter().try_for_each(|r| r.join().expect("no panic"))
+/// })?;
+/// assert_eq!(output[4095] as i8, 127); // 4095 × 0.5 saturates
+/// assert_eq!(output[7] as i8, 4); // 3.5 rounds to even
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl HostOp for QuantOp {
+    type State = State;
+    type Part<'a> = Part<'a>;
+
+    fn prepare(plan: &Plan) -> State {
+        select(plan)
     }
 
-    /// Diagnostic name of the selected route and traversal, e.g. `x86_64-avx512` or
-    /// `x86_64-avx2+panels` (not an API contract, SPEC §10).
-    pub fn implementation(&self) -> &'static str {
-        match (self.route, self.shape) {
+    fn prepare_at(plan: &Plan, level: Level) -> Result<State, LevelError> {
+        at(plan, level)
+    }
+
+    #[inline]
+    fn plan(state: &State) -> &Plan {
+        &state.plan
+    }
+
+    fn implementation(state: &State) -> &'static str {
+        match (state.route, state.shape) {
             (Route::Exact, _) => "exact-scalar",
             (Route::Sse41, Shape::Panels) => "x86_64-sse4.1+panels",
             (Route::Avx2, Shape::Panels) => "x86_64-avx2+panels",
@@ -193,64 +269,43 @@ impl Prepared {
         }
     }
 
-    /// The selected route.
-    #[doc(hidden)]
-    pub fn route(&self) -> Route {
-        self.route
+    fn level(state: &State) -> Level {
+        state.route.level()
     }
 
-    /// Elements per innermost run after coalescing (the whole tensor for packed,
-    /// compatible layouts; 0 when empty).
-    pub fn run_len(&self) -> usize {
-        self.traversal.inner_len
+    /// The accessed spans, the input aligned to its element size, the output unaligned.
+    #[inline]
+    fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
+        (
+            PortNeed {
+                span: plan.input().span(),
+                align: plan.input().dtype().size(),
+            },
+            PortNeed {
+                span: plan.output().span(),
+                align: 1,
+            },
+        )
     }
 
-    /// Splits the call into at most `parts` disjoint pieces that callers may run on their
-    /// own threads (simak has no thread pool). The pieces cover every element once; their
-    /// output byte ranges are disjoint. Pieces are split along the axis with the largest
-    /// output stride, so fewer than `parts` come back when that axis is short; `parts` 0
-    /// counts as 1, and an empty plan gives no pieces.
-    ///
-    /// `input` and `output` are the whole call's buffers (bytes), as for [`execute`]; they
-    /// are checked once here, before anything is written.
-    ///
-    /// ```
-    /// use simak::ops::quant::{check_inference, Params, Request};
-    /// use simak::{a65, DType, TensorSpec};
-    ///
-    /// let plan = check_inference(&Request {
-    ///     input: TensorSpec::contiguous([4, 1024], DType::F32),
-    ///     output: TensorSpec::contiguous([4, 1024], DType::I8),
-    ///     params: Params::new(0.5),
-    /// })?;
-    /// let prepared = a65::quant::prepare(&plan);
-    /// let input: Vec<u8> = (0..4096).flat_map(|i| (i as f32).to_le_bytes()).collect();
-    /// let mut output = vec![0u8; 4096];
-    /// let pieces = prepared.split(2, &input, &mut output)?;
-    /// std::thread::scope(|s| {
-    ///     let runs: Vec<_> = pieces.into_iter().map(|mut p| s.spawn(move || p.run())).collect();
-    ///     runs.into_iter().try_for_each(|r| r.join().expect("no panic"))
-    /// })?;
-    /// assert_eq!(output[4095] as i8, 127); // 4095 × 0.5 saturates
-    /// assert_eq!(output[7] as i8, 4); // 3.5 rounds to even
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`execute`]: nothing is returned (and nothing written) unless every check passed.
-    pub fn split<'a>(
-        &self,
+    #[inline]
+    fn uses_fp(state: &State) -> bool {
+        state.route.uses_fp()
+    }
+
+    #[inline]
+    fn run(state: &State, input: &[u8], output: &mut [u8]) {
+        run_checked(state, input, output);
+    }
+
+    fn partition<'a>(
+        state: &State,
         parts: usize,
         input: &'a [u8],
         output: &'a mut [u8],
-    ) -> Result<Vec<Piece<'a>>, ExecuteError> {
-        if self.plan.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.check(input, output)?;
-        let splits: Vec<(Traversal, usize, usize)> = self.traversal.split(parts).collect();
-        let mut pieces = Vec::with_capacity(splits.len());
+    ) -> Vec<Part<'a>> {
+        let splits: Vec<(Traversal, usize, usize)> = state.traversal.split(parts).collect();
+        let mut out = Vec::with_capacity(splits.len());
         let mut rest = output;
         let mut rest_start = 0usize;
         for (k, &(traversal, in_offset, out_offset)) in splits.iter().enumerate() {
@@ -261,89 +316,26 @@ impl Prepared {
             let (head, tail) = from_piece.split_at_mut(len);
             rest = tail;
             rest_start = out_offset + len;
-            pieces.push(Piece {
-                prepared: Prepared { traversal, ..*self },
+            out.push(Part {
+                traversal,
                 input: &input[in_offset..],
                 output: head,
             });
         }
-        Ok(pieces)
+        out
     }
 
-    /// Checks buffers against the plan (SPEC §6) and the FP environment for FP routes.
-    fn check(&self, input: &[u8], output: &[u8]) -> Result<(), ExecuteError> {
-        check_ports(&self.plan, input, output)?;
-        if self.route.uses_fp() {
-            check_fp_control(arch::read_fp_control())?;
-        }
-        Ok(())
-    }
-}
-
-/// One piece of a split call: owns disjoint parts of the call's buffers, so pieces can run
-/// concurrently on any threads (they are `Send`). A piece may be run again (for example
-/// by a benchmark); each run recomputes the same bytes.
-#[derive(Debug)]
-pub struct Piece<'a> {
-    prepared: Prepared,
-    input: &'a [u8],
-    output: &'a mut [u8],
-}
-
-impl Piece<'_> {
-    /// Runs this piece. The buffers were checked by [`Prepared::split`]; the FP environment
-    /// is checked here, on the calling thread, since it is per thread.
-    ///
-    /// # Errors
-    ///
-    /// [`ExecuteError::FpEnvironment`] for an FP route when the calling thread's FP control
-    /// register is not the default; nothing was written.
-    pub fn run(&mut self) -> Result<(), ExecuteError> {
-        if self.prepared.route.uses_fp() {
-            check_fp_control(arch::read_fp_control())?;
-        }
-        run_checked(&self.prepared, self.input, self.output);
-        Ok(())
+    fn run_part(state: &State, part: &mut Part<'_>) {
+        let state = State {
+            traversal: part.traversal,
+            ..*state
+        };
+        run_checked(&state, part.input, part.output);
     }
 }
 
-/// What the plan's ports need of their buffers: the accessed spans, the input aligned to
-/// its element size, the output unaligned.
-pub(crate) fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
-    (
-        PortNeed {
-            span: plan.input().span(),
-            align: plan.input().dtype().size(),
-        },
-        PortNeed {
-            span: plan.output().span(),
-            align: 1,
-        },
-    )
-}
-
-/// Checks both ports: capacity, alignment, address overflow, then overlap.
-fn check_ports(plan: &Plan, input: &[u8], output: &[u8]) -> Result<(), ExecuteError> {
-    let (need_in, need_out) = needs(plan);
-    check_ports_at(
-        (input.as_ptr() as usize, input.len()),
-        (output.as_ptr() as usize, output.len()),
-        need_in,
-        need_out,
-    )
-}
-
-/// The FP-environment seam: FP routes need round-to-nearest, no flush-to-zero, no
-/// denormals-are-zero and masked traps (SPEC §10). `control` is the register value
-/// (MXCSR on x86-64, FPCR on AArch64), as read by `execute`.
-fn check_fp_control(control: Option<u64>) -> Result<(), ExecuteError> {
-    match control {
-        Some(c) if !arch::fp_control_ok(c) => Err(ExecuteError::FpEnvironment { control: c }),
-        _ => Ok(()),
-    }
-}
-
-/// Quantizes `input` into `output` as `prepared` describes.
+/// Quantizes `input` into `output` as `prepared` describes (the generic
+/// [`a65::execute`](super::execute) for Quant).
 ///
 /// `input` holds the input port's storage starting at its first element (little-endian,
 /// at least `plan.input().span()` bytes, aligned to the element size); `output` holds the
@@ -358,33 +350,13 @@ fn check_fp_control(control: Option<u64>) -> Result<(), ExecuteError> {
 /// [`ExecuteError::Overlap`], then, for FP routes, [`ExecuteError::FpEnvironment`] when the
 /// calling thread's FP control register is not the default. On error nothing was written;
 /// the caller's FP mode is never changed.
+#[inline]
 pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
-    execute_with_fp_control(prepared, input, output, arch::read_fp_control())
-}
-
-/// [`execute`] with the FP control word supplied by the caller instead of read from the
-/// register: the test seam of SPEC §10 (tests never change MXCSR, which would be undefined
-/// behaviour under Rust code). Not public API.
-#[doc(hidden)]
-pub fn execute_with_fp_control(
-    prepared: &Prepared,
-    input: &[u8],
-    output: &mut [u8],
-    control: Option<u64>,
-) -> Result<(), ExecuteError> {
-    if prepared.plan.is_empty() {
-        return Ok(());
-    }
-    check_ports(&prepared.plan, input, output)?;
-    if prepared.route.uses_fp() {
-        check_fp_control(control)?;
-    }
-    run_checked(prepared, input, output);
-    Ok(())
+    super::execute(prepared, input, output)
 }
 
 /// Runs the traversal over buffers already checked against the plan.
-fn run_checked(prepared: &Prepared, input: &[u8], output: &mut [u8]) {
+fn run_checked(prepared: &State, input: &[u8], output: &mut [u8]) {
     let m = prepared.plan.multiplier();
     let zp = prepared.plan.zero_point();
     let t = &prepared.traversal;

@@ -35,34 +35,40 @@
 //! ```
 
 use simak_core::arith::quant::{Multiplier, RunFn};
+use simak_core::ops::QuantTess as QuantTessOp;
 use simak_core::ops::quanttess::Plan;
 
-use super::{ExecuteError, Level, LevelError};
+use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
 
 use super::arch::{self, Route};
 pub use super::raw::quanttess as execute_raw;
 use super::tess::{self, Geometry, Packer};
 
-/// A QuantTess plan prepared for the A65: Quant route and geometry selected once.
+/// The prepared state of a QuantTess plan ([`HostOp::State`]): Quant route and geometry
+/// selected once. Opaque; held by [`Prepared`].
 #[derive(Debug, Clone, Copy)]
-pub struct Prepared {
+pub struct State {
     plan: Plan,
     route: Route,
     run: RunFn,
     geometry: Geometry,
 }
 
+/// A QuantTess plan prepared for the A65: Quant route and geometry selected once.
+pub type Prepared = super::Prepared<QuantTessOp>;
+
+/// One piece of a split QuantTess call ([`Prepared::split`](super::Prepared::split)): whole
+/// tiles, one disjoint range of the call's output, so pieces can run concurrently on any
+/// threads (they are `Send`). A piece may be run again; each run rewrites the same bytes.
+pub type Piece<'a> = super::Piece<'a, QuantTessOp>;
+
 one_call!(quanttess);
 
 /// Prepares `plan` with the fastest Quant route this CPU offers (the exact path when built
-/// with the `scalar-only` feature, see [`Route::AUTO`]). Reads no tensor data and
-/// allocates nothing.
+/// with the `scalar-only` feature, see [`SCALAR_ONLY`](super::SCALAR_ONLY)). Reads no
+/// tensor data and allocates nothing.
 pub fn prepare(plan: &Plan) -> Prepared {
-    Route::AUTO
-        .iter()
-        .copied()
-        .find_map(|route| prepare_with_route(plan, route))
-        .unwrap_or_else(|| unreachable!("the exact route is always available"))
+    Prepared::new(plan)
 }
 
 /// Prepares `plan` for the exact integer path of SPEC §3 on every element, whatever the
@@ -70,16 +76,16 @@ pub fn prepare(plan: &Plan) -> Prepared {
 /// runs where the caller keeps flush-to-zero or a directed FP rounding mode (a C program
 /// built with `-ffast-math`). Results are identical to [`prepare`]'s.
 pub fn prepare_exact(plan: &Plan) -> Prepared {
-    prepare_with_route(plan, Route::Exact)
-        .unwrap_or_else(|| unreachable!("the exact route is always available"))
+    Prepared {
+        state: with_route(plan, Route::Exact)
+            .unwrap_or_else(|| unreachable!("the exact route is always available")),
+    }
 }
 
-/// Prepares `plan` with a forced Quant `route`, or `None` when this CPU lacks it. A test
-/// hook, not public API: routes are an implementation detail (SPEC §10).
-#[doc(hidden)]
-pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
+/// The state of a forced Quant `route`, or `None` when this CPU lacks it.
+fn with_route(plan: &Plan, route: Route) -> Option<State> {
     let run = arch::run_fn(route, plan.input().dtype(), plan.rounding())?;
-    Some(Prepared {
+    Some(State {
         plan: *plan,
         route,
         run,
@@ -97,34 +103,79 @@ pub fn prepare_with_route(plan: &Plan, route: Route) -> Option<Prepared> {
 /// [`LevelError::NoKernel`] for the levels QuantTess has no kernel at
 /// (`x86_64-avx512vbmi`, `aarch64-neon-fp16`).
 pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
-    level.check_detected()?;
-    let dtype = plan.input().dtype();
-    level
-        .quant_route(dtype)
-        .and_then(|route| prepare_with_route(plan, route))
-        .ok_or(LevelError::NoKernel {
-            level,
-            op: "quanttess",
-            dtype,
-        })
+    Prepared::at(plan, level)
 }
 
-impl Prepared {
-    /// The checked plan this was prepared from.
-    pub fn plan(&self) -> &Plan {
-        &self.plan
+/// QuantTess on the A65: FP32 / BF16 / FP16 in, INT8 `MlaTiled` out (SPEC §3, §5, §6,
+/// §10), with the Quant routes' run functions. Parts as CastTess's: whole tiles,
+/// consecutive in storage order, balanced by tile count, each one range of whole 16-byte
+/// blocks (padding 0x00 included) that no other part writes.
+impl HostOp for QuantTessOp {
+    type State = State;
+    type Part<'a> = tess::Part<'a>;
+
+    fn prepare(plan: &Plan) -> State {
+        Route::AUTO
+            .iter()
+            .copied()
+            .find_map(|route| with_route(plan, route))
+            .unwrap_or_else(|| unreachable!("the exact route is always available"))
     }
 
-    /// Diagnostic name of the selected Quant route, e.g. `x86_64-avx512` (not an API
-    /// contract, SPEC §10).
-    pub fn implementation(&self) -> &'static str {
-        self.route.name()
+    fn prepare_at(plan: &Plan, level: Level) -> Result<State, LevelError> {
+        level.check_detected()?;
+        let dtype = plan.input().dtype();
+        level
+            .quant_route(dtype)
+            .and_then(|route| with_route(plan, route))
+            .ok_or(LevelError::NoKernel {
+                level,
+                op: "quanttess",
+                dtype,
+            })
     }
 
-    /// The selected route.
-    #[doc(hidden)]
-    pub fn route(&self) -> Route {
-        self.route
+    #[inline]
+    fn plan(state: &State) -> &Plan {
+        &state.plan
+    }
+
+    fn implementation(state: &State) -> &'static str {
+        state.route.name()
+    }
+
+    fn level(state: &State) -> Level {
+        state.route.level()
+    }
+
+    /// The input's accessed span aligned to its element size, the output's capacity
+    /// 16-byte aligned.
+    #[inline]
+    fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
+        tess::needs(plan.input(), plan.output())
+    }
+
+    #[inline]
+    fn uses_fp(state: &State) -> bool {
+        state.route.uses_fp()
+    }
+
+    #[inline]
+    fn run(state: &State, input: &[u8], output: &mut [u8]) {
+        tess::run(&state.geometry, &packer(state), input, output);
+    }
+
+    fn partition<'a>(
+        state: &State,
+        parts: usize,
+        input: &'a [u8],
+        output: &'a mut [u8],
+    ) -> Vec<tess::Part<'a>> {
+        tess::parts(&state.geometry, parts, input, output)
+    }
+
+    fn run_part(state: &State, part: &mut tess::Part<'_>) {
+        part.run(&state.geometry, &packer(state));
     }
 }
 
@@ -162,7 +213,8 @@ impl Packer for Quant<'_> {
     }
 }
 
-/// Quantizes `input` into the tiled INT8 `output` as `prepared` describes.
+/// Quantizes `input` into the tiled INT8 `output` as `prepared` describes (the generic
+/// [`a65::execute`](super::execute) for QuantTess).
 ///
 /// Buffers as for [`crate::a65::casttess::execute`]: `input` from its first element, at
 /// least `plan.input().span()` bytes, element-aligned; `output` at least
@@ -176,120 +228,17 @@ impl Packer for Quant<'_> {
 /// [`ExecuteError::Overlap`], then, for FP routes, [`ExecuteError::FpEnvironment`] when the
 /// calling thread's FP control register is not the default (SPEC §10). On error nothing
 /// was written; the caller's FP mode is never changed.
+#[inline]
 pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
-    execute_with_fp_control(prepared, input, output, arch::read_fp_control())
+    super::execute(prepared, input, output)
 }
 
-/// [`execute`] with the FP control word supplied by the caller: the test seam of SPEC §10.
-/// Not public API.
-#[doc(hidden)]
-pub fn execute_with_fp_control(
-    prepared: &Prepared,
-    input: &[u8],
-    output: &mut [u8],
-    control: Option<u64>,
-) -> Result<(), ExecuteError> {
-    let plan = &prepared.plan;
-    if plan.is_empty() {
-        return Ok(());
-    }
-    tess::check_ports(plan.input(), plan.output(), input, output)?;
-    if prepared.route.uses_fp()
-        && let Some(c) = control
-        && !arch::fp_control_ok(c)
-    {
-        return Err(ExecuteError::FpEnvironment { control: c });
-    }
-    tess::run(&prepared.geometry, &prepared.packer(), input, output);
-    Ok(())
-}
-
-impl Prepared {
-    /// The packer of this plan's route.
-    fn packer(&self) -> Quant<'_> {
-        Quant {
-            run: self.run,
-            multiplier: self.plan.multiplier(),
-            zero_point: self.plan.zero_point(),
-            elem: self.plan.input().dtype().size(),
-        }
-    }
-
-    /// Splits the call into at most `parts` pieces that callers may run on their own
-    /// threads, as [`crate::a65::casttess::Prepared::split`] does (see its example): whole
-    /// tiles, consecutive in storage order, balanced by tile count; each piece's output is
-    /// one range of whole 16-byte blocks that no other piece writes (padding included,
-    /// SPEC §5), the ranges in order cover the first `capacity` bytes exactly once, and
-    /// running every piece gives the bytes of one [`execute`]. Fewer than `parts` come back
-    /// when the call has fewer tiles; `parts` 0 counts as 1; an empty plan gives no pieces.
-    ///
-    /// `input` and `output` are the whole call's buffers (bytes), as for [`execute`]; they
-    /// are checked once here, before anything is written. The FP environment is checked
-    /// by each [`Piece::run`], on its own thread.
-    ///
-    /// # Errors
-    ///
-    /// The buffer checks of [`execute`] ([`ExecuteError::Capacity`],
-    /// [`ExecuteError::Misaligned`], [`ExecuteError::AddressOverflow`],
-    /// [`ExecuteError::Overlap`]): nothing is returned (and nothing written) unless every
-    /// check passed.
-    pub fn split<'a>(
-        &self,
-        parts: usize,
-        input: &'a [u8],
-        output: &'a mut [u8],
-    ) -> Result<Vec<Piece<'a>>, ExecuteError> {
-        if self.plan.is_empty() {
-            return Ok(Vec::new());
-        }
-        tess::check_ports(self.plan.input(), self.plan.output(), input, output)?;
-        let parts = tess::parts(&self.geometry, parts, input, output);
-        let prepared = *self;
-        Ok(parts
-            .into_iter()
-            .map(|part| Piece { prepared, part })
-            .collect())
-    }
-}
-
-/// One piece of a split QuantTess call: whole tiles, one disjoint range of the call's
-/// output, so pieces can run concurrently on any threads (they are `Send`). A piece may be
-/// run again; each run rewrites the same bytes.
-#[derive(Debug)]
-pub struct Piece<'a> {
-    prepared: Prepared,
-    part: tess::Part<'a>,
-}
-
-impl Piece<'_> {
-    /// Runs this piece: writes its tiles, padding included (0x00), and nothing else. The
-    /// buffers were checked by [`Prepared::split`]; the FP environment is checked here, on
-    /// the calling thread, since it is per thread (SPEC §10).
-    ///
-    /// # Errors
-    ///
-    /// [`ExecuteError::FpEnvironment`] for an FP route when the calling thread's FP control
-    /// register is not the default; nothing was written.
-    pub fn run(&mut self) -> Result<(), ExecuteError> {
-        if self.prepared.route.uses_fp()
-            && let Some(c) = arch::read_fp_control()
-            && !arch::fp_control_ok(c)
-        {
-            return Err(ExecuteError::FpEnvironment { control: c });
-        }
-        self.part
-            .run(&self.prepared.geometry, &self.prepared.packer());
-        Ok(())
-    }
-
-    /// The bytes of the call's output this piece writes (offsets from the output's start,
-    /// a multiple of 16 apart).
-    pub fn output_range(&self) -> core::ops::Range<usize> {
-        self.part.output_range()
-    }
-
-    /// The tiles this piece owns, as indices in storage order (SPEC §5).
-    pub fn tiles(&self) -> core::ops::Range<usize> {
-        self.part.tiles()
+/// The packer of a state's route.
+fn packer(state: &State) -> Quant<'_> {
+    Quant {
+        run: state.run,
+        multiplier: state.plan.multiplier(),
+        zero_point: state.plan.zero_point(),
+        elem: state.plan.input().dtype().size(),
     }
 }

@@ -1,6 +1,7 @@
 //! The raw-pointer entries of SPEC §6, for callers that hold pointers and byte lengths
-//! rather than slices (the C ABI in `bindings/c`): `a65::quant::execute_raw`,
-//! `a65::casttess::execute_raw` and `a65::quanttess::execute_raw`.
+//! rather than slices (the C ABI in `bindings/c`): the generic [`execute_raw`] and its
+//! per-op names `a65::quant::execute_raw`, `a65::casttess::execute_raw` and
+//! `a65::quanttess::execute_raw`.
 //!
 //! Every check of the slice entry runs on the addresses and lengths first, and a null
 //! pointer is refused, before a slice is formed or a byte is read or written. Only then are
@@ -12,7 +13,9 @@
 
 use simak_core::Port;
 
-use super::{ExecuteError, PortNeed, casttess, check_ports_at, quant, quanttess};
+use simak_core::ops::OpPlan;
+
+use super::{ExecuteError, HostOp, PortNeed, Prepared, casttess, check_ports_at, quant, quanttess};
 
 /// Checks raw port buffers and views them as slices of exactly their spans.
 ///
@@ -66,6 +69,42 @@ unsafe fn ports<'a>(
     Ok((input, output))
 }
 
+/// [`execute`](super::execute) over raw pointers (SPEC §6), for any op: the C ABI's
+/// entry.
+///
+/// An empty plan returns at once without looking at the pointers. Otherwise, before
+/// anything is read or written: a null `input`, a null `output`
+/// ([`ExecuteError::NullPointer`]), then the checks of `execute` on the addresses and
+/// lengths (capacity, alignment, address overflow, overlap, then the FP environment for
+/// FP routes). Only the ports' accessed spans ([`HostOp::needs`]) are touched.
+///
+/// # Safety
+///
+/// The pointers are dereferenced only when every check passed. Then `input` must be valid
+/// for reads of the input port's span and `output` valid for reads and writes of the
+/// output port's span ([`HostOp::needs`]) until the call returns, and no other thread may
+/// write the input bytes or access the output bytes meanwhile.
+///
+/// # Errors
+///
+/// [`ExecuteError::NullPointer`], then as `execute`; nothing was written.
+pub unsafe fn execute_raw<O: HostOp>(
+    prepared: &Prepared<O>,
+    input: *const u8,
+    input_len: usize,
+    output: *mut u8,
+    output_len: usize,
+) -> Result<(), ExecuteError> {
+    let plan = prepared.plan();
+    if plan.is_empty() {
+        return Ok(());
+    }
+    let (need_in, need_out) = O::needs(plan);
+    // SAFETY: this function's contract is `ports`' contract for the plan's spans.
+    let (i, o) = unsafe { ports(input, input_len, output, output_len, need_in, need_out) }?;
+    super::execute(prepared, i, o)
+}
+
 /// [`quant::execute`] over raw pointers (SPEC §6): the C ABI's entry.
 ///
 /// An empty plan returns at once without looking at the pointers. Otherwise, before
@@ -93,14 +132,8 @@ pub unsafe fn quant(
     output: *mut u8,
     output_len: usize,
 ) -> Result<(), ExecuteError> {
-    let plan = prepared.plan();
-    if plan.is_empty() {
-        return Ok(());
-    }
-    let (need_in, need_out) = quant::needs(plan);
-    // SAFETY: this function's contract is `ports`' contract for the plan's spans.
-    let (i, o) = unsafe { ports(input, input_len, output, output_len, need_in, need_out) }?;
-    quant::execute(prepared, i, o)
+    // SAFETY: this function's contract is `execute_raw`'s for this op.
+    unsafe { execute_raw(prepared, input, input_len, output, output_len) }
 }
 
 /// [`casttess::execute`] over raw pointers (SPEC §6): the C ABI's entry.
@@ -128,14 +161,8 @@ pub unsafe fn casttess(
     output: *mut u8,
     output_len: usize,
 ) -> Result<(), ExecuteError> {
-    let plan = prepared.plan();
-    if plan.is_empty() {
-        return Ok(());
-    }
-    let (need_in, need_out) = super::tess::needs(plan.input(), plan.output());
-    // SAFETY: this function's contract is `ports`' contract for the plan's spans.
-    let (i, o) = unsafe { ports(input, input_len, output, output_len, need_in, need_out) }?;
-    casttess::execute(prepared, i, o)
+    // SAFETY: this function's contract is `execute_raw`'s for this op.
+    unsafe { execute_raw(prepared, input, input_len, output, output_len) }
 }
 
 /// [`quanttess::execute`] over raw pointers (SPEC §6): the C ABI's entry.
@@ -162,12 +189,6 @@ pub unsafe fn quanttess(
     output: *mut u8,
     output_len: usize,
 ) -> Result<(), ExecuteError> {
-    let plan = prepared.plan();
-    if plan.is_empty() {
-        return Ok(());
-    }
-    let (need_in, need_out) = super::tess::needs(plan.input(), plan.output());
-    // SAFETY: this function's contract is `ports`' contract for the plan's spans.
-    let (i, o) = unsafe { ports(input, input_len, output, output_len, need_in, need_out) }?;
-    quanttess::execute(prepared, i, o)
+    // SAFETY: this function's contract is `execute_raw`'s for this op.
+    unsafe { execute_raw(prepared, input, input_len, output, output_len) }
 }

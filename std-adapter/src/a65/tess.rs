@@ -16,8 +16,8 @@ use core::ops::Range;
 
 use simak_core::layout::TiledView;
 
-use super::PortNeed;
 use super::arch::tess::{Band, Rows};
+use super::{HostOp, Piece, PortNeed};
 use simak_core::{MAX_RANK, View};
 
 /// Elements per batch: the bound of every on-stack panel.
@@ -191,10 +191,10 @@ impl Geometry {
     }
 }
 
-/// The buffers and tiles of one piece of a split tiled call (the op's `Piece` adds its
-/// prepared plan).
+/// The buffers and tiles of one piece of a split tiled call: the [`HostOp::Part`] of the
+/// tiled ops (the op's `Piece` adds its prepared state).
 #[derive(Debug)]
-pub(crate) struct Part<'a> {
+pub struct Part<'a> {
     input: &'a [u8],
     output: &'a mut [u8],
     tiles: Range<usize>,
@@ -203,18 +203,31 @@ pub(crate) struct Part<'a> {
 
 impl Part<'_> {
     /// Writes this part's tiles (padding included) and nothing else.
-    pub fn run<P: Packer>(&mut self, g: &Geometry, packer: &P) {
+    pub(crate) fn run<P: Packer>(&mut self, g: &Geometry, packer: &P) {
         run_tiles(g, packer, self.input, self.output, self.tiles.clone());
     }
 
     /// The bytes of the call's output this part writes.
-    pub fn output_range(&self) -> Range<usize> {
+    pub(crate) fn output_range(&self) -> Range<usize> {
         self.offset..self.offset + self.output.len()
     }
 
     /// Its tiles, as indices in storage order.
-    pub fn tiles(&self) -> Range<usize> {
+    pub(crate) fn tiles(&self) -> Range<usize> {
         self.tiles.clone()
+    }
+}
+
+impl<'a, O: HostOp<Part<'a> = Part<'a>>> Piece<'a, O> {
+    /// The bytes of the call's output this piece writes (offsets from the output's start,
+    /// a multiple of 16 apart).
+    pub fn output_range(&self) -> Range<usize> {
+        self.part().output_range()
+    }
+
+    /// The tiles this piece owns, as indices in storage order (SPEC §5).
+    pub fn tiles(&self) -> Range<usize> {
+        self.part().tiles()
     }
 }
 
@@ -612,31 +625,14 @@ pub(crate) fn needs(input_view: &View, output_view: &TiledView) -> (PortNeed, Po
     )
 }
 
-/// Checks both ports before any write (SPEC §6): input capacity, element alignment and
-/// address range; output capacity, 16-byte alignment and address range; then overlap.
-pub(crate) fn check_ports(
-    input_view: &View,
-    output_view: &TiledView,
-    input: &[u8],
-    output: &[u8],
-) -> Result<(), super::ExecuteError> {
-    let (need_in, need_out) = needs(input_view, output_view);
-    super::check_ports_at(
-        (input.as_ptr() as usize, input.len()),
-        (output.as_ptr() as usize, output.len()),
-        need_in,
-        need_out,
-    )
-}
-
 #[cfg(test)]
 mod test {
     use simak_core::layout::{Channels, MlaTiled};
     use simak_core::ops::casttess::{Request, check_inference};
     use simak_core::{DType, TensorSpec};
 
-    use crate::a65::TessLevel;
-    use crate::a65::casttess::{execute, prepare_with_level};
+    use crate::a65::Level;
+    use crate::a65::casttess::{execute, prepare_at};
 
     /// Every level against the scalar one on rows of tiles (the input-order walk of
     /// `tile_row`): several W tiles with padded full tiles, a partial last W tile, D and H
@@ -673,15 +669,15 @@ mod test {
                         .collect();
                     let cap = plan.output().capacity() as usize;
                     let run = |level| {
-                        let prepared = prepare_with_level(&plan, level)?;
+                        let prepared = prepare_at(&plan, level).ok()?;
                         let mut buf = vec![0xa5u8; cap + 64 + 16];
                         let start = (16 - buf.as_ptr() as usize % 16) % 16;
                         execute(&prepared, &input, &mut buf[start..start + cap + 64]).unwrap();
                         assert!(buf[start + cap..].iter().all(|&b| b == 0xa5));
                         Some(buf[start..start + cap].to_vec())
                     };
-                    let want = run(TessLevel::Scalar).unwrap();
-                    for level in TessLevel::ALL {
+                    let want = run(Level::Scalar).unwrap();
+                    for level in Level::ALL {
                         if let Some(got) = run(level) {
                             assert!(got == want, "{dtype} {shape:?} {tile:?} {}", level.name());
                             cases += 1;

@@ -5,11 +5,11 @@
 //! contiguous runs that cross DMA block boundaries and short rows grouped into 2D blocks.
 //! Each runs on the simulator with 1, 2, 3 and 4 workers into a dirty output buffer with
 //! extra capacity, then again on the same (now written) buffer. The expectation is the A65
-//! exact integer path (`prepare_with_route(.., Route::Exact)`) on an identical dirty buffer;
+//! exact integer path (`prepare_at(.., Level::Scalar)`) on an identical dirty buffer;
 //! additionally every byte no element maps to must still hold its dirty value (computed
 //! here from index × stride sums, not by the library).
 
-use simak::a65::{self, Route};
+use simak::a65::{self, Level};
 use simak::ev74::quant::{SimOptions, run_sim_with};
 use simak::ops::quant::{Params, Plan, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
@@ -249,7 +249,7 @@ fn run_dtype(dtype: DType, seed: u64) -> Stats {
         }
         let dirty: Vec<u8> = (0..out_len).map(|_| rng.next_u32() as u8).collect();
 
-        let exact = a65::quant::prepare_with_route(&plan, Route::Exact).expect("exact route");
+        let exact = a65::quant::prepare_at(&plan, Level::Scalar).expect("exact route");
         let mut want = dirty.clone();
         a65::quant::execute(&exact, input.as_slice(), &mut want).expect("a65 execute");
         let mask = mapped_outputs(&plan, out_len);

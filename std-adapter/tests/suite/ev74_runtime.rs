@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use simak::a65::{self, Route};
+use simak::a65::{self, Level};
 use simak::ev74::quant::{self, DevicePlan};
 use simak::ev74::runtime::{
     DeviceBuffer, Executor, Retire, RuntimeError, SimConfig, SimTransport, Transport,
@@ -42,7 +42,7 @@ fn plan_1d(n: u64, dtype: DType, in_stride: u64, params: Params) -> Plan {
 fn expected(plan: &Plan, input: &[u8], out_len: usize, fill: u8) -> Vec<u8> {
     let aligned = Aligned::from_slice(input);
     let mut out = vec![fill; out_len];
-    let prepared = a65::quant::prepare_with_route(plan, Route::Exact).unwrap();
+    let prepared = a65::quant::prepare_at(plan, Level::Scalar).unwrap();
     a65::quant::execute(&prepared, aligned.as_slice(), &mut out).unwrap();
     out
 }

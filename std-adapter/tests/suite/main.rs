@@ -37,3 +37,4 @@ mod tess_oracle;
 mod tess_quant;
 mod tess_split;
 mod tess_stream;
+mod threaded;

@@ -40,7 +40,7 @@ fn exact_quanttess_matches_prepare_and_ignores_the_fp_environment() {
     } else {
         1 << 24
     };
-    a65::quanttess::execute_with_fp_control(
+    a65::execute_with_fp_control(
         &exact_prepared,
         &input,
         &mut exact.0[..capacity],
@@ -50,7 +50,7 @@ fn exact_quanttess_matches_prepare_and_ignores_the_fp_environment() {
     assert_eq!(&fast.0[..capacity], &exact.0[..capacity]);
     if prepared.implementation() != "exact-scalar" {
         let mut refused = Aligned([0x22; 4096]);
-        let e = a65::quanttess::execute_with_fp_control(
+        let e = a65::execute_with_fp_control(
             &prepared,
             &input,
             &mut refused.0[..capacity],

@@ -2,8 +2,9 @@
 //! `simak-tests`): all 16-bit patterns, FP32 classes and random patterns, every length
 //! 0..=70 and around each vector width with misaligned starts, the FP-environment seam.
 
-use simak::a65::quant::{execute, execute_with_fp_control, prepare, prepare_with_route};
-use simak::a65::{ExecuteError, Route};
+use simak::a65::execute_with_fp_control;
+use simak::a65::quant::{execute, prepare, prepare_at};
+use simak::a65::{ExecuteError, Level};
 use simak::ops::quant::{Params, Plan, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
 
@@ -18,22 +19,23 @@ fn plan(dtype: DType, n: u64, m: u32, zp: i32, rounding: Rounding) -> Plan {
     .unwrap()
 }
 
-fn vector_routes() -> Vec<Route> {
-    Route::ALL
+fn vector_routes() -> Vec<Level> {
+    Level::ALL
         .into_iter()
-        .filter(|&r| r != Route::Exact)
+        .rev()
+        .filter(|&r| r != Level::Scalar)
         .collect()
 }
 
 /// Runs `bytes` (little-endian elements of `dtype`) through the exact route and `route`.
-fn compare(route: Route, dtype: DType, bytes: &[u8], m: u32, zp: i32, rounding: Rounding) -> usize {
+fn compare(route: Level, dtype: DType, bytes: &[u8], m: u32, zp: i32, rounding: Rounding) -> usize {
     let n = (bytes.len() / dtype.size()) as u64;
     let plan = plan(dtype, n, m, zp, rounding);
-    let exact = prepare_with_route(&plan, Route::Exact).unwrap();
-    let Some(vector) = prepare_with_route(&plan, route) else {
+    let exact = prepare_at(&plan, Level::Scalar).unwrap();
+    let Ok(vector) = prepare_at(&plan, route) else {
         return 0;
     };
-    assert_eq!(vector.route(), route);
+    assert_eq!(vector.level(), route);
     let mut want = vec![0u8; n as usize];
     let mut got = vec![0x5au8; n as usize];
     execute(&exact, bytes, &mut want).unwrap();
@@ -159,11 +161,11 @@ fn strided_panels_match_the_exact_path() {
     let input: Vec<u8> = (0..rows * 12)
         .flat_map(|i| ((i as f32 - 200.0) * 1.37).to_le_bytes())
         .collect();
-    let exact = prepare_with_route(&plan, Route::Exact).unwrap();
+    let exact = prepare_at(&plan, Level::Scalar).unwrap();
     let mut want = vec![0xa5u8; (rows * cols + 5) as usize];
     execute(&exact, &input, &mut want).unwrap();
     for route in vector_routes() {
-        let Some(p) = prepare_with_route(&plan, route) else {
+        let Ok(p) = prepare_at(&plan, route) else {
             continue;
         };
         assert!(
@@ -181,7 +183,7 @@ fn strided_panels_match_the_exact_path() {
 fn non_default_fp_environment_is_refused_before_writing() {
     let plan = plan(DType::F32, 64, 0x3f80_0000, 0, Rounding::NearestEven);
     let p = prepare(&plan);
-    if p.route() == Route::Exact {
+    if p.level() == Level::Scalar {
         return;
     }
     let input = vec![0u8; 256];
@@ -207,7 +209,7 @@ fn non_default_fp_environment_is_refused_before_writing() {
         );
     }
     // The exact route is exempt, and so is an empty call.
-    let exact = prepare_with_route(&plan, Route::Exact).unwrap();
+    let exact = prepare_at(&plan, Level::Scalar).unwrap();
     let mut out = vec![0x77u8; 64];
     execute_with_fp_control(&exact, &input, &mut out, Some(bad[0])).unwrap();
     let empty = prepare(
@@ -274,13 +276,13 @@ fn long_runs_with_streaming_stores_match_the_exact_path() {
     let plan = plan(DType::F32, n as u64, 0x3f40_0000, -7, Rounding::NearestEven);
     let mut want = vec![0u8; n + 3];
     execute(
-        &prepare_with_route(&plan, Route::Exact).unwrap(),
+        &prepare_at(&plan, Level::Scalar).unwrap(),
         &input,
         &mut want[3..],
     )
     .unwrap();
     for route in vector_routes() {
-        let Some(p) = prepare_with_route(&plan, route) else {
+        let Ok(p) = prepare_at(&plan, route) else {
             continue;
         };
         let mut got = vec![0u8; n + 3];
@@ -289,24 +291,27 @@ fn long_runs_with_streaming_stores_match_the_exact_path() {
     }
 }
 
+/// The native FP16 route's name (`implementation()`).
+const NEON_FP16: &str = "aarch64-neon-fp16";
+/// The BF16-through-FP16 route's name (`implementation()`).
+const NEON_BF16_FP16: &str = "aarch64-neon-bf16-via-fp16";
+
 #[test]
 fn half_routes_follow_the_source_predicates() {
-    let eligible = |dtype: DType, m: u32, rounding: Rounding, route: Route| {
-        prepare_with_route(&plan(dtype, 64, m, 0, rounding), route).is_some()
+    // A route is named by its implementation: both half-precision routes are at the
+    // `aarch64-neon-fp16` level, FP16 input taking one and BF16 input the other.
+    let eligible = |dtype: DType, m: u32, rounding: Rounding, route: &str| {
+        prepare_at(&plan(dtype, 64, m, 0, rounding), Level::NeonFp16)
+            .is_ok_and(|p| p.implementation() == route)
     };
-    let fp16 = eligible(
-        DType::F16,
-        0x3f80_0000,
-        Rounding::NearestEven,
-        Route::NeonFp16,
-    );
+    let fp16 = eligible(DType::F16, 0x3f80_0000, Rounding::NearestEven, NEON_FP16);
     if !fp16 {
         // Not AArch64 with asimdhp: the half routes never exist.
         assert!(!eligible(
             DType::BF16,
             0x3f80_0000,
             Rounding::NearestEven,
-            Route::NeonBf16Fp16
+            NEON_BF16_FP16
         ));
         return;
     }
@@ -316,43 +321,43 @@ fn half_routes_follow_the_source_predicates() {
         DType::F16,
         pow2(15),
         Rounding::TowardPositive,
-        Route::NeonFp16
+        NEON_FP16
     ));
     assert!(!eligible(
         DType::F16,
         pow2(16),
         Rounding::NearestEven,
-        Route::NeonFp16
+        NEON_FP16
     ));
     assert!(eligible(
         DType::F16,
         pow2(-24),
         Rounding::TowardZero,
-        Route::NeonFp16
+        NEON_FP16
     ));
     assert!(!eligible(
         DType::F16,
         pow2(-25),
         Rounding::TowardZero,
-        Route::NeonFp16
+        NEON_FP16
     ));
     assert!(!eligible(
         DType::F16,
         pow2(-1),
         Rounding::TowardNegative,
-        Route::NeonFp16
+        NEON_FP16
     ));
     assert!(!eligible(
         DType::F16,
         0x3e99_999a,
         Rounding::NearestEven,
-        Route::NeonFp16
+        NEON_FP16
     ));
     assert!(!eligible(
         DType::BF16,
         pow2(0),
         Rounding::NearestEven,
-        Route::NeonFp16
+        NEON_FP16
     ));
     // BF16 through FP16: 2^k with −110 ≤ k ≤ 110, any mode.
     for k in [-110, 0, 110] {
@@ -360,38 +365,39 @@ fn half_routes_follow_the_source_predicates() {
             DType::BF16,
             pow2(k),
             Rounding::TowardNegative,
-            Route::NeonBf16Fp16
+            NEON_BF16_FP16
         ));
     }
     assert!(!eligible(
         DType::BF16,
         pow2(111),
         Rounding::NearestEven,
-        Route::NeonBf16Fp16
+        NEON_BF16_FP16
     ));
     assert!(!eligible(
         DType::BF16,
         pow2(-111),
         Rounding::NearestEven,
-        Route::NeonBf16Fp16
+        NEON_BF16_FP16
     ));
     assert!(!eligible(
         DType::BF16,
         0x3fc0_0000,
         Rounding::NearestEven,
-        Route::NeonBf16Fp16
+        NEON_BF16_FP16
     ));
     // Automatic selection prefers them when eligible (the exact path only, when built with
     // the `scalar-only` feature).
-    let auto =
-        |dtype: DType, m: u32| prepare(&plan(dtype, 64, m, 0, Rounding::NearestEven)).route();
+    let auto = |dtype: DType, m: u32| {
+        prepare(&plan(dtype, 64, m, 0, Rounding::NearestEven)).implementation()
+    };
     if simak::a65::SCALAR_ONLY {
-        assert_eq!(auto(DType::F16, pow2(-3)), Route::Exact);
+        assert_eq!(auto(DType::F16, pow2(-3)), "exact-scalar");
         return;
     }
-    assert_eq!(auto(DType::F16, pow2(-3)), Route::NeonFp16);
-    assert_eq!(auto(DType::BF16, pow2(7)), Route::NeonBf16Fp16);
-    assert_eq!(auto(DType::BF16, 0x3fc0_0000), Route::Neon);
+    assert_eq!(auto(DType::F16, pow2(-3)), NEON_FP16);
+    assert_eq!(auto(DType::BF16, pow2(7)), NEON_BF16_FP16);
+    assert_eq!(auto(DType::BF16, 0x3fc0_0000), "aarch64-neon");
 }
 
 #[test]
@@ -418,13 +424,13 @@ fn long_strided_runs_match_the_exact_path() {
             .collect();
         let mut want = vec![0xa5u8; plan.output().span() as usize + 7];
         execute(
-            &prepare_with_route(&plan, Route::Exact).unwrap(),
+            &prepare_at(&plan, Level::Scalar).unwrap(),
             &input,
             &mut want,
         )
         .unwrap();
         for route in vector_routes() {
-            let Some(p) = prepare_with_route(&plan, route) else {
+            let Ok(p) = prepare_at(&plan, route) else {
                 continue;
             };
             let mut got = vec![0xa5u8; want.len()];
@@ -453,7 +459,7 @@ fn short_runs_strided_on_both_ports_match_the_exact_path() {
         .collect();
     let mut want = vec![0xa5u8; plan.output().span() as usize + 3];
     execute(
-        &prepare_with_route(&plan, Route::Exact).unwrap(),
+        &prepare_at(&plan, Level::Scalar).unwrap(),
         &input,
         &mut want,
     )
@@ -466,7 +472,7 @@ fn short_runs_strided_on_both_ports_match_the_exact_path() {
             .all(|&b| b == 0xa5)
     );
     for route in vector_routes() {
-        let Some(p) = prepare_with_route(&plan, route) else {
+        let Ok(p) = prepare_at(&plan, route) else {
             continue;
         };
         let mut got = vec![0xa5u8; want.len()];

@@ -1,8 +1,8 @@
 //! The `scalar-only` feature: with it, automatic selection picks the exact / scalar paths
 //! for Quant, QuantTess and CastTess and `implementation()` says so; without it, the
-//! fastest route this CPU has. Either way the forced-route hooks still reach every route.
+//! fastest route this CPU has. Either way `prepare_at` still reaches every level.
 
-use simak::a65::{self, Route, TessLevel};
+use simak::a65::{self, Level};
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::quant::{Params, Request, check_inference};
 use simak::{DType, TensorSpec};
@@ -16,24 +16,19 @@ fn quant_plan(dtype: DType) -> simak::ops::quant::Plan {
     .unwrap()
 }
 
-/// The first route of [`Route::ALL`] this CPU has for `plan`.
-fn fastest(plan: &simak::ops::quant::Plan) -> Route {
-    Route::ALL
+/// The fastest level this CPU has for `plan` (the last of [`Level::ALL`] with a kernel).
+fn fastest(plan: &simak::ops::quant::Plan) -> Level {
+    Level::ALL
         .into_iter()
-        .find(|&r| a65::quant::prepare_with_route(plan, r).is_some())
+        .rev()
+        .find(|&r| a65::quant::prepare_at(plan, r).is_ok())
         .unwrap()
 }
 
 #[test]
 fn the_constant_follows_the_feature() {
+    // The automatic-selection tables themselves are private: `arch::test` checks them.
     assert_eq!(a65::SCALAR_ONLY, cfg!(feature = "scalar-only"));
-    if a65::SCALAR_ONLY {
-        assert_eq!(Route::AUTO, &[Route::Exact]);
-        assert_eq!(TessLevel::AUTO, &[TessLevel::Scalar]);
-    } else {
-        assert_eq!(Route::AUTO, &Route::ALL);
-        assert_eq!(TessLevel::AUTO, &TessLevel::ALL);
-    }
 }
 
 #[test]
@@ -42,15 +37,15 @@ fn quant_selection_follows_the_feature() {
         let plan = quant_plan(dtype);
         let prepared = a65::quant::prepare(&plan);
         if a65::SCALAR_ONLY {
-            assert_eq!(prepared.route(), Route::Exact, "{dtype}");
+            assert_eq!(prepared.level(), Level::Scalar, "{dtype}");
             assert_eq!(prepared.implementation(), "exact-scalar", "{dtype}");
         } else {
-            assert_eq!(prepared.route(), fastest(&plan), "{dtype}");
+            assert_eq!(prepared.level(), fastest(&plan), "{dtype}");
         }
-        // The hooks still force any route the CPU has, SIMD ones included.
-        for route in Route::ALL {
-            if let Some(p) = a65::quant::prepare_with_route(&plan, route) {
-                assert_eq!(p.route(), route, "{dtype}");
+        // `prepare_at` still forces any level the CPU has, SIMD ones included.
+        for route in Level::ALL {
+            if let Ok(p) = a65::quant::prepare_at(&plan, route) {
+                assert_eq!(p.level(), route, "{dtype}");
             }
         }
         let tiled = simak::ops::quanttess::check_inference(&simak::ops::quanttess::Request {
@@ -65,16 +60,17 @@ fn quant_selection_follows_the_feature() {
         .unwrap();
         let prepared = a65::quanttess::prepare(&tiled);
         if a65::SCALAR_ONLY {
-            assert_eq!(prepared.route(), Route::Exact, "{dtype}");
+            assert_eq!(prepared.level(), Level::Scalar, "{dtype}");
             assert_eq!(prepared.implementation(), "exact-scalar", "{dtype}");
         } else {
             // QuantTess selects among the routes without multiplier predicates (on AArch64
-            // the BF16-through-FP16 route is Quant-only), so compare with its own hook.
-            let fastest_tiled = Route::ALL
+            // the BF16-through-FP16 route is Quant-only), so compare with its own levels.
+            let fastest_tiled = Level::ALL
                 .into_iter()
-                .find(|&r| a65::quanttess::prepare_with_route(&tiled, r).is_some())
+                .rev()
+                .find(|&r| a65::quanttess::prepare_at(&tiled, r).is_ok())
                 .unwrap();
-            assert_eq!(prepared.route(), fastest_tiled, "{dtype}");
+            assert_eq!(prepared.level(), fastest_tiled, "{dtype}");
         }
     }
 }
@@ -92,12 +88,13 @@ fn casttess_selection_follows_the_feature() {
         })
         .unwrap();
         let prepared = a65::casttess::prepare(&plan);
-        let fastest = TessLevel::ALL
+        let fastest = Level::ALL
             .into_iter()
-            .find(|&l| a65::casttess::prepare_with_level(&plan, l).is_some())
+            .rev()
+            .find(|&l| a65::casttess::prepare_at(&plan, l).is_ok())
             .unwrap();
         if a65::SCALAR_ONLY {
-            assert_eq!(prepared.level(), TessLevel::Scalar, "{dtype}");
+            assert_eq!(prepared.level(), Level::Scalar, "{dtype}");
             assert_eq!(prepared.implementation(), "scalar", "{dtype}");
         } else {
             assert_eq!(prepared.level(), fastest, "{dtype}");

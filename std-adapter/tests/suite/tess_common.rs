@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use simak::a65;
-use simak::a65::TessLevel;
+use simak::a65::Level;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{self, TiledSpec};
 use simak::ops::quant::Params;
@@ -168,9 +168,10 @@ pub fn quant_plan(case: &Case, params: Params) -> quanttess::Plan {
 /// once more without them (`Prepared::general_path`), so that the general
 /// convert-then-split path of every level meets the oracle too.
 pub fn levels(plan: &casttess::Plan) -> Vec<a65::casttess::Prepared> {
-    TessLevel::ALL
+    Level::ALL
         .into_iter()
-        .filter_map(|l| a65::casttess::prepare_with_level(plan, l))
+        .rev()
+        .filter_map(|l| a65::casttess::prepare_at(plan, l).ok())
         .flat_map(|p| {
             let general = p.has_fused_path().then(|| p.general_path());
             std::iter::once(p).chain(general)

@@ -7,7 +7,7 @@
 use crate::tess_common;
 
 use simak::a65;
-use simak::a65::{ExecuteError, Route};
+use simak::a65::{ExecuteError, Level};
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::quant::{Params, Rounding};
 use simak::ops::quanttess::{self, Plan};
@@ -22,9 +22,10 @@ fn plan(case: &Case, params: Params) -> Plan {
 }
 
 fn routes(plan: &Plan) -> Vec<a65::quanttess::Prepared> {
-    Route::ALL
+    Level::ALL
         .into_iter()
-        .filter_map(|r| a65::quanttess::prepare_with_route(plan, r))
+        .rev()
+        .filter_map(|r| a65::quanttess::prepare_at(plan, r).ok())
         .collect()
 }
 
@@ -163,13 +164,8 @@ fn fp_environment_seam_and_buffer_checks() {
     };
     for p in routes(&plan) {
         let mut out = Aligned::new(32, DIRTY);
-        let r = a65::quanttess::execute_with_fp_control(
-            &p,
-            input.as_slice(),
-            out.as_mut_slice(),
-            Some(bad),
-        );
-        if p.route() == Route::Exact {
+        let r = a65::execute_with_fp_control(&p, input.as_slice(), out.as_mut_slice(), Some(bad));
+        if p.level() == Level::Scalar {
             assert_eq!(r, Ok(()));
         } else {
             assert_eq!(r, Err(ExecuteError::FpEnvironment { control: bad }));

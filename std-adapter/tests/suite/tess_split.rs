@@ -15,7 +15,7 @@ use crate::tess_common;
 use std::ops::Range;
 
 use simak::DType;
-use simak::a65::{self, ExecuteError, Route};
+use simak::a65::{self, ExecuteError, Level};
 use simak::layout::Channels;
 use simak::ops::quant::{Params, Rounding};
 use simak_tests::bytes::Aligned;
@@ -133,8 +133,8 @@ fn check_quant(case: &Case, params: Params, input: &Aligned) -> usize {
     let expected = expected_quant(case, input.as_slice(), params);
     let tiles = tiles_of(plan.output());
     let mut checked = 0;
-    for route in Route::ALL {
-        let Some(p) = a65::quanttess::prepare_with_route(&plan, route) else {
+    for route in Level::ALL.into_iter().rev() {
+        let Ok(p) = a65::quanttess::prepare_at(&plan, route) else {
             continue;
         };
         let what = format!("quanttess {} {case:?}", p.implementation());

@@ -5,10 +5,10 @@
 //! The 2^32 patterns (or `⌈2^32 / stride⌉` of them) are cut into chunks; each chunk is one
 //! contiguous rank-1 FP32 tensor that goes, for every multiplier × rounding mode, through
 //!
-//! - the exact integer path of SPEC §3 (`Route::Exact`, the reference), itself checked
+//! - the exact integer path of SPEC §3 (`Level::Scalar`, the reference), itself checked
 //!   against the independent f64 oracle (`simak_tests::oracle`) on every `--oracle-every`-th
 //!   pattern;
-//! - every other A65 route this CPU has, forced with `prepare_with_route`;
+//! - every other A65 route this CPU has, forced with `prepare_at`;
 //! - the EV74 firmware's numerical entries, called directly on the chunk (the IEEE unit and
 //!   the flushing DAZ + FTZ model).
 //!
@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use simak::a65::{self, Route};
+use simak::a65::{self, Level};
 use simak::arith::quant::Multiplier;
 use simak::ev74::firmware::numerics::{self, EntryParams, FlushToZero, Ieee};
 use simak::ops::quant::{Params, Request, Rounding, check_inference};
@@ -156,8 +156,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
 /// One implementation compared with the exact path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
-    /// An A65 route forced with `prepare_with_route`.
-    A65(Route),
+    /// An A65 route forced with `prepare_at`.
+    A65(Level),
     /// The firmware entry on the IEEE unit.
     Ev74Ieee,
     /// The firmware entry on the flushing (DAZ + FTZ) unit model.
@@ -178,13 +178,13 @@ impl Target {
 /// one-element plan for each mode), then the EV74 entries.
 fn targets(modes: &[Rounding]) -> Vec<Target> {
     let mut out = Vec::new();
-    for route in Route::ALL {
-        if route == Route::Exact {
+    for route in Level::ALL.into_iter().rev() {
+        if route == Level::Scalar {
             continue;
         }
         let available = modes.iter().all(|&rounding| {
             let plan = contiguous_plan(16, DEFAULT_MULTIPLIERS[0], 0, rounding);
-            a65::quant::prepare_with_route(&plan, route).is_some()
+            a65::quant::prepare_at(&plan, route).is_ok()
         });
         if available {
             out.push(Target::A65(route));
@@ -306,7 +306,7 @@ fn worker(shared: &Shared<'_>) -> Tally {
             for &rounding in &options.modes {
                 let zp = options.zero_point;
                 let plan = contiguous_plan(n as u64, m, zp, rounding);
-                let exact = a65::quant::prepare_with_route(&plan, Route::Exact)
+                let exact = a65::quant::prepare_at(&plan, Level::Scalar)
                     .expect("the exact route exists everywhere");
                 let clock = Instant::now();
                 a65::quant::execute(&exact, input, want).expect("exact execute");
@@ -340,7 +340,7 @@ fn worker(shared: &Shared<'_>) -> Tally {
                     let clock = Instant::now();
                     match target {
                         Target::A65(route) => {
-                            let prepared = a65::quant::prepare_with_route(&plan, route)
+                            let prepared = a65::quant::prepare_at(&plan, route)
                                 .expect("route probed at start");
                             a65::quant::execute(&prepared, input, got).expect("route execute");
                         }

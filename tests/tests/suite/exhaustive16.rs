@@ -12,14 +12,14 @@
 //! latter against the library's `kernels().wide` plus the zero point.
 //!
 //! The route `prepare` picks is swept in full; every other route this CPU offers (forced
-//! through the `prepare_with_route` test hook) is swept over all patterns, multipliers and
+//! through `prepare_at`) is swept over all patterns, multipliers and
 //! modes with zero points {-128, 0, 127}.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use simak::a65;
-use simak::a65::Route;
+use simak::a65::Level;
 use simak::ops::quant::{Params, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
 use simak_tests::bytes::{Aligned, encode};
@@ -67,7 +67,7 @@ impl Tally {
 }
 
 /// `None`: the route `prepare` picks; `Some(r)`: route `r` forced.
-fn sweep(dtype: DType, route: Option<Route>) -> Tally {
+fn sweep(dtype: DType, route: Option<Level>) -> Tally {
     let zero_points: &[i32] = match route {
         None => &ZERO_POINTS,
         Some(_) => &[-128, 0, 127],
@@ -110,7 +110,7 @@ fn sweep(dtype: DType, route: Option<Route>) -> Tally {
                         .expect("admitted");
                         let prepared = match route {
                             None => a65::quant::prepare(&plan),
-                            Some(r) => a65::quant::prepare_with_route(&plan, r)
+                            Some(r) => a65::quant::prepare_at(&plan, r)
                                 .expect("route available"),
                         };
                         out.fill(0xa5);
@@ -186,18 +186,18 @@ fn sweep(dtype: DType, route: Option<Route>) -> Tally {
 }
 
 /// The route `prepare` picks for a contiguous [65536] tensor of `dtype`.
-fn default_route(dtype: DType) -> Route {
+fn default_route(dtype: DType) -> Level {
     let plan = check_inference(&Request {
         input: TensorSpec::contiguous([PATTERNS as u64], dtype),
         output: TensorSpec::contiguous([PATTERNS as u64], DType::I8),
         params: Params::new(1.0),
     })
     .expect("admitted");
-    a65::quant::prepare(&plan).route()
+    a65::quant::prepare(&plan).level()
 }
 
 /// Every route this CPU offers other than the default one.
-fn other_routes(dtype: DType) -> Vec<Route> {
+fn other_routes(dtype: DType) -> Vec<Level> {
     let plan = check_inference(&Request {
         input: TensorSpec::contiguous([PATTERNS as u64], dtype),
         output: TensorSpec::contiguous([PATTERNS as u64], DType::I8),
@@ -205,9 +205,10 @@ fn other_routes(dtype: DType) -> Vec<Route> {
     })
     .expect("admitted");
     let default = default_route(dtype);
-    Route::ALL
+    Level::ALL
         .into_iter()
-        .filter(|&r| r != default && a65::quant::prepare_with_route(&plan, r).is_some())
+        .rev()
+        .filter(|&r| r != default && a65::quant::prepare_at(&plan, r).is_ok())
         .collect()
 }
 
@@ -230,7 +231,7 @@ fn every_other_route(dtype: DType) {
         routes.iter().map(|r| r.name()).collect::<Vec<_>>()
     );
     // The exact route exists on every CPU; it is either the default or one of the others.
-    assert!(routes.contains(&Route::Exact) || default_route(dtype) == Route::Exact);
+    assert!(routes.contains(&Level::Scalar) || default_route(dtype) == Level::Scalar);
     for r in routes {
         let t = sweep(dtype, Some(r));
         assert_eq!(t.runs, 297 * 4 * 3);

@@ -45,8 +45,67 @@ pub(crate) trait Isa: Copy + Send + Sync + 'static {
     fn vectorize<K: Kernel<Self>>(self, kernel: K) -> K::Output;
 }
 
-/// Defines the tokens: name, `#[target_feature]` list, detection.
+/// Defines the tokens (name, `#[target_feature]` list, detection) and the public
+/// [`Level`] enum with one variant per token (same identifier and docs) after `Scalar`,
+/// its names, feature lists in words and detection: the ISA table is the one place a level
+/// is written.
 macro_rules! isa_table {
+    ($(
+        $(#[$doc:meta])*
+        $token:ident = $name:literal, arch $arch:literal, features $features:literal,
+            words $words:literal, detect $detect:expr;
+    )*) => {
+        /// An instruction-set level of the ISA table, or the portable `scalar` level: the
+        /// one level type of the A65 backend (`prepare_at`, `Prepared::level`,
+        /// `simak bench --level`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Level {
+            /// The portable paths: Quant's exact integer path (SPEC §3), the scalar
+            /// CastTess kernels. Every CPU has it.
+            Scalar,
+            $($(#[$doc])* $token,)*
+        }
+
+        impl Level {
+            /// Every level, in the ISA table's order (`scalar` first).
+            pub const ALL: [Level; 1 + [$($name),*].len()] = [Level::Scalar, $(Level::$token),*];
+
+            /// The level's name, as `FromStr` takes it and as the ISA table names it (e.g.
+            /// `x86_64-avx512vbmi`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    Level::Scalar => "scalar",
+                    $(Level::$token => $name,)*
+                }
+            }
+
+            /// The CPU features the level needs, in words (e.g. `x86-64 AVX2, F16C`).
+            pub const fn features(self) -> &'static str {
+                match self {
+                    Level::Scalar => "none",
+                    $(Level::$token => $words,)*
+                }
+            }
+
+            /// Whether this CPU has every feature of the level (runtime detection, the
+            /// capability token's; `scalar` always).
+            pub fn is_detected(self) -> bool {
+                match self {
+                    Level::Scalar => true,
+                    $(Level::$token => <$token as Isa>::detect().is_some(),)*
+                }
+            }
+        }
+
+        isa_tokens! {$(
+            $(#[$doc])*
+            $token = $name, arch $arch, features $features, detect $detect;
+        )*}
+    };
+}
+
+/// The capability tokens of [`isa_table!`].
+macro_rules! isa_tokens {
     ($(
         $(#[$doc:meta])*
         $token:ident = $name:literal, arch $arch:literal, features $features:literal,
@@ -100,26 +159,26 @@ macro_rules! isa_table {
 isa_table! {
     /// x86-64 SSE4.1.
     Sse41 = "x86_64-sse4.1", arch "x86_64", features "sse4.1",
-        detect std::is_x86_feature_detected!("sse4.1");
+        words "x86-64 SSE4.1", detect std::is_x86_feature_detected!("sse4.1");
     /// x86-64 AVX2 with F16C.
     Avx2 = "x86_64-avx2", arch "x86_64", features "avx2,f16c",
-        detect std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("f16c");
+        words "x86-64 AVX2, F16C", detect std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("f16c");
     /// x86-64 AVX-512 F, BW and VL (with AVX2 and F16C).
     Avx512 = "x86_64-avx512", arch "x86_64", features "avx2,f16c,avx512f,avx512bw,avx512vl",
-        detect Avx2::detect().is_some()
+        words "x86-64 AVX2, F16C, AVX-512 F, BW, VL", detect Avx2::detect().is_some()
             && std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512bw")
             && std::is_x86_feature_detected!("avx512vl");
     /// x86-64 AVX-512 F, BW, VL and VBMI (with AVX2 and F16C).
     Avx512Vbmi = "x86_64-avx512vbmi", arch "x86_64",
         features "avx2,f16c,avx512f,avx512bw,avx512vl,avx512vbmi",
-        detect Avx512::detect().is_some() && std::is_x86_feature_detected!("avx512vbmi");
+        words "x86-64 AVX2, F16C, AVX-512 F, BW, VL, VBMI", detect Avx512::detect().is_some() && std::is_x86_feature_detected!("avx512vbmi");
     /// AArch64 NEON (part of the baseline).
     Neon = "aarch64-neon", arch "aarch64", features "neon",
-        detect true;
+        words "AArch64 NEON", detect true;
     /// AArch64 NEON with FP16 vector arithmetic (FEAT_FP16, asimdhp).
     NeonFp16 = "aarch64-neon-fp16", arch "aarch64", features "neon,fp16",
-        detect std::arch::is_aarch64_feature_detected!("fp16");
+        words "AArch64 NEON, FEAT_FP16", detect std::arch::is_aarch64_feature_detected!("fp16");
 }
 
 impl Avx512Vbmi {

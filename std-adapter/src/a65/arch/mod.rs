@@ -31,15 +31,15 @@ use simak_core::{DType, ops::quant::Rounding};
 
 /// Whether the crate was built with the `scalar-only` feature: automatic selection
 /// (`prepare` of Quant, QuantTess and CastTess) then picks only the exact / scalar paths
-/// ([`Route::Exact`], [`TessLevel::Scalar`](tess::TessLevel::Scalar)), so that every test
-/// exercises them. The forced-route test hooks (`prepare_with_route`, `prepare_with_level`)
-/// still reach the SIMD routes, which stay compiled and are compared with the scalar
-/// default.
+/// (the `scalar` level of Quant, QuantTess and CastTess), so that every test exercises
+/// them. `prepare_at` still reaches every level, whose SIMD kernels stay compiled and are
+/// compared with the scalar default.
 pub const SCALAR_ONLY: bool = cfg!(feature = "scalar-only");
 
-/// A numerical route for contiguous runs.
+/// A numerical route for contiguous runs: Quant's private table of kernels, keyed by
+/// [`Level`](super::Level) (`Level::quant_route`, [`Route::level`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Route {
+pub(crate) enum Route {
     /// The exact integer path (any CPU, independent of the FP environment).
     Exact,
     /// x86-64 SSE4.1 (FP32 and BF16 input).
@@ -94,6 +94,20 @@ impl Route {
     /// Whether the route uses FP arithmetic and so needs the default FP environment.
     pub const fn uses_fp(self) -> bool {
         !matches!(self, Route::Exact)
+    }
+
+    /// The level the route belongs to (both half-precision routes are
+    /// `aarch64-neon-fp16`'s: FP16 input takes one, BF16 input the other).
+    pub const fn level(self) -> super::Level {
+        use super::Level;
+        match self {
+            Route::Exact => Level::Scalar,
+            Route::Sse41 => Level::Sse41,
+            Route::Avx2 => Level::Avx2,
+            Route::Avx512 => Level::Avx512,
+            Route::Neon => Level::Neon,
+            Route::NeonFp16 | Route::NeonBf16Fp16 => Level::NeonFp16,
+        }
     }
 }
 
@@ -169,5 +183,23 @@ pub(crate) fn fp_control_ok(control: u64) -> bool {
     {
         let _ = control;
         true
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::Route;
+    use super::tess::TessLevel;
+
+    /// Automatic selection follows the `scalar-only` feature.
+    #[test]
+    fn auto_follows_the_feature() {
+        if super::SCALAR_ONLY {
+            assert_eq!(Route::AUTO, &[Route::Exact]);
+            assert_eq!(TessLevel::AUTO, &[TessLevel::Scalar]);
+        } else {
+            assert_eq!(Route::AUTO, &Route::ALL);
+            assert_eq!(TessLevel::AUTO, &TessLevel::ALL);
+        }
     }
 }

@@ -18,6 +18,33 @@ use simak_core::ops::quant::Rounding;
 
 use super::isa::{Isa, Kernel};
 
+/// The input decodings a vector loader has: one per Quant input dtype. Loaders match on
+/// [`Load::of`] exhaustively, so a dtype added to `DType` cannot fall into another one's
+/// decoding (issue 22 scope 8): `of` names every dtype, and one that is not a Quant input
+/// is a compile-time error where a kernel is instantiated for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Load {
+    /// IEEE binary32, loaded as is.
+    F32,
+    /// bfloat16: the high half of a binary32.
+    Bf16,
+    /// IEEE binary16, widened exactly.
+    F16,
+}
+
+impl Load {
+    /// The decoding of input format `I`; evaluate it in a `const` block, so that a
+    /// non-input dtype fails to compile rather than decoding wrongly.
+    pub(crate) const fn of<I: InputFormat>() -> Load {
+        match I::DTYPE {
+            DType::F32 => Load::F32,
+            DType::BF16 => Load::Bf16,
+            DType::F16 => Load::F16,
+            DType::I8 => panic!("INT8 is not a Quant input (SPEC §3)"),
+        }
+    }
+}
+
 /// One level's lanes for the Quant loop.
 pub(crate) trait QuantLanes: Isa {
     /// `LANES` binary32 lanes.

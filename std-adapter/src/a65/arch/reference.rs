@@ -5,10 +5,15 @@
 //! - [`low_bytes`]: reads each `elem`-byte element and stores its low byte: exactly the
 //!   traffic of a Quant call, with trivial arithmetic.
 //!
-//! On x86-64 with AVX-512F/BW both use 64-byte vectors, and `low_bytes` writes long outputs
-//! with the same streaming-store policy as the AVX-512 Quant route (outputs of at least
-//! 4 Mi elements: exact-path head up to a cache line, then non-temporal stores), so the
-//! ceiling is not compute-bound. Elsewhere they are portable loops.
+//! At the `x86_64-avx512` level of the ISA table (detected through its capability token,
+//! `super::isa::Avx512`, as the Quant routes are) both use 64-byte vectors, and
+//! `low_bytes` writes long outputs with the same streaming-store policy as the AVX-512
+//! Quant route (outputs of at least 4 Mi elements: exact-path head up to a cache line,
+//! then non-temporal stores), so the ceiling is not compute-bound. Elsewhere they are
+//! portable loops.
+
+#[cfg(target_arch = "x86_64")]
+use super::isa::{Avx512, Isa};
 
 /// Elements from which `low_bytes` streams its output: the AVX-512 Quant route's threshold.
 #[cfg(target_arch = "x86_64")]
@@ -18,10 +23,11 @@ const STREAM_MIN: usize = super::x86_64::avx512::STREAM_MIN_AVX512;
 /// ignored): a plain read of every byte.
 pub fn read(input: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
+    if let Some(token) = Avx512::detect() {
         let whole = input.len() / 64 * 64;
-        // SAFETY: AVX-512F detected just above; the body reads `whole` bytes of `input`.
-        let head = unsafe { x86::read_body(input.as_ptr(), whole) };
+        // SAFETY: `token` proves AVX-512F (and BW, VL); the body reads `whole` bytes of
+        // `input`.
+        let head = unsafe { x86::read_body(token, input.as_ptr(), whole) };
         return head.wrapping_add(read_portable(&input[whole..]));
     }
     read_portable(input)
@@ -45,7 +51,7 @@ pub fn low_bytes(elem: usize, input: &[u8], output: &mut [u8]) {
     let n = output.len().min(input.len() / elem);
     let (input, output) = (&input[..n * elem], &mut output[..n]);
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+    if let Some(token) = Avx512::detect() {
         let stream = n >= STREAM_MIN;
         let head = if stream {
             ((64 - output.as_ptr() as usize % 64) % 64).min(n)
@@ -55,10 +61,19 @@ pub fn low_bytes(elem: usize, input: &[u8], output: &mut [u8]) {
         low_bytes_portable(elem, &input[..head * elem], &mut output[..head]);
         let (input, output) = (&input[head * elem..], &mut output[head..]);
         let blocks = output.len() / 64 * 64;
-        // SAFETY: AVX-512F/BW detected just above; the body reads `blocks · elem` bytes of
+        // SAFETY: `token` proves AVX-512F/BW; the body reads `blocks · elem` bytes of
         // `input` and writes `blocks` bytes of `output`, which start 64-byte aligned when
         // `stream` (the head above brought them there).
-        unsafe { x86::low_bytes_body(elem, input.as_ptr(), output.as_mut_ptr(), blocks, stream) };
+        unsafe {
+            x86::low_bytes_body(
+                token,
+                elem,
+                input.as_ptr(),
+                output.as_mut_ptr(),
+                blocks,
+                stream,
+            )
+        };
         low_bytes_portable(elem, &input[blocks * elem..], &mut output[blocks..]);
         return;
     }
@@ -75,13 +90,15 @@ fn low_bytes_portable(elem: usize, input: &[u8], output: &mut [u8]) {
 mod x86 {
     use core::arch::x86_64::*;
 
+    use super::Avx512;
+
     /// Sum of the 64-bit words of `len` bytes (a multiple of 64) from `at`.
     ///
     /// # Safety
     ///
-    /// AVX-512F available; `at` readable for `len` bytes.
+    /// `at` readable for `len` bytes (the token proves AVX-512F).
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn read_body(at: *const u8, len: usize) -> u64 {
+    pub(super) unsafe fn read_body(_: Avx512, at: *const u8, len: usize) -> u64 {
         let mut acc = [_mm512_setzero_si512(); 4];
         let mut i = 0;
         while i + 256 <= len {
@@ -109,10 +126,11 @@ mod x86 {
     ///
     /// # Safety
     ///
-    /// AVX-512F/BW available; `input` readable for `n · elem` bytes, `output` writable for
-    /// `n` bytes and 64-byte aligned when `stream`.
+    /// `input` readable for `n · elem` bytes, `output` writable for `n` bytes and 64-byte
+    /// aligned when `stream` (the token proves AVX-512F/BW).
     #[target_feature(enable = "avx512f,avx512bw")]
     pub(super) unsafe fn low_bytes_body(
+        _: Avx512,
         elem: usize,
         input: *const u8,
         output: *mut u8,

@@ -4,14 +4,13 @@
 
 use core::arch::aarch64::*;
 
-use simak_core::DType;
 use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
 use super::super::band::{BandLanes, Lines, table_pattern};
 use super::super::convert::ConvertLanes;
 use super::super::isa::{Neon, lanes, ops};
-use super::super::quant::QuantLanes;
+use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
 
 lanes! {
@@ -48,16 +47,17 @@ lanes! {
         }
 
         unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> float32x4_t {
-            if matches!(I::DTYPE, DType::F32) {
+            match const { Load::of::<I>() } {
                 // SAFETY: the caller guarantees 16 readable bytes at `ptr`; the A65 execute
                 // checks the input's element alignment.
-                return unsafe { vld1q_f32(ptr.cast()) };
-            }
-            // SAFETY: the caller guarantees 8 readable bytes at `ptr`.
-            let h = unsafe { vld1_u16(ptr.cast()) };
-            match I::DTYPE {
-                DType::F16 => widen_f16(h),
-                _ => vreinterpretq_f32_u32(vshll_n_u16::<16>(h)),
+                Load::F32 => unsafe { vld1q_f32(ptr.cast()) },
+                // SAFETY: the caller guarantees 8 readable bytes at `ptr`.
+                Load::F16 => widen_f16(unsafe { vld1_u16(ptr.cast()) }),
+                Load::Bf16 => {
+                    // SAFETY: the caller guarantees 8 readable bytes at `ptr`.
+                    let h = unsafe { vld1_u16(ptr.cast()) };
+                    vreinterpretq_f32_u32(vshll_n_u16::<16>(h))
+                }
             }
         }
 

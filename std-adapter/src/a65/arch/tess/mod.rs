@@ -107,9 +107,10 @@ pub(crate) type BandFn = fn(band: Band<'_>, tc: usize, stream: bool) -> bool;
 /// has them: they do not fit the caches, so read-for-ownership traffic is pure loss.
 pub(crate) const STREAM_MIN: usize = 4 << 20;
 
-/// A CastTess kernel level.
+/// A CastTess kernel level: CastTess's private table of kernels, keyed by
+/// [`Level`](crate::a65::Level) (`Level::tess_level`, [`TessLevel::level`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TessLevel {
+pub(crate) enum TessLevel {
     /// Portable scalar integer code.
     Scalar,
     /// x86-64 AVX2 with F16C (conversion in 256-bit lanes, split in 128-bit SSSE3 lanes),
@@ -143,6 +144,18 @@ impl TessLevel {
     } else {
         &TessLevel::ALL
     };
+
+    /// The [`Level`](crate::a65::Level) of the same name.
+    pub const fn level(self) -> crate::a65::Level {
+        use crate::a65::Level;
+        match self {
+            TessLevel::Scalar => Level::Scalar,
+            TessLevel::Avx2 => Level::Avx2,
+            TessLevel::Avx512 => Level::Avx512,
+            TessLevel::Avx512Vbmi => Level::Avx512Vbmi,
+            TessLevel::Neon => Level::Neon,
+        }
+    }
 
     /// Diagnostic name.
     pub const fn name(self) -> &'static str {

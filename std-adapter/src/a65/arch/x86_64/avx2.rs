@@ -3,14 +3,13 @@
 
 use core::arch::x86_64::*;
 
-use simak_core::DType;
 use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
 use super::super::band::{BandLanes, Lines, window_pattern};
 use super::super::convert::ConvertLanes;
 use super::super::isa::{Avx2, lanes, ops};
-use super::super::quant::QuantLanes;
+use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
 use super::CLAMP_HI;
 
@@ -53,15 +52,16 @@ lanes! {
         }
 
         unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> __m256 {
-            if matches!(I::DTYPE, DType::F32) {
+            match const { Load::of::<I>() } {
                 // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
-                return unsafe { _mm256_loadu_ps(ptr.cast()) };
-            }
-            // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
-            let raw = unsafe { _mm_loadu_si128(ptr.cast()) };
-            match I::DTYPE {
-                DType::F16 => _mm256_cvtph_ps(raw),
-                _ => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(raw))),
+                Load::F32 => unsafe { _mm256_loadu_ps(ptr.cast()) },
+                // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
+                Load::F16 => _mm256_cvtph_ps(unsafe { _mm_loadu_si128(ptr.cast()) }),
+                Load::Bf16 => {
+                    // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
+                    let raw = unsafe { _mm_loadu_si128(ptr.cast()) };
+                    _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(raw)))
+                }
             }
         }
 

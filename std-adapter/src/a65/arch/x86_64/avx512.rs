@@ -10,7 +10,7 @@ use simak_core::ops::quant::Rounding;
 use super::super::band::{BandLanes, Lines, window_pattern};
 use super::super::convert::ConvertLanes;
 use super::super::isa::{Avx512, lanes, ops};
-use super::super::quant::{QuantLanes, load_four};
+use super::super::quant::{Load, QuantLanes, load_four};
 use super::CLAMP_HI;
 
 /// Runs of at least this many elements store their output with non-temporal stores: the
@@ -107,15 +107,16 @@ lanes! {
         }
 
         unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> __m512 {
-            if matches!(I::DTYPE, DType::F32) {
+            match const { Load::of::<I>() } {
                 // SAFETY: the caller guarantees 64 readable bytes at `ptr`.
-                return unsafe { _mm512_loadu_ps(ptr.cast()) };
-            }
-            // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
-            let raw = unsafe { _mm256_loadu_si256(ptr.cast()) };
-            match I::DTYPE {
-                DType::F16 => _mm512_cvtph_ps(raw),
-                _ => _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(raw))),
+                Load::F32 => unsafe { _mm512_loadu_ps(ptr.cast()) },
+                // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
+                Load::F16 => _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(ptr.cast()) }),
+                Load::Bf16 => {
+                    // SAFETY: the caller guarantees 32 readable bytes at `ptr`.
+                    let raw = unsafe { _mm256_loadu_si256(ptr.cast()) };
+                    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(raw)))
+                }
             }
         }
 

@@ -2,12 +2,11 @@
 
 use core::arch::x86_64::*;
 
-use simak_core::DType;
 use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
 use super::super::isa::{Sse41, lanes};
-use super::super::quant::QuantLanes;
+use super::super::quant::{Load, QuantLanes};
 use super::CLAMP_HI;
 
 lanes! {
@@ -48,14 +47,16 @@ lanes! {
         }
 
         unsafe fn load<I: InputFormat>(self, ptr: *const u8) -> __m128 {
-            if matches!(I::DTYPE, DType::F32) {
+            match const { Load::of::<I>() } {
                 // SAFETY: the caller guarantees 16 readable bytes at `ptr`.
-                return unsafe { _mm_loadu_ps(ptr.cast()) };
+                Load::F32 => unsafe { _mm_loadu_ps(ptr.cast()) },
+                Load::Bf16 => {
+                    // SAFETY: the caller guarantees 8 readable bytes at `ptr`.
+                    let raw = unsafe { _mm_loadl_epi64(ptr.cast()) };
+                    _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), raw))
+                }
+                Load::F16 => unreachable!("FP16 never reaches the SSE4.1 level (`TAKES_F16`)"),
             }
-            // BF16 (FP16 never reaches this level: `TAKES_F16`).
-            // SAFETY: the caller guarantees 8 readable bytes at `ptr`.
-            let raw = unsafe { _mm_loadl_epi64(ptr.cast()) };
-            _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), raw))
         }
 
         unsafe fn store(self, ptr: *mut u8, bytes: __m128i, _stream: bool) {
