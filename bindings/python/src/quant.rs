@@ -49,6 +49,31 @@ pub(crate) fn run_quant(
     result.map_err(|e| lib_error(py, e, names))
 }
 
+/// Refuses an `out=` whose rank is not `x`'s, naming both ranks and shapes (admission
+/// would name the first axis one of them lacks).
+fn check_same_rank(py: Python<'_>, gin: &Geometry, gout: &Geometry) -> PyResult<()> {
+    if gin.rank == gout.rank {
+        return Ok(());
+    }
+    let code = AdmissionError::ShapeMismatch {
+        axis: 0,
+        input: 0,
+        output: 0,
+    }
+    .code();
+    Err(simak_error(
+        py,
+        code,
+        format!(
+            "out= has rank {} (shape {:?}) but x has rank {} (shape {:?}): out= must have x's shape (simak error code {code})",
+            gout.rank,
+            gout.extents(),
+            gin.rank,
+            gin.extents()
+        ),
+    ))
+}
+
 /// Quantizes ``x`` to INT8: ``saturate(round(x * multiplier) + zero_point)`` (SPEC §3).
 ///
 /// Per element: the input is read exactly in its dtype, multiplied by ``multiplier`` with
@@ -131,6 +156,7 @@ pub(crate) fn quantize<'py>(
                     ));
                 }
                 let g = Geometry::read(py, &oa, "out", 0)?;
+                check_same_rank(py, &gin, &g)?;
                 (Some(oa), Some(g))
             }
             None => (None, None),

@@ -67,7 +67,10 @@ def quanttess(
 ) -> npt.NDArray[np.uint8]:
     """FP32/BF16/FP16 (rank 1..6) to INT8 in the MlaTiled layout (quantize's arithmetic)."""
 
-def untile(t: npt.NDArray[np.uint8], layout: "Layout") -> npt.NDArray[Any]:
+def untile(
+    t: Union[npt.NDArray[np.uint8], npt.NDArray[np.int8], bytes, bytearray, memoryview],
+    layout: "Layout",
+) -> npt.NDArray[Any]:
     """A tiled buffer back to its logical tensor: ``ml_dtypes.bfloat16`` (a "bf16" layout)
     or ``int8`` (an "i8" layout), C order."""
 
