@@ -303,9 +303,7 @@ pub(crate) fn parse_u64s(x: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u64>>
                 simak_error(
                     x.py(),
                     code,
-                    format!(
-                        "{what}[{axis}] is {v}: {rule} (simak error code {code})"
-                    ),
+                    format!("{what}[{axis}] is {v}: {rule} (simak error code {code})"),
                 )
             })
         })

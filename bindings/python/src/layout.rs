@@ -5,7 +5,7 @@ use numpy::npyffi::NPY_TYPES;
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyTuple, PyType};
 use simak::layout::{MlaTiled, TiledView};
 use simak::{AdmissionError, MAX_RANK};
 
@@ -52,6 +52,15 @@ pub(crate) fn admit_layout(
 pub(crate) struct Layout {
     pub(crate) view: TiledView,
 }
+
+/// A layout's constructor arguments, for pickling: shape, axes, tile, channels, dtype.
+type LayoutArgs = (
+    Vec<u64>,
+    Vec<Option<u8>>,
+    Vec<u32>,
+    &'static str,
+    &'static str,
+);
 
 #[pymethods]
 impl Layout {
@@ -195,9 +204,7 @@ impl Layout {
                 simak_error(
                     py,
                     code,
-                    format!(
-                        "plane {plane} is not in 0..{planes} (simak error code {code})"
-                    ),
+                    format!("plane {plane} is not in 0..{planes} (simak error code {code})"),
                 )
             })?;
         let mut full = [0u64; MAX_RANK];
@@ -214,6 +221,22 @@ impl Layout {
                 ),
             )
         })
+    }
+
+    /// Pickling: the layout's arguments (shape, axes, tile, channels, dtype), admitted
+    /// again by the constructor when loaded, so a pickle whose arguments break a rule
+    /// raises :class:`SimakError`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, LayoutArgs)> {
+        let this = slf.get();
+        let view = &this.view;
+        let args = (
+            view.extents()[..view.rank()].to_vec(),
+            view.layout().axes.to_vec(),
+            view.tile().to_vec(),
+            view.channels().name(),
+            this.dtype(),
+        );
+        Ok((slf.get_type(), args))
     }
 
     fn __repr__(&self) -> String {
@@ -268,7 +291,10 @@ pub(crate) fn tiled_planes(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult
 /// The tiled buffer argument of `untile`: an ndarray as is; a `bytes`, `bytearray` or
 /// `memoryview` as its bytes (`np.frombuffer(t, np.uint8)`, read in place; a
 /// non-contiguous `memoryview` is `BINDING_NOT_CONTIGUOUS`); anything else as `as_array`.
-fn tiled_input<'py>(py: Python<'py>, t: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
+fn tiled_input<'py>(
+    py: Python<'py>,
+    t: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
     if t.is_instance_of::<PyBytes>()
         || t.is_instance_of::<PyByteArray>()
         || t.is_instance_of::<PyMemoryView>()

@@ -207,8 +207,22 @@ pub(crate) fn quantize<'py>(
 pub(crate) struct QuantPlan {
     pub(crate) prepared: a65::quant::Prepared,
     exact: bool,
+    input_strided: bool,
     output_strided: bool,
 }
+
+/// A plan's constructor arguments, for pickling: shape, dtype, multiplier, zero point,
+/// rounding, input strides, output strides (`None`: C order) and `exact`.
+type QuantPlanArgs = (
+    Vec<u64>,
+    &'static str,
+    f64,
+    i32,
+    &'static str,
+    Option<Vec<u64>>,
+    Option<Vec<u64>>,
+    bool,
+);
 
 #[pymethods]
 impl QuantPlan {
@@ -260,6 +274,7 @@ impl QuantPlan {
             Ok(QuantPlan {
                 prepared,
                 exact,
+                input_strided: si.is_some(),
                 output_strided: so.is_some(),
             })
         })
@@ -416,6 +431,29 @@ impl QuantPlan {
     #[getter]
     fn exact(&self) -> bool {
         self.exact
+    }
+
+    /// Pickling: the plan's request (shape, dtype, multiplier, zero point, rounding,
+    /// strides, ``exact``), admitted again by the constructor when loaded, so a pickle
+    /// whose arguments break a rule raises :class:`SimakError`.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, pyo3::types::PyType>, QuantPlanArgs)> {
+        let this = slf.get();
+        let plan = this.prepared.plan();
+        let (vi, vo) = (plan.input(), plan.output());
+        let strides = |v: &simak::View| v.strides()[..v.rank()].to_vec();
+        let args = (
+            vi.extents()[..vi.rank()].to_vec(),
+            vi.dtype().name(),
+            f64::from(f32::from_bits(plan.params().multiplier_bits)),
+            plan.zero_point(),
+            plan.rounding().name(),
+            this.input_strided.then(|| strides(vi)),
+            this.output_strided.then(|| strides(vo)),
+            this.exact,
+        );
+        Ok((slf.get_type(), args))
     }
 
     fn __repr__(&self) -> String {

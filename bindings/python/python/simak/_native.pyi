@@ -125,6 +125,8 @@ class Layout:
     def offset_of(self, index: Sequence[int], plane: int = 0) -> int:
         """Byte offset of byte plane ``plane`` of the element at logical ``index``."""
     def __eq__(self, other: object, /) -> bool: ...
+    def __reduce__(self) -> Tuple[type[Layout], Tuple[Any, ...]]:
+        """Pickling: the constructor's arguments, admitted again when loaded."""
 
 @final
 class QuantPlan:
@@ -174,6 +176,8 @@ class QuantPlan:
     def elements(self) -> int: ...
     @property
     def exact(self) -> bool: ...
+    def __reduce__(self) -> Tuple[type[QuantPlan], Tuple[Any, ...]]:
+        """Pickling: the constructor's arguments, admitted again when loaded."""
 
 @final
 class CastTessPlan:
@@ -202,6 +206,8 @@ class CastTessPlan:
     def implementation(self) -> str: ...
     @property
     def dtype(self) -> str: ...
+    def __reduce__(self) -> Tuple[type[CastTessPlan], Tuple[Any, ...]]:
+        """Pickling: the constructor's arguments, admitted again when loaded."""
 
 def ev74_quant_encode_relocatable(plan: QuantPlan) -> bytes: ...
 def ev74_casttess_encode_relocatable(plan: CastTessPlan) -> bytes: ...
