@@ -105,6 +105,10 @@ pub(crate) fn casttess<'py>(
 ///     dtype: the input's format, as for :func:`quantize`.
 ///     axes, tile, channels: as for :func:`casttess`.
 ///     input_strides: byte strides per axis (``None``: C order).
+///
+/// Raises:
+///     SimakError: the admission rules, as :func:`casttess`; a negative extent or stride
+///         (0x608).
 #[pyclass(frozen, module = "simak")]
 pub(crate) struct CastTessPlan {
     pub(crate) prepared: a65::casttess::Prepared,

@@ -46,7 +46,7 @@ pub(crate) fn admit_layout(
 ///
 /// Raises:
 ///     SimakError: the layout rules (43, 44, 47), capacity overflow (25), a bad option
-///         string (0x601).
+///         string (0x601), a negative extent (0x608).
 #[pyclass(frozen, module = "simak", eq)]
 #[derive(PartialEq)]
 pub(crate) struct Layout {

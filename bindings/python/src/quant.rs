@@ -202,7 +202,8 @@ pub(crate) fn quantize<'py>(
 ///     exact: the exact integer route (independent of the FP environment).
 ///
 /// Raises:
-///     SimakError: the admission rules, as :func:`quantize`.
+///     SimakError: the admission rules, as :func:`quantize`; a negative extent or stride
+///         (0x608).
 #[pyclass(frozen, module = "simak")]
 pub(crate) struct QuantPlan {
     pub(crate) prepared: a65::quant::Prepared,
