@@ -8,7 +8,7 @@
 //! bind, 0x400 A65 execute and untile, 0x500 Runtime, transport and simulator memory, 0x600
 //! the language bindings ([`BINDING_INVALID_ENUM`], [`BINDING_INTERNAL`],
 //! [`BINDING_NULL_ARGUMENT`], [`BINDING_NEGATIVE_STRIDE`], [`BINDING_READONLY`],
-//! [`BINDING_PLAN_STRIDES`], [`BINDING_NOT_CONTIGUOUS`]).
+//! [`BINDING_PLAN_STRIDES`], [`BINDING_NOT_CONTIGUOUS`], [`BINDING_OUT_OF_RANGE`]).
 //!
 //! ```
 //! use simak::ops::quant::{check_inference, Params, Request};
@@ -63,6 +63,10 @@ pub const BINDING_PLAN_STRIDES: u32 = 0x606;
 /// Code of a binding-layer error: a byte buffer (a tiled `out=` or a tiled input) is not
 /// C-contiguous.
 pub const BINDING_NOT_CONTIGUOUS: u32 = 0x607;
+/// Code of a binding-layer error: an integer argument outside its range, given through a
+/// binding: a negative extent or stride, or an index (a coordinate or byte plane of
+/// `Layout.offset_of`) that is negative or outside the layout.
+pub const BINDING_OUT_OF_RANGE: u32 = 0x608;
 
 /// The original error behind an [`Error`].
 #[derive(Debug, Clone, PartialEq)]

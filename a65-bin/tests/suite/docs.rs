@@ -433,6 +433,7 @@ fn errors_md_gives_every_host_error_its_code() {
             "BINDING_NOT_CONTIGUOUS",
             simak::error::BINDING_NOT_CONTIGUOUS,
         ),
+        ("BINDING_OUT_OF_RANGE", simak::error::BINDING_OUT_OF_RANGE),
     ];
     for (name, code) in bindings {
         assert!(

@@ -137,7 +137,25 @@ pub(crate) fn multiplier_bits(m: &Bound<'_, PyAny>) -> PyResult<u32> {
         return m.call_method1("view", ("<u4",))?.extract::<u32>();
     }
     let v: f64 = m.extract().map_err(|_| refuse())?;
-    Ok(simak::arith::cast::f64_to_f32_bits(v))
+    let bits = simak::arith::cast::f64_to_f32_bits(v);
+    // A positive finite value that binary32 cannot hold: say so, with the rule's code
+    // (14 not > 0, 13 not finite), as the CLI does, rather than show the rounded bits.
+    let rounded_to = match bits {
+        0 if v.to_bits() != 0 && v.is_sign_positive() => Some(("zero", 14)),
+        0x7f80_0000 if v.is_finite() => Some(("infinity", 13)),
+        _ => None,
+    };
+    if let Some((to, code)) = rounded_to {
+        return Err(simak_error(
+            m.py(),
+            code,
+            format!(
+                "multiplier {} rounds to {to} in binary32 (finite, nonzero binary32 values lie between about 1.4e-45 and 3.4e38) (simak error code {code})",
+                repr(m)
+            ),
+        ));
+    }
+    Ok(bits)
 }
 
 /// A zero point: an integer in [-128, 127] (any other integer is the admission error 15,
@@ -265,18 +283,28 @@ pub(crate) fn parse_tile(py: Python<'_>, tile: &Bound<'_, PyAny>) -> PyResult<[u
     Ok(out)
 }
 
-/// A shape or strides argument: nonnegative integers.
+/// A shape or strides argument (`what`: `"shape"` or a strides argument's name):
+/// nonnegative integers; one outside `0..2**64` is `BINDING_OUT_OF_RANGE`.
 pub(crate) fn parse_u64s(x: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u64>> {
     let items: Vec<i128> = x
         .extract()
         .map_err(|_| PyTypeError::new_err(format!("{what} must be a sequence of integers")))?;
+    let rule = if what == "shape" {
+        "extents are element counts, integers in 0..2**64"
+    } else {
+        "strides are in bytes and never negative, integers in 0..2**64"
+    };
     items
         .iter()
-        .map(|&v| {
+        .enumerate()
+        .map(|(axis, &v)| {
             u64::try_from(v).map_err(|_| {
-                PyValueError::new_err(format!(
-                    "{what} item {v} is not an integer in 0..2**64 (strides are in bytes and never negative)"
-                ))
+                let code = simak::error::BINDING_OUT_OF_RANGE;
+                simak_error(
+                    x.py(),
+                    code,
+                    format!("{what}[{axis}] is {v}: {rule} (simak error code {code})"),
+                )
             })
         })
         .collect()

@@ -388,6 +388,20 @@ pub(crate) fn same_geometry(
     }
     let shape = |v: &View| v.extents()[..v.rank()].to_vec();
     let strides = |v: &View| v.strides()[..v.rank()].to_vec();
+    if got.rank() != want.rank() {
+        let code = 0x202;
+        return Err(simak_error(
+            py,
+            code,
+            format!(
+                "{name} has rank {} (shape {:?}) but the plan's {port} has rank {} (shape {:?}) (simak error code {code})",
+                got.rank(),
+                shape(got),
+                want.rank(),
+                shape(want)
+            ),
+        ));
+    }
     if shape(got) != shape(want) {
         let code = 0x202;
         return Err(simak_error(

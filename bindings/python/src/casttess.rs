@@ -105,10 +105,26 @@ pub(crate) fn casttess<'py>(
 ///     dtype: the input's format, as for :func:`quantize`.
 ///     axes, tile, channels: as for :func:`casttess`.
 ///     input_strides: byte strides per axis (``None``: C order).
+///
+/// Raises:
+///     SimakError: the admission rules, as :func:`casttess`; a negative extent or stride
+///         (0x608).
 #[pyclass(frozen, module = "simak")]
 pub(crate) struct CastTessPlan {
     pub(crate) prepared: a65::casttess::Prepared,
+    input_strided: bool,
 }
+
+/// A plan's constructor arguments, for pickling: shape, dtype, axes, tile, channels and
+/// input strides (`None`: C order).
+type CastTessPlanArgs = (
+    Vec<u64>,
+    &'static str,
+    Vec<Option<u8>>,
+    Vec<u32>,
+    &'static str,
+    Option<Vec<u64>>,
+);
 
 #[pymethods]
 impl CastTessPlan {
@@ -149,6 +165,7 @@ impl CastTessPlan {
             .map_err(|e| lib_error(py, e, TILED_NAMES))?;
             Ok(CastTessPlan {
                 prepared: a65::casttess::prepare(&plan),
+                input_strided: strides.is_some(),
             })
         })
     }
@@ -213,6 +230,27 @@ impl CastTessPlan {
     #[getter]
     fn dtype(&self) -> &'static str {
         self.prepared.plan().input().dtype().name()
+    }
+
+    /// Pickling: the plan's request (shape, dtype, axes, tile, channels, input strides),
+    /// admitted again by the constructor when loaded, so a pickle whose arguments break a
+    /// rule raises :class:`SimakError`.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, pyo3::types::PyType>, CastTessPlanArgs)> {
+        let this = slf.get();
+        let plan = this.prepared.plan();
+        let (vi, out) = (plan.input(), plan.output());
+        let args = (
+            vi.extents()[..vi.rank()].to_vec(),
+            vi.dtype().name(),
+            out.layout().axes.to_vec(),
+            out.tile().to_vec(),
+            out.channels().name(),
+            this.input_strided
+                .then(|| vi.strides()[..vi.rank()].to_vec()),
+        );
+        Ok((slf.get_type(), args))
     }
 
     fn __repr__(&self) -> String {

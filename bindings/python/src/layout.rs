@@ -2,15 +2,17 @@
 //! tiled buffer back into its logical tensor.
 
 use numpy::npyffi::NPY_TYPES;
-use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArrayMethods};
+use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyTuple, PyType};
 use simak::layout::{MlaTiled, TiledView};
 use simak::{AdmissionError, MAX_RANK};
 
 use crate::args::{parse_axes, parse_channels, parse_tile, parse_u64s, repr};
-use crate::arrays::{as_array, bfloat16, data_address, input_slice, new_array, num, output_slice};
+use crate::arrays::{
+    as_array, bfloat16, data_address, input_slice, new_array, num, numpy_fn, output_slice,
+};
 use crate::errors::{Names, TILED_NAMES, guarded, lib_error, simak_error};
 use crate::run::run_detached;
 
@@ -44,12 +46,21 @@ pub(crate) fn admit_layout(
 ///
 /// Raises:
 ///     SimakError: the layout rules (43, 44, 47), capacity overflow (25), a bad option
-///         string (0x601).
+///         string (0x601), a negative extent (0x608).
 #[pyclass(frozen, module = "simak", eq)]
 #[derive(PartialEq)]
 pub(crate) struct Layout {
     pub(crate) view: TiledView,
 }
+
+/// A layout's constructor arguments, for pickling: shape, axes, tile, channels, dtype.
+type LayoutArgs = (
+    Vec<u64>,
+    Vec<Option<u8>>,
+    Vec<u32>,
+    &'static str,
+    &'static str,
+);
 
 #[pymethods]
 impl Layout {
@@ -161,24 +172,71 @@ impl Layout {
     }
 
     /// The byte offset of byte plane ``plane`` (0 low, 1 high for BF16) of the element at
-    /// logical ``index`` (one coordinate per axis).
+    /// logical ``index`` (one nonnegative coordinate per axis).
     ///
     /// Raises:
-    ///     ValueError: ``index`` or ``plane`` outside the layout.
+    ///     SimakError: ``index`` (a negative coordinate included) or ``plane`` outside the
+    ///         layout (0x608).
     #[pyo3(signature = (index, plane=0))]
-    fn offset_of(&self, index: Vec<u64>, plane: usize) -> PyResult<u64> {
+    fn offset_of(&self, py: Python<'_>, index: Vec<i128>, plane: i128) -> PyResult<u64> {
+        let code = simak::error::BINDING_OUT_OF_RANGE;
         let rank = self.view.rank();
         let extents = &self.view.extents()[..rank];
-        if index.len() != rank || index.iter().zip(extents).any(|(i, e)| i >= e) {
-            return Err(PyValueError::new_err(format!(
-                "index {index:?} is not inside shape {extents:?}"
-            )));
+        let inside = index.len() == rank
+            && index
+                .iter()
+                .zip(extents)
+                .all(|(&i, &e)| i >= 0 && i < i128::from(e));
+        if !inside {
+            return Err(simak_error(
+                py,
+                code,
+                format!(
+                    "index {index:?} is not inside shape {extents:?}: one coordinate per axis, each in 0..extent (a negative coordinate is refused, not counted from the end) (simak error code {code})"
+                ),
+            ));
         }
+        let planes = self.view.planes();
+        let plane = usize::try_from(plane)
+            .ok()
+            .filter(|&p| p < planes)
+            .ok_or_else(|| {
+                simak_error(
+                    py,
+                    code,
+                    format!("plane {plane} is not in 0..{planes} (simak error code {code})"),
+                )
+            })?;
         let mut full = [0u64; MAX_RANK];
-        full[..rank].copy_from_slice(&index);
+        for (slot, &i) in full.iter_mut().zip(&index) {
+            // Checked above: 0 <= i < extent <= u64::MAX.
+            *slot = i as u64;
+        }
         self.view.offset_of(&full, plane).ok_or_else(|| {
-            PyValueError::new_err(format!("plane {plane} is not below {}", self.view.planes()))
+            simak_error(
+                py,
+                code,
+                format!(
+                    "index {index:?}, plane {plane} is outside the layout (simak error code {code})"
+                ),
+            )
         })
+    }
+
+    /// Pickling: the layout's arguments (shape, axes, tile, channels, dtype), admitted
+    /// again by the constructor when loaded, so a pickle whose arguments break a rule
+    /// raises :class:`SimakError`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, LayoutArgs)> {
+        let this = slf.get();
+        let view = &this.view;
+        let args = (
+            view.extents()[..view.rank()].to_vec(),
+            view.layout().axes.to_vec(),
+            view.tile().to_vec(),
+            view.channels().name(),
+            this.dtype(),
+        );
+        Ok((slf.get_type(), args))
     }
 
     fn __repr__(&self) -> String {
@@ -230,11 +288,40 @@ pub(crate) fn tiled_planes(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult
     }
 }
 
+/// The tiled buffer argument of `untile`: an ndarray as is; a `bytes`, `bytearray` or
+/// `memoryview` as its bytes (`np.frombuffer(t, np.uint8)`, read in place; a
+/// non-contiguous `memoryview` is `BINDING_NOT_CONTIGUOUS`); anything else as `as_array`.
+fn tiled_input<'py>(
+    py: Python<'py>,
+    t: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    if t.is_instance_of::<PyBytes>()
+        || t.is_instance_of::<PyByteArray>()
+        || t.is_instance_of::<PyMemoryView>()
+    {
+        if t.is_instance_of::<PyMemoryView>() && !t.getattr("c_contiguous")?.is_truthy()? {
+            let code = simak::error::BINDING_NOT_CONTIGUOUS;
+            return Err(simak_error(
+                py,
+                code,
+                format!(
+                    "t is a memoryview that is not C-contiguous; pass bytes(t) or np.ascontiguousarray(t) (simak error code {code})"
+                ),
+            ));
+        }
+        let u8_type = py.import("numpy")?.getattr("uint8")?;
+        let a = numpy_fn(py, "frombuffer")?.call1((t, u8_type))?;
+        return Ok(a.cast_into::<PyUntypedArray>()?);
+    }
+    as_array(t)
+}
+
 /// Reads a tiled buffer back into its logical tensor (SPEC §5), never reading padding.
 ///
 /// Args:
-///     t: C-contiguous ``uint8`` array of at least ``layout.capacity`` bytes (as
-///         :func:`casttess` or :func:`quanttess` returns).
+///     t: C-contiguous ``uint8`` (or ``int8``) array of at least ``layout.capacity``
+///         bytes (as :func:`casttess` or :func:`quanttess` returns), or a ``bytes``,
+///         ``bytearray`` or C-contiguous ``memoryview`` of them, read in place.
 ///     layout: the :class:`Layout` it was written with.
 ///
 /// Returns:
@@ -242,7 +329,8 @@ pub(crate) fn tiled_planes(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult
 ///     layout, ``int8`` for ``"i8"``.
 ///
 /// Raises:
-///     SimakError: ``t`` shorter than the capacity (0x411).
+///     SimakError: ``t`` shorter than the capacity (0x411), not C-contiguous (0x607),
+///         of another dtype than ``uint8`` or ``int8`` (5).
 #[pyfunction]
 pub(crate) fn untile<'py>(
     py: Python<'py>,
@@ -251,7 +339,7 @@ pub(crate) fn untile<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {
         let view = layout.get().view;
-        let ta = as_array(t)?;
+        let ta = tiled_input(py, t)?;
         if ta.dtype().num() != num(NPY_TYPES::NPY_UBYTE)
             && ta.dtype().num() != num(NPY_TYPES::NPY_BYTE)
         {
@@ -266,8 +354,13 @@ pub(crate) fn untile<'py>(
             ));
         }
         if !ta.is_c_contiguous() {
-            return Err(PyValueError::new_err(
-                "t must be a C-contiguous buffer of bytes; pass np.ascontiguousarray(t)",
+            let code = simak::error::BINDING_NOT_CONTIGUOUS;
+            return Err(simak_error(
+                py,
+                code,
+                format!(
+                    "t must be a C-contiguous buffer of bytes; pass np.ascontiguousarray(t) (simak error code {code})"
+                ),
             ));
         }
         let len = ta.len() as u64;

@@ -38,6 +38,10 @@ use crate::errors::SimakError;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // ml_dtypes (about a second to import) is imported now, with `simak`, rather than by
+    // the first bfloat16 call while it holds the GIL. Without ml_dtypes this caches its
+    // absence, as the first call would have: bfloat16 inputs and results are then refused.
+    let _ = arrays::bfloat16(py);
     m.add("SimakError", py.get_type::<SimakError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SIMD_ROUTES", !a65::SCALAR_ONLY)?;

@@ -49,6 +49,31 @@ pub(crate) fn run_quant(
     result.map_err(|e| lib_error(py, e, names))
 }
 
+/// Refuses an `out=` whose rank is not `x`'s, naming both ranks and shapes (admission
+/// would name the first axis one of them lacks).
+fn check_same_rank(py: Python<'_>, gin: &Geometry, gout: &Geometry) -> PyResult<()> {
+    if gin.rank == gout.rank {
+        return Ok(());
+    }
+    let code = AdmissionError::ShapeMismatch {
+        axis: 0,
+        input: 0,
+        output: 0,
+    }
+    .code();
+    Err(simak_error(
+        py,
+        code,
+        format!(
+            "out= has rank {} (shape {:?}) but x has rank {} (shape {:?}): out= must have x's shape (simak error code {code})",
+            gout.rank,
+            gout.extents(),
+            gin.rank,
+            gin.extents()
+        ),
+    ))
+}
+
 /// Quantizes ``x`` to INT8: ``saturate(round(x * multiplier) + zero_point)`` (SPEC §3).
 ///
 /// Per element: the input is read exactly in its dtype, multiplied by ``multiplier`` with
@@ -131,6 +156,7 @@ pub(crate) fn quantize<'py>(
                     ));
                 }
                 let g = Geometry::read(py, &oa, "out", 0)?;
+                check_same_rank(py, &gin, &g)?;
                 (Some(oa), Some(g))
             }
             None => (None, None),
@@ -176,13 +202,28 @@ pub(crate) fn quantize<'py>(
 ///     exact: the exact integer route (independent of the FP environment).
 ///
 /// Raises:
-///     SimakError: the admission rules, as :func:`quantize`.
+///     SimakError: the admission rules, as :func:`quantize`; a negative extent or stride
+///         (0x608).
 #[pyclass(frozen, module = "simak")]
 pub(crate) struct QuantPlan {
     pub(crate) prepared: a65::quant::Prepared,
     exact: bool,
+    input_strided: bool,
     output_strided: bool,
 }
+
+/// A plan's constructor arguments, for pickling: shape, dtype, multiplier, zero point,
+/// rounding, input strides, output strides (`None`: C order) and `exact`.
+type QuantPlanArgs = (
+    Vec<u64>,
+    &'static str,
+    f64,
+    i32,
+    &'static str,
+    Option<Vec<u64>>,
+    Option<Vec<u64>>,
+    bool,
+);
 
 #[pymethods]
 impl QuantPlan {
@@ -234,6 +275,7 @@ impl QuantPlan {
             Ok(QuantPlan {
                 prepared,
                 exact,
+                input_strided: si.is_some(),
                 output_strided: so.is_some(),
             })
         })
@@ -390,6 +432,29 @@ impl QuantPlan {
     #[getter]
     fn exact(&self) -> bool {
         self.exact
+    }
+
+    /// Pickling: the plan's request (shape, dtype, multiplier, zero point, rounding,
+    /// strides, ``exact``), admitted again by the constructor when loaded, so a pickle
+    /// whose arguments break a rule raises :class:`SimakError`.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, pyo3::types::PyType>, QuantPlanArgs)> {
+        let this = slf.get();
+        let plan = this.prepared.plan();
+        let (vi, vo) = (plan.input(), plan.output());
+        let strides = |v: &simak::View| v.strides()[..v.rank()].to_vec();
+        let args = (
+            vi.extents()[..vi.rank()].to_vec(),
+            vi.dtype().name(),
+            f64::from(f32::from_bits(plan.params().multiplier_bits)),
+            plan.zero_point(),
+            plan.rounding().name(),
+            this.input_strided.then(|| strides(vi)),
+            this.output_strided.then(|| strides(vo)),
+            this.exact,
+        );
+        Ok((slf.get_type(), args))
     }
 
     fn __repr__(&self) -> String {

@@ -206,9 +206,6 @@ def test_no_silent_copy():
             simak.quantize(bad, 1.0)
     with pytest.raises(TypeError, match="list"):
         simak.dequantize([1, 2, 3], 1.0)
-    layout = simak.Layout((2, 2, 2), (None, 0, 1, 2), (1, 2, 2, 2))
-    with pytest.raises(TypeError, match="bytes"):
-        simak.untile(b"\0" * layout.capacity, layout)
 
 
 def test_a_bool_multiplier_is_refused():
@@ -348,3 +345,86 @@ def test_a_short_tiled_buffer_is_refused_before_the_result_is_allocated():
     huge = simak.Layout((2**40,), (None, None, None, 0), (1, 1, 1, 1))
     assert huge.capacity == 2**44
     raises(0x411, simak.untile, np.zeros(16, np.uint8), huge)
+
+
+def test_untile_of_a_non_contiguous_buffer_is_0x607():
+    x = X.reshape(4, 4, 4)
+    layout = simak.Layout(x.shape, (None, 0, 1, 2), (1, 2, 2, 4))
+    t = simak.casttess(x, tile=(1, 2, 2, 4))
+    spread = np.zeros(2 * t.size, np.uint8)
+    spread[::2] = t
+    e = raises(0x607, simak.untile, spread[::2], layout, match="C-contiguous")
+    assert "np.ascontiguousarray(t)" in str(e)
+    # The contiguous copy of the same bytes is read back.
+    got = simak.untile(np.ascontiguousarray(spread[::2]), layout)
+    assert np.array_equal(got, x.astype(ml_dtypes.bfloat16))
+    # A non-contiguous memoryview likewise.
+    raises(0x607, simak.untile, memoryview(spread)[::2], layout, match="memoryview")
+
+
+def test_untile_reads_bytes_bytearray_and_memoryview():
+    x = X.reshape(4, 4, 4)
+    layout = simak.Layout(x.shape, (None, 0, 1, 2), (1, 2, 2, 4))
+    t = simak.casttess(x, tile=(1, 2, 2, 4))
+    want = x.astype(ml_dtypes.bfloat16)
+    for buf in (t.tobytes(), bytearray(t.tobytes()), memoryview(t.tobytes())):
+        got = simak.untile(buf, layout)
+        assert got.dtype == ml_dtypes.bfloat16 and np.array_equal(got, want)
+    q = simak.quanttess(x, 2.0, tile=(1, 2, 2, 4))
+    qlayout = simak.Layout(x.shape, (None, 0, 1, 2), (1, 2, 2, 4), dtype="i8")
+    assert np.array_equal(simak.untile(q.tobytes(), qlayout), simak.quantize(x, 2.0))
+    # Too short: the capacity rule, with the true sizes.
+    e = raises(0x411, simak.untile, t.tobytes()[:-1], layout)
+    assert str(layout.capacity) in str(e) and str(layout.capacity - 1) in str(e)
+
+
+def test_a_rank_mismatched_out_names_both_ranks():
+    x = X.reshape(8, 8)
+    e = raises(0x202, simak.quantize, x, 1.0, out=np.zeros((8, 8, 1), np.int8))
+    assert "out= has rank 3" in str(e) and "x has rank 2" in str(e), str(e)
+    assert "axis 2" not in str(e)
+    e = raises(0x202, simak.quantize, x, 1.0, out=np.zeros(64, np.int8))
+    assert "out= has rank 1" in str(e) and "x has rank 2" in str(e), str(e)
+    plan = simak.QuantPlan((8, 8), "f32", 1.0)
+    e = raises(0x202, plan.execute, x, out=np.zeros((8, 8, 1), np.int8))
+    assert "rank 3" in str(e) and "rank 2" in str(e), str(e)
+    e = raises(0x202, plan.execute, X)
+    assert "x has rank 1" in str(e) and "rank 2" in str(e), str(e)
+
+
+@pytest.mark.parametrize("m,code,to", [(1e-60, 14, "zero"), (1e-46, 14, "zero"),
+                                       (1e60, 13, "infinity"), (3.5e38, 13, "infinity")])
+def test_a_multiplier_that_rounds_to_zero_or_infinity_says_so(m, code, to):
+    for fn in (lambda: simak.quantize(X, m), lambda: simak.QuantPlan((4,), "f32", m),
+               lambda: simak.quanttess(X.reshape(4, 4, 4), m, tile=(1, 4, 4, 4))):
+        e = raises(code, fn)
+        assert f"multiplier {m!r} rounds to {to} in binary32" in str(e), str(e)
+    # The smallest subnormal and the largest finite value are kept.
+    assert simak.QuantPlan((4,), "f32", 1.4e-45).multiplier_bits == 1
+    assert simak.QuantPlan((4,), "f32", 3.4e38).multiplier_bits == 0x7F7F_C99E
+
+
+def test_offset_of_outside_the_layout_is_simak_error():
+    layout = simak.Layout((4, 4, 4), (None, 0, 1, 2), (1, 2, 2, 4))
+    assert layout.offset_of((0, 0, 0)) == 0
+    for index in ((-1, 0, 0), (0, 0, -1), (4, 0, 0), (0, 0), (0, 0, 0, 0)):
+        e = raises(0x608, layout.offset_of, index)
+        assert f"index {list(index)} is not inside shape [4, 4, 4]" in str(e), str(e)
+    e = raises(0x608, layout.offset_of, (-1, 0, 0))
+    assert "negative" in str(e)
+    raises(0x608, layout.offset_of, (0, 0, 0), plane=2, match="plane 2 is not in 0..2")
+    raises(0x608, layout.offset_of, (0, 0, 0), plane=-1, match="plane -1 is not in 0..2")
+
+
+def test_a_negative_extent_or_stride_talks_about_extents_or_strides():
+    e = raises(0x608, simak.QuantPlan, (4, -2), "f32", 1.0)
+    assert "shape[1] is -2: extents are element counts" in str(e), str(e)
+    assert "stride" not in str(e)
+    raises(0x608, simak.CastTessPlan, (-4, 4, 4), "f32", (None, 0, 1, 2), (1, 2, 2, 4),
+           match=r"shape\[0\] is -4: extents")
+    raises(0x608, simak.Layout, (4, -4, 4), (None, 0, 1, 2), (1, 2, 2, 4),
+           match=r"shape\[1\] is -4: extents")
+    raises(0x608, simak.QuantPlan, (4,), "f32", 1.0, input_strides=(-4,),
+           match=r"input_strides\[0\] is -4: strides are in bytes and never negative")
+    raises(0x608, simak.QuantPlan, (4,), "f32", 1.0, output_strides=(-1,),
+           match=r"output_strides\[0\] is -1: strides")

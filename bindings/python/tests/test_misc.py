@@ -2,6 +2,7 @@
 offsets, the GIL released during a long call, the package surface."""
 
 import struct
+import sys
 import threading
 import time
 
@@ -195,3 +196,42 @@ def test_type_stubs_match_the_runtime(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mypy.stubtest", "simak"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _fresh_python(code):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_ml_dtypes_is_imported_with_simak():
+    # The first bfloat16 call must not import ml_dtypes (about a second) holding the GIL:
+    # `import simak` does it, in a fresh interpreter.
+    out = _fresh_python(
+        "import sys\n"
+        "assert 'ml_dtypes' not in sys.modules\n"
+        "import simak\n"
+        "print('ml_dtypes' in sys.modules)\n"
+    )
+    assert out.strip() == "True"
+
+
+def test_simak_imports_without_ml_dtypes():
+    # Without ml_dtypes: FP32 and FP16 work, a bfloat16 result says what is missing.
+    out = _fresh_python(
+        "import sys\n"
+        "sys.modules['ml_dtypes'] = None  # import ml_dtypes raises ImportError\n"
+        "import numpy as np, simak\n"
+        "x = np.arange(12, dtype=np.float32).reshape(2, 2, 3)\n"
+        "assert simak.quantize(x, 1.0).tolist() == x.astype(np.int8).tolist()\n"
+        "layout = simak.Layout(x.shape, (None, 0, 1, 2), (1, 2, 2, 3))\n"
+        "t = simak.casttess(x, tile=(1, 2, 2, 3))\n"
+        "try:\n"
+        "    simak.untile(t, layout)\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+    )
+    assert "ml_dtypes is not importable" in out

@@ -67,7 +67,10 @@ def quanttess(
 ) -> npt.NDArray[np.uint8]:
     """FP32/BF16/FP16 (rank 1..6) to INT8 in the MlaTiled layout (quantize's arithmetic)."""
 
-def untile(t: npt.NDArray[np.uint8], layout: "Layout") -> npt.NDArray[Any]:
+def untile(
+    t: Union[npt.NDArray[np.uint8], npt.NDArray[np.int8], bytes, bytearray, memoryview],
+    layout: "Layout",
+) -> npt.NDArray[Any]:
     """A tiled buffer back to its logical tensor: ``ml_dtypes.bfloat16`` (a "bf16" layout)
     or ``int8`` (an "i8" layout), C order."""
 
@@ -122,6 +125,8 @@ class Layout:
     def offset_of(self, index: Sequence[int], plane: int = 0) -> int:
         """Byte offset of byte plane ``plane`` of the element at logical ``index``."""
     def __eq__(self, other: object, /) -> bool: ...
+    def __reduce__(self) -> Tuple[type[Layout], Tuple[Any, ...]]:
+        """Pickling: the constructor's arguments, admitted again when loaded."""
 
 @final
 class QuantPlan:
@@ -171,6 +176,8 @@ class QuantPlan:
     def elements(self) -> int: ...
     @property
     def exact(self) -> bool: ...
+    def __reduce__(self) -> Tuple[type[QuantPlan], Tuple[Any, ...]]:
+        """Pickling: the constructor's arguments, admitted again when loaded."""
 
 @final
 class CastTessPlan:
@@ -199,6 +206,8 @@ class CastTessPlan:
     def implementation(self) -> str: ...
     @property
     def dtype(self) -> str: ...
+    def __reduce__(self) -> Tuple[type[CastTessPlan], Tuple[Any, ...]]:
+        """Pickling: the constructor's arguments, admitted again when loaded."""
 
 def ev74_quant_encode_relocatable(plan: QuantPlan) -> bytes: ...
 def ev74_casttess_encode_relocatable(plan: CastTessPlan) -> bytes: ...
