@@ -222,7 +222,7 @@ pub unsafe extern "C" fn simak_ev74_quant_encode_relocatable(
         // SAFETY: this function's contract.
         let plan = unsafe { borrow(plan, "plan") }?;
         // SAFETY: this function's contract.
-        unsafe { encode_relocatable(&plan.plan, packet) }
+        unsafe { encode_relocatable(plan.0.plan(), packet) }
     };
     // SAFETY: `error` is null or writable by this function's contract.
     unsafe { guard(error, body) }
@@ -260,7 +260,7 @@ pub unsafe extern "C" fn simak_ev74_quant_bind(
         // SAFETY: this function's contract.
         unsafe {
             bind(
-                &plan.plan,
+                plan.0.plan(),
                 encoded,
                 DeviceRegion::new(input_address, input_capacity),
                 DeviceRegion::new(output_address, output_capacity),
@@ -360,7 +360,7 @@ pub unsafe extern "C" fn simak_ev74_casttess_encode_relocatable(
         // SAFETY: this function's contract.
         let plan = unsafe { borrow(plan, "plan") }?;
         // SAFETY: this function's contract.
-        unsafe { encode_relocatable(&plan.plan, packet) }
+        unsafe { encode_relocatable(plan.0.plan(), packet) }
     };
     // SAFETY: `error` is null or writable by this function's contract.
     unsafe { guard(error, body) }
@@ -391,7 +391,7 @@ pub unsafe extern "C" fn simak_ev74_casttess_bind(
         // SAFETY: this function's contract.
         unsafe {
             bind(
-                &plan.plan,
+                plan.0.plan(),
                 encoded,
                 DeviceRegion::new(input_address, input_capacity),
                 DeviceRegion::new(output_address, output_capacity),
