@@ -57,8 +57,8 @@ pub unsafe extern "C" fn simak_quant_plan_new(
         })?;
         Ok(plan::prepare(&checked, exact, a65::quant::prepare_exact))
     };
-    // SAFETY: this function's contract is `plan_new`'s; `request` reads only the pointers
-    // it makes valid.
+    // SAFETY: `plan` and `error` are null or writable by this function's contract, and
+    // `request` reads only arguments that contract makes valid.
     unsafe { plan::plan_new(plan, error, request, prepare) }
 }
 

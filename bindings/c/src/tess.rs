@@ -99,8 +99,8 @@ pub unsafe extern "C" fn simak_casttess_plan_new(
         })?;
         Ok(a65::casttess::prepare(&checked))
     };
-    // SAFETY: this function's contract is `plan_new`'s; `request` reads only the pointers
-    // it makes valid.
+    // SAFETY: `plan` and `error` are null or writable by this function's contract, and
+    // `request` reads only arguments that contract makes valid.
     unsafe { plan::plan_new(plan, error, request, prepare) }
 }
 
@@ -231,8 +231,8 @@ pub unsafe extern "C" fn simak_quanttess_plan_new(
             a65::quanttess::prepare_exact,
         ))
     };
-    // SAFETY: this function's contract is `plan_new`'s; `request` reads only the pointers
-    // it makes valid.
+    // SAFETY: `plan` and `error` are null or writable by this function's contract, and
+    // `request` reads only arguments that contract makes valid.
     unsafe { plan::plan_new(plan, error, request, prepare) }
 }
 
