@@ -364,6 +364,28 @@ pub fn usage_error(e: clap::Error) -> std::process::ExitCode {
     }
 }
 
+/// The whole `main` of the `simak` and `simak-qualify` binaries: installs the interrupt
+/// cleanup (best effort: without the handler an interrupt may leave a temporary file, never a
+/// partial output), parses the command line as `C` (a usage error is one line and exit code
+/// 2, see [`usage_error`]), runs it with `run`, and turns an error into its line on stderr
+/// and its exit code.
+pub fn main_with<C: clap::Parser>(
+    run: impl FnOnce(C) -> Result<(), CliError>,
+) -> std::process::ExitCode {
+    let _ = crate::output::install_interrupt_cleanup();
+    let cli = match C::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            emit_stderr(&e.line());
+            e.exit_code()
+        }
+    }
+}
+
 /// A progress bar over `elements` on stderr, drawn only for `tensors ≥ 4` or `elements ≥
 /// 2^20`, never under `-q`, and (indicatif's rule) only when stderr is a terminal.
 pub fn progress(prefix: &'static str, quiet: bool, tensors: usize, elements: u64) -> ProgressBar {

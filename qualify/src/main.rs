@@ -71,20 +71,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 fn main() -> ExitCode {
-    // Best effort: without the handler an interrupt may leave a temporary file (never a
-    // partial output).
-    let _ = simak_cli::output::install_interrupt_cleanup();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => return report::usage_error(e),
-    };
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            report::emit_stderr(&e.line());
-            e.exit_code()
-        }
-    }
+    report::main_with(run)
 }
 
 #[cfg(test)]

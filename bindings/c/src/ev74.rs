@@ -3,8 +3,8 @@
 //! struct, for Quant v1 (224 bytes) and CastTess v1 (216 bytes).
 
 use simak::ev74::{self, BindError, CastTess, DecodeError, DeviceRegion, NativeEntry, Quant};
-use simak::ops::OpPlan;
 
+use crate::plan::PlanHandle;
 use crate::{
     Failure, borrow, dtype_code, guard, put, simak_casttess_plan, simak_error, simak_quant_plan,
 };
@@ -134,72 +134,171 @@ unsafe fn bytes_in<'a, E: NativeEntry>(
     Ok(unsafe { std::slice::from_raw_parts(bytes, length) })
 }
 
-/// The device decoder's checks of entry `E` on the caller's bytes (SPEC §7).
+/// The body of every `simak_ev74_*_encode_relocatable`: the device check of the plan, then
+/// its relocatable packet into `packet`.
 ///
 /// # Safety
 ///
-/// `bytes` is null or readable for `length` bytes, unchanged during the call.
-unsafe fn validate<E: NativeEntry>(bytes: *const u8, length: usize) -> Result<(), Failure> {
-    // SAFETY: the caller's contract.
-    let bytes = unsafe { bytes_in::<E>(bytes, length) }?;
-    ev74::decode::<E>(bytes)?;
-    Ok(())
-}
-
-/// The device check, then the relocatable packet into `packet`.
-///
-/// # Safety
-///
-/// `packet` is null or writable for the descriptor's size.
-unsafe fn encode_relocatable<P>(plan: &P, packet: *mut u8) -> Result<(), Failure>
+/// `plan` is NULL or a live handle; `packet` NULL or writable for the descriptor's size;
+/// `error` NULL or writable.
+unsafe fn encode_relocatable<H>(plan: *const H, packet: *mut u8, error: *mut simak_error) -> u32
 where
-    P: OpPlan,
-    P::Op: NativeEntry,
+    H: PlanHandle,
+    H::Op: NativeEntry,
 {
-    let device = ev74::check_inference(plan)?;
-    let encoded = ev74::encode_relocatable(&device);
-    // SAFETY: the caller's contract.
-    unsafe { copy_out(encoded.as_bytes().as_ref(), packet, "packet") }
+    let body = || {
+        // SAFETY: this function's contract.
+        let plan = unsafe { borrow(plan, "plan") }?;
+        let device = ev74::check_inference(plan.planned().plan())?;
+        let encoded = ev74::encode_relocatable(&device);
+        // SAFETY: this function's contract.
+        unsafe { copy_out(encoded.as_bytes().as_ref(), packet, "packet") }
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
 }
 
-/// Binds the caller's encoded packet to the regions, into `bound` (SPEC §6).
+/// The body of every `simak_ev74_*_bind`: binds the caller's encoded packet to the regions,
+/// into `bound` (SPEC §6).
 ///
 /// # Safety
 ///
-/// `encoded` is null or readable, `bound` null or writable, for the descriptor's size (they
-/// may be the same buffer).
-unsafe fn bind<P>(
-    plan: &P,
+/// `plan` is NULL or a live handle; `encoded` NULL or readable, `bound` NULL or writable,
+/// for the descriptor's size (they may be the same buffer); `error` NULL or writable.
+unsafe fn bind<H>(
+    plan: *const H,
     encoded: *const u8,
     input: DeviceRegion,
     output: DeviceRegion,
     bound: *mut u8,
-) -> Result<(), Failure>
+    error: *mut simak_error,
+) -> u32
 where
-    P: OpPlan,
-    P::Op: NativeEntry,
+    H: PlanHandle,
+    H::Op: NativeEntry,
 {
-    if encoded.is_null() {
-        return Err(Failure::null("encoded"));
+    let body = || {
+        // SAFETY: this function's contract.
+        let plan = unsafe { borrow(plan, "plan") }?;
+        if encoded.is_null() {
+            return Err(Failure::null("encoded"));
+        }
+        if bound.is_null() {
+            return Err(Failure::null("bound"));
+        }
+        let device = ev74::check_inference(plan.planned().plan())?;
+        let relocatable = ev74::encode_relocatable(&device);
+        let mut given = [0u8; ev74::MAX_DESCRIPTOR_SIZE];
+        let given = &mut given[..<H::Op as NativeEntry>::DESCRIPTOR_SIZE];
+        // SAFETY: `encoded` is readable for the descriptor's size by this function's
+        // contract; `given` is this function's own buffer.
+        unsafe { std::ptr::copy_nonoverlapping(encoded, given.as_mut_ptr(), given.len()) };
+        // The library binds only packets it made: the caller's bytes must be this plan's
+        // relocatable encoding (bind's first rule).
+        if given != relocatable.as_bytes().as_ref() {
+            return Err(BindError::PacketMismatch.into());
+        }
+        let packet = ev74::bind(&device, &relocatable, input, output)?;
+        // SAFETY: this function's contract.
+        unsafe { copy_out(packet.as_bytes().as_ref(), bound, "bound") }
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// The body of every `simak_ev74_*_validate`: the device decoder's checks of entry `E` on
+/// the caller's bytes (SPEC §7).
+///
+/// # Safety
+///
+/// `bytes` is NULL or readable for `length` bytes, unchanged during the call; `error` NULL
+/// or writable.
+unsafe fn validate<E: NativeEntry>(
+    bytes: *const u8,
+    length: usize,
+    error: *mut simak_error,
+) -> u32 {
+    let body = || {
+        // SAFETY: this function's contract.
+        let bytes = unsafe { bytes_in::<E>(bytes, length) }?;
+        ev74::decode::<E>(bytes)?;
+        Ok(())
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// The body of every `simak_ev74_*_decode`: every rule of entry `E` but the bound-address
+/// one, then the descriptor's fields (`to_fields` of the validated representation) into
+/// `fields`, written only on success.
+///
+/// # Safety
+///
+/// `bytes` is NULL or readable for `length` bytes; `fields` NULL or writable; `error` NULL
+/// or writable.
+unsafe fn decode<E: NativeEntry, F>(
+    bytes: *const u8,
+    length: usize,
+    fields: *mut F,
+    error: *mut simak_error,
+    to_fields: fn(&E::Repr) -> F,
+) -> u32 {
+    let body = || {
+        // SAFETY: this function's contract.
+        let bytes = unsafe { bytes_in::<E>(bytes, length) }?;
+        if fields.is_null() {
+            return Err(Failure::null("fields"));
+        }
+        let out = to_fields(&E::parse(bytes)?);
+        // SAFETY: `fields` is not null and writable by this function's contract.
+        unsafe { put(fields, out) };
+        Ok(())
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// The C fields of a Quant v1 representation.
+fn quant_fields(r: &<Quant as NativeEntry>::Repr) -> simak_ev74_quant_fields {
+    let p = &r.prefix;
+    simak_ev74_quant_fields {
+        elements: p.elements,
+        input_span: p.input_span,
+        output_span: p.output_span,
+        extents: p.extents,
+        input_strides: p.input_strides,
+        output_strides: r.output_strides,
+        dtype: dtype_code(p.dtype),
+        rank: u32::from(p.rank),
+        flags: r.flags.bits(),
+        input_address: p.input_address,
+        output_address: p.output_address,
+        multiplier_bits: r.multiplier.bits(),
+        zero_point: r.zero_point,
+        rounding: r.rounding.code(),
     }
-    if bound.is_null() {
-        return Err(Failure::null("bound"));
+}
+
+/// The C fields of a CastTess v1 representation.
+fn casttess_fields(r: &<CastTess as NativeEntry>::Repr) -> simak_ev74_casttess_fields {
+    let p = &r.prefix;
+    simak_ev74_casttess_fields {
+        elements: p.elements,
+        input_span: p.input_span,
+        output_span: p.output_span,
+        bytes_per_outer: r.bytes_per_outer,
+        extents: p.extents,
+        input_strides: p.input_strides,
+        dtype: dtype_code(p.dtype),
+        rank: u32::from(p.rank),
+        pad_to_16: u32::from(r.channels == simak::layout::Channels::PadTo16),
+        input_address: p.input_address,
+        output_address: p.output_address,
+        axes: r.axes.map(|a| a.map_or(-1, i32::from)),
+        tile: r.tile,
+        tile_counts: r.tile_counts,
+        reserved: 0,
     }
-    let device = ev74::check_inference(plan)?;
-    let relocatable = ev74::encode_relocatable(&device);
-    let mut given = [0u8; ev74::MAX_DESCRIPTOR_SIZE];
-    let given = &mut given[..<P::Op as NativeEntry>::DESCRIPTOR_SIZE];
-    // SAFETY: `encoded` is readable for the descriptor's size by the caller's contract;
-    // `given` is this function's own buffer.
-    unsafe { std::ptr::copy_nonoverlapping(encoded, given.as_mut_ptr(), given.len()) };
-    // The library binds only packets it made: the caller's bytes must be this plan's
-    // relocatable encoding (bind's first rule).
-    if given != relocatable.as_bytes().as_ref() {
-        return Err(BindError::PacketMismatch.into());
-    }
-    let packet = ev74::bind(&device, &relocatable, input, output)?;
-    // SAFETY: the caller's contract.
-    unsafe { copy_out(packet.as_bytes().as_ref(), bound, "bound") }
 }
 
 /// Checks `plan` for the EV74 (each span at most 2^32 - 1 bytes: 0x301, 0x302) and writes
@@ -218,14 +317,8 @@ pub unsafe extern "C" fn simak_ev74_quant_encode_relocatable(
     packet: *mut u8,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: this function's contract.
-        let plan = unsafe { borrow(plan, "plan") }?;
-        // SAFETY: this function's contract.
-        unsafe { encode_relocatable(&plan.plan, packet) }
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: this function's contract is `encode_relocatable`'s.
+    unsafe { encode_relocatable(plan, packet, error) }
 }
 
 /// Binds the relocatable packet `encoded` (from `simak_ev74_quant_encode_relocatable` of
@@ -254,22 +347,10 @@ pub unsafe extern "C" fn simak_ev74_quant_bind(
     bound: *mut u8,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: this function's contract.
-        let plan = unsafe { borrow(plan, "plan") }?;
-        // SAFETY: this function's contract.
-        unsafe {
-            bind(
-                &plan.plan,
-                encoded,
-                DeviceRegion::new(input_address, input_capacity),
-                DeviceRegion::new(output_address, output_capacity),
-                bound,
-            )
-        }
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    let input = DeviceRegion::new(input_address, input_capacity);
+    let output = DeviceRegion::new(output_address, output_capacity);
+    // SAFETY: this function's contract is `bind`'s.
+    unsafe { bind(plan, encoded, input, output, bound, error) }
 }
 
 /// Runs the EV74 device decoder's checks on `length` bytes (SPEC §7: every rule in its
@@ -286,12 +367,8 @@ pub unsafe extern "C" fn simak_ev74_quant_validate(
     length: usize,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: this function's contract.
-        unsafe { validate::<Quant>(bytes, length) }
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: this function's contract is `validate`'s.
+    unsafe { validate::<Quant>(bytes, length, error) }
 }
 
 /// Decodes a Quant v1 descriptor into `fields`: every rule of `simak_ev74_quant_validate`
@@ -309,36 +386,8 @@ pub unsafe extern "C" fn simak_ev74_quant_decode(
     fields: *mut simak_ev74_quant_fields,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: this function's contract.
-        let bytes = unsafe { bytes_in::<Quant>(bytes, length) }?;
-        if fields.is_null() {
-            return Err(Failure::null("fields"));
-        }
-        let r = Quant::parse(bytes)?;
-        let p = &r.prefix;
-        let out = simak_ev74_quant_fields {
-            elements: p.elements,
-            input_span: p.input_span,
-            output_span: p.output_span,
-            extents: p.extents,
-            input_strides: p.input_strides,
-            output_strides: r.output_strides,
-            dtype: dtype_code(p.dtype),
-            rank: u32::from(p.rank),
-            flags: r.flags.bits(),
-            input_address: p.input_address,
-            output_address: p.output_address,
-            multiplier_bits: r.multiplier.bits(),
-            zero_point: r.zero_point,
-            rounding: r.rounding.code(),
-        };
-        // SAFETY: `fields` is not null and writable by this function's contract.
-        unsafe { put(fields, out) };
-        Ok(())
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: this function's contract is `decode`'s.
+    unsafe { decode::<Quant, _>(bytes, length, fields, error, quant_fields) }
 }
 
 /// Checks `plan` for the EV74 (input span and output capacity at most 2^32 - 1 bytes) and
@@ -356,14 +405,8 @@ pub unsafe extern "C" fn simak_ev74_casttess_encode_relocatable(
     packet: *mut u8,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: this function's contract.
-        let plan = unsafe { borrow(plan, "plan") }?;
-        // SAFETY: this function's contract.
-        unsafe { encode_relocatable(&plan.plan, packet) }
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: this function's contract is `encode_relocatable`'s.
+    unsafe { encode_relocatable(plan, packet, error) }
 }
 
 /// Binds a relocatable CastTess packet as `simak_ev74_quant_bind` does; the output region
@@ -385,22 +428,10 @@ pub unsafe extern "C" fn simak_ev74_casttess_bind(
     bound: *mut u8,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: this function's contract.
-        let plan = unsafe { borrow(plan, "plan") }?;
-        // SAFETY: this function's contract.
-        unsafe {
-            bind(
-                &plan.plan,
-                encoded,
-                DeviceRegion::new(input_address, input_capacity),
-                DeviceRegion::new(output_address, output_capacity),
-                bound,
-            )
-        }
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    let input = DeviceRegion::new(input_address, input_capacity);
+    let output = DeviceRegion::new(output_address, output_capacity);
+    // SAFETY: this function's contract is `bind`'s.
+    unsafe { bind(plan, encoded, input, output, bound, error) }
 }
 
 /// The CastTess v1 device decoder's checks, as `simak_ev74_quant_validate`.
@@ -414,12 +445,8 @@ pub unsafe extern "C" fn simak_ev74_casttess_validate(
     length: usize,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: this function's contract.
-        unsafe { validate::<CastTess>(bytes, length) }
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: this function's contract is `validate`'s.
+    unsafe { validate::<CastTess>(bytes, length, error) }
 }
 
 /// Decodes a CastTess v1 descriptor into `fields`, as `simak_ev74_quant_decode`.
@@ -434,35 +461,6 @@ pub unsafe extern "C" fn simak_ev74_casttess_decode(
     fields: *mut simak_ev74_casttess_fields,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: this function's contract.
-        let bytes = unsafe { bytes_in::<CastTess>(bytes, length) }?;
-        if fields.is_null() {
-            return Err(Failure::null("fields"));
-        }
-        let r = CastTess::parse(bytes)?;
-        let p = &r.prefix;
-        let out = simak_ev74_casttess_fields {
-            elements: p.elements,
-            input_span: p.input_span,
-            output_span: p.output_span,
-            bytes_per_outer: r.bytes_per_outer,
-            extents: p.extents,
-            input_strides: p.input_strides,
-            dtype: dtype_code(p.dtype),
-            rank: u32::from(p.rank),
-            pad_to_16: u32::from(r.channels == simak::layout::Channels::PadTo16),
-            input_address: p.input_address,
-            output_address: p.output_address,
-            axes: r.axes.map(|a| a.map_or(-1, i32::from)),
-            tile: r.tile,
-            tile_counts: r.tile_counts,
-            reserved: 0,
-        };
-        // SAFETY: `fields` is not null and writable by this function's contract.
-        unsafe { put(fields, out) };
-        Ok(())
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: this function's contract is `decode`'s.
+    unsafe { decode::<CastTess, _>(bytes, length, fields, error, casttess_fields) }
 }

@@ -35,6 +35,8 @@ mod quant;
 mod tess;
 // The EV74 codec.
 mod ev74;
+// The plan handles' generic bodies (no exported items).
+mod plan;
 
 pub use ev74::*;
 pub use quant::*;

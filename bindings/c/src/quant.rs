@@ -1,25 +1,21 @@
 //! Quant: FP32 / BF16 / FP16 → INT8 (SPEC §3), admitted once into a plan and executed on
 //! the A65 over the caller's buffers.
 
-use std::ffi::{CString, c_char, c_void};
+use std::ffi::{c_char, c_void};
 
 use simak::a65;
-use simak::ops::quant;
+use simak::ops::{Quant, quant};
 
+use crate::plan::{self, Planned};
 use crate::{
-    Failure, Tensor, borrow, c_name, clone_handle, free_handle, guard, into_handle, put, read,
-    simak_error, simak_quant_params, simak_tensor,
+    Failure, Tensor, clone_handle, free_handle, read, simak_error, simak_quant_params, simak_tensor,
 };
 
 /// A checked Quant plan, prepared for the A65 (opaque; immutable; shareable between
 /// threads).
 #[allow(non_camel_case_types, reason = "the C name")]
 #[derive(Debug)]
-pub struct simak_quant_plan {
-    pub(crate) plan: quant::Plan,
-    prepared: a65::quant::Prepared,
-    implementation: CString,
-}
+pub struct simak_quant_plan(pub(crate) Planned<Quant>);
 
 /// Admits a Quant request and prepares it for the A65 (SPEC §2, §3, §6): `input` (F32, BF16
 /// or F16, contiguous or strided), `output` (I8, contiguous or strided, same logical shape),
@@ -43,40 +39,27 @@ pub unsafe extern "C" fn simak_quant_plan_new(
     plan: *mut *mut simak_quant_plan,
     error: *mut simak_error,
 ) -> u32 {
-    // SAFETY: `plan` is null or writable by this function's contract.
-    unsafe { put(plan, std::ptr::null_mut()) };
-    let body = || {
+    let request = || {
         // SAFETY: the pointers are null or valid by this function's contract.
         let input = unsafe { Tensor::read(input, "input", 0) }?;
         // SAFETY: as above.
         let output = unsafe { Tensor::read(output, "output", 0) }?;
         // SAFETY: as above.
-        let p = unsafe { read(params, "params") }?;
-        if plan.is_null() {
-            return Err(Failure::null("plan"));
-        }
+        let params = unsafe { read(params, "params") }?;
+        Ok((input, output, params))
+    };
+    let prepare = |(input, output, p): (Tensor, Tensor, simak_quant_params)| -> Result<_, Failure> {
         let (params, exact) = crate::params(&p)?;
         let checked = quant::check_inference_dyn(&quant::DynRequest {
             input: input.spec(),
             output: output.spec(),
             params,
         })?;
-        let prepared = if exact {
-            a65::quant::prepare_exact(&checked)
-        } else {
-            a65::quant::prepare(&checked)
-        };
-        let handle = into_handle(simak_quant_plan {
-            plan: checked,
-            prepared,
-            implementation: c_name(prepared.implementation()),
-        });
-        // SAFETY: `plan` is not null (checked) and writable.
-        unsafe { put(plan, handle) };
-        Ok(())
+        Ok(plan::prepare(&checked, exact, a65::quant::prepare_exact))
     };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: `plan` and `error` are null or writable by this function's contract, and
+    // `request` reads only arguments that contract makes valid.
+    unsafe { plan::plan_new(plan, error, request, prepare) }
 }
 
 /// Quantizes `input` into `output` as `plan` describes (SPEC §3, §6), synchronously on the
@@ -110,23 +93,8 @@ pub unsafe extern "C" fn simak_quant_execute(
     output_bytes: usize,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: `plan` is null or live by this function's contract.
-        let plan = unsafe { borrow(plan, "plan") }?;
-        // SAFETY: this function's contract is `execute_raw`'s for the plan's spans.
-        unsafe {
-            a65::quant::execute_raw(
-                &plan.prepared,
-                input.cast(),
-                input_bytes,
-                output.cast(),
-                output_bytes,
-            )
-        }?;
-        Ok(())
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: this function's contract is `plan::execute`'s.
+    unsafe { plan::execute(plan, input, input_bytes, output, output_bytes, error) }
 }
 
 /// The diagnostic name of the selected A65 route, e.g. "x86_64-avx512" or "exact-scalar"
@@ -140,10 +108,7 @@ pub unsafe extern "C" fn simak_quant_plan_implementation(
     plan: *const simak_quant_plan,
 ) -> *const c_char {
     // SAFETY: `plan` is null or live by this function's contract.
-    match unsafe { borrow(plan, "plan") } {
-        Ok(plan) => plan.implementation.as_ptr(),
-        Err(_) => std::ptr::null(),
-    }
+    unsafe { plan::implementation(plan) }
 }
 
 /// Bytes of input storage the plan accesses (0 for an empty plan or a NULL plan).
@@ -154,7 +119,7 @@ pub unsafe extern "C" fn simak_quant_plan_implementation(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn simak_quant_plan_input_span(plan: *const simak_quant_plan) -> u64 {
     // SAFETY: `plan` is null or live by this function's contract.
-    unsafe { borrow(plan, "plan") }.map_or(0, |p| p.plan.input().span())
+    unsafe { plan::input_span(plan) }
 }
 
 /// Bytes of output storage the plan accesses (0 for an empty plan or a NULL plan).
@@ -165,7 +130,7 @@ pub unsafe extern "C" fn simak_quant_plan_input_span(plan: *const simak_quant_pl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn simak_quant_plan_output_span(plan: *const simak_quant_plan) -> u64 {
     // SAFETY: `plan` is null or live by this function's contract.
-    unsafe { borrow(plan, "plan") }.map_or(0, |p| p.plan.output().span())
+    unsafe { plan::output_span(plan) }
 }
 
 /// Shares `plan`: returns a handle to the same immutable plan (one more reference; free

@@ -2,54 +2,71 @@
 //! `MlaTiled`, SPEC §3, §5), admitted once into a plan and executed on the A65 over the
 //! caller's buffers.
 
-use std::ffi::{CString, c_char, c_void};
+use std::ffi::{c_char, c_void};
 
 use simak::a65;
+use simak::layout::MlaTiled;
 use simak::ops::casttess::TiledSpec;
-use simak::ops::{casttess, quanttess};
+use simak::ops::{CastTess, QuantTess, casttess, quanttess};
 
+use crate::plan::{self, Planned};
 use crate::{
-    Failure, Tensor, borrow, c_name, clone_handle, free_handle, guard, into_handle, put, read,
-    simak_error, simak_mla_tiled, simak_quant_params, simak_tensor,
+    Failure, Tensor, clone_handle, free_handle, read, simak_error, simak_mla_tiled,
+    simak_quant_params, simak_tensor,
 };
 
 /// A checked CastTess plan, prepared for the A65 (opaque; immutable; shareable between
 /// threads).
 #[allow(non_camel_case_types, reason = "the C name")]
 #[derive(Debug)]
-pub struct simak_casttess_plan {
-    pub(crate) plan: casttess::Plan,
-    prepared: a65::casttess::Prepared,
-    implementation: CString,
-}
+pub struct simak_casttess_plan(pub(crate) Planned<CastTess>);
 
 /// A checked QuantTess plan, prepared for the A65 (opaque; immutable; shareable between
 /// threads).
 #[allow(non_camel_case_types, reason = "the C name")]
 #[derive(Debug)]
-pub struct simak_quanttess_plan {
-    plan: quanttess::Plan,
-    prepared: a65::quanttess::Prepared,
-    implementation: CString,
+pub struct simak_quanttess_plan(pub(crate) Planned<QuantTess>);
+
+/// The ports and layout of a tiled request, copied out of the caller's structs.
+#[derive(Debug, Clone, Copy)]
+struct Tiled {
+    input: Tensor,
+    output: Tensor,
+    layout: MlaTiled,
 }
 
-/// Reads the ports and layout of a tiled request.
-///
-/// # Safety
-///
-/// As the `*_plan_new` functions: each pointer null or valid.
-unsafe fn tiled_request(
-    input: *const simak_tensor,
-    output: *const simak_tensor,
-    layout: *const simak_mla_tiled,
-) -> Result<(Tensor, Tensor, simak::layout::MlaTiled), Failure> {
-    // SAFETY: the caller's contract.
-    let input = unsafe { Tensor::read(input, "input", 1) }?;
-    // SAFETY: the caller's contract.
-    let output = unsafe { Tensor::read(output, "output", 1) }?.tiled_output()?;
-    // SAFETY: the caller's contract.
-    let layout = crate::layout(&unsafe { read(layout, "layout") }?)?;
-    Ok((input, output, layout))
+impl Tiled {
+    /// Reads the ports and layout of a tiled request.
+    ///
+    /// # Safety
+    ///
+    /// As the `*_plan_new` functions: each pointer null or valid.
+    unsafe fn read(
+        input: *const simak_tensor,
+        output: *const simak_tensor,
+        layout: *const simak_mla_tiled,
+    ) -> Result<Tiled, Failure> {
+        // SAFETY: the caller's contract.
+        let input = unsafe { Tensor::read(input, "input", 1) }?;
+        // SAFETY: the caller's contract.
+        let output = unsafe { Tensor::read(output, "output", 1) }?.tiled_output()?;
+        // SAFETY: the caller's contract.
+        let layout = crate::layout(&unsafe { read(layout, "layout") }?)?;
+        Ok(Tiled {
+            input,
+            output,
+            layout,
+        })
+    }
+
+    /// The library's tiled output spec.
+    fn output_spec(&self) -> TiledSpec<'_> {
+        TiledSpec {
+            extents: self.output.extents(),
+            dtype: self.output.dtype(),
+            layout: self.layout,
+        }
+    }
 }
 
 /// Admits a CastTess request and prepares it for the A65 (SPEC §4, §5, §6): `input` (F32,
@@ -73,34 +90,18 @@ pub unsafe extern "C" fn simak_casttess_plan_new(
     plan: *mut *mut simak_casttess_plan,
     error: *mut simak_error,
 ) -> u32 {
-    // SAFETY: `plan` is null or writable by this function's contract.
-    unsafe { put(plan, std::ptr::null_mut()) };
-    let body = || {
-        // SAFETY: this function's contract.
-        let (input, output, layout) = unsafe { tiled_request(input, output, layout) }?;
-        if plan.is_null() {
-            return Err(Failure::null("plan"));
-        }
+    // SAFETY: this function's contract.
+    let request = || unsafe { Tiled::read(input, output, layout) };
+    let prepare = |r: Tiled| -> Result<_, Failure> {
         let checked = casttess::check_inference_dyn(&casttess::DynRequest {
-            input: input.spec(),
-            output: TiledSpec {
-                extents: output.extents(),
-                dtype: output.dtype(),
-                layout,
-            },
+            input: r.input.spec(),
+            output: r.output_spec(),
         })?;
-        let prepared = a65::casttess::prepare(&checked);
-        let handle = into_handle(simak_casttess_plan {
-            plan: checked,
-            prepared,
-            implementation: c_name(prepared.implementation()),
-        });
-        // SAFETY: `plan` is not null (checked) and writable.
-        unsafe { put(plan, handle) };
-        Ok(())
+        Ok(a65::casttess::prepare(&checked))
     };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: `plan` and `error` are null or writable by this function's contract, and
+    // `request` reads only arguments that contract makes valid.
+    unsafe { plan::plan_new(plan, error, request, prepare) }
 }
 
 /// Bytes of the tiled output (the `MlaTiled` capacity, padding included; in general not
@@ -114,7 +115,7 @@ pub unsafe extern "C" fn simak_casttess_plan_output_capacity(
     plan: *const simak_casttess_plan,
 ) -> u64 {
     // SAFETY: `plan` is null or live by this function's contract.
-    unsafe { borrow(plan, "plan") }.map_or(0, |p| p.plan.output().capacity())
+    unsafe { plan::output_span(plan) }
 }
 
 /// Bytes of input storage the plan accesses (0 for an empty plan or a NULL plan).
@@ -125,7 +126,7 @@ pub unsafe extern "C" fn simak_casttess_plan_output_capacity(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn simak_casttess_plan_input_span(plan: *const simak_casttess_plan) -> u64 {
     // SAFETY: `plan` is null or live by this function's contract.
-    unsafe { borrow(plan, "plan") }.map_or(0, |p| p.plan.input().span())
+    unsafe { plan::input_span(plan) }
 }
 
 /// Converts `input` into the tiled BF16 `output` (SPEC §4, §5, §6), synchronously, without
@@ -152,23 +153,8 @@ pub unsafe extern "C" fn simak_casttess_execute(
     output_bytes: usize,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: `plan` is null or live by this function's contract.
-        let plan = unsafe { borrow(plan, "plan") }?;
-        // SAFETY: this function's contract is `execute_raw`'s for the plan's spans.
-        unsafe {
-            a65::casttess::execute_raw(
-                &plan.prepared,
-                input.cast(),
-                input_bytes,
-                output.cast(),
-                output_bytes,
-            )
-        }?;
-        Ok(())
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: this function's contract is `plan::execute`'s.
+    unsafe { plan::execute(plan, input, input_bytes, output, output_bytes, error) }
 }
 
 /// The diagnostic name of the selected A65 kernel level, e.g. "x86_64-avx512vbmi" (not an
@@ -182,10 +168,7 @@ pub unsafe extern "C" fn simak_casttess_plan_implementation(
     plan: *const simak_casttess_plan,
 ) -> *const c_char {
     // SAFETY: `plan` is null or live by this function's contract.
-    match unsafe { borrow(plan, "plan") } {
-        Ok(plan) => plan.implementation.as_ptr(),
-        Err(_) => std::ptr::null(),
-    }
+    unsafe { plan::implementation(plan) }
 }
 
 /// Shares `plan` (one more reference; free each handle once). NULL for NULL.
@@ -228,42 +211,29 @@ pub unsafe extern "C" fn simak_quanttess_plan_new(
     plan: *mut *mut simak_quanttess_plan,
     error: *mut simak_error,
 ) -> u32 {
-    // SAFETY: `plan` is null or writable by this function's contract.
-    unsafe { put(plan, std::ptr::null_mut()) };
-    let body = || {
+    let request = || {
         // SAFETY: this function's contract.
-        let (input, output, layout) = unsafe { tiled_request(input, output, layout) }?;
+        let tiled = unsafe { Tiled::read(input, output, layout) }?;
         // SAFETY: this function's contract.
-        let p = unsafe { read(params, "params") }?;
-        if plan.is_null() {
-            return Err(Failure::null("plan"));
-        }
+        let params = unsafe { read(params, "params") }?;
+        Ok((tiled, params))
+    };
+    let prepare = |(r, p): (Tiled, simak_quant_params)| -> Result<_, Failure> {
         let (params, exact) = crate::params(&p)?;
         let checked = quanttess::check_inference_dyn(&quanttess::DynRequest {
-            input: input.spec(),
-            output: TiledSpec {
-                extents: output.extents(),
-                dtype: output.dtype(),
-                layout,
-            },
+            input: r.input.spec(),
+            output: r.output_spec(),
             params,
         })?;
-        let prepared = if exact {
-            a65::quanttess::prepare_exact(&checked)
-        } else {
-            a65::quanttess::prepare(&checked)
-        };
-        let handle = into_handle(simak_quanttess_plan {
-            plan: checked,
-            prepared,
-            implementation: c_name(prepared.implementation()),
-        });
-        // SAFETY: `plan` is not null (checked) and writable.
-        unsafe { put(plan, handle) };
-        Ok(())
+        Ok(plan::prepare(
+            &checked,
+            exact,
+            a65::quanttess::prepare_exact,
+        ))
     };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: `plan` and `error` are null or writable by this function's contract, and
+    // `request` reads only arguments that contract makes valid.
+    unsafe { plan::plan_new(plan, error, request, prepare) }
 }
 
 /// Bytes of the tiled INT8 output (the `MlaTiled` capacity). 0 for an empty or NULL plan.
@@ -276,7 +246,7 @@ pub unsafe extern "C" fn simak_quanttess_plan_output_capacity(
     plan: *const simak_quanttess_plan,
 ) -> u64 {
     // SAFETY: `plan` is null or live by this function's contract.
-    unsafe { borrow(plan, "plan") }.map_or(0, |p| p.plan.output().capacity())
+    unsafe { plan::output_span(plan) }
 }
 
 /// Bytes of input storage the plan accesses (0 for an empty plan or a NULL plan).
@@ -287,7 +257,7 @@ pub unsafe extern "C" fn simak_quanttess_plan_output_capacity(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn simak_quanttess_plan_input_span(plan: *const simak_quanttess_plan) -> u64 {
     // SAFETY: `plan` is null or live by this function's contract.
-    unsafe { borrow(plan, "plan") }.map_or(0, |p| p.plan.input().span())
+    unsafe { plan::input_span(plan) }
 }
 
 /// Quantizes `input` into the tiled INT8 `output` (SPEC §3, §5, §6): buffers and checks as
@@ -306,23 +276,8 @@ pub unsafe extern "C" fn simak_quanttess_execute(
     output_bytes: usize,
     error: *mut simak_error,
 ) -> u32 {
-    let body = || {
-        // SAFETY: `plan` is null or live by this function's contract.
-        let plan = unsafe { borrow(plan, "plan") }?;
-        // SAFETY: this function's contract is `execute_raw`'s for the plan's spans.
-        unsafe {
-            a65::quanttess::execute_raw(
-                &plan.prepared,
-                input.cast(),
-                input_bytes,
-                output.cast(),
-                output_bytes,
-            )
-        }?;
-        Ok(())
-    };
-    // SAFETY: `error` is null or writable by this function's contract.
-    unsafe { guard(error, body) }
+    // SAFETY: this function's contract is `plan::execute`'s.
+    unsafe { plan::execute(plan, input, input_bytes, output, output_bytes, error) }
 }
 
 /// The diagnostic name of the selected Quant route; owned by the plan. NULL for NULL.
@@ -335,10 +290,7 @@ pub unsafe extern "C" fn simak_quanttess_plan_implementation(
     plan: *const simak_quanttess_plan,
 ) -> *const c_char {
     // SAFETY: `plan` is null or live by this function's contract.
-    match unsafe { borrow(plan, "plan") } {
-        Ok(plan) => plan.implementation.as_ptr(),
-        Err(_) => std::ptr::null(),
-    }
+    unsafe { plan::implementation(plan) }
 }
 
 /// Shares `plan` (one more reference; free each handle once). NULL for NULL.
