@@ -6,7 +6,7 @@ use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMet
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
-use simak::layout::Channels;
+use simak::layout::{Channels, MlaTiled};
 use simak::ops::quant::{Params, Rounding};
 use simak::{AdmissionError, DType, Port};
 
@@ -217,6 +217,21 @@ pub(crate) fn parse_channels(py: Python<'_>, s: &str) -> PyResult<Channels> {
 }
 
 /// `axes`: four items, D, H, W, C, each `None` (absent) or a nonnegative axis index.
+/// The `MlaTiled` layout of Python's ``axes``, ``tile`` and ``channels`` arguments
+/// (unchecked: admission against a shape comes with the op's plan, SPEC §5).
+pub(crate) fn parse_layout(
+    py: Python<'_>,
+    axes: &Bound<'_, PyAny>,
+    tile: &Bound<'_, PyAny>,
+    channels: &str,
+) -> PyResult<MlaTiled> {
+    Ok(MlaTiled::new(
+        parse_axes(py, axes)?,
+        parse_tile(py, tile)?,
+        parse_channels(py, channels)?,
+    ))
+}
+
 pub(crate) fn parse_axes(py: Python<'_>, axes: &Bound<'_, PyAny>) -> PyResult<[Option<u8>; 4]> {
     let items: Vec<Bound<'_, PyAny>> = axes
         .try_iter()

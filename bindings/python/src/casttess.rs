@@ -2,15 +2,13 @@
 
 use pyo3::prelude::*;
 use simak::a65;
-use simak::layout::MlaTiled;
 use simak::ops::casttess as ct;
 use simak::{DType, DynSpec, Port};
 
 use crate::args::{
-    check_threads, default_layout, input_dtype, parse_axes, parse_channels, parse_dtype,
-    parse_tile, parse_u64s,
+    check_threads, default_layout, input_dtype, parse_dtype, parse_layout, parse_u64s,
 };
-use crate::arrays::{Geometry, as_array, same_geometry, tiled_out};
+use crate::arrays::{Geometry, as_array, same_geometry};
 use crate::errors::{TILED_NAMES, guarded, lib_error};
 use crate::layout::Layout;
 use crate::run::run_tiled;
@@ -70,11 +68,7 @@ pub(crate) fn casttess<'py>(
         let xa = as_array(x)?;
         let dt = input_dtype(py, &xa, "x", given)?;
         let gin = Geometry::read(py, &xa, "x", 1)?;
-        let layout = MlaTiled::new(
-            parse_axes(py, &axes)?,
-            parse_tile(py, &tile)?,
-            parse_channels(py, channels)?,
-        );
+        let layout = parse_layout(py, &axes, &tile, channels)?;
         let plan = ct::check_inference_dyn(&ct::DynRequest {
             input: gin.spec(dt),
             output: ct::TiledSpec {
@@ -85,16 +79,7 @@ pub(crate) fn casttess<'py>(
         })
         .map_err(|e| lib_error(py, e, TILED_NAMES))?;
         let prepared = a65::casttess::prepare(&plan);
-        let (oa, address, len) = tiled_out(py, out, plan.output().capacity())?;
-        run_tiled(
-            py,
-            &gin,
-            plan.input().span(),
-            (address, len),
-            plan.elements(),
-            |i, o| a65::execute_threaded(&prepared, threads, i, o),
-        )?;
-        Ok(oa.into_any())
+        run_tiled(py, &gin, &prepared, out, threads)
     })
 }
 
@@ -149,11 +134,7 @@ impl CastTessPlan {
                 Some(s) => DynSpec::strided(&extents, s, dt),
                 None => DynSpec::contiguous(&extents, dt),
             };
-            let layout = MlaTiled::new(
-                parse_axes(py, axes)?,
-                parse_tile(py, tile)?,
-                parse_channels(py, channels)?,
-            );
+            let layout = parse_layout(py, axes, tile, channels)?;
             let plan = ct::check_inference_dyn(&ct::DynRequest {
                 input,
                 output: ct::TiledSpec {
@@ -192,17 +173,7 @@ impl CastTessPlan {
                 .admit(Port::Input)
                 .map_err(|e| lib_error(py, e, TILED_NAMES))?;
             same_geometry(py, &vin, plan.input(), "x", "input")?;
-            let (oa, address, len) = tiled_out(py, out, plan.output().capacity())?;
-            let prepared = self.prepared;
-            run_tiled(
-                py,
-                &gin,
-                plan.input().span(),
-                (address, len),
-                plan.elements(),
-                |i, o| a65::execute_threaded(&prepared, threads, i, o),
-            )?;
-            Ok(oa.into_any())
+            run_tiled(py, &gin, &self.prepared, out, threads)
         })
     }
 

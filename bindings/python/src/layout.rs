@@ -6,10 +6,10 @@ use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMet
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyTuple, PyType};
-use simak::layout::{MlaTiled, TiledView};
+use simak::layout::TiledView;
 use simak::{AdmissionError, MAX_RANK};
 
-use crate::args::{parse_axes, parse_channels, parse_tile, parse_u64s, repr};
+use crate::args::{parse_layout, parse_u64s, repr};
 use crate::arrays::{
     as_array, bfloat16, data_address, input_slice, new_array, num, numpy_fn, output_slice,
 };
@@ -25,11 +25,7 @@ pub(crate) fn admit_layout(
     channels: &str,
     planes: u8,
 ) -> PyResult<TiledView> {
-    let layout = MlaTiled::new(
-        parse_axes(py, axes)?,
-        parse_tile(py, tile)?,
-        parse_channels(py, channels)?,
-    );
+    let layout = parse_layout(py, axes, tile, channels)?;
     layout
         .admit(extents, planes)
         .map_err(|e| lib_error(py, e, TILED_NAMES))

@@ -3,15 +3,13 @@
 use pyo3::prelude::*;
 use simak::DType;
 use simak::a65;
-use simak::layout::MlaTiled;
 use simak::ops::casttess as ct;
 use simak::ops::quanttess as qt;
 
 use crate::args::{
-    check_threads, default_layout, input_dtype, parse_axes, parse_channels, parse_dtype,
-    parse_tile, quant_params,
+    check_threads, default_layout, input_dtype, parse_dtype, parse_layout, quant_params,
 };
-use crate::arrays::{Geometry, as_array, tiled_out};
+use crate::arrays::{Geometry, as_array};
 use crate::errors::{TILED_NAMES, guarded, lib_error};
 use crate::run::run_tiled;
 
@@ -58,11 +56,7 @@ pub(crate) fn quanttess<'py>(
         let xa = as_array(x)?;
         let dt = input_dtype(py, &xa, "x", given)?;
         let gin = Geometry::read(py, &xa, "x", 1)?;
-        let layout = MlaTiled::new(
-            parse_axes(py, &axes)?,
-            parse_tile(py, &tile)?,
-            parse_channels(py, channels)?,
-        );
+        let layout = parse_layout(py, &axes, &tile, channels)?;
         let plan = qt::check_inference_dyn(&qt::DynRequest {
             input: gin.spec(dt),
             output: ct::TiledSpec {
@@ -78,15 +72,6 @@ pub(crate) fn quanttess<'py>(
         } else {
             a65::quanttess::prepare(&plan)
         };
-        let (oa, address, len) = tiled_out(py, out, plan.output().capacity())?;
-        run_tiled(
-            py,
-            &gin,
-            plan.input().span(),
-            (address, len),
-            plan.elements(),
-            |i, o| a65::execute_threaded(&prepared, threads, i, o),
-        )?;
-        Ok(oa.into_any())
+        run_tiled(py, &gin, &prepared, out, threads)
     })
 }

@@ -3,9 +3,10 @@
 //! shared runner.
 
 use pyo3::prelude::*;
-use simak::a65::ExecuteError;
+use simak::a65::{self, ExecuteError, HostOp};
+use simak::ops::OpPlan;
 
-use crate::arrays::{Geometry, input_slice, output_slice, ranges_overlap};
+use crate::arrays::{Geometry, input_slice, output_slice, ranges_overlap, tiled_out};
 use crate::errors::{TILED_NAMES, lib_error};
 
 /// Calls on at least this many elements release the GIL; smaller ones run in well under a
@@ -25,17 +26,22 @@ pub(crate) fn run_detached<T: Send>(
     }
 }
 
-/// Runs a tiled call through `exec` over the input and output byte ranges.
-pub(crate) fn run_tiled(
-    py: Python<'_>,
+/// Runs a prepared tiled op (CastTess, QuantTess) on the array read as `gin` into `out=`
+/// (checked by `tiled_out` against the capacity) or a new aligned buffer, split over
+/// `threads` native threads by `a65::execute_threaded`; returns the output array. The
+/// spans come from the op's port needs (`HostOp::needs`: the input's accessed span, the
+/// output's capacity), so any tiled op runs through here.
+pub(crate) fn run_tiled<'py, O: HostOp>(
+    py: Python<'py>,
     gin: &Geometry,
-    in_span: u64,
-    out: (usize, u64),
-    elements: u64,
-    exec: impl FnOnce(&[u8], &mut [u8]) -> Result<(), ExecuteError> + Send,
-) -> PyResult<()> {
-    let (address, len) = out;
-    if ranges_overlap(gin.address, in_span, address, len) {
+    prepared: &a65::Prepared<O>,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let plan = prepared.plan();
+    let (need_in, need_out) = O::needs(plan);
+    let (oa, address, len) = tiled_out(py, out, need_out.span)?;
+    if ranges_overlap(gin.address, need_in.span, address, len) {
         return Err(lib_error(py, ExecuteError::Overlap, TILED_NAMES));
     }
     // SAFETY: the input span is admission's for the array's own geometry; the output is the
@@ -43,9 +49,13 @@ pub(crate) fn run_tiled(
     // alive by the caller's references; the ranges were just checked disjoint.
     let (inp, outp) = unsafe {
         (
-            input_slice(gin.address, in_span),
+            input_slice(gin.address, need_in.span),
             output_slice(address, len),
         )
     };
-    run_detached(py, elements, || exec(inp, outp)).map_err(|e| lib_error(py, e, TILED_NAMES))
+    run_detached(py, plan.elements(), || {
+        a65::execute_threaded(prepared, threads, inp, outp)
+    })
+    .map_err(|e| lib_error(py, e, TILED_NAMES))?;
+    Ok(oa.into_any())
 }
