@@ -212,13 +212,14 @@ impl<O: HostOp> Prepared<O> {
 }
 
 /// Checks both ports of a nonempty plan against `O::needs` (capacity, alignment, address
-/// overflow, input then output; overlap), then, for an FP route, `control`.
+/// overflow, input then output; overlap), then, for an FP route only, the FP control word
+/// `control` gives (the register is not read for the other routes).
 #[inline]
 fn check<O: HostOp>(
     state: &O::State,
     input: &[u8],
     output: &[u8],
-    control: Option<u64>,
+    control: impl FnOnce() -> Option<u64>,
 ) -> Result<(), ExecuteError> {
     let (need_in, need_out) = O::needs(O::plan(state));
     check_ports_at(
@@ -228,7 +229,7 @@ fn check<O: HostOp>(
         need_out,
     )?;
     if O::uses_fp(state) {
-        check_fp_control(control)?;
+        check_fp_control(control())?;
     }
     Ok(())
 }
@@ -264,7 +265,7 @@ pub fn execute<O: HostOp>(
     input: &[u8],
     output: &mut [u8],
 ) -> Result<(), ExecuteError> {
-    execute_with_fp_control(prepared, input, output, arch::read_fp_control())
+    execute_checked(prepared, input, output, arch::read_fp_control)
 }
 
 /// [`execute`] with the FP control word supplied by the caller instead of read from the
@@ -277,6 +278,17 @@ pub fn execute_with_fp_control<O: HostOp>(
     input: &[u8],
     output: &mut [u8],
     control: Option<u64>,
+) -> Result<(), ExecuteError> {
+    execute_checked(prepared, input, output, || control)
+}
+
+/// [`execute`] with the FP control word from `control`, called only for an FP route.
+#[inline]
+fn execute_checked<O: HostOp>(
+    prepared: &Prepared<O>,
+    input: &[u8],
+    output: &mut [u8],
+    control: impl FnOnce() -> Option<u64>,
 ) -> Result<(), ExecuteError> {
     let state = &prepared.state;
     if O::plan(state).is_empty() {
@@ -311,7 +323,7 @@ pub fn split<'a, O: HostOp>(
     if O::plan(state).is_empty() {
         return Ok(Vec::new());
     }
-    check::<O>(state, input, output, arch::read_fp_control())?;
+    check::<O>(state, input, output, arch::read_fp_control)?;
     Ok(O::partition(state, parts, input, output)
         .into_iter()
         .map(|part| Piece { state, part })
