@@ -182,6 +182,7 @@ pub struct PortNeed {
 /// capacity, alignment and address overflow of the input, then of the output, then that
 /// the two accessed ranges are disjoint. The one implementation of these rules, for the
 /// slice entries (`execute`) and the raw-pointer entries (`execute_raw`) alike.
+#[inline]
 pub(crate) fn check_ports_at(
     input: (usize, usize),
     output: (usize, usize),
@@ -198,6 +199,7 @@ pub(crate) fn check_ports_at(
 
 /// Checks one port's buffer against its accessed span and alignment; returns its address
 /// range.
+#[inline]
 fn check_buffer(
     port: Port,
     address: usize,

@@ -92,6 +92,7 @@ impl Route {
     }
 
     /// Whether the route uses FP arithmetic and so needs the default FP environment.
+    #[inline]
     pub const fn uses_fp(self) -> bool {
         !matches!(self, Route::Exact)
     }
@@ -153,6 +154,7 @@ pub(crate) fn run_fn_for(
 
 /// Reads the calling thread's FP control word: MXCSR on x86-64, FPCR on AArch64; `None`
 /// where there is no FP route.
+#[inline]
 pub(crate) fn read_fp_control() -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
     {
@@ -170,6 +172,7 @@ pub(crate) fn read_fp_control() -> Option<u64> {
 
 /// Whether `control` (as read by [`read_fp_control`]) is the default environment the FP
 /// routes need: round-to-nearest, no flush-to-zero, no denormals-are-zero, traps masked.
+#[inline]
 pub(crate) fn fp_control_ok(control: u64) -> bool {
     #[cfg(target_arch = "x86_64")]
     {

@@ -10,6 +10,7 @@ pub(crate) mod half;
 pub(crate) mod neon;
 
 /// Reads FPCR.
+#[inline]
 pub(crate) fn read_fpcr() -> u64 {
     let value: u64;
     // SAFETY: `mrs` of FPCR only reads the calling thread's FP control register into a
@@ -22,6 +23,7 @@ pub(crate) fn read_fpcr() -> u64 {
 
 /// FPCR default check: RMode (bits 22–23) nearest, FZ (24), FZ16 (19), FIZ (0) and AH (1)
 /// clear, trap enables IOE..IXE (8–12) and IDE (15) clear.
+#[inline]
 pub(crate) fn fpcr_ok(control: u64) -> bool {
     let mask = (3 << 22) | (1 << 24) | (1 << 19) | (0x1f << 8) | (1 << 15) | 0b11;
     control & mask == 0

@@ -10,6 +10,7 @@ pub(crate) mod sse41;
 pub(crate) const CLAMP_HI: f32 = 1024.0;
 
 /// Reads MXCSR.
+#[inline]
 pub(crate) fn read_mxcsr() -> u32 {
     let mut value: u32 = 0;
     // SAFETY: `stmxcsr` stores the 32-bit MXCSR to the given address; it points to a live,
@@ -26,6 +27,7 @@ pub(crate) fn read_mxcsr() -> u32 {
 
 /// MXCSR default check: all six exception masks set (bits 7–12), RC = nearest (bits 13–14),
 /// FTZ (bit 15) and DAZ (bit 6) clear. Status flags (bits 0–5) are ignored.
+#[inline]
 pub(crate) fn mxcsr_ok(control: u64) -> bool {
     control & 0xffc0 == 0x1f80
 }
