@@ -11,8 +11,8 @@ Subcommands:
                         tests again with SIMD routes off), doc, no_std,
                         cross (AArch64 under qemu), armv7, fw_release, capi (the
                         C ABI and C++ wrapper), fuzz, sweep (strided), python
-                        (bindings/python under pytest), python_aarch64 (the AArch64
-                        wheel, built), miri (`cargo xtask test --help` lists each
+                        (the x86-64 wheel under pytest), wheels (both wheels,
+                        auditwheel, the AArch64 import under qemu), miri (`cargo xtask test --help` lists each
                         step's command and the tools it needs).
                         A step whose tools are missing (rustup targets or components,
                         binaries on PATH) is SKIPPED with every missing piece and its
@@ -29,12 +29,15 @@ Subcommands:
                         (`cargo run --release -p simak-tests --bin sweep -- ...`);
                         options: [--multiplier BITS]... [--modes all|MODE,...]
                         [--stride N] [--zero-point Z] [--json FILE]; see `sweep --help`
-  python [--aarch64-wheel]
-                        build bindings/python into a virtual environment under
-                        target/python/venv (CARGO_TARGET_DIR=target/python), install
-                        it from the working tree and run its pytest suite; with
-                        --aarch64-wheel, cross-build the AArch64 abi3 wheel into
-                        target/python/wheels instead (built, not run)
+  wheels                the abi3 wheels of bindings/python for x86-64 and AArch64
+                        Linux (maturin --zig, glibc 2.17: manylinux_2_17) into
+                        target/python/wheels, each checked by `auditwheel show`; the
+                        AArch64 one installed for Debian's arm64 CPython (packages
+                        fetched with apt-get into target/python/aarch64-python, the
+                        machine's APT state untouched) and imported under qemu-aarch64
+  python                the x86-64 wheel as `wheels` builds it, installed into a fresh
+                        virtual environment target/python/test-venv with no Rust on
+                        PATH, and the pytest suite of bindings/python run against it
   miri                  run the Miri subset (std-adapter/tests/miri_subset.rs: the
                         exact A65 Quant paths and the Runtime's retention and
                         completion) with `cargo +nightly miri test`
@@ -101,11 +104,10 @@ pub(crate) enum Command {
     },
     /// `cargo xtask capi`.
     Capi,
-    /// `cargo xtask python [--aarch64-wheel]`.
-    Python {
-        /// Cross-build the AArch64 wheel instead of testing.
-        aarch64_wheel: bool,
-    },
+    /// `cargo xtask python`.
+    Python,
+    /// `cargo xtask wheels`.
+    Wheels,
     /// `cargo xtask qualify --baseline REV …`: the live gate.
     Qualify(QualifyOptions),
     /// `cargo xtask qualify ARGS` (no `--baseline`): the arguments go to `simak-qualify`
@@ -203,14 +205,13 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
             None => Ok(Command::Miri),
             Some(other) => Err(format!("unknown option `{other}` for `miri`")),
         },
-        "python" => match rest {
-            [] => Ok(Command::Python {
-                aarch64_wheel: false,
-            }),
-            [flag] if flag == "--aarch64-wheel" => Ok(Command::Python {
-                aarch64_wheel: true,
-            }),
-            [other, ..] => Err(format!("unknown option `{other}` for `python`")),
+        "python" => match rest.first() {
+            None => Ok(Command::Python),
+            Some(other) => Err(format!("unknown option `{other}` for `python`")),
+        },
+        "wheels" => match rest.first() {
+            None => Ok(Command::Wheels),
+            Some(other) => Err(format!("unknown option `{other}` for `wheels`")),
         },
         "neon-cost" => {
             let mut options = crate::neon_cost::NeonCostOptions::default();
@@ -352,19 +353,10 @@ mod tests {
         assert_eq!(parse_strs(&["capi"]), Ok(Command::Capi));
         assert!(parse_strs(&["capi", "--x"]).is_err());
         assert!(parse_strs(&["miri", "--x"]).is_err());
-        assert_eq!(
-            parse_strs(&["python"]),
-            Ok(Command::Python {
-                aarch64_wheel: false
-            })
-        );
-        assert_eq!(
-            parse_strs(&["python", "--aarch64-wheel"]),
-            Ok(Command::Python {
-                aarch64_wheel: true
-            })
-        );
-        assert!(parse_strs(&["python", "--x"]).is_err());
+        assert_eq!(parse_strs(&["python"]), Ok(Command::Python));
+        assert!(parse_strs(&["python", "--aarch64-wheel"]).is_err());
+        assert_eq!(parse_strs(&["wheels"]), Ok(Command::Wheels));
+        assert!(parse_strs(&["wheels", "--x"]).is_err());
     }
 
     #[test]

@@ -239,8 +239,9 @@ pub(crate) const STEPS: &[Step] = &[
         env: &[],
         requires: &[],
     },
-    // The Python package (bindings/python, its own workspace): a virtual environment under
-    // target/python, the extension built with CARGO_TARGET_DIR=target/python, pytest.
+    // The Python package (bindings/python, its own workspace) as its users get it: the
+    // x86-64 abi3 wheel (maturin --zig, manylinux_2_17) installed into a fresh virtual
+    // environment without Rust on PATH, and the pytest suite against it (xtask/src/python.rs).
     Step {
         name: "python",
         program: Program::Cargo,
@@ -248,19 +249,34 @@ pub(crate) const STEPS: &[Step] = &[
         env: &[],
         requires: PYTHON_REQUIRES,
     },
-    // The AArch64 abi3 wheel, cross-built (not run): the A65 is where users run it.
+    // Both wheels, each checked by `auditwheel show`; the AArch64 one installed for
+    // Debian's arm64 CPython (fetched with apt-get into target/python) and imported under
+    // qemu: the A65 is where users run it.
     Step {
-        name: "python_aarch64",
+        name: "wheels",
         program: Program::Cargo,
-        args: &["xtask", "python", "--aarch64-wheel"],
+        args: &["xtask", "wheels"],
         env: &[],
         requires: &[
             PYTHON3,
             PYTHON_VENV,
             Requirement::RustupTarget(CROSS_TARGET),
             Requirement::Binary {
+                name: "qemu-aarch64",
+                apt_package: "qemu-user",
+            },
+            // Brings libc6-arm64-cross, the C library qemu loads the interpreter with.
+            Requirement::Binary {
                 name: "aarch64-linux-gnu-gcc",
                 apt_package: "gcc-aarch64-linux-gnu",
+            },
+            Requirement::Binary {
+                name: "apt-get",
+                apt_package: "apt",
+            },
+            Requirement::Binary {
+                name: "dpkg-deb",
+                apt_package: "dpkg",
             },
         ],
     },
@@ -818,6 +834,8 @@ mod tests {
                     "arm-linux-gnueabihf-gcc",
                     "cargo-fuzz",
                     "python3",
+                    "apt-get",
+                    "dpkg-deb",
                 ],
                 python_modules: vec!["ensurepip"],
             }
@@ -874,7 +892,7 @@ mod tests {
                 "fuzz",
                 "sweep",
                 "python",
-                "python_aarch64",
+                "wheels",
                 "miri"
             ]
         );
@@ -1004,10 +1022,7 @@ mod tests {
             ["apt-get install python3", "apt-get install python3-venv"]
         );
         assert_eq!(describe(step("python")), "cargo xtask python");
-        assert_eq!(
-            describe(step("python_aarch64")),
-            "cargo xtask python --aarch64-wheel"
-        );
+        assert_eq!(describe(step("wheels")), "cargo xtask wheels");
     }
 
     #[test]
