@@ -283,26 +283,29 @@ fn without_rust(program: impl AsRef<std::ffi::OsStr>) -> Command {
 }
 
 /// What the test environment checks before pytest: `simak` is the installed wheel and
-/// neither cargo, rustc nor maturin can be found.
+/// neither cargo, rustc nor rustup can be found.
 const NO_RUST_CHECK: &str = "\
 import shutil, sys, sysconfig, simak
 site = sysconfig.get_paths()['purelib']
 assert simak._native.__file__.startswith(site), (simak._native.__file__, site)
-found = [t for t in ('cargo', 'rustc', 'rustup', 'maturin') if shutil.which(t)]
+found = [t for t in ('cargo', 'rustc', 'rustup') if shutil.which(t)]
 assert not found, f'Rust tools on PATH: {found}'
-print('simak from', simak._native.__file__, '(no cargo, rustc, maturin on PATH)')
+print('simak from', simak._native.__file__, '(no cargo, rustc, rustup on PATH)')
 ";
 
-/// The commands that test the x86-64 wheel: a fresh environment made without Rust on
-/// `PATH`, the wheel and the test dependencies installed from wheels only, the check
-/// above, pytest.
+/// The commands that test the x86-64 wheel: a fresh environment (without pip: the tools'
+/// pip installs into it with `--python`) made without Rust on `PATH`, the wheel and the
+/// test dependencies installed from wheels only (`--only-binary=:all:`, so nothing can
+/// be compiled), the check above, pytest.
 pub(crate) fn test_commands(l: &Layout, wheel: &Path) -> Vec<Command> {
     let python = l.test_venv.join("bin").join("python");
     let mut venv = without_rust("python3");
-    venv.arg("-m").arg("venv").arg(&l.test_venv);
-    let mut install = without_rust(&python);
+    venv.args(["-m", "venv", "--without-pip"]).arg(&l.test_venv);
+    let mut install = without_rust(l.bin("python"));
     install
-        .args(PIP_INSTALL)
+        .args(["-m", "pip", "--python"])
+        .arg(&python)
+        .args(&PIP_INSTALL[2..])
         .arg("--only-binary=:all:")
         .arg(wheel)
         .args(TEST_PACKAGES);
@@ -372,6 +375,9 @@ fn apt_command(l: &Layout) -> Command {
             "APT::Architectures::=arm64",
             "-o",
             "Acquire::Languages=none",
+            // The files go under target/, which APT's unprivileged `_apt` may not reach.
+            "-o",
+            "APT::Sandbox::User=root",
             "-o",
             "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
             "-o",
@@ -585,9 +591,13 @@ libraries, such as a recent manylinux image.
         let wheel = Path::new("/repo/target/python/wheels/w.whl");
         let commands = test_commands(&l, wheel);
         let lines: Vec<String> = commands.iter().map(shown).collect();
-        assert_eq!(lines[0], "python3 -m venv /repo/target/python/test-venv");
+        assert_eq!(
+            lines[0],
+            "python3 -m venv --without-pip /repo/target/python/test-venv"
+        );
         assert!(lines[1].starts_with(
-            "/repo/target/python/test-venv/bin/python -m pip install --quiet \
+            "/repo/target/python/venv/bin/python -m pip --python \
+             /repo/target/python/test-venv/bin/python install --quiet \
              --disable-pip-version-check --only-binary=:all: /repo/target/python/wheels/w.whl"
         ));
         assert!(!lines[1].contains("maturin"));
