@@ -4,8 +4,9 @@
 //! [`check_inference`], which adds device representability (spans in the 32-bit domain) and
 //! gives a [`DevicePlan`] → [`encode_relocatable`] gives an immutable
 //! `Packet<E, Encoded>` with zero address slots → [`bind`] with resolved [`DeviceRegion`]s
-//! gives a new `Packet<E, Bound>` (the encoded packet stays reusable) → the Runtime submits
-//! it. On the device, [`decode`] rechecks every byte before a numerical entry is chosen.
+//! gives a new `Packet<E, Bound>` (the encoded packet stays reusable), or [`relocate`] with
+//! a table of [`Relocation`]s (address slot 24/32 → region) that then calls `bind` → the
+//! Runtime submits it. On the device, [`decode`] rechecks every byte before a numerical entry is chosen.
 //!
 //! What differs between entries is one [`NativeEntry`] impl on the op's marker (name,
 //! version, route, descriptor and representation types, both ports by role, spans,
@@ -50,6 +51,7 @@ use crate::wire::rules::{DecodeCode, DecodeError};
 pub mod casttess;
 mod error;
 pub mod quant;
+mod relocate;
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod suite;
@@ -58,6 +60,7 @@ mod table;
 pub use casttess::CastTess;
 pub use error::{BindError, RepresentError};
 pub use quant::Quant;
+pub use relocate::{Relocation, address_slot, relocate, slot_port};
 pub use table::{
     ENTRIES, Entry, MAX_DESCRIPTOR_SIZE, Verdict, entry_by_route, entry_of, entry_or_first,
     route_index, verdict, verdict_of,
