@@ -387,9 +387,29 @@ pub fn bind<E: NativeEntry>(
     input: DeviceRegion,
     output: DeviceRegion,
 ) -> Result<Packet<E, Bound>, BindError> {
-    if *encoded.as_bytes() != E::to_bytes(&plan.repr) {
-        return Err(BindError::PacketMismatch);
+    check_packet(plan, encoded)?;
+    bind_regions(plan, input, output)
+}
+
+/// `bind`'s first rule: `encoded` is the relocatable encoding of `plan`.
+fn check_packet<E: NativeEntry>(
+    plan: &DevicePlan<E>,
+    encoded: &Packet<E, Encoded>,
+) -> Result<(), BindError> {
+    if *encoded.as_bytes() == E::to_bytes(&plan.repr) {
+        Ok(())
+    } else {
+        Err(BindError::PacketMismatch)
     }
+}
+
+/// `bind`'s region rules, then the bound packet: for a nonempty plan, each port (input,
+/// then output) bound, capacity, alignment, range; then nonaliasing.
+fn bind_regions<E: NativeEntry>(
+    plan: &DevicePlan<E>,
+    input: DeviceRegion,
+    output: DeviceRegion,
+) -> Result<Packet<E, Bound>, BindError> {
     if !plan.is_empty() {
         let p = &plan.plan;
         let (in_lo, in_hi) = check_region(Port::Input, E::input_span(p), input, E::input_align(p))?;

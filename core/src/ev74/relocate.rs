@@ -1,16 +1,17 @@
 //! Relocations: the second way to bind an encoded packet (SPEC §6, `docs/contract.md` §6).
 //!
-//! The source documents let the Runtime either call [`bind`] with resolved regions or
+//! The source documents let the Runtime either call [`bind`](super::bind) with resolved regions or
 //! supply DMA-BUF relocations to an encoded packet: a table of (address slot, buffer)
 //! pairs that the driver resolves at submission. Here a [`Relocation`] names the slot by
 //! its byte offset in the descriptor, as the wire format defines it (24 for the input, 32
 //! for the output, [`crate::wire::prefix::field`]; the same for every entry, whose
-//! descriptors share the prefix) and the region it resolves to. [`relocate`] reads the
-//! table — every slot known, each named at most once — and then calls [`bind`], so a
-//! relocated packet passes exactly bind's rules and is a `Packet<E, Bound>` like any other:
-//! nothing outside the codec writes an address slot.
+//! descriptors share the prefix) and the region it resolves to. [`relocate`] runs bind's
+//! own checks (the same functions, in bind's order) with the table read between the packet
+//! check and the region rules — every slot known, each named at most once — so a relocated
+//! packet passes exactly bind's rules and is a `Packet<E, Bound>` like any other: nothing
+//! outside the codec writes an address slot.
 
-use super::{BindError, DevicePlan, DeviceRegion, NativeEntry, Packet, bind};
+use super::{BindError, DevicePlan, DeviceRegion, NativeEntry, Packet, bind_regions, check_packet};
 use crate::error::Port;
 use crate::state::{Bound, Encoded};
 use crate::wire::prefix::field;
@@ -69,23 +70,26 @@ impl Relocation {
 /// Applies a relocation table to an encoded packet, giving a new bound packet; the encoded
 /// packet is untouched and can be relocated or bound again.
 ///
-/// Reads the table in order: each relocation's slot must be an address slot
-/// ([`BindError::UnknownSlot`]) not named before ([`BindError::DuplicateRelocation`]). A
-/// slot the table does not name stays 0 (unbound). Then [`bind`] with the named regions
-/// (address 0, capacity 0 for an unnamed slot), so every rule of `bind` applies unchanged
-/// and in its order: the packet was encoded from `plan`; for a nonempty plan, each port
-/// (input, then output) bound ([`BindError::Unbound`]: a missing relocation), capacity,
-/// alignment, range; then nonaliasing. An empty plan takes any table that passes the first
-/// two checks.
+/// Checks, in order, with [`bind`](super::bind)'s own functions: the packet was encoded from `plan`
+/// ([`BindError::PacketMismatch`]); then the table, in its order: each relocation's slot
+/// is an address slot ([`BindError::UnknownSlot`]) not named before
+/// ([`BindError::DuplicateRelocation`]); a slot the table does not name stays 0 (unbound).
+/// Then bind's region rules on the named regions (address 0, capacity 0 for an unnamed
+/// slot), unchanged and in their order: for a nonempty plan, each port (input, then output)
+/// bound ([`BindError::Unbound`]: a missing relocation), capacity, alignment, range; then
+/// nonaliasing. An empty plan takes any table that passes the slot checks. The result is
+/// the packet [`bind`](super::bind) gives for the same regions.
 ///
 /// # Errors
 ///
-/// [`BindError::UnknownSlot`], [`BindError::DuplicateRelocation`], then as [`bind`].
+/// [`BindError::PacketMismatch`], [`BindError::UnknownSlot`],
+/// [`BindError::DuplicateRelocation`], then bind's region errors.
 pub fn relocate<E: NativeEntry>(
     plan: &DevicePlan<E>,
     encoded: &Packet<E, Encoded>,
     relocations: &[Relocation],
 ) -> Result<Packet<E, Bound>, BindError> {
+    check_packet(plan, encoded)?;
     let unbound = DeviceRegion::new(0, 0);
     let (mut input, mut output) = (None, None);
     for r in relocations {
@@ -98,10 +102,5 @@ pub fn relocate<E: NativeEntry>(
             return Err(BindError::DuplicateRelocation { port });
         }
     }
-    bind(
-        plan,
-        encoded,
-        input.unwrap_or(unbound),
-        output.unwrap_or(unbound),
-    )
+    bind_regions(plan, input.unwrap_or(unbound), output.unwrap_or(unbound))
 }

@@ -286,7 +286,8 @@ pub(crate) fn relocations_follow_the_bind_rules<E: Fixture>() {
         relocate(&plan, &enc, &[output(ok_out), input(ok_in), output(ok_out)]),
         Err(BindError::DuplicateRelocation { port: Port::Output })
     );
-    // The table is read before bind: its errors come before a packet mismatch.
+    // As in bind, the packet is checked first: a packet mismatch comes before the table's
+    // errors, which come before the regions'.
     let other = encode_relocatable(&E::other());
     assert_eq!(
         relocate(
@@ -294,7 +295,15 @@ pub(crate) fn relocations_follow_the_bind_rules<E: Fixture>() {
             &other,
             &[input(ok_in), output(ok_out), output(ok_out)]
         ),
-        Err(BindError::DuplicateRelocation { port: Port::Output })
+        Err(BindError::PacketMismatch)
+    );
+    assert_eq!(
+        relocate(
+            &plan,
+            &enc,
+            &[input(r(0, 0)), Relocation::at_slot(40, ok_out)]
+        ),
+        Err(BindError::UnknownSlot { slot: 40 })
     );
     assert_eq!(
         relocate(&plan, &other, &[input(ok_in), output(ok_out)]),

@@ -218,11 +218,11 @@ impl Executor {
     /// Checks, in order, and fails closed before anything is written to the device or
     /// queued: the device advertised `E` (as [`Executor::submit`]); each relocation
     /// resolves (its offset is inside its buffer, [`RuntimeError::Range`]) to the region
-    /// from its offset to its buffer's end; then `ev74::relocate`: every slot an address
-    /// slot (24 or 32), none named twice, then exactly `ev74::bind`'s rules on the resolved
-    /// regions (the packet was encoded from `plan`; for a nonempty plan each port bound —
-    /// a missing relocation is an unbound port —, capacity, alignment, range; the ports do
-    /// not alias). The bound packet is then submitted as by [`Executor::submit`] over the
+    /// from its offset to its buffer's end; then `ev74::relocate`, which is `ev74::bind`'s
+    /// own checks with the table read after the first: the packet was encoded from `plan`;
+    /// every slot an address slot (24 or 32), none named twice; then bind's region rules on
+    /// the resolved regions (for a nonempty plan each port bound — a missing relocation is
+    /// an unbound port —, capacity, alignment, range; the ports do not alias). The bound packet is then submitted as by [`Executor::submit`] over the
     /// relocations' buffers, which the submission retains until confirmed completion. An
     /// empty plan is not submitted (any table passing the slot checks is accepted, as
     /// `bind` accepts any regions).
