@@ -10,7 +10,13 @@
 //!   216 (row padding, permuted axes, different input and output orders, short rows);
 //! - CastTess and QuantTess ordinary: 3 dtypes × 6 frames ([`FRAMES`]) = 18 each;
 //! - CastTess and QuantTess address-phase: 3 dtypes × 4 input × 4 output phases inside
-//!   retained allocations ([`PHASE_FRAME`], [`input_phases`], [`OUTPUT_PHASES`]) = 48 each.
+//!   retained allocations ([`PHASE_FRAME`], [`input_phases`], [`OUTPUT_PHASES`]) = 48 each;
+//! - Quant address-phase: 3 dtypes × 2 value profiles ([`QUANT_PHASE_PROFILES`]) × 4 input ×
+//!   4 output phases ([`input_phases`], [`QUANT_OUTPUT_PHASES`]), varied independently,
+//!   inside retained allocations, on [`QUANT_PHASE_SHAPE`] = 96.
+//!
+//! The Quant address-phase IDs came after the first 780 and are listed after them, so every
+//! earlier ID keeps its place and meaning.
 //!
 //! QuantTess runs on the A65 only (it has no EV74 entry, SPEC §6).
 
@@ -52,7 +58,7 @@ pub enum Kind {
     Strided,
     /// A tiled op on a camera frame.
     Ordinary,
-    /// A tiled op with its ports at offsets inside retained allocations.
+    /// Ports at offsets inside retained allocations (Quant, CastTess, QuantTess).
     AddressPhase,
 }
 
@@ -387,6 +393,21 @@ pub fn input_phases(elem: u32) -> [u32; 4] {
 /// Output phases: the tiled output must stay 16-byte aligned (SPEC §2).
 pub const OUTPUT_PHASES: [u32; 4] = [0, 16, 32, 48];
 
+/// The Quant address-phase shape: a dense 1-D tensor of 65536 elements, both ports
+/// contiguous (256 KiB of FP32 input).
+pub const QUANT_PHASE_SHAPE: DenseShape = DenseShape {
+    name: "65536",
+    shape: &[65536],
+};
+
+/// The value profiles of the Quant address-phase cases: normal values and the edge-value
+/// mix (subnormals, NaNs, ±∞, ±0, ties, underflowing products).
+pub const QUANT_PHASE_PROFILES: [Profile; 2] = [Profile::Normal, Profile::Mixed];
+
+/// Quant output phases (bytes past a 64-byte aligned allocation start): the INT8 output
+/// needs no alignment, so aligned, one byte, half a cache line, one byte short of a line.
+pub const QUANT_OUTPUT_PHASES: [u32; 4] = [0, 1, 32, 63];
+
 /// The input dtypes, in ID order.
 pub const DTYPES: [DType; 3] = [DType::F32, DType::BF16, DType::F16];
 
@@ -498,18 +519,23 @@ fn quant(
     input: PortLayout,
     output: PortLayout,
     profile: Profile,
+    phases: (u32, u32),
 ) -> Workload {
     let (m, zp) = profile.params();
     let (input_strides, _) = input.strides(shape, dtype.size() as u64);
     let (output_strides, _) = output.strides(shape, 1);
+    let mut id = format!(
+        "quant/{}/{}/{}/{part}/{}",
+        kind.name(),
+        dtype.name(),
+        mode.name(),
+        profile.name()
+    );
+    if kind == Kind::AddressPhase {
+        id.push_str(&format!("/in+{}/out+{}", phases.0, phases.1));
+    }
     Workload {
-        id: format!(
-            "quant/{}/{}/{}/{part}/{}",
-            kind.name(),
-            dtype.name(),
-            mode.name(),
-            profile.name()
-        ),
+        id,
         op: Op::Quant,
         kind,
         dtype: dtype.name(),
@@ -518,8 +544,8 @@ fn quant(
         input_strides,
         output_strides: Some(output_strides),
         tiled: None,
-        input_phase: 0,
-        output_phase: 0,
+        input_phase: phases.0,
+        output_phase: phases.1,
         profile,
         multiplier_bits: Some(format!("0x{m:08x}")),
         zero_point: Some(zp),
@@ -583,7 +609,8 @@ fn tiled(op: Op, kind: Kind, dtype: DType, frame: Frame, phases: (u32, u32)) -> 
 }
 
 /// The whole latency catalogue, in its fixed order: Quant dense, Quant strided, then for
-/// CastTess and QuantTess the ordinary and the address-phase cases.
+/// CastTess and QuantTess the ordinary and the address-phase cases, then the Quant
+/// address-phase cases.
 pub fn catalogue() -> Vec<Workload> {
     let mut out = Vec::new();
     for dtype in DTYPES {
@@ -599,6 +626,7 @@ pub fn catalogue() -> Vec<Workload> {
                         PortLayout::PACKED,
                         PortLayout::PACKED,
                         profile,
+                        (0, 0),
                     ));
                 }
             }
@@ -617,6 +645,7 @@ pub fn catalogue() -> Vec<Workload> {
                         layout.input,
                         layout.output,
                         profile,
+                        (0, 0),
                     ));
                 }
             }
@@ -636,6 +665,26 @@ pub fn catalogue() -> Vec<Workload> {
                         Kind::AddressPhase,
                         dtype,
                         PHASE_FRAME,
+                        (input, output),
+                    ));
+                }
+            }
+        }
+    }
+    // Added after the first 780 IDs: listed last so that those keep their places.
+    for dtype in DTYPES {
+        for profile in QUANT_PHASE_PROFILES {
+            for input in input_phases(dtype.size() as u32) {
+                for output in QUANT_OUTPUT_PHASES {
+                    out.push(quant(
+                        Kind::AddressPhase,
+                        dtype,
+                        Rounding::NearestEven,
+                        QUANT_PHASE_SHAPE.name,
+                        QUANT_PHASE_SHAPE.shape,
+                        PortLayout::PACKED,
+                        PortLayout::PACKED,
+                        profile,
                         (input, output),
                     ));
                 }
@@ -682,11 +731,59 @@ mod test {
         assert_eq!(count(Op::CastTess, Kind::AddressPhase), 48);
         assert_eq!(count(Op::QuantTess, Kind::Ordinary), 18);
         assert_eq!(count(Op::QuantTess, Kind::AddressPhase), 48);
-        assert_eq!(all.len(), 780);
+        assert_eq!(count(Op::Quant, Kind::AddressPhase), 96);
+        assert_eq!(all.len(), 876);
+        // The Quant address-phase IDs come after the first 780.
+        assert!(
+            all[..780]
+                .iter()
+                .all(|w| !w.id.starts_with("quant/address-phase/"))
+        );
+        assert!(
+            all[780..]
+                .iter()
+                .all(|w| w.op == Op::Quant && w.kind == Kind::AddressPhase)
+        );
         let mut ids: Vec<&str> = all.iter().map(|w| w.id.as_str()).collect();
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), all.len(), "IDs are unique");
+    }
+
+    #[test]
+    fn quant_phases_vary_each_port_independently() {
+        let all = catalogue();
+        for dtype in ["f32", "bf16", "f16"] {
+            for profile in ["normal", "mixed"] {
+                let pairs: Vec<(u32, u32)> = all
+                    .iter()
+                    .filter(|w| {
+                        w.op == Op::Quant
+                            && w.kind == Kind::AddressPhase
+                            && w.dtype == dtype
+                            && w.profile.name() == profile
+                    })
+                    .map(|w| {
+                        let suffix = format!("/in+{}/out+{}", w.input_phase, w.output_phase);
+                        assert!(w.id.ends_with(&suffix), "{}", w.id);
+                        assert!(w.id.starts_with(&format!(
+                            "quant/address-phase/{dtype}/nearest-even/65536/{profile}/"
+                        )));
+                        assert_eq!(w.input_strides, [w.input_dtype().size() as u64]);
+                        assert_eq!(w.output_strides.as_deref(), Some(&[1u64][..]));
+                        (w.input_phase, w.output_phase)
+                    })
+                    .collect();
+                let e = if dtype == "f32" { 4 } else { 2 };
+                let mut want = Vec::new();
+                for i in [0, e, 32, 64 - e] {
+                    for o in [0, 1, 32, 63] {
+                        want.push((i, o));
+                    }
+                }
+                assert_eq!(pairs, want, "{dtype} {profile}");
+            }
+        }
     }
 
     #[test]

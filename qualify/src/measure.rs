@@ -7,8 +7,8 @@
 //!   so that a sample lasts at least [`SAMPLE_MIN`]; the figure is the sample's time / inner.
 //! - EV74 (`ev74-sim`): **Runtime latency**, the host wall time from `Executor::submit` to
 //!   the confirmed completion (`Completion::wait`) on the simulated transport, per call, with
-//!   the buffers written once beforehand. Address-phase CastTess cases place their ports at
-//!   the phases inside retained allocations (`DeviceBuffer::region_at`).
+//!   the buffers written once beforehand. Address-phase Quant and CastTess cases place their
+//!   ports at the phases inside retained allocations (`DeviceBuffer::region_at`).
 //!   The firmware's entry-to-return time is reported separately, in the cost model's
 //!   simulated cycles (`entry_to_return_simulated_cycles`).
 
@@ -290,10 +290,6 @@ impl Device {
         Ok(Device { executor, workers })
     }
 
-    fn buffers(&self, input: &[u8], out_len: u64) -> Result<(DeviceBuffer, DeviceBuffer), String> {
-        self.buffers_at(input, 0, out_len, 0)
-    }
-
     /// An input buffer holding `input` at byte `input_phase` and an output buffer of
     /// `output_phase + out_len` bytes: ports at address phases inside retained allocations.
     fn buffers_at(
@@ -375,8 +371,22 @@ pub fn measure(
                 Planned::Quant(p) => {
                     let dp = ev74::quant::check_inference(p).map_err(|e| fail(&e))?;
                     let encoded = ev74::quant::encode_relocatable(&dp);
-                    let (i, o) = device.buffers(&input_bytes, planned.output_len())?;
-                    let bound = ev74::quant::bind(&dp, &encoded, i.region(), o.region())
+                    // The ports sit at their phases (0 but for the address-phase cases)
+                    // inside retained allocations.
+                    let (i, o) = device.buffers_at(
+                        &input_bytes,
+                        u64::from(w.input_phase),
+                        planned.output_len(),
+                        u64::from(w.output_phase),
+                    )?;
+                    let e = |e: ev74::runtime::RuntimeError| fail(&e);
+                    let input_region = i
+                        .region_at(u64::from(w.input_phase), input_bytes.len() as u64)
+                        .map_err(e)?;
+                    let output_region = o
+                        .region_at(u64::from(w.output_phase), planned.output_len())
+                        .map_err(e)?;
+                    let bound = ev74::quant::bind(&dp, &encoded, input_region, output_region)
                         .map_err(|e| fail(&e))?;
                     let t = time(reps, || {
                         device
@@ -455,6 +465,8 @@ fn simulated_cycles(
     let run = match planned {
         Planned::Quant(p) => {
             let options = ev74::quant::SimOptions {
+                input_phase: w.input_phase,
+                output_phase: w.output_phase,
                 track_writes: false,
                 ..ev74::quant::SimOptions::new(workers)
             };

@@ -266,6 +266,9 @@ fn host_examples() -> Vec<(&'static str, String, u32)> {
             span: u64::MAX,
         },
         B::Overlap,
+        B::UnknownSlot { slot: 40 },
+        B::DuplicateRelocation { port: i },
+        B::DuplicateRelocation { port: o },
     ];
     let _: fn(B) = |e| match e {
         B::PacketMismatch
@@ -273,7 +276,9 @@ fn host_examples() -> Vec<(&'static str, String, u32)> {
         | B::Capacity { .. }
         | B::Misaligned { .. }
         | B::Range { .. }
-        | B::Overlap => {}
+        | B::Overlap
+        | B::UnknownSlot { .. }
+        | B::DuplicateRelocation { .. } => {}
     };
     use ExecuteError as X;
     let execute = [

@@ -2,7 +2,11 @@
 //! binding to device regions, the device decoder's validation and decoding into a fields
 //! struct, for Quant v1 (224 bytes) and CastTess v1 (216 bytes).
 
-use simak::ev74::{self, BindError, CastTess, DecodeError, DeviceRegion, NativeEntry, Quant};
+use simak::ev74::{
+    self, BindError, CastTess, DecodeError, DevicePlan, DeviceRegion, NativeEntry, Packet, Quant,
+    Relocation,
+};
+use simak::state::{Bound, Encoded};
 
 use crate::plan::PlanHandle;
 use crate::{
@@ -177,6 +181,89 @@ where
     H: PlanHandle,
     H::Op: NativeEntry,
 {
+    // SAFETY: this function's contract is `bind_with`'s.
+    unsafe {
+        bind_with(plan, encoded, bound, error, |device, relocatable| {
+            ev74::bind(device, relocatable, input, output)
+        })
+    }
+}
+
+/// One DMA-BUF relocation for `simak_ev74_*_relocate` (SPEC §6): the address slot at byte
+/// `slot` of the descriptor (24 for the input, 32 for the output) is to hold the resolved
+/// region of `capacity` bytes at bus `address`.
+#[repr(C)]
+#[allow(non_camel_case_types, reason = "the C name")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct simak_ev74_relocation {
+    /// Byte offset of the address slot in the descriptor: 24 (input) or 32 (output).
+    pub slot: u32,
+    /// Bus address the slot is to hold.
+    pub address: u32,
+    /// Capacity of the region in bytes.
+    pub capacity: u64,
+}
+
+/// The body of every `simak_ev74_*_relocate`: applies the caller's relocation table to the
+/// caller's encoded packet with `ev74::relocate`, into `bound`.
+///
+/// # Safety
+///
+/// As [`bind`]; `relocations` NULL or readable for `count` relocations.
+unsafe fn relocate<H>(
+    plan: *const H,
+    encoded: *const u8,
+    relocations: *const simak_ev74_relocation,
+    count: usize,
+    bound: *mut u8,
+    error: *mut simak_error,
+) -> u32
+where
+    H: PlanHandle,
+    H::Op: NativeEntry,
+{
+    let table: Vec<Relocation> = if count == 0 {
+        Vec::new()
+    } else if relocations.is_null() || isize::try_from(count).is_err() {
+        // SAFETY: `error` is null or writable by this function's contract.
+        return unsafe { guard(error, || Err(Failure::null("relocations"))) };
+    } else {
+        // SAFETY: not null, readable for `count` relocations by this function's contract.
+        unsafe { std::slice::from_raw_parts(relocations, count) }
+            .iter()
+            .map(|r| Relocation::at_slot(r.slot as usize, DeviceRegion::new(r.address, r.capacity)))
+            .collect()
+    };
+    // SAFETY: this function's contract is `bind_with`'s.
+    unsafe {
+        bind_with(plan, encoded, bound, error, |device, relocatable| {
+            ev74::relocate(device, relocatable, &table)
+        })
+    }
+}
+
+/// The shared body of `bind` and `relocate`: the caller's bytes must be the plan's
+/// relocatable encoding (bind's first rule), then `apply` gives the bound packet, copied to
+/// `bound`.
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `encoded` NULL or readable, `bound` NULL or writable,
+/// for the descriptor's size (they may be the same buffer); `error` NULL or writable.
+unsafe fn bind_with<H>(
+    plan: *const H,
+    encoded: *const u8,
+    bound: *mut u8,
+    error: *mut simak_error,
+    apply: impl FnOnce(
+        &DevicePlan<H::Op>,
+        &Packet<H::Op, Encoded>,
+    ) -> Result<Packet<H::Op, Bound>, BindError>,
+) -> u32
+where
+    H: PlanHandle,
+    H::Op: NativeEntry,
+{
     let body = || {
         // SAFETY: this function's contract.
         let plan = unsafe { borrow(plan, "plan") }?;
@@ -198,7 +285,7 @@ where
         if given != relocatable.as_bytes().as_ref() {
             return Err(BindError::PacketMismatch.into());
         }
-        let packet = ev74::bind(&device, &relocatable, input, output)?;
+        let packet = apply(&device, &relocatable)?;
         // SAFETY: this function's contract.
         unsafe { copy_out(packet.as_bytes().as_ref(), bound, "bound") }
     };
@@ -353,6 +440,36 @@ pub unsafe extern "C" fn simak_ev74_quant_bind(
     unsafe { bind(plan, encoded, input, output, bound, error) }
 }
 
+/// Applies `count` DMA-BUF relocations to the relocatable packet `encoded` (from
+/// `simak_ev74_quant_encode_relocatable` of the same plan), writing the bound packet to
+/// `bound` (which may be `encoded` itself): the other way to bind (SPEC §6), with the same
+/// rules and the same bytes as `simak_ev74_quant_bind` for the same regions.
+///
+/// Checks, in order: the packet is this plan's encoding (0x310); each relocation's `slot` is
+/// 24 (input) or 32 (output) (0x313), none named twice (0x314 input, 0x315 output); then, on
+/// the named regions, `simak_ev74_quant_bind`'s region rules (a slot no relocation names is
+/// unbound: 38, 39 for a nonempty plan). `relocations` may be NULL when `count` is 0.
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `encoded` NULL or readable and `bound` NULL or writable
+/// for 224 bytes; `relocations` NULL or readable for `count` relocations; `error` NULL or
+/// writable.
+///
+/// cbindgen:ptrs-as-arrays=[[encoded;224], [bound;224]]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_quant_relocate(
+    plan: *const simak_quant_plan,
+    encoded: *const u8,
+    relocations: *const simak_ev74_relocation,
+    count: usize,
+    bound: *mut u8,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `relocate`'s.
+    unsafe { relocate(plan, encoded, relocations, count, bound, error) }
+}
+
 /// Runs the EV74 device decoder's checks on `length` bytes (SPEC §7: every rule in its
 /// fixed order, then both address slots bound for a nonempty packet) and returns the first
 /// broken rule's code (1..=51, docs/errors.md), or 0 when the device would accept the
@@ -432,6 +549,28 @@ pub unsafe extern "C" fn simak_ev74_casttess_bind(
     let output = DeviceRegion::new(output_address, output_capacity);
     // SAFETY: this function's contract is `bind`'s.
     unsafe { bind(plan, encoded, input, output, bound, error) }
+}
+
+/// Applies DMA-BUF relocations to a relocatable CastTess packet as
+/// `simak_ev74_quant_relocate` does; the output region must be 16-byte aligned (50) and
+/// hold the capacity (0x312).
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_relocate`, with 216-byte packets.
+///
+/// cbindgen:ptrs-as-arrays=[[encoded;216], [bound;216]]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_casttess_relocate(
+    plan: *const simak_casttess_plan,
+    encoded: *const u8,
+    relocations: *const simak_ev74_relocation,
+    count: usize,
+    bound: *mut u8,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `relocate`'s.
+    unsafe { relocate(plan, encoded, relocations, count, bound, error) }
 }
 
 /// The CastTess v1 device decoder's checks, as `simak_ev74_quant_validate`.

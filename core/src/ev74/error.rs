@@ -49,7 +49,8 @@ impl fmt::Display for RepresentError {
 
 impl core::error::Error for RepresentError {}
 
-/// Why `bind` refused device regions. No packet was produced.
+/// Why `bind` refused device regions, or `relocate` its relocation table. No packet was
+/// produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum BindError {
@@ -89,6 +90,17 @@ pub enum BindError {
     },
     /// The input and output accessed ranges overlap (aliasing ports).
     Overlap,
+    /// A relocation names a byte offset of the descriptor that is not an address slot (24
+    /// for the input, 32 for the output).
+    UnknownSlot {
+        /// Byte offset in the descriptor.
+        slot: usize,
+    },
+    /// A relocation table names a port's address slot twice.
+    DuplicateRelocation {
+        /// Port.
+        port: Port,
+    },
 }
 
 impl BindError {
@@ -118,6 +130,9 @@ impl BindError {
                 port: Port::Output, ..
             } => 35,
             BindError::Overlap => 37,
+            BindError::UnknownSlot { .. } => 0x313,
+            BindError::DuplicateRelocation { port: Port::Input } => 0x314,
+            BindError::DuplicateRelocation { port: Port::Output } => 0x315,
         }
     }
 }
@@ -152,6 +167,13 @@ impl fmt::Display for BindError {
                 "{port} address 0x{address:x} plus span {span} exceeds the 32-bit domain"
             ),
             BindError::Overlap => f.write_str("input and output regions overlap"),
+            BindError::UnknownSlot { slot } => write!(
+                f,
+                "relocation at byte {slot} of the descriptor is not an address slot (24 input, 32 output)"
+            ),
+            BindError::DuplicateRelocation { port } => {
+                write!(f, "the relocation table names the {port} slot twice")
+            }
         }
     }
 }

@@ -4,8 +4,9 @@
 //! [`check_inference`], which adds device representability (spans in the 32-bit domain) and
 //! gives a [`DevicePlan`] → [`encode_relocatable`] gives an immutable
 //! `Packet<E, Encoded>` with zero address slots → [`bind`] with resolved [`DeviceRegion`]s
-//! gives a new `Packet<E, Bound>` (the encoded packet stays reusable) → the Runtime submits
-//! it. On the device, [`decode`] rechecks every byte before a numerical entry is chosen.
+//! gives a new `Packet<E, Bound>` (the encoded packet stays reusable), or [`relocate`] with
+//! a table of [`Relocation`]s (address slot 24/32 → region) that then calls `bind` → the
+//! Runtime submits it. On the device, [`decode`] rechecks every byte before a numerical entry is chosen.
 //!
 //! What differs between entries is one [`NativeEntry`] impl on the op's marker (name,
 //! version, route, descriptor and representation types, both ports by role, spans,
@@ -50,6 +51,7 @@ use crate::wire::rules::{DecodeCode, DecodeError};
 pub mod casttess;
 mod error;
 pub mod quant;
+mod relocate;
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod suite;
@@ -58,6 +60,7 @@ mod table;
 pub use casttess::CastTess;
 pub use error::{BindError, RepresentError};
 pub use quant::Quant;
+pub use relocate::{Relocation, address_slot, relocate, slot_port};
 pub use table::{
     ENTRIES, Entry, MAX_DESCRIPTOR_SIZE, Verdict, entry_by_route, entry_of, entry_or_first,
     route_index, verdict, verdict_of,
@@ -384,9 +387,29 @@ pub fn bind<E: NativeEntry>(
     input: DeviceRegion,
     output: DeviceRegion,
 ) -> Result<Packet<E, Bound>, BindError> {
-    if *encoded.as_bytes() != E::to_bytes(&plan.repr) {
-        return Err(BindError::PacketMismatch);
+    check_packet(plan, encoded)?;
+    bind_regions(plan, input, output)
+}
+
+/// `bind`'s first rule: `encoded` is the relocatable encoding of `plan`.
+fn check_packet<E: NativeEntry>(
+    plan: &DevicePlan<E>,
+    encoded: &Packet<E, Encoded>,
+) -> Result<(), BindError> {
+    if *encoded.as_bytes() == E::to_bytes(&plan.repr) {
+        Ok(())
+    } else {
+        Err(BindError::PacketMismatch)
     }
+}
+
+/// `bind`'s region rules, then the bound packet: for a nonempty plan, each port (input,
+/// then output) bound, capacity, alignment, range; then nonaliasing.
+fn bind_regions<E: NativeEntry>(
+    plan: &DevicePlan<E>,
+    input: DeviceRegion,
+    output: DeviceRegion,
+) -> Result<Packet<E, Bound>, BindError> {
     if !plan.is_empty() {
         let p = &plan.plan;
         let (in_lo, in_hi) = check_region(Port::Input, E::input_span(p), input, E::input_align(p))?;

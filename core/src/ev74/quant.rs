@@ -117,7 +117,10 @@ impl NativeEntry for Quant {
     }
 }
 
-pub use super::{bind, check_inference, encode, encode_relocatable};
+pub use super::{
+    Relocation, address_slot, bind, check_inference, encode, encode_relocatable, relocate,
+    slot_port,
+};
 
 /// The EV74 plan of this entry ([`super::DevicePlan`]).
 pub type DevicePlan = super::DevicePlan<Quant>;

@@ -225,6 +225,141 @@ pub(crate) fn bind_rejections<E: Fixture>() {
     assert!(bind(&plan, &enc, ok_in, r(above, out_span)).is_ok());
 }
 
+/// The relocation path: a complete table gives bind's bytes (the regions' addresses at
+/// bytes 24 and 32, read back as literals), in either order; every table rule fails with its
+/// own error; and every region pair of [`bind_rejections`] fails through a table exactly as
+/// through `bind`.
+pub(crate) fn relocations_follow_the_bind_rules<E: Fixture>() {
+    let plan = E::plan();
+    let enc = encode_relocatable(&plan);
+    let r = DeviceRegion::new;
+    let (ok_in, ok_out) = (E::INPUT, E::OUTPUT);
+    let input = |region| Relocation::at_slot(24, region);
+    let output = |region| Relocation::at_slot(32, region);
+    let bound = bind(&plan, &enc, ok_in, ok_out).unwrap();
+    for table in [
+        [input(ok_in), output(ok_out)],
+        [output(ok_out), input(ok_in)],
+        [
+            Relocation::new(Port::Input, ok_in),
+            Relocation::new(Port::Output, ok_out),
+        ],
+    ] {
+        let relocated = relocate(&plan, &enc, &table).unwrap();
+        assert_eq!(relocated.as_bytes(), bound.as_bytes());
+        let bytes = relocated.as_bytes().as_ref();
+        let slot = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        assert_eq!(slot(24), u64::from(ok_in.address));
+        assert_eq!(slot(32), u64::from(ok_out.address));
+    }
+    // The encoded packet is untouched.
+    assert_eq!(enc.as_bytes(), encode_relocatable(&plan).as_bytes());
+    for bad in [
+        0usize,
+        8,
+        16,
+        20,
+        23,
+        25,
+        28,
+        31,
+        33,
+        40,
+        48,
+        56,
+        E::DESCRIPTOR_SIZE,
+    ] {
+        assert_eq!(slot_port(bad), None);
+        let err = relocate(
+            &plan,
+            &enc,
+            &[input(ok_in), Relocation::at_slot(bad, ok_out)],
+        );
+        assert_eq!(err, Err(BindError::UnknownSlot { slot: bad }), "slot {bad}");
+        assert_eq!(err.unwrap_err().code(), 0x313);
+    }
+    assert_eq!(
+        relocate(&plan, &enc, &[input(ok_in), output(ok_out), input(ok_in)]),
+        Err(BindError::DuplicateRelocation { port: Port::Input })
+    );
+    assert_eq!(
+        relocate(&plan, &enc, &[output(ok_out), input(ok_in), output(ok_out)]),
+        Err(BindError::DuplicateRelocation { port: Port::Output })
+    );
+    // As in bind, the packet is checked first: a packet mismatch comes before the table's
+    // errors, which come before the regions'.
+    let other = encode_relocatable(&E::other());
+    assert_eq!(
+        relocate(
+            &plan,
+            &other,
+            &[input(ok_in), output(ok_out), output(ok_out)]
+        ),
+        Err(BindError::PacketMismatch)
+    );
+    assert_eq!(
+        relocate(
+            &plan,
+            &enc,
+            &[input(r(0, 0)), Relocation::at_slot(40, ok_out)]
+        ),
+        Err(BindError::UnknownSlot { slot: 40 })
+    );
+    assert_eq!(
+        relocate(&plan, &other, &[input(ok_in), output(ok_out)]),
+        Err(BindError::PacketMismatch)
+    );
+    // A missing relocation leaves its slot unbound.
+    assert_eq!(
+        relocate(&plan, &enc, &[output(ok_out)]),
+        Err(BindError::Unbound { port: Port::Input })
+    );
+    assert_eq!(
+        relocate(&plan, &enc, &[input(ok_in)]),
+        Err(BindError::Unbound { port: Port::Output })
+    );
+    assert_eq!(
+        relocate(&plan, &enc, &[]),
+        Err(BindError::Unbound { port: Port::Input })
+    );
+    // Every region rule: the same answer through a table as through bind.
+    let (in_span, out_span) = (ok_in.len, ok_out.len);
+    let half = (E::INPUT_ALIGN / 2) as u32;
+    let last = ((1u64 << 32) - in_span) as u32;
+    let end = ok_in.address + in_span as u32;
+    let granule = E::OUTPUT_GRANULE;
+    let pairs = [
+        (r(ok_in.address, in_span - 1), ok_out),
+        (ok_in, r(ok_out.address, out_span - 1)),
+        (r(ok_in.address + half, in_span), ok_out),
+        (ok_in, r(ok_out.address + granule / 2, out_span)),
+        (r(last + E::INPUT_ALIGN as u32, in_span), ok_out),
+        (r(last, in_span), ok_out),
+        (ok_in, r((end - 1) / granule * granule, out_span)),
+        (ok_in, r(ok_in.address, out_span)),
+        (ok_in, r(ok_in.address - out_span as u32, out_span)),
+    ];
+    let mut refused = BTreeSet::new();
+    for (i, o) in pairs {
+        let want = bind(&plan, &enc, i, o);
+        if let Err(e) = want {
+            refused.insert(e.code());
+        }
+        assert_eq!(
+            relocate(&plan, &enc, &[output(o), input(i)]),
+            want,
+            "{i:?} {o:?}"
+        );
+    }
+    // Capacity, alignment (the output's only where it needs more than a byte), range and
+    // overlap were each exercised.
+    let mut every = BTreeSet::from([0x311, 0x312, 36, 34, 37]);
+    if granule > 1 {
+        every.insert(50);
+    }
+    assert_eq!(refused, every, "the pairs cover every region rule");
+}
+
 pub(crate) fn rejection_matrix<E: Fixture>() {
     use DecodeCode as C;
     let g = E::matrix_golden();
@@ -423,6 +558,11 @@ macro_rules! codec_suite {
             #[test]
             fn bind_rejections() {
                 crate::ev74::suite::bind_rejections::<$entry>();
+            }
+
+            #[test]
+            fn relocations_follow_the_bind_rules() {
+                crate::ev74::suite::relocations_follow_the_bind_rules::<$entry>();
             }
 
             #[test]

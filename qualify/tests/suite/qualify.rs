@@ -46,6 +46,7 @@ fn the_catalogue_is_the_golden_list_with_the_documented_counts() {
         ("casttess/address-phase", 48),
         ("quanttess/ordinary", 18),
         ("quanttess/address-phase", 48),
+        ("quant/address-phase", 96),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -53,11 +54,42 @@ fn the_catalogue_is_the_golden_list_with_the_documented_counts() {
     assert_eq!(counts, expect);
 }
 
+/// FNV-1a (64 bits) of `bytes`.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[test]
+fn the_first_780_ids_are_those_before_the_quant_address_phases() {
+    // FNV-1a of `qualify/tests/data/ids.txt` as committed before the Quant address-phase
+    // IDs were added (780 lines, each ending in a newline): the older IDs keep their
+    // places and spelling, whatever the golden list becomes.
+    let out = qualify(&["list"]);
+    assert_success(&out);
+    let listed = stdout_of(&out);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 876);
+    let first: String = lines[..780].iter().map(|l| format!("{l}\n")).collect();
+    assert_eq!(fnv1a(first.as_bytes()), 0xe191_c4ff_00fa_82e7);
+    assert!(
+        lines[780..]
+            .iter()
+            .all(|id| id.starts_with("quant/address-phase/"))
+    );
+    assert!(
+        lines[..780]
+            .iter()
+            .all(|id| !id.starts_with("quant/address-phase/"))
+    );
+}
+
 #[test]
 fn list_json_gives_id_op_and_kind() {
     let v = json_run(&["list", "--json"]);
     let items = v.as_array().expect("a list");
-    assert_eq!(items.len(), 780);
+    assert_eq!(items.len(), 876);
     for item in items {
         let id = item["id"].as_str().expect("id");
         let op = item["op"].as_str().expect("op");

@@ -29,8 +29,9 @@ pub use cost::{Cost, CostModel, EntryCost, WorkerCost};
 pub use run::{SimError, SimOptions, SimRun, run_sim, run_sim_to_vec, run_sim_with};
 pub use simak_core::ev74::{
     BindError, CastTess, DevicePlan, DeviceRegion, ENTRIES, Entry, MAX_DESCRIPTOR_SIZE, MAX_SPAN,
-    NativeEntry, Packet, Quant, RepresentError, Verdict, bind, check_inference, decode, encode,
-    encode_relocatable, entry_by_route, entry_of, entry_or_first, route_index, verdict, verdict_of,
+    NativeEntry, Packet, Quant, Relocation, RepresentError, Verdict, address_slot, bind,
+    check_inference, decode, encode, encode_relocatable, entry_by_route, entry_of, entry_or_first,
+    relocate, route_index, slot_port, verdict, verdict_of,
 };
 pub use simak_core::wire::{DecodeCode, DecodeError, Field, FieldValue, Fields};
 pub use simak_ev74_fw as firmware;

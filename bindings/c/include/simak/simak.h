@@ -234,6 +234,26 @@ typedef struct simak_error {
 } simak_error;
 
 /*
+ One DMA-BUF relocation for `simak_ev74_*_relocate` (SPEC §6): the address slot at byte
+ `slot` of the descriptor (24 for the input, 32 for the output) is to hold the resolved
+ region of `capacity` bytes at bus `address`.
+ */
+typedef struct simak_ev74_relocation {
+  /*
+   Byte offset of the address slot in the descriptor: 24 (input) or 32 (output).
+   */
+  uint32_t slot;
+  /*
+   Bus address the slot is to hold.
+   */
+  uint32_t address;
+  /*
+   Capacity of the region in bytes.
+   */
+  uint64_t capacity;
+} simak_ev74_relocation;
+
+/*
  The fields of a Quant v1 descriptor that passed the decoder's rules (SPEC §7).
  */
 typedef struct simak_ev74_quant_fields {
@@ -692,6 +712,31 @@ uint32_t simak_ev74_quant_bind(const struct simak_quant_plan *plan,
                                struct simak_error *error);
 
 /*
+ Applies `count` DMA-BUF relocations to the relocatable packet `encoded` (from
+ `simak_ev74_quant_encode_relocatable` of the same plan), writing the bound packet to
+ `bound` (which may be `encoded` itself): the other way to bind (SPEC §6), with the same
+ rules and the same bytes as `simak_ev74_quant_bind` for the same regions.
+
+ Checks, in order: the packet is this plan's encoding (0x310); each relocation's `slot` is
+ 24 (input) or 32 (output) (0x313), none named twice (0x314 input, 0x315 output); then, on
+ the named regions, `simak_ev74_quant_bind`'s region rules (a slot no relocation names is
+ unbound: 38, 39 for a nonempty plan). `relocations` may be NULL when `count` is 0.
+
+ # Safety
+
+ `plan` is NULL or a live handle; `encoded` NULL or readable and `bound` NULL or writable
+ for 224 bytes; `relocations` NULL or readable for `count` relocations; `error` NULL or
+ writable.
+
+ */
+uint32_t simak_ev74_quant_relocate(const struct simak_quant_plan *plan,
+                                   const uint8_t encoded[224],
+                                   const struct simak_ev74_relocation *relocations,
+                                   size_t count,
+                                   uint8_t bound[224],
+                                   struct simak_error *error);
+
+/*
  Runs the EV74 device decoder's checks on `length` bytes (SPEC §7: every rule in its
  fixed order, then both address slots bound for a nonempty packet) and returns the first
  broken rule's code (1..=51, docs/errors.md), or 0 when the device would accept the
@@ -749,6 +794,23 @@ uint32_t simak_ev74_casttess_bind(const struct simak_casttess_plan *plan,
                                   uint64_t output_capacity,
                                   uint8_t bound[216],
                                   struct simak_error *error);
+
+/*
+ Applies DMA-BUF relocations to a relocatable CastTess packet as
+ `simak_ev74_quant_relocate` does; the output region must be 16-byte aligned (50) and
+ hold the capacity (0x312).
+
+ # Safety
+
+ As `simak_ev74_quant_relocate`, with 216-byte packets.
+
+ */
+uint32_t simak_ev74_casttess_relocate(const struct simak_casttess_plan *plan,
+                                      const uint8_t encoded[216],
+                                      const struct simak_ev74_relocation *relocations,
+                                      size_t count,
+                                      uint8_t bound[216],
+                                      struct simak_error *error);
 
 /*
  The CastTess v1 device decoder's checks, as `simak_ev74_quant_validate`.

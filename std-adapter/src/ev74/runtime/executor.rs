@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use simak_core::error::Port;
-use simak_core::ev74::{BindError, CastTess, NativeEntry, Packet};
-use simak_core::state::Bound;
+use simak_core::ev74::{self, BindError, CastTess, DevicePlan, NativeEntry, Packet, Relocation};
+use simak_core::state::{Bound, Encoded};
 use simak_ev74_fw::{Capability, Command, Report};
 
 use super::buffer::{BufferInner, BufferState, Hold};
 use super::completion::{Completion, Outcome, Slot};
-use super::{DeviceBuffer, Retire, RuntimeError, Status, Transport, lock};
+use super::{BufferRelocation, DeviceBuffer, Retire, RuntimeError, Status, Transport, lock};
 
 /// Options of [`Executor::connect_with`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -208,6 +208,76 @@ impl Executor {
             return Ok(Completion::done(Ok(None)));
         }
         self.submit_bytes(packet.as_bytes().as_ref(), Command::of::<E>, input, output)
+    }
+
+    /// Submits the encoded packet of `plan` with a table of DMA-BUF relocations instead of
+    /// a bound packet; returns at once. The second way the source documents give the
+    /// Runtime to bind (SPEC §6): the table is resolved here, at submission, and applied by
+    /// the codec, never by patching the packet's bytes.
+    ///
+    /// Checks, in order, and fails closed before anything is written to the device or
+    /// queued: the device advertised `E` (as [`Executor::submit`]); each relocation
+    /// resolves (its offset is inside its buffer, [`RuntimeError::Range`]) to the region
+    /// from its offset to its buffer's end; then `ev74::relocate`, which is `ev74::bind`'s
+    /// own checks with the table read after the first: the packet was encoded from `plan`;
+    /// every slot an address slot (24 or 32), none named twice; then bind's region rules on
+    /// the resolved regions (for a nonempty plan each port bound — a missing relocation is
+    /// an unbound port —, capacity, alignment, range; the ports do not alias). The bound packet is then submitted as by [`Executor::submit`] over the
+    /// relocations' buffers, which the submission retains until confirmed completion. An
+    /// empty plan is not submitted (any table passing the slot checks is accepted, as
+    /// `bind` accepts any regions).
+    ///
+    /// The result is the bound packet `ev74::bind` gives for the same regions, byte for
+    /// byte.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::NotProbed`], [`RuntimeError::MissingCapability`],
+    /// [`RuntimeError::Range`], [`RuntimeError::Bind`] with [`BindError::UnknownSlot`]
+    /// (0x313), [`BindError::DuplicateRelocation`] (0x314, 0x315) or any error of
+    /// `ev74::bind`, then as [`Executor::submit`].
+    pub fn submit_relocated<E: NativeEntry>(
+        &self,
+        plan: &DevicePlan<E>,
+        encoded: &Packet<E, Encoded>,
+        relocations: &[BufferRelocation],
+    ) -> Result<Completion, RuntimeError> {
+        self.require::<E>()?;
+        let resolved = relocations
+            .iter()
+            .map(BufferRelocation::resolve)
+            .collect::<Result<Vec<Relocation>, _>>()?;
+        let bound = ev74::relocate(plan, encoded, &resolved)?;
+        let buffer = |port| {
+            relocations
+                .iter()
+                .find(|r| r.port() == Some(port))
+                .map(BufferRelocation::buffer)
+        };
+        match (buffer(Port::Input), buffer(Port::Output)) {
+            (Some(input), Some(output)) => self.submit(&bound, input, output),
+            // `relocate` leaves a port unbound only for an empty plan, never submitted.
+            _ if bound.is_empty() => Ok(Completion::done(Ok(None))),
+            (None, _) => Err(BindError::Unbound { port: Port::Input }.into()),
+            (_, None) => Err(BindError::Unbound { port: Port::Output }.into()),
+        }
+    }
+
+    /// [`Executor::submit_relocated`] then [`Completion::wait`] with `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As `submit_relocated` and `wait`; on [`RuntimeError::Timeout`] the buffers stay
+    /// retained.
+    pub fn run_relocated<E: NativeEntry>(
+        &self,
+        plan: &DevicePlan<E>,
+        encoded: &Packet<E, Encoded>,
+        relocations: &[BufferRelocation],
+        timeout: Duration,
+    ) -> Result<Option<Report>, RuntimeError> {
+        self.submit_relocated(plan, encoded, relocations)?
+            .wait(timeout)
     }
 
     /// [`Executor::submit`] then [`Completion::wait`] with `timeout`.

@@ -17,6 +17,11 @@
 //!   bound packet until the transport confirms completion (device retirement plus
 //!   coherency) — also after a [`Completion::wait`] timed out. Retained buffers cannot be
 //!   mapped.
+//! - [`Executor::submit_relocated`] is the other way to bind (SPEC §6): the encoded packet
+//!   with a table of DMA-BUF relocations ([`BufferRelocation`]: address slot 24 or 32, a
+//!   [`DeviceBuffer`], a byte offset), resolved at submission and applied by the codec's
+//!   `ev74::relocate` — `bind`'s rules, the same bound bytes — before anything reaches the
+//!   transport; a driver never writes an address slot.
 //! - [`Executor::reset`] aborts, waits for device quiescence, and only then releases what
 //!   unfinished submissions retained.
 //! - A refused submission ([`Transport::submit`] returned an error) is released at once
@@ -62,12 +67,14 @@ use simak_ev74_fw::FwError;
 mod buffer;
 mod completion;
 mod executor;
+mod relocation;
 mod sim_transport;
 mod transport;
 
 pub use buffer::{DeviceBuffer, Mapping};
 pub use completion::Completion;
 pub use executor::{Executor, ExecutorOptions};
+pub use relocation::BufferRelocation;
 pub use sim_transport::{SimConfig, SimTransport};
 pub use transport::{Retire, Status, Transport, TransportError};
 
