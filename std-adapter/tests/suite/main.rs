@@ -19,6 +19,7 @@ mod ev74_entries;
 mod ev74_exhaustive;
 mod ev74_faults;
 mod ev74_oom;
+mod ev74_partition;
 mod ev74_rejection;
 mod ev74_runtime;
 mod ev74_tess_gathers;
