@@ -11,6 +11,7 @@ use simak::ev74;
 use simak::ev74::sim::{SimDevice, SimWorker};
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess;
+use simak::ops::casttess::TiledTensorSpec;
 use simak::ops::quant::{self, Params};
 use simak::{DType, TensorSpec};
 use simak_ev74_fw::device::{
@@ -193,7 +194,7 @@ fn casttess_runs_task_zero_on_worker_zero_last() {
         let layout = MlaTiled::new([None, Some(0), Some(1), Some(2)], tile, Channels::Compact);
         let plan = casttess::check_inference(&casttess::Request {
             input: TensorSpec::contiguous(shape, DType::F32),
-            layout,
+            output: TiledTensorSpec::new(shape, DType::BF16, layout),
         })
         .unwrap();
         let device = ev74::casttess::check_inference(&plan).unwrap();

@@ -7,6 +7,7 @@
 //! is also read back with `untile` and located with `offset_of`.
 
 use crate::tess_common;
+use simak::ops::casttess::TiledTensorSpec;
 
 use simak::a65;
 use simak::layout::Channels;
@@ -219,10 +220,14 @@ fn empty_tensors_write_nothing() {
     // Empty admission still checks strides.
     let r = simak::ops::casttess::Request {
         input: TensorSpec::strided([0, 3], [4, 3], DType::F32),
-        layout: simak::layout::MlaTiled::new(
-            [None, None, Some(0), Some(1)],
-            [1, 1, 1, 1],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [0, 3],
+            DType::BF16,
+            simak::layout::MlaTiled::new(
+                [None, None, Some(0), Some(1)],
+                [1, 1, 1, 1],
+                Channels::Compact,
+            ),
         ),
     };
     assert!(simak::ops::casttess::check_inference(&r).is_err());
