@@ -67,11 +67,25 @@ pub(crate) fn for_each_worker<P: Platform>(
     launched: usize,
     mut body: impl FnMut(&mut P::Worker<'_>, u64, u64) -> Result<(), FwError>,
 ) -> Result<(), FwError> {
+    fw_log!(
+        debug,
+        "partition: {=u64} units on {=usize} of {=usize} workers",
+        units,
+        launched,
+        platform.workers()
+    );
     for id in (1..launched).chain(core::iter::once(0)) {
         let (start, end) = range(units, id, launched);
         if start == end {
             continue;
         }
+        fw_log!(
+            debug,
+            "worker {=usize}: units {=u64}..{=u64}",
+            id,
+            start,
+            end
+        );
         body(&mut platform.worker(id), start, end)?;
     }
     Ok(())
