@@ -11,6 +11,7 @@
 //! Quant parameters (multiplier 0.5, zero point 3, nearest-even). Timing, figures and
 //! the JSON `figures` list are those of `simak bench quant` ([`crate::bench`]).
 
+use simak::ops::casttess::TiledTensorSpec;
 use std::hint::black_box;
 
 use clap::Args;
@@ -237,12 +238,12 @@ pub fn run(
     let plan = match op {
         TessBench::Cast => casttess::check_inference(&casttess::Request {
             input: input_spec,
-            layout,
+            output: TiledTensorSpec::new(*input_spec.extents(), DType::BF16, layout),
         })
         .map(Plan::Cast),
         TessBench::Quant => quanttess::check_inference(&quanttess::Request {
             input: input_spec,
-            layout,
+            output: TiledTensorSpec::new(*input_spec.extents(), DType::I8, layout),
             params: Params::new(0.5).with_zero_point(3),
         })
         .map(Plan::Quant),

@@ -105,6 +105,15 @@ pub(crate) fn execute<P: Platform>(
             && hcontig_eligible(class, &geometry.role_strides, elem as u64);
     }
     let bf16_pixels = bf16_pixel_packer(&geometry, repr.prefix.dtype);
+    fw_log!(
+        debug,
+        "casttess: {} input, {=u64} tasks, {=usize} classes, band {=u64}, bf16 pixel packer {=bool}",
+        repr.prefix.dtype,
+        geometry.tasks,
+        geometry.n_classes(),
+        geometry.band,
+        bf16_pixels
+    );
     let ctx = Ctx {
         repr,
         g: &geometry,

@@ -22,11 +22,33 @@
 //!
 //! | feature | effect |
 //! | --- | --- |
-//! | `defmt` | derives `defmt::Format` on errors and reports (firmware logging) |
+//! | `defmt` | derives `defmt::Format` on errors and reports, and turns on the log points |
+//!
+//! # Log points
+//!
+//! With the `defmt` feature the firmware logs its decisions through `defmt` (the platform
+//! links a global logger): a refused or failed command with its route and status code
+//! (`warn`), the chosen entry (name, version, route; `info`), the chosen path (Quant: span
+//! kind, units, run, numerical entry and FP unit; CastTess: tasks, classes, band, the BF16
+//! pixel packer; `debug`) and the work partition (workers launched, then each started
+//! worker's unit range; `debug`). Without the feature every log point is compiled out:
+//! no code, no strings, nothing evaluated.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
+/// A `defmt` log point, compiled out without the `defmt` feature: `fw_log!(level, "format",
+/// args…)` is `defmt::level!("format", args…)` when the feature is on and nothing
+/// otherwise (the arguments are not evaluated).
+macro_rules! fw_log {
+    ($level:ident, $($arg:tt)+) => {
+        #[cfg(feature = "defmt")]
+        {
+            ::defmt::$level!($($arg)+);
+        }
+    };
+}
 
 pub mod capability;
 mod casttess;
@@ -339,6 +361,26 @@ impl<U: FpUnit> Firmware<U> {
         platform: &mut P,
         command: &Command,
     ) -> Result<Report, FwError> {
+        let result = self.dispatch_checked(platform, command);
+        #[cfg(feature = "defmt")]
+        if let Err(e) = &result {
+            fw_log!(
+                warn,
+                "route {=u8:#x}: status {=u32:#x} ({})",
+                command.route,
+                e.code(),
+                e
+            );
+        }
+        result
+    }
+
+    /// [`Firmware::dispatch`] without its log point.
+    fn dispatch_checked<P: Platform>(
+        &self,
+        platform: &mut P,
+        command: &Command,
+    ) -> Result<Report, FwError> {
         let entry = capability::capability(command.route).ok_or(FwError::UnknownRoute {
             route: command.route,
         })?;
@@ -353,6 +395,13 @@ impl<U: FpUnit> Firmware<U> {
                 found: command.version,
             });
         }
+        fw_log!(
+            info,
+            "entry {=str} v{=u16} (route {=u8:#x})",
+            entry.name,
+            entry.version,
+            command.route
+        );
         // One arm per row of the entry table (asserted below `MAX_DESCRIPTOR`).
         match command.route {
             Quant::ROUTE => self.run_command::<Quant, P>(platform, command),
@@ -433,6 +482,13 @@ impl FirmwareEntry for Quant {
     ) -> Result<Report, FwError> {
         let entry =
             numerics::select::<U>(repr.prefix.dtype, repr.rounding).ok_or(FwError::Internal)?;
+        fw_log!(
+            debug,
+            "quant: numerical entry {} {}, fp unit {=str}",
+            entry.dtype,
+            entry.rounding,
+            entry.fp_unit
+        );
         quant::execute(platform, repr, &entry)
     }
 }

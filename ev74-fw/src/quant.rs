@@ -33,6 +33,14 @@ pub(crate) fn execute<P: Platform>(
     let configured = crate::work::ring(platform)?;
     let geometry = Geometry::new(repr);
     let launched = crate::work::launched(geometry.units, configured);
+    fw_log!(
+        debug,
+        "quant: {} path, {=u64} units, run {=u64}, {=u64} rows per unit",
+        geometry.kind,
+        geometry.units,
+        geometry.row,
+        geometry.rows_per_unit
+    );
     let params = EntryParams {
         multiplier: repr.multiplier,
         zero_point: repr.zero_point,

@@ -636,7 +636,7 @@ mod test {
 
     use simak_core::DType;
     use simak_core::layout::{Channels, MlaTiled};
-    use simak_core::ops::casttess::{Request, check_inference};
+    use simak_core::ops::casttess::{Request, TiledTensorSpec, check_inference};
     use simak_core::tensor::TensorSpec;
 
     use super::*;
@@ -649,7 +649,7 @@ mod test {
     ) -> TessGeometry {
         let plan = check_inference(&Request {
             input: TensorSpec::contiguous(shape, DType::F32),
-            layout: MlaTiled::new(axes, tile, channels),
+            output: TiledTensorSpec::new(shape, DType::BF16, MlaTiled::new(axes, tile, channels)),
         })
         .unwrap();
         let device = simak_core::ev74::casttess::check_inference(&plan).unwrap();

@@ -41,14 +41,18 @@ pub fn launched(units: u64, configured: usize) -> usize {
     if units <= 1 { 1 } else { configured }
 }
 
-/// The units of worker `id` out of `launched` workers: contiguous and balanced.
+/// The units of worker `id` out of `launched` workers: contiguous and balanced, worker `id`
+/// owning `⌈units · id / n⌉ .. ⌈units · (id + 1) / n⌉` (SPEC §8). Rounding the boundaries
+/// up gives worker 0 the first `⌈units / n⌉ ≥ 1` units, so unit 0 always runs on worker 0
+/// (last), and a worker whose range is empty is never started.
 pub fn range(units: u64, id: usize, launched: usize) -> (u64, u64) {
-    // In u128 so that `units · (id + 1)` cannot overflow; the quotients are ≤ units.
+    // In u128 so that `units · (id + 1) + n − 1` cannot overflow; the quotients are ≤ units.
     let n = launched.max(1) as u128;
     let id = id as u128;
     let at = |k: u128| {
         u128::from(units)
             .wrapping_mul(k)
+            .wrapping_add(n.wrapping_sub(1))
             .checked_div(n)
             .unwrap_or(0) as u64
     };
@@ -63,11 +67,25 @@ pub(crate) fn for_each_worker<P: Platform>(
     launched: usize,
     mut body: impl FnMut(&mut P::Worker<'_>, u64, u64) -> Result<(), FwError>,
 ) -> Result<(), FwError> {
+    fw_log!(
+        debug,
+        "partition: {=u64} units on {=usize} of {=usize} workers",
+        units,
+        launched,
+        platform.workers()
+    );
     for id in (1..launched).chain(core::iter::once(0)) {
         let (start, end) = range(units, id, launched);
         if start == end {
             continue;
         }
+        fw_log!(
+            debug,
+            "worker {=usize}: units {=u64}..{=u64}",
+            id,
+            start,
+            end
+        );
         body(&mut platform.worker(id), start, end)?;
     }
     Ok(())

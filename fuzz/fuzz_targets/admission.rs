@@ -402,10 +402,11 @@ fn fuzz_tess(input: &mut Input<'_>, i: &PortSpec, layout: MlaTiled, params: Opti
         i: &PortSpec,
         layout: MlaTiled,
     ) -> Result<simak_core::ops::casttess::Plan, AdmissionError> {
-        use simak_core::ops::casttess::{Request, check_inference};
+        use simak_core::ops::casttess::{Request, TiledTensorSpec, check_inference};
+        let input = spec_of::<R>(i);
         check_inference(&Request {
-            input: spec_of::<R>(i),
-            layout,
+            input,
+            output: TiledTensorSpec::new(*input.extents(), DType::BF16, layout),
         })
     }
     fn quant<const R: usize>(
@@ -413,10 +414,11 @@ fn fuzz_tess(input: &mut Input<'_>, i: &PortSpec, layout: MlaTiled, params: Opti
         layout: MlaTiled,
         params: Params,
     ) -> Result<simak_core::ops::quanttess::Plan, AdmissionError> {
-        use simak_core::ops::quanttess::{Request, check_inference};
+        use simak_core::ops::quanttess::{Request, TiledTensorSpec, check_inference};
+        let input = spec_of::<R>(i);
         check_inference(&Request {
-            input: spec_of::<R>(i),
-            layout,
+            input,
+            output: TiledTensorSpec::new(*input.extents(), DType::I8, layout),
             params,
         })
     }

@@ -45,6 +45,7 @@ use common::Input;
 use libfuzzer_sys::fuzz_target;
 use simak_core::ev74::{self, DeviceRegion, casttess, quant};
 use simak_core::layout::{Channels, MlaTiled, TILE_ALIGN};
+use simak_core::ops::casttess::TiledTensorSpec;
 use simak_core::ops::quant::{Params, Rounding};
 use simak_core::{DType, Port, TensorSpec};
 
@@ -186,8 +187,18 @@ fn fuzz_quant(input: &mut Input<'_>, other_packet: bool) {
             (r_in.address, r_out.address)
         );
         if !plan.is_empty() {
-            check_inside(decoded.prefix.input_address, decoded.prefix.input_span, r_in, elem);
-            check_inside(decoded.prefix.output_address, decoded.prefix.output_span, r_out, 1);
+            check_inside(
+                decoded.prefix.input_address,
+                decoded.prefix.input_span,
+                r_in,
+                elem,
+            );
+            check_inside(
+                decoded.prefix.output_address,
+                decoded.prefix.output_span,
+                r_out,
+                1,
+            );
             check_disjoint(
                 (decoded.prefix.input_address, decoded.prefix.input_span),
                 (decoded.prefix.output_address, decoded.prefix.output_span),
@@ -278,7 +289,12 @@ fn fuzz_casttess(input: &mut Input<'_>, other_packet: bool) {
             (r_in.address, r_out.address)
         );
         if !plan.is_empty() {
-            check_inside(decoded.prefix.input_address, decoded.prefix.input_span, r_in, elem);
+            check_inside(
+                decoded.prefix.input_address,
+                decoded.prefix.input_span,
+                r_in,
+                elem,
+            );
             check_inside(
                 decoded.prefix.output_address,
                 decoded.prefix.output_span,
@@ -305,7 +321,11 @@ fn tess_plan<const R: usize>(
         Some(s) => TensorSpec::strided(ext, s[..R].try_into().ok()?, dtype),
         None => TensorSpec::contiguous(ext, dtype),
     };
-    let plan = check_inference(&Request { input, layout }).ok()?;
+    let plan = check_inference(&Request {
+        input,
+        output: TiledTensorSpec::new(*input.extents(), DType::BF16, layout),
+    })
+    .ok()?;
     casttess::check_inference(&plan).ok()
 }
 

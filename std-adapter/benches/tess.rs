@@ -10,6 +10,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use simak::a65;
 use simak::a65::Level;
 use simak::layout::{Channels, MlaTiled};
+use simak::ops::casttess::TiledTensorSpec;
 use simak::ops::casttess::{Request, check_inference};
 use simak::{DType, TensorSpec};
 use simak_tests::rng::normal_f32;
@@ -50,10 +51,14 @@ fn frame(c: &mut Criterion, name: &str, h: u64, w: u64) {
         let input = encode(dtype, &xs);
         let plan = check_inference(&Request {
             input: TensorSpec::contiguous([h, w, 3], dtype),
-            layout: MlaTiled::new(
-                [None, Some(0), Some(1), Some(2)],
-                [1, 16, 64, 3],
-                Channels::Compact,
+            output: TiledTensorSpec::new(
+                [h, w, 3],
+                DType::BF16,
+                MlaTiled::new(
+                    [None, Some(0), Some(1), Some(2)],
+                    [1, 16, 64, 3],
+                    Channels::Compact,
+                ),
             ),
         })
         .unwrap();

@@ -17,6 +17,7 @@
 //! N(0, 1) samples from a fixed seed.
 #![allow(missing_docs)]
 
+use simak::ops::casttess::TiledTensorSpec;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -97,10 +98,14 @@ fn main() {
         .collect();
     let plan = check_inference(&Request {
         input: TensorSpec::contiguous([h, w, 3], DType::F32),
-        layout: MlaTiled::new(
-            [None, Some(0), Some(1), Some(2)],
-            [1, 16, 64, 3],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [h, w, 3],
+            DType::BF16,
+            MlaTiled::new(
+                [None, Some(0), Some(1), Some(2)],
+                [1, 16, 64, 3],
+                Channels::Compact,
+            ),
         ),
     })
     .unwrap();

@@ -25,6 +25,7 @@
 
 use simak::a65::{self, Level};
 use simak::layout::{Channels, MlaTiled};
+use simak::ops::casttess::TiledTensorSpec;
 use simak::ops::{casttess, quant};
 use simak::{DType, TensorSpec};
 use simak_tests::bytes::Aligned;
@@ -86,10 +87,14 @@ fn quant_plan(dtype: DType, n: usize) -> quant::Plan {
 fn tess_plan(dtype: DType, rows: usize) -> casttess::Plan {
     casttess::check_inference(&casttess::Request {
         input: TensorSpec::contiguous([rows as u64, FRAME_W as u64, 3], dtype),
-        layout: MlaTiled::new(
-            [None, Some(0), Some(1), Some(2)],
-            [1, 16, 64, 3],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [rows as u64, FRAME_W as u64, 3],
+            DType::BF16,
+            MlaTiled::new(
+                [None, Some(0), Some(1), Some(2)],
+                [1, 16, 64, 3],
+                Channels::Compact,
+            ),
         ),
     })
     .expect("a valid CastTess request")

@@ -1,13 +1,18 @@
 //! `execute` allocates nothing (SPEC §6): a counting global allocator observes every
 //! allocation made on the calling thread while A65 Quant runs, on every route and traversal
-//! shape (contiguous runs, carry walker, on-stack panels, element path).
+//! shape (contiguous runs, carry walker, on-stack panels, element path), and while A65
+//! CastTess and QuantTess run, on every level and on packed, padded, planar and
+//! H-contiguous inputs, fused and general paths.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use simak::a65::Level;
 use simak::a65::quant::{execute, prepare, prepare_at};
+use simak::a65::{self, Level};
+use simak::layout::{Channels, MlaTiled};
+use simak::ops::casttess::{self, TiledTensorSpec};
 use simak::ops::quant::{Params, Request, check_inference};
+use simak::ops::quanttess;
 use simak::{DType, TensorSpec};
 
 thread_local! {
@@ -123,4 +128,103 @@ fn execute_allocates_nothing_on_any_route_or_traversal() {
             assert_eq!(n, 0, "{name} on {} allocated {n} times", p.implementation());
         }
     }
+}
+
+/// Tiled cases `(name, input, layout)`: packed HWC rows, padded rows and pixels, planar
+/// CHW, H-contiguous, a 16-channel BF16 image (the pixel packers) and a small element-wise
+/// case.
+fn tiled_cases() -> Vec<(&'static str, TensorSpec<3>, MlaTiled)> {
+    let (h, w, c) = (24u64, 70u64, 3u64);
+    let hwc = [None, Some(0), Some(1), Some(2)];
+    vec![
+        (
+            "packed rows",
+            TensorSpec::contiguous([h, w, c], DType::F32),
+            MlaTiled::new(hwc, [1, 8, 32, 3], Channels::Compact),
+        ),
+        (
+            "padded rows",
+            TensorSpec::strided([h, w, c], [2 * (w * 4 + 8), 2 * 4, 2], DType::F16),
+            MlaTiled::new(hwc, [1, 4, 16, 3], Channels::PadTo16),
+        ),
+        (
+            "planar",
+            TensorSpec::strided([h, w, c], [w * 2, 2, h * w * 2], DType::BF16),
+            MlaTiled::new(hwc, [1, 16, 64, 3], Channels::Compact),
+        ),
+        (
+            "h-contiguous",
+            TensorSpec::strided([h, w, c], [4, h * 4, h * w * 4], DType::F32),
+            MlaTiled::new(hwc, [1, 24, 16, 3], Channels::Compact),
+        ),
+        (
+            "bf16 pixels",
+            TensorSpec::contiguous([8, 40, 16], DType::BF16),
+            MlaTiled::new(hwc, [1, 4, 8, 16], Channels::PadTo16),
+        ),
+        (
+            "small",
+            TensorSpec::strided([2, 3, 5], [64, 16, 2], DType::F16),
+            MlaTiled::new(hwc, [1, 1, 2, 5], Channels::Compact),
+        ),
+    ]
+}
+
+#[test]
+fn casttess_execute_allocates_nothing_on_any_level_or_path() {
+    let mut runs = 0;
+    for (name, input, layout) in tiled_cases() {
+        let plan = casttess::check_inference(&casttess::Request {
+            input,
+            output: TiledTensorSpec::new(*input.extents(), DType::BF16, layout),
+        })
+        .unwrap();
+        let src = vec![0x3cu8; plan.input().span() as usize];
+        let mut out = vec![0u8; plan.output().capacity() as usize];
+        let mut prepared = vec![a65::casttess::prepare(&plan)];
+        for level in Level::ALL.into_iter().rev() {
+            if let Ok(p) = a65::casttess::prepare_at(&plan, level) {
+                let general = p.has_fused_path().then(|| p.general_path());
+                prepared.push(p);
+                prepared.extend(general);
+            }
+        }
+        for p in &prepared {
+            let n = allocations_during(|| a65::casttess::execute(p, &src, &mut out).unwrap());
+            assert_eq!(n, 0, "{name} on {} allocated {n} times", p.implementation());
+            runs += 1;
+        }
+    }
+    assert!(runs >= 2 * tiled_cases().len());
+}
+
+#[test]
+fn quanttess_execute_allocates_nothing_on_any_level_or_path() {
+    let mut runs = 0;
+    for (name, input, layout) in tiled_cases() {
+        let plan = quanttess::check_inference(&quanttess::Request {
+            input,
+            output: TiledTensorSpec::new(*input.extents(), DType::I8, layout),
+            params: Params::new(0.5).with_zero_point(-3),
+        })
+        .unwrap();
+        let src = vec![0x3cu8; plan.input().span() as usize];
+        let mut out = vec![0u8; plan.output().capacity() as usize];
+        let mut prepared = vec![
+            a65::quanttess::prepare(&plan),
+            a65::quanttess::prepare_exact(&plan),
+        ];
+        prepared.extend(
+            Level::ALL
+                .into_iter()
+                .rev()
+                .filter_map(|l| a65::quanttess::prepare_at(&plan, l).ok()),
+        );
+        for p in &prepared {
+            let n = allocations_during(|| a65::quanttess::execute(p, &src, &mut out).unwrap());
+            assert_eq!(n, 0, "{name} on {} allocated {n} times", p.implementation());
+            runs += 1;
+        }
+    }
+    assert!(runs >= 2 * tiled_cases().len());
 }

@@ -828,6 +828,169 @@ mod test {
         }
     }
 
+    /// The multiplier in its original binary32 representation: the full significand (the
+    /// implicit bit included; a subnormal's mantissa) and exponent, without the reduction to
+    /// an odd significand that [`Multiplier::from_bits`] applies.
+    fn unreduced(bits: u32) -> Multiplier {
+        let exp_field = (bits >> 23) & 0xff;
+        let mantissa = bits & 0x7f_ffff;
+        let (significand, exponent) = if exp_field == 0 {
+            (mantissa, -149)
+        } else {
+            (mantissa | 0x80_0000, exp_field as i32 - 150)
+        };
+        Multiplier {
+            bits,
+            significand,
+            exponent,
+        }
+    }
+
+    /// SPEC §3 step by step in binary64 (the product of two ≤ 24-bit significands is exact
+    /// there and far from its underflow; `as f32` rounds once, nearest-even, with gradual
+    /// underflow), then the integer mode, the zero point and saturation. Independent of the
+    /// integer code under test; FP16 decoded by the `half` crate.
+    fn oracle(dtype: DType, rounding: Rounding, m: u32, zp: i32, bits: u32) -> i8 {
+        extern crate std;
+        let x = match dtype {
+            DType::F32 => f64::from(f32::from_bits(bits)),
+            DType::BF16 => f64::from(f32::from_bits(bits << 16)),
+            DType::F16 => half::f16::from_bits(bits as u16).to_f64(),
+            DType::I8 => unreachable!(),
+        };
+        let p = (x * f64::from(f32::from_bits(m))) as f32;
+        if p.is_nan() {
+            return zp as i8;
+        }
+        let r = match rounding {
+            Rounding::TowardZero => p.trunc(),
+            Rounding::NearestEven => p.round_ties_even(),
+            Rounding::TowardPositive => p.ceil(),
+            Rounding::TowardNegative => p.floor(),
+        };
+        (f64::from(r) + f64::from(zp)).clamp(-128.0, 127.0) as i8
+    }
+
+    /// Multipliers at the representation's edges: powers of two (significand 1 reduced,
+    /// 2^23 unreduced), even significands, subnormals, the extremes and ordinary values.
+    const MULTIPLIERS: [u32; 16] = [
+        0x3f80_0000, // 1
+        0x3f00_0000, // 0.5
+        0x4000_0000, // 2
+        0x3e99_999a, // 0.3 (even significand: one trailing zero)
+        0x3fc0_0000, // 1.5 (significand 3)
+        0x3c00_0000, // 2^-7
+        0x4b00_0000, // 2^23
+        0x3f7f_ffff, // just below 1 (odd)
+        0x0000_0001, // smallest subnormal
+        0x0000_0100, // subnormal power of two
+        0x0040_0000, // subnormal 2^-127
+        0x007f_ffff, // largest subnormal
+        0x0080_0000, // smallest normal
+        0x7f00_0000, // 2^127
+        0x7f7f_ffff, // largest finite
+        0x3a83_126f, // 0.001
+    ];
+
+    /// Runs `dtype × rounding` on `inputs` with both representations of every multiplier,
+    /// element by element and as one run, against [`oracle`].
+    fn both_representations_agree(dtype: DType, inputs: &[u32]) -> usize {
+        let size = dtype.size();
+        let bytes: std::vec::Vec<u8> = inputs
+            .iter()
+            .flat_map(|&b| b.to_le_bytes().into_iter().take(size))
+            .collect();
+        let mut checked = 0;
+        for rounding in Rounding::ALL {
+            let k = Kernels::select(dtype, rounding).unwrap();
+            for m in MULTIPLIERS {
+                let reduced = Multiplier::from_bits(m).unwrap();
+                let original = unreduced(m);
+                for zp in [0, -3, 127] {
+                    let want: std::vec::Vec<u8> = inputs
+                        .iter()
+                        .map(|&b| oracle(dtype, rounding, m, zp, b) as u8)
+                        .collect();
+                    for rep in [&reduced, &original] {
+                        let mut out = std::vec![0x55u8; inputs.len()];
+                        (k.run)(rep, zp, &bytes, &mut out);
+                        for ((&b, &w), &o) in inputs.iter().zip(&want).zip(&out) {
+                            assert_eq!(
+                                (k.element)(rep, zp, b) as u8,
+                                w,
+                                "{dtype} {rounding} m {m:#010x} ({} × 2^{}) zp {zp} x {b:#x}",
+                                rep.significand,
+                                rep.exponent
+                            );
+                            assert_eq!(o, w, "run: {dtype} {rounding} m {m:#010x} x {b:#x}");
+                        }
+                        checked += inputs.len();
+                    }
+                }
+            }
+        }
+        checked
+    }
+
+    extern crate std;
+
+    #[test]
+    fn both_multiplier_representations_agree_with_the_oracle_on_every_16_bit_pattern() {
+        // The two representations differ wherever the significand has trailing zeros (all
+        // but the five odd ones).
+        let differ = MULTIPLIERS
+            .iter()
+            .filter(|&&m| unreduced(m) != Multiplier::from_bits(m).unwrap())
+            .count();
+        assert_eq!(differ, 11);
+        assert_eq!(unreduced(0x3f80_0000).significand, 0x80_0000);
+        let all: std::vec::Vec<u32> = (0..=u32::from(u16::MAX)).collect();
+        for dtype in [DType::BF16, DType::F16] {
+            let n = both_representations_agree(dtype, &all);
+            assert_eq!(n, 4 * 16 * 3 * 2 * 65536);
+        }
+    }
+
+    #[test]
+    fn both_multiplier_representations_agree_with_the_oracle_on_fp32_boundary_classes() {
+        // Every exponent field and sign with mantissas at the class edges (zero, smallest
+        // and largest subnormal/normal significands, halves), NaN and ∞ patterns included...
+        let mantissas = [
+            0, 1, 2, 3, 0x3f_ffff, 0x40_0000, 0x40_0001, 0x7f_fffe, 0x7f_ffff,
+        ];
+        let mut inputs: std::vec::Vec<u32> = (0..2u32)
+            .flat_map(|s| (0..256u32).map(move |e| (s << 31) | (e << 23)))
+            .flat_map(|b| mantissas.map(|m| b | m))
+            .collect();
+        // ... and, for each multiplier, the inputs whose products land within a few ulps of
+        // the boundaries: 2^-150 (the tie to zero), 2^-149, one half, the integer ties 1.5
+        // and 2.5, 2^20 (the wide bound), 2^24 and the binary32 overflow.
+        for m in MULTIPLIERS {
+            let m = f64::from(f32::from_bits(m));
+            for t in [
+                2f64.powi(-150),
+                2f64.powi(-149),
+                0.5,
+                1.5,
+                2.5,
+                127.5,
+                2f64.powi(20),
+                2f64.powi(24),
+                f64::from(f32::MAX),
+            ] {
+                let x = (t / m) as f32;
+                if x.is_finite() && x != 0.0 {
+                    for d in -3i32..=3 {
+                        let b = x.to_bits().wrapping_add_signed(d);
+                        inputs.extend([b, b | 0x8000_0000]);
+                    }
+                }
+            }
+        }
+        let n = both_representations_agree(DType::F32, &inputs);
+        assert!(n > 4 * 16 * 3 * 2 * 4608);
+    }
+
     #[test]
     fn multiplier_decoding() {
         assert_eq!(Multiplier::from_bits(0x3f80_0000), Ok(Multiplier::ONE));

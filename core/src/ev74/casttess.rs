@@ -5,13 +5,17 @@
 //! use simak_core::ev74::casttess::{self, DevicePlan};
 //! use simak_core::ev74::DeviceRegion;
 //! use simak_core::layout::{Channels, MlaTiled};
-//! use simak_core::ops::casttess::{check_inference, Request};
+//! use simak_core::ops::casttess::{check_inference, Request, TiledTensorSpec};
 //! use simak_core::{DType, TensorSpec};
 //!
 //! // SPEC §5 example: [W=2, C=3] FP32 → one 16-byte tile.
 //! let plan = check_inference(&Request {
 //!     input: TensorSpec::contiguous([2, 3], DType::F32),
-//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact),
+//!     output: TiledTensorSpec::new(
+//!         [2, 3],
+//!         DType::BF16,
+//!         MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact),
+//!     ),
 //! })?;
 //! let plan: DevicePlan = casttess::check_inference(&plan)?;
 //! let encoded = casttess::encode_relocatable(&plan);

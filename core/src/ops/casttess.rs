@@ -1,17 +1,19 @@
 //! CastTess: FP32 / FP16 / BF16 → BF16 in the `MlaTiled` layout (SPEC §4, §5).
 //!
-//! The request names the input port and the output layout; the output dtype is always
-//! BF16, stored as two byte planes per pixel. There are no numerical parameters.
+//! The request names the input port and the output port (the input's shape, dtype BF16,
+//! an `MlaTiled` layout), as the seeds' `TensorSpec{shape, BF16, tiled}` does; the output
+//! is stored as two byte planes per pixel. There are no numerical parameters.
 //!
 //! ```
 //! use simak_core::layout::{Channels, MlaTiled};
-//! use simak_core::ops::casttess::{check_inference, Request};
+//! use simak_core::ops::casttess::{check_inference, Request, TiledTensorSpec};
 //! use simak_core::{DType, TensorSpec};
 //!
 //! // SPEC §5 example: shape [W=2, C=3], axes (-, -, 0, 1), tile (1, 1, 2, 3), Compact.
+//! let layout = MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact);
 //! let plan = check_inference(&Request {
 //!     input: TensorSpec::contiguous([2, 3], DType::F32),
-//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact),
+//!     output: TiledTensorSpec::new([2, 3], DType::BF16, layout),
 //! })?;
 //! assert_eq!(plan.input().span(), 24);
 //! assert_eq!(plan.output().capacity(), 16);
@@ -22,12 +24,12 @@
 //!
 //! ```
 //! use simak_core::layout::MlaTiled;
-//! use simak_core::ops::casttess::{check_inference, Request};
+//! use simak_core::ops::casttess::{check_inference, Request, TiledTensorSpec};
 //! use simak_core::{AdmissionError, DType, TensorSpec};
 //!
 //! let request = Request {
 //!     input: TensorSpec::<0>::contiguous([], DType::F32),
-//!     layout: MlaTiled::new([None; 4], [1; 4], Default::default()),
+//!     output: TiledTensorSpec::new([], DType::BF16, MlaTiled::new([None; 4], [1; 4], Default::default())),
 //! };
 //! assert_eq!(
 //!     check_inference(&request),
@@ -49,8 +51,42 @@ pub const OUTPUT_DTYPE: DType = DType::BF16;
 pub struct Request<const R: usize> {
     /// Input port: `F32`, `F16` or `BF16`, contiguous or strided (byte strides).
     pub input: TensorSpec<R>,
-    /// Output layout; the output has the input's logical shape and dtype BF16.
+    /// Output port: the input's logical shape, dtype BF16 ([`OUTPUT_DTYPE`]), an
+    /// `MlaTiled` layout. Admission rejects another dtype or shape.
+    pub output: TiledTensorSpec<R>,
+}
+
+/// A rank-`R` tiled output port as a request names it (SPEC §5): logical extents in
+/// elements, dtype and `MlaTiled` layout. Used by the typed CastTess and QuantTess
+/// requests; [`TiledSpec`] is its run-time-rank form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TiledTensorSpec<const R: usize> {
+    /// Logical extents in elements (must be the input's).
+    pub extents: [u64; R],
+    /// Dtype (must be the op's output dtype: BF16 for CastTess, I8 for QuantTess).
+    pub dtype: DType,
+    /// The `MlaTiled` layout.
     pub layout: MlaTiled,
+}
+
+impl<const R: usize> TiledTensorSpec<R> {
+    /// A tiled port of `extents` (elements), `dtype` and `layout`. Nothing is checked here.
+    pub const fn new(extents: [u64; R], dtype: DType, layout: MlaTiled) -> Self {
+        TiledTensorSpec {
+            extents,
+            dtype,
+            layout,
+        }
+    }
+
+    /// The run-time-rank form, borrowing the extents.
+    pub fn as_dyn(&self) -> TiledSpec<'_> {
+        TiledSpec {
+            extents: &self.extents,
+            dtype: self.dtype,
+            layout: self.layout,
+        }
+    }
 }
 
 /// A checked CastTess plan: owning, immutable, backend-neutral (SPEC §6). `Copy`, `Send`
@@ -93,17 +129,15 @@ impl Plan {
 /// # Errors
 ///
 /// - [`AdmissionError::Rank`] for rank 0;
-/// - [`AdmissionError::DType`] on the input for `I8`;
+/// - [`AdmissionError::DType`] on the input for `I8`, on the output for a dtype other
+///   than BF16;
+/// - [`AdmissionError::ShapeMismatch`] when the output extents are not the input's;
 /// - the layout errors of [`TensorSpec::admit`] on the input;
 /// - the layout errors of [`MlaTiled::admit`] on the output.
 pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
     check_inference_dyn(&DynRequest {
         input: request.input.as_dyn(),
-        output: TiledSpec {
-            extents: request.input.extents(),
-            dtype: OUTPUT_DTYPE,
-            layout: request.layout,
-        },
+        output: request.output.as_dyn(),
     })
 }
 
@@ -185,6 +219,49 @@ mod test {
     use crate::layout::{Channels, TileAxis};
 
     #[test]
+    fn the_typed_request_names_its_output_and_admission_checks_it() {
+        let layout = MlaTiled::new(
+            [None, Some(0), Some(1), Some(2)],
+            [1, 2, 2, 3],
+            Channels::Compact,
+        );
+        let good = Request {
+            input: TensorSpec::contiguous([3, 4, 3], DType::F16),
+            output: TiledTensorSpec::new([3, 4, 3], DType::BF16, layout),
+        };
+        assert!(check_inference(&good).is_ok());
+        for dtype in [DType::I8, DType::F16, DType::F32] {
+            let mut r = good;
+            r.output.dtype = dtype;
+            assert_eq!(
+                check_inference(&r),
+                Err(AdmissionError::DType {
+                    port: Port::Output,
+                    found: dtype
+                })
+            );
+        }
+        for extents in [[3, 4, 4], [4, 3, 3], [0, 4, 3]] {
+            let mut r = good;
+            r.output.extents = extents;
+            let e = check_inference(&r).unwrap_err();
+            assert!(matches!(e, AdmissionError::ShapeMismatch { .. }), "{e:?}");
+            // The same error as the run-time-rank request's.
+            assert_eq!(
+                Err(e),
+                check_inference_dyn(&DynRequest {
+                    input: good.input.as_dyn(),
+                    output: TiledSpec {
+                        extents: &extents,
+                        dtype: DType::BF16,
+                        layout
+                    },
+                })
+            );
+        }
+    }
+
+    #[test]
     fn admits_strided_input_and_rejects_bad_requests() {
         let layout = MlaTiled::new(
             [None, Some(0), Some(1), Some(2)],
@@ -193,7 +270,7 @@ mod test {
         );
         let plan = check_inference(&Request {
             input: TensorSpec::strided([3, 4, 3], [4, 12 * 4, 4 * 12 * 4], DType::F16),
-            layout,
+            output: TiledTensorSpec::new([3, 4, 3], DType::BF16, layout),
         })
         .unwrap();
         assert_eq!(plan.elements(), 36);
@@ -202,7 +279,7 @@ mod test {
         assert_eq!(plan.output().capacity(), (4 + 4 + 2 + 2) * 32);
         let r = Request {
             input: TensorSpec::contiguous([3, 4, 3], DType::I8),
-            layout,
+            output: TiledTensorSpec::new([3, 4, 3], DType::BF16, layout),
         };
         assert_eq!(
             check_inference(&r),
@@ -213,7 +290,7 @@ mod test {
         );
         let r = Request {
             input: TensorSpec::strided([3, 4, 3], [8, 4, 2], DType::F32),
-            layout,
+            output: TiledTensorSpec::new([3, 4, 3], DType::BF16, layout),
         };
         assert!(matches!(
             check_inference(&r),
@@ -221,10 +298,14 @@ mod test {
         ));
         let r = Request {
             input: TensorSpec::contiguous([3, 4, 3], DType::F32),
-            layout: MlaTiled::new(
-                [None, Some(0), Some(1), Some(2)],
-                [1, 4, 2, 3],
-                Channels::Compact,
+            output: TiledTensorSpec::new(
+                [3, 4, 3],
+                DType::BF16,
+                MlaTiled::new(
+                    [None, Some(0), Some(1), Some(2)],
+                    [1, 4, 2, 3],
+                    Channels::Compact,
+                ),
             ),
         };
         assert_eq!(

@@ -6,12 +6,13 @@
 //! ```
 //! use simak_core::layout::{Channels, MlaTiled};
 //! use simak_core::ops::quant::Params;
-//! use simak_core::ops::quanttess::{check_inference, Request};
+//! use simak_core::ops::quanttess::{check_inference, Request, TiledTensorSpec};
 //! use simak_core::{DType, TensorSpec};
 //!
+//! let layout = MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 4, 3], Channels::PadTo16);
 //! let plan = check_inference(&Request {
 //!     input: TensorSpec::contiguous([5, 3], DType::BF16),
-//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 4, 3], Channels::PadTo16),
+//!     output: TiledTensorSpec::new([5, 3], DType::I8, layout),
 //!     params: Params::new(0.5).with_zero_point(-3),
 //! })?;
 //! // Tiles of 4 and 1 pixels, 16 stored channels, one plane: 64 + 16 bytes.
@@ -22,8 +23,9 @@
 use crate::arith::quant::{Kernels, Multiplier, Rounding};
 use crate::dtype::DType;
 use crate::error::AdmissionError;
-use crate::layout::{MlaTiled, TiledView};
-use crate::ops::casttess::{TiledSpec, admit_ports};
+use crate::layout::TiledView;
+use crate::ops::casttess::admit_ports;
+pub use crate::ops::casttess::{TiledSpec, TiledTensorSpec};
 use crate::ops::quant::{CheckedParams, Params};
 use crate::tensor::{DynSpec, TensorSpec, View};
 
@@ -36,8 +38,9 @@ pub const OUTPUT_DTYPE: DType = DType::I8;
 pub struct Request<const R: usize> {
     /// Input port: `F32`, `BF16` or `F16`, contiguous or strided (byte strides).
     pub input: TensorSpec<R>,
-    /// Output layout; the output has the input's logical shape and dtype INT8.
-    pub layout: MlaTiled,
+    /// Output port: the input's logical shape, dtype I8 ([`OUTPUT_DTYPE`]), an `MlaTiled`
+    /// layout. Admission rejects another dtype or shape.
+    pub output: TiledTensorSpec<R>,
     /// Quant parameters (SPEC §3).
     pub params: Params,
 }
@@ -114,19 +117,17 @@ impl Plan {
 /// # Errors
 ///
 /// - [`AdmissionError::Rank`] for rank 0;
-/// - [`AdmissionError::DType`] on the input for `I8`;
+/// - [`AdmissionError::DType`] on the input for `I8`, on the output for a dtype other
+///   than I8;
+/// - [`AdmissionError::ShapeMismatch`] when the output extents are not the input's;
 /// - [`AdmissionError::MultiplierNotFinite`], [`AdmissionError::MultiplierNotPositive`],
 ///   [`AdmissionError::ZeroPointOutOfRange`];
 /// - the layout errors of [`TensorSpec::admit`] on the input;
-/// - the layout errors of [`MlaTiled::admit`] on the output.
+/// - the layout errors of [`MlaTiled::admit`](crate::layout::MlaTiled::admit) on the output.
 pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
     check_inference_dyn(&DynRequest {
         input: request.input.as_dyn(),
-        output: TiledSpec {
-            extents: request.input.extents(),
-            dtype: OUTPUT_DTYPE,
-            layout: request.layout,
-        },
+        output: request.output.as_dyn(),
         params: request.params,
     })
 }
@@ -165,7 +166,8 @@ pub fn check_inference_dyn(request: &DynRequest<'_>) -> Result<Plan, AdmissionEr
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::layout::Channels;
+    use crate::error::Port;
+    use crate::layout::{Channels, MlaTiled};
 
     #[test]
     fn admits_and_rejects() {
@@ -176,7 +178,7 @@ mod test {
         );
         let mut r = Request {
             input: TensorSpec::contiguous([2, 3], DType::F32),
-            layout,
+            output: TiledTensorSpec::new([2, 3], DType::I8, layout),
             params: Params::new(2.0).with_zero_point(5),
         };
         let plan = check_inference(&r).unwrap();
@@ -193,6 +195,50 @@ mod test {
         assert_eq!(
             check_inference(&r),
             Err(AdmissionError::MultiplierNotPositive { bits: 0 })
+        );
+    }
+
+    #[test]
+    fn the_typed_request_names_its_output_and_admission_checks_it() {
+        let layout = MlaTiled::new(
+            [None, None, Some(0), Some(1)],
+            [1, 1, 2, 3],
+            Channels::Compact,
+        );
+        let good = Request {
+            input: TensorSpec::contiguous([2, 3], DType::F32),
+            output: TiledTensorSpec::new([2, 3], DType::I8, layout),
+            params: Params::new(2.0),
+        };
+        assert!(check_inference(&good).is_ok());
+        // Another dtype (CastTess's BF16 included) is refused on the output port.
+        for dtype in [DType::BF16, DType::F16, DType::F32] {
+            let mut r = good;
+            r.output.dtype = dtype;
+            assert_eq!(
+                check_inference(&r),
+                Err(AdmissionError::DType {
+                    port: Port::Output,
+                    found: dtype
+                })
+            );
+        }
+        // Another shape: the same error as the run-time-rank request's.
+        let mut r = good;
+        r.output.extents = [3, 2];
+        let e = check_inference(&r).unwrap_err();
+        assert!(matches!(e, AdmissionError::ShapeMismatch { .. }), "{e:?}");
+        assert_eq!(
+            Err(e),
+            check_inference_dyn(&DynRequest {
+                input: DynSpec::contiguous(&[2, 3], DType::F32),
+                output: TiledSpec {
+                    extents: &[3, 2],
+                    dtype: DType::I8,
+                    layout
+                },
+                params: Params::new(2.0),
+            })
         );
     }
 }

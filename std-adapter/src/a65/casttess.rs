@@ -10,13 +10,17 @@
 //! ```
 //! use simak::a65;
 //! use simak::layout::{Channels, MlaTiled};
-//! use simak::ops::casttess::{check_inference, Request};
+//! use simak::ops::casttess::{check_inference, Request, TiledTensorSpec};
 //! use simak::{DType, TensorSpec};
 //!
 //! // SPEC §5 example: shape [W=2, C=3], one tile of two pixels, 12 bytes + 4 padding.
 //! let plan = check_inference(&Request {
 //!     input: TensorSpec::contiguous([2, 3], DType::F32),
-//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact),
+//!     output: TiledTensorSpec::new(
+//!         [2, 3],
+//!         DType::BF16,
+//!         MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact),
+//!     ),
 //! })?;
 //! let prepared = a65::casttess::prepare(&plan);
 //! let input: Vec<u8> = [1.0f32, 2.0, 3.0, -1.0, -2.0, -3.0]
@@ -133,13 +137,17 @@ impl Prepared {
 /// ```
 /// use simak::a65;
 /// use simak::layout::{Channels, MlaTiled};
-/// use simak::ops::casttess::{check_inference, Request};
+/// use simak::ops::casttess::{check_inference, Request, TiledTensorSpec};
 /// use simak::{DType, TensorSpec};
 ///
 /// // A [H=32, W=128, C=3] FP32 image in (1, 16, 64, 3) tiles: 4 tiles of 6144 bytes.
 /// let plan = check_inference(&Request {
 ///     input: TensorSpec::contiguous([32, 128, 3], DType::F32),
-///     layout: MlaTiled::new([None, Some(0), Some(1), Some(2)], [1, 16, 64, 3], Channels::Compact),
+///     output: TiledTensorSpec::new(
+///         [32, 128, 3],
+///         DType::BF16,
+///         MlaTiled::new([None, Some(0), Some(1), Some(2)], [1, 16, 64, 3], Channels::Compact),
+///     ),
 /// })?;
 /// let prepared = a65::casttess::prepare(&plan);
 /// let input: Vec<u8> = (0..32 * 128 * 3).flat_map(|i| (i as f32).to_le_bytes()).collect();

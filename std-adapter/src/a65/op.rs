@@ -13,12 +13,16 @@
 //! ```compile_fail
 //! use simak::a65;
 //! use simak::layout::{Channels, MlaTiled};
-//! use simak::ops::casttess::{check_inference, Request};
+//! use simak::ops::casttess::{check_inference, Request, TiledTensorSpec};
 //! use simak::{DType, TensorSpec};
 //!
 //! let plan = check_inference(&Request {
 //!     input: TensorSpec::contiguous([2, 3], DType::F32),
-//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact),
+//!     output: TiledTensorSpec::new(
+//!         [2, 3],
+//!         DType::BF16,
+//!         MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact),
+//!     ),
 //! })
 //! .unwrap();
 //! let prepared: a65::casttess::Prepared = a65::casttess::prepare(&plan);
@@ -31,13 +35,17 @@
 //! use simak::a65::{self, HostOp};
 //! use simak::layout::{Channels, MlaTiled};
 //! use simak::ops::quant::Params;
-//! use simak::ops::quanttess::{check_inference, Request};
+//! use simak::ops::quanttess::{check_inference, Request, TiledTensorSpec};
 //! use simak::ops::Quant;
 //! use simak::{DType, TensorSpec};
 //!
 //! let plan = check_inference(&Request {
 //!     input: TensorSpec::contiguous([2, 2], DType::F32),
-//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 2], Channels::PadTo16),
+//!     output: TiledTensorSpec::new(
+//!         [2, 2],
+//!         DType::I8,
+//!         MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 2], Channels::PadTo16),
+//!     ),
 //!     params: Params::new(0.5),
 //! })
 //! .unwrap();

@@ -10,12 +10,16 @@
 //! use simak::a65;
 //! use simak::layout::{Channels, MlaTiled};
 //! use simak::ops::quant::Params;
-//! use simak::ops::quanttess::{check_inference, Request};
+//! use simak::ops::quanttess::{check_inference, Request, TiledTensorSpec};
 //! use simak::{DType, TensorSpec};
 //!
 //! let plan = check_inference(&Request {
 //!     input: TensorSpec::contiguous([2, 2], DType::F32),
-//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 2], Channels::PadTo16),
+//!     output: TiledTensorSpec::new(
+//!         [2, 2],
+//!         DType::I8,
+//!         MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 2], Channels::PadTo16),
+//!     ),
 //!     params: Params::new(0.5).with_zero_point(3),
 //! })?;
 //! let prepared = a65::quanttess::prepare(&plan);

@@ -628,7 +628,7 @@ pub(crate) fn needs(input_view: &View, output_view: &TiledView) -> (PortNeed, Po
 #[cfg(test)]
 mod test {
     use simak_core::layout::{Channels, MlaTiled};
-    use simak_core::ops::casttess::{Request, check_inference};
+    use simak_core::ops::casttess::{Request, TiledTensorSpec, check_inference};
     use simak_core::{DType, TensorSpec};
 
     use crate::a65::Level;
@@ -651,10 +651,14 @@ mod test {
                 ] {
                     let plan = check_inference(&Request {
                         input: TensorSpec::contiguous(shape, dtype),
-                        layout: MlaTiled::new(
-                            [Some(1), Some(2), Some(3), Some(4)],
-                            tile,
-                            Channels::Compact,
+                        output: TiledTensorSpec::new(
+                            shape,
+                            DType::BF16,
+                            MlaTiled::new(
+                                [Some(1), Some(2), Some(3), Some(4)],
+                                tile,
+                                Channels::Compact,
+                            ),
                         ),
                     })
                     .unwrap();

@@ -4,13 +4,17 @@
 //! ```
 //! use simak::ev74::casttess::run_sim;
 //! use simak::layout::{Channels, MlaTiled};
-//! use simak::ops::casttess::{check_inference, Request};
+//! use simak::ops::casttess::{check_inference, Request, TiledTensorSpec};
 //! use simak::{DType, TensorSpec};
 //!
 //! // SPEC §5 example: shape [W=2, C=3], one tile of two pixels, 12 bytes + 4 padding.
 //! let plan = check_inference(&Request {
 //!     input: TensorSpec::contiguous([2, 3], DType::F32),
-//!     layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact),
+//!     output: TiledTensorSpec::new(
+//!         [2, 3],
+//!         DType::BF16,
+//!         MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], Channels::Compact),
+//!     ),
 //! })?;
 //! let input: Vec<u8> = [1.0f32, 2.0, 3.0, -1.0, -2.0, -3.0]
 //!     .iter()

@@ -5,6 +5,7 @@
 use crate::ev74_casttess::predict_staging;
 use crate::support::{PATTERN, Staged, put, rejected, stage};
 use crate::tess_common;
+use simak::ops::casttess::TiledTensorSpec;
 
 use simak::ev74::CastTess;
 use simak::ev74::casttess::{self, DecodeCode, SimOptions, run_sim, run_sim_with};
@@ -129,10 +130,14 @@ fn convert_through_firmware(dtype: DType, bits: &[u32]) -> Vec<u16> {
     let n = bits.len();
     let plan = check_inference(&Request {
         input: TensorSpec::contiguous([n as u64], dtype),
-        layout: MlaTiled::new(
-            [None, None, Some(0), None],
-            [1, 1, n as u32, 1],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [n as u64],
+            DType::BF16,
+            MlaTiled::new(
+                [None, None, Some(0), None],
+                [1, 1, n as u32, 1],
+                Channels::Compact,
+            ),
         ),
     })
     .unwrap();
@@ -148,7 +153,7 @@ fn convert_through_firmware(dtype: DType, bits: &[u32]) -> Vec<u16> {
 fn image_plan(dtype: DType, shape: [u64; 3], strides: [u64; 3], layout: MlaTiled) -> Plan {
     check_inference(&Request {
         input: TensorSpec::strided(shape, strides, dtype),
-        layout,
+        output: TiledTensorSpec::new(shape, DType::BF16, layout),
     })
     .unwrap()
 }
@@ -233,10 +238,14 @@ type Setup = Staged<CastTess>;
 fn setup() -> Setup {
     let plan = check_inference(&Request {
         input: TensorSpec::strided([2, 3, 4, 5], [200, 52, 12, 2], DType::F16),
-        layout: MlaTiled::new(
-            [None, Some(1), Some(2), Some(3)],
-            [1, 2, 3, 4],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [2, 3, 4, 5],
+            DType::BF16,
+            MlaTiled::new(
+                [None, Some(1), Some(2), Some(3)],
+                [1, 2, 3, 4],
+                Channels::Compact,
+            ),
         ),
     })
     .unwrap();
@@ -370,10 +379,14 @@ fn command_level_rejections_write_nothing() {
 fn empty_plans_are_never_run() {
     let plan = check_inference(&Request {
         input: TensorSpec::contiguous([4, 0, 3], DType::F32),
-        layout: MlaTiled::new(
-            [None, Some(0), Some(1), Some(2)],
-            [1, 2, 1, 3],
-            Channels::PadTo16,
+        output: TiledTensorSpec::new(
+            [4, 0, 3],
+            DType::BF16,
+            MlaTiled::new(
+                [None, Some(0), Some(1), Some(2)],
+                [1, 2, 1, 3],
+                Channels::PadTo16,
+            ),
         ),
     })
     .unwrap();

@@ -3,6 +3,7 @@
 //! empty plans are not submitted; bind errors and retention are reported.
 
 use crate::support;
+use simak::ops::casttess::TiledTensorSpec;
 
 use support::SubmitEncoded;
 
@@ -24,7 +25,11 @@ const LONG: Duration = Duration::from_secs(30);
 fn plan(h: u64, w: u64, c: u64, dtype: DType, tile: [u32; 4], channels: Channels) -> Plan {
     check_inference(&Request {
         input: TensorSpec::contiguous([h, w, c], dtype),
-        layout: MlaTiled::new([None, Some(0), Some(1), Some(2)], tile, channels),
+        output: TiledTensorSpec::new(
+            [h, w, c],
+            DType::BF16,
+            MlaTiled::new([None, Some(0), Some(1), Some(2)], tile, channels),
+        ),
     })
     .unwrap()
 }

@@ -232,9 +232,10 @@ fn exact_tails_and_scattered_elements_cost_the_fallback_per_element() {
     assert_eq!(cost.dma_commands, 0);
 }
 
-/// The units of worker `id` under the partition rule of `docs/contract.md` §8.
+/// The units of worker `id` under the partition rule of `docs/contract.md` §8
+/// (`⌈units·id/n⌉ .. ⌈units·(id+1)/n⌉`).
 fn units_of(units: u64, id: u64, launched: u64) -> u64 {
-    units * (id + 1) / launched - units * id / launched
+    (units * (id + 1)).div_ceil(launched) - (units * id).div_ceil(launched)
 }
 
 #[test]

@@ -9,6 +9,7 @@
 mod support;
 mod tess_common;
 
+mod coalesce;
 mod ev74_casttess;
 mod ev74_casttess_device;
 mod ev74_casttess_runtime;
@@ -19,6 +20,7 @@ mod ev74_entries;
 mod ev74_exhaustive;
 mod ev74_faults;
 mod ev74_oom;
+mod ev74_partition;
 mod ev74_rejection;
 mod ev74_relocation;
 mod ev74_runtime;

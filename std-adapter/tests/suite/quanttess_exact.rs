@@ -4,6 +4,7 @@
 
 use simak::a65;
 use simak::layout::{Channels, MlaTiled};
+use simak::ops::casttess::TiledTensorSpec;
 use simak::ops::quant::{Params, Rounding};
 use simak::ops::quanttess::{Request, check_inference};
 use simak::{DType, TensorSpec};
@@ -15,10 +16,14 @@ struct Aligned([u8; 4096]);
 fn exact_quanttess_matches_prepare_and_ignores_the_fp_environment() {
     let plan = check_inference(&Request {
         input: TensorSpec::contiguous([7, 9, 5], DType::F32),
-        layout: MlaTiled::new(
-            [None, Some(0), Some(1), Some(2)],
-            [1, 4, 8, 5],
-            Channels::PadTo16,
+        output: TiledTensorSpec::new(
+            [7, 9, 5],
+            DType::I8,
+            MlaTiled::new(
+                [None, Some(0), Some(1), Some(2)],
+                [1, 4, 8, 5],
+                Channels::PadTo16,
+            ),
         ),
         params: Params::new(0.37)
             .with_zero_point(-5)

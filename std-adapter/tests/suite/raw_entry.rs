@@ -6,6 +6,7 @@
 
 use simak::a65::{self, ExecuteError};
 use simak::layout::{Channels, MlaTiled};
+use simak::ops::casttess::TiledTensorSpec;
 use simak::ops::quant::Params;
 use simak::ops::{casttess, quant, quanttess};
 use simak::{DType, Port, TensorSpec};
@@ -144,7 +145,7 @@ fn casttess_and_quanttess_check_raw_ports_as_their_slices() {
     let cast = a65::casttess::prepare(
         &casttess::check_inference(&casttess::Request {
             input: TensorSpec::contiguous([2, 3], DType::F32),
-            layout,
+            output: TiledTensorSpec::new([2, 3], DType::BF16, layout),
         })
         .unwrap(),
     );
@@ -179,7 +180,7 @@ fn casttess_and_quanttess_check_raw_ports_as_their_slices() {
     let qt = a65::quanttess::prepare(
         &quanttess::check_inference(&quanttess::Request {
             input: TensorSpec::contiguous([2, 3], DType::F32),
-            layout,
+            output: TiledTensorSpec::new([2, 3], DType::I8, layout),
             params: Params::new(0.5).with_zero_point(3),
         })
         .unwrap(),

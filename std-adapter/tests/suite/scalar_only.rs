@@ -4,6 +4,7 @@
 
 use simak::a65::{self, Level};
 use simak::layout::{Channels, MlaTiled};
+use simak::ops::casttess::TiledTensorSpec;
 use simak::ops::quant::{Params, Request, check_inference};
 use simak::{DType, TensorSpec};
 
@@ -50,10 +51,14 @@ fn quant_selection_follows_the_feature() {
         }
         let tiled = simak::ops::quanttess::check_inference(&simak::ops::quanttess::Request {
             input: TensorSpec::contiguous([64, 64], dtype),
-            layout: MlaTiled::new(
-                [None, None, Some(0), Some(1)],
-                [1, 1, 8, 64],
-                Channels::Compact,
+            output: TiledTensorSpec::new(
+                [64, 64],
+                DType::I8,
+                MlaTiled::new(
+                    [None, None, Some(0), Some(1)],
+                    [1, 1, 8, 64],
+                    Channels::Compact,
+                ),
             ),
             params: Params::new(0.25),
         })
@@ -80,10 +85,14 @@ fn casttess_selection_follows_the_feature() {
     for dtype in [DType::F32, DType::BF16, DType::F16] {
         let plan = simak::ops::casttess::check_inference(&simak::ops::casttess::Request {
             input: TensorSpec::contiguous([64, 64], dtype),
-            layout: MlaTiled::new(
-                [None, None, Some(0), Some(1)],
-                [1, 1, 8, 64],
-                Channels::Compact,
+            output: TiledTensorSpec::new(
+                [64, 64],
+                DType::BF16,
+                MlaTiled::new(
+                    [None, None, Some(0), Some(1)],
+                    [1, 1, 8, 64],
+                    Channels::Compact,
+                ),
             ),
         })
         .unwrap();

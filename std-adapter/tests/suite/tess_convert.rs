@@ -4,6 +4,7 @@
 //! all 2^32 FP32 patterns through the SIMD conversion.
 
 use crate::tess_common;
+use simak::ops::casttess::TiledTensorSpec;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -291,10 +292,14 @@ fn fp32_sweep(level: Level, stride: u64) -> Option<u64> {
     const CHUNK: u64 = 1 << 20;
     let plan = simak::ops::casttess::check_inference(&simak::ops::casttess::Request {
         input: TensorSpec::contiguous([CHUNK], DType::F32),
-        layout: MlaTiled::new(
-            [None, None, Some(0), None],
-            [1, 1, CHUNK as u32, 1],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [CHUNK],
+            DType::BF16,
+            MlaTiled::new(
+                [None, None, Some(0), None],
+                [1, 1, CHUNK as u32, 1],
+                Channels::Compact,
+            ),
         ),
     })
     .unwrap();
@@ -338,7 +343,11 @@ fn all_fp32_patterns_through_the_simd_conversion() {
     let plan_level = {
         let plan = simak::ops::casttess::check_inference(&simak::ops::casttess::Request {
             input: TensorSpec::contiguous([1], DType::F32),
-            layout: MlaTiled::new([None, None, Some(0), None], [1; 4], Channels::Compact),
+            output: TiledTensorSpec::new(
+                [1],
+                DType::BF16,
+                MlaTiled::new([None, None, Some(0), None], [1; 4], Channels::Compact),
+            ),
         })
         .unwrap();
         a65::casttess::prepare(&plan).level()

@@ -4,6 +4,7 @@
 //! zero point.
 
 use crate::tess_common;
+use simak::ops::casttess::TiledTensorSpec;
 
 use simak::a65;
 use simak::layout::{Channels, MlaTiled};
@@ -15,7 +16,11 @@ use tess_common::{check_dirty, levels};
 
 /// Runs a CastTess request through every level and compares with `golden`.
 fn cast<const R: usize>(input: TensorSpec<R>, layout: MlaTiled, bits: &[u32], golden: &[u8]) {
-    let plan = casttess::check_inference(&casttess::Request { input, layout }).unwrap();
+    let plan = casttess::check_inference(&casttess::Request {
+        input,
+        output: TiledTensorSpec::new(*input.extents(), DType::BF16, layout),
+    })
+    .unwrap();
     assert_eq!(plan.output().capacity() as usize, golden.len());
     let data = Aligned::from_slice(&encode(input.dtype(), bits));
     let prepared = levels(&plan);
@@ -236,7 +241,11 @@ fn quanttess_padding_is_zero_whatever_the_zero_point() {
     for (channels, golden) in [(Channels::Compact, compact), (Channels::PadTo16, pad16)] {
         let plan = quanttess::check_inference(&quanttess::Request {
             input: TensorSpec::contiguous([2, 3], DType::F32),
-            layout: MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], channels),
+            output: TiledTensorSpec::new(
+                [2, 3],
+                DType::I8,
+                MlaTiled::new([None, None, Some(0), Some(1)], [1, 1, 2, 3], channels),
+            ),
             params: Params::new(1.0).with_zero_point(5),
         })
         .unwrap();
@@ -253,10 +262,14 @@ fn buffers_are_checked_before_any_write() {
     use simak::a65::ExecuteError;
     let plan = casttess::check_inference(&casttess::Request {
         input: TensorSpec::contiguous([2, 3], DType::F32),
-        layout: MlaTiled::new(
-            [None, None, Some(0), Some(1)],
-            [1, 1, 2, 3],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [2, 3],
+            DType::BF16,
+            MlaTiled::new(
+                [None, None, Some(0), Some(1)],
+                [1, 1, 2, 3],
+                Channels::Compact,
+            ),
         ),
     })
     .unwrap();

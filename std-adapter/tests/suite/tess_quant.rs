@@ -5,6 +5,7 @@
 //! FP-environment seam.
 
 use crate::tess_common;
+use simak::ops::casttess::TiledTensorSpec;
 
 use simak::a65;
 use simak::a65::{ExecuteError, Level};
@@ -127,10 +128,14 @@ fn images_and_large_channel_tiles() {
 fn empty_tensors_write_nothing() {
     let plan = quanttess::check_inference(&quanttess::Request {
         input: TensorSpec::contiguous([4, 0, 3], DType::F32),
-        layout: MlaTiled::new(
-            [None, Some(0), Some(1), Some(2)],
-            [1, 2, 5, 3],
-            Channels::PadTo16,
+        output: TiledTensorSpec::new(
+            [4, 0, 3],
+            DType::I8,
+            MlaTiled::new(
+                [None, Some(0), Some(1), Some(2)],
+                [1, 2, 5, 3],
+                Channels::PadTo16,
+            ),
         ),
         params: Params::new(1.0).with_zero_point(7),
     })
@@ -147,10 +152,14 @@ fn empty_tensors_write_nothing() {
 fn fp_environment_seam_and_buffer_checks() {
     let plan = quanttess::check_inference(&quanttess::Request {
         input: TensorSpec::contiguous([4, 3], DType::F32),
-        layout: MlaTiled::new(
-            [None, None, Some(0), Some(1)],
-            [1, 1, 2, 3],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [4, 3],
+            DType::I8,
+            MlaTiled::new(
+                [None, None, Some(0), Some(1)],
+                [1, 1, 2, 3],
+                Channels::Compact,
+            ),
         ),
         params: Params::new(1.0),
     })

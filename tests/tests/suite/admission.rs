@@ -2,6 +2,7 @@
 //! asserting the exact error value, plus the acceptances the rules must not catch.
 
 use simak::a65::{self, ExecuteError};
+use simak::ops::casttess::TiledTensorSpec;
 use simak::ops::quant::{Params, Request, Rounding, check_inference};
 use simak::{AdmissionError, DType, Port, TensorSpec};
 use simak_tests::bytes::{Aligned, encode};
@@ -767,7 +768,10 @@ fn same_plans_at_rank<const R: usize>(rng: &mut simak_tests::rng::Rng) {
             layout,
         };
         assert_eq!(
-            casttess::check_inference(&casttess::Request { input, layout }),
+            casttess::check_inference(&casttess::Request {
+                input,
+                output: TiledTensorSpec::new(*input.extents(), DType::BF16, layout)
+            }),
             casttess::check_inference_dyn(&casttess::DynRequest {
                 input: dyn_of(&input),
                 output,
@@ -777,7 +781,7 @@ fn same_plans_at_rank<const R: usize>(rng: &mut simak_tests::rng::Rng) {
         assert_eq!(
             quanttess::check_inference(&quanttess::Request {
                 input,
-                layout,
+                output: TiledTensorSpec::new(*input.extents(), DType::I8, layout),
                 params
             }),
             quanttess::check_inference_dyn(&quanttess::DynRequest {

@@ -16,7 +16,7 @@ use crate::dtype::DType;
 use crate::error::Port;
 use crate::ev74::suite::{Cases, Fixture, Golden, codec_suite};
 use crate::layout::{Channels, MlaTiled, TileAxis};
-use crate::ops::casttess::{Request, check_inference as admit};
+use crate::ops::casttess::{Request, TiledTensorSpec, check_inference as admit};
 use crate::tensor::TensorSpec;
 use crate::wire::casttess::CastTessDescriptorV1;
 use crate::wire::casttess::test::{GOLDEN_PAD16_17, GOLDEN_RANK4_OUTER, GOLDEN_SPEC_EXAMPLE};
@@ -28,10 +28,14 @@ fn device<const R: usize>(request: Request<R>) -> DevicePlan {
 fn spec_plan() -> DevicePlan {
     device(Request {
         input: TensorSpec::contiguous([2, 3], DType::F32),
-        layout: MlaTiled::new(
-            [None, None, Some(0), Some(1)],
-            [1, 1, 2, 3],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [2, 3],
+            DType::BF16,
+            MlaTiled::new(
+                [None, None, Some(0), Some(1)],
+                [1, 1, 2, 3],
+                Channels::Compact,
+            ),
         ),
     })
 }
@@ -39,10 +43,14 @@ fn spec_plan() -> DevicePlan {
 fn pad16_plan() -> DevicePlan {
     device(Request {
         input: TensorSpec::contiguous([3, 17], DType::BF16),
-        layout: MlaTiled::new(
-            [None, None, Some(0), Some(1)],
-            [1, 1, 2, 16],
-            Channels::PadTo16,
+        output: TiledTensorSpec::new(
+            [3, 17],
+            DType::BF16,
+            MlaTiled::new(
+                [None, None, Some(0), Some(1)],
+                [1, 1, 2, 16],
+                Channels::PadTo16,
+            ),
         ),
     })
 }
@@ -50,10 +58,14 @@ fn pad16_plan() -> DevicePlan {
 fn rank4_plan() -> DevicePlan {
     device(Request {
         input: TensorSpec::strided([2, 3, 4, 5], [200, 52, 12, 2], DType::F16),
-        layout: MlaTiled::new(
-            [None, Some(1), Some(2), Some(3)],
-            [1, 2, 3, 4],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [2, 3, 4, 5],
+            DType::BF16,
+            MlaTiled::new(
+                [None, Some(1), Some(2), Some(3)],
+                [1, 2, 3, 4],
+                Channels::Compact,
+            ),
         ),
     })
 }
@@ -139,10 +151,14 @@ fn device_representability() {
     // Input span 2^33 bytes.
     let big_in = admit(&Request {
         input: TensorSpec::contiguous([1 << 31], DType::F32),
-        layout: MlaTiled::new(
-            [None, None, Some(0), None],
-            [1, 1, 64, 1],
-            Channels::Compact,
+        output: TiledTensorSpec::new(
+            [1 << 31],
+            DType::BF16,
+            MlaTiled::new(
+                [None, None, Some(0), None],
+                [1, 1, 64, 1],
+                Channels::Compact,
+            ),
         ),
     })
     .unwrap();
@@ -156,7 +172,11 @@ fn device_representability() {
     // Input span 2^29 bytes, but 2^28 one-pixel tiles of 16 bytes: capacity 2^32.
     let big_out = admit(&Request {
         input: TensorSpec::contiguous([1 << 28], DType::BF16),
-        layout: MlaTiled::new([None, None, Some(0), None], [1, 1, 1, 1], Channels::Compact),
+        output: TiledTensorSpec::new(
+            [1 << 28],
+            DType::BF16,
+            MlaTiled::new([None, None, Some(0), None], [1, 1, 1, 1], Channels::Compact),
+        ),
     })
     .unwrap();
     assert_eq!(
@@ -169,7 +189,11 @@ fn device_representability() {
     // One tile less fits.
     let fits = admit(&Request {
         input: TensorSpec::contiguous([(1 << 28) - 1], DType::BF16),
-        layout: MlaTiled::new([None, None, Some(0), None], [1, 1, 1, 1], Channels::Compact),
+        output: TiledTensorSpec::new(
+            [(1 << 28) - 1],
+            DType::BF16,
+            MlaTiled::new([None, None, Some(0), None], [1, 1, 1, 1], Channels::Compact),
+        ),
     })
     .unwrap();
     let plan = check_inference(&fits).unwrap();
@@ -181,10 +205,14 @@ fn device_representability() {
 fn empty_plans_encode_valid_no_op_packets() {
     let plan = device(Request {
         input: TensorSpec::strided([5, 0, 3], [4, 96, 40], DType::F32),
-        layout: MlaTiled::new(
-            [None, Some(1), Some(2), Some(0)],
-            [1, 4, 2, 5],
-            Channels::PadTo16,
+        output: TiledTensorSpec::new(
+            [5, 0, 3],
+            DType::BF16,
+            MlaTiled::new(
+                [None, Some(1), Some(2), Some(0)],
+                [1, 4, 2, 5],
+                Channels::PadTo16,
+            ),
         ),
     });
     assert!(plan.is_empty());
@@ -213,10 +241,14 @@ fn empty_plans_encode_valid_no_op_packets() {
 fn empty_packets_are_still_validated() {
     let plan = device(Request {
         input: TensorSpec::strided([5, 0, 3], [4, 96, 40], DType::F32),
-        layout: MlaTiled::new(
-            [None, Some(1), Some(2), Some(0)],
-            [1, 4, 2, 5],
-            Channels::PadTo16,
+        output: TiledTensorSpec::new(
+            [5, 0, 3],
+            DType::BF16,
+            MlaTiled::new(
+                [None, Some(1), Some(2), Some(0)],
+                [1, 4, 2, 5],
+                Channels::PadTo16,
+            ),
         ),
     });
     let packet = encode(&plan, r(0, 0), r(0, 0)).unwrap();
