@@ -6,6 +6,7 @@
 mod common;
 
 mod bench;
+mod bounded_reads;
 mod cli;
 mod docs;
 mod ev74;
