@@ -73,20 +73,21 @@ fn npyz_message(text: &str) -> String {
     if !text.contains('\n') {
         return text.to_owned();
     }
-    let lines: Vec<&str> = text.lines().map(str::trim).collect();
-    let lead = lines
-        .first()
-        .map_or("", |l| l.trim_end_matches(':').trim_end_matches(" syntax error"));
-    let lead = lead.trim_end_matches(':');
-    let at = lines
-        .iter()
-        .find_map(|l| l.strip_prefix("--> "))
-        .and_then(|p| p.rsplit(':').next())
+    let lead = text
+        .split("syntax error")
+        .next()
+        .unwrap_or_default()
+        .trim_end()
+        .trim_end_matches(':');
+    let at = text
+        .split_once("--> ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|place| place.rsplit(':').next())
         .map(|column| format!(" at column {column} of the header"))
         .unwrap_or_default();
-    let expected = lines
-        .iter()
-        .find_map(|l| l.strip_prefix("= "))
+    let expected = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("= "))
         .map(|e| format!(": {e}"))
         .unwrap_or_default();
     format!("{lead}: syntax error{at}{expected}")
