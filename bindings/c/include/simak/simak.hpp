@@ -574,7 +574,8 @@ using Packet = ev74::Packet<SIMAK_EV74_QUANT_DESCRIPTOR_SIZE>;
 inline std::variant<Packet, Error> encode_relocatable(const ops::quant::Plan &plan) {
     Packet packet;
     simak_error error;
-    if (simak_ev74_quant_encode_relocatable(plan.get(), packet.bytes.data(), &error) != 0) {
+    if (simak_ev74_quant_encode_relocatable_into(plan.get(), packet.bytes.data(),
+                                                   packet.bytes.size(), &error) != 0) {
         return simak::detail::error_of(error);
     }
     return packet;
@@ -610,7 +611,8 @@ using Packet = ev74::Packet<SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE>;
 inline std::variant<Packet, Error> encode_relocatable(const ops::casttess::Plan &plan) {
     Packet packet;
     simak_error error;
-    if (simak_ev74_casttess_encode_relocatable(plan.get(), packet.bytes.data(), &error) != 0) {
+    if (simak_ev74_casttess_encode_relocatable_into(plan.get(), packet.bytes.data(),
+                                                   packet.bytes.size(), &error) != 0) {
         return simak::detail::error_of(error);
     }
     return packet;
