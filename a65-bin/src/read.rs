@@ -663,53 +663,59 @@ fn to_fp32(norm: &Normalize, raw: &mut dyn Iterator<Item = f32>, scale: f32, dst
     }
 }
 
-/// Decodes a JPEG to 8-bit RGB with `zune-jpeg` (the decoder `image` wraps) in strict mode:
-/// `image` runs it lenient, which fills the missing part of a truncated or corrupt scan with
-/// grey and reports success. Returns width, height, the source color type as `image` names
-/// it, and the `width · height · 3` samples.
+/// Decodes a JPEG to 8-bit RGB with libjpeg-turbo (the `turbojpeg` crate, its default
+/// decoding: the accurate integer IDCT and "fancy" (smooth) chroma upsampling), the decoder
+/// of PIL, OpenCV and torchvision, so the samples are byte-equal to theirs. A warning of the
+/// decoder (a truncated or corrupt scan, which it would fill with grey) is an error here.
+/// Returns width, height, the source color type as `image` names it, and the
+/// `width · height · 3` samples.
 fn decode_jpeg_rgb8(
     file: &Path,
     bytes: &[u8],
 ) -> Result<(usize, usize, &'static str, Vec<u8>), CliError> {
-    use zune_core::bytestream::ZCursor;
-    use zune_core::colorspace::ColorSpace;
-    use zune_core::options::DecoderOptions;
-    let options = DecoderOptions::default()
-        .set_strict_mode(true)
-        .set_max_width(IMAGE_MAX_SIDE as usize)
-        .set_max_height(IMAGE_MAX_SIDE as usize)
-        .jpeg_set_out_colorspace(ColorSpace::RGB);
-    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(bytes), options);
-    let malformed = |e: zune_jpeg::errors::DecodeErrors| match e {
-        zune_jpeg::errors::DecodeErrors::LargeDimensions(_) => bad_file(
-            file,
-            format!(
-                "jpeg image exceeds the decoder limits ({IMAGE_MAX_SIDE} x {IMAGE_MAX_SIDE} pixels): {e}"
-            ),
-        ),
-        e => bad_file(file, format!("malformed jpeg image: {e}")),
-    };
-    decoder.decode_headers().map_err(malformed)?;
-    let (width, height) = decoder
-        .dimensions()
-        .ok_or_else(|| bad_file(file, "malformed jpeg image: no frame header"))?;
-    // The names of `image::ColorType::from_jpeg` (what `image` would report).
-    let color = match decoder.input_colorspace() {
-        Some(ColorSpace::Luma) => "L8",
-        Some(ColorSpace::LumaA) => "La8",
-        Some(ColorSpace::RGBA) => "Rgba8",
-        _ => "Rgb8",
-    };
-    let rgb = decoder.decode().map_err(malformed)?;
-    if rgb.len() != width * height * 3 {
+    use turbojpeg::{Colorspace, Decompressor, Image, PixelFormat};
+    let malformed = |e: turbojpeg::Error| bad_file(file, format!("malformed jpeg image: {e}"));
+    let mut decoder = Decompressor::new().map_err(malformed)?;
+    let header = decoder.read_header(bytes).map_err(malformed)?;
+    let (width, height) = (header.width, header.height);
+    if width > IMAGE_MAX_SIDE as usize || height > IMAGE_MAX_SIDE as usize {
         return Err(bad_file(
             file,
             format!(
-                "malformed jpeg image: {} decoded bytes for {width} x {height} RGB pixels",
-                rgb.len()
+                "jpeg image exceeds the decoder limits ({IMAGE_MAX_SIDE} x {IMAGE_MAX_SIDE} pixels): {width} x {height}"
             ),
         ));
     }
+    // The names of `image::ColorType::from_jpeg` (what `image` would report).
+    let color = match header.colorspace {
+        Colorspace::Gray => "L8",
+        Colorspace::CMYK | Colorspace::YCCK => {
+            // libjpeg-turbo does not convert them to RGB, and each library inverts and
+            // converts them its own way: no samples to be byte-equal to.
+            return Err(bad_file(
+                file,
+                "a CMYK (or YCCK) jpeg image is not read: convert it to RGB first",
+            ));
+        }
+        _ => "Rgb8",
+    };
+    let len = width * height * 3;
+    let mut rgb = Vec::new();
+    rgb.try_reserve_exact(len).map_err(|_| {
+        bad_file(
+            file,
+            format!("cannot allocate the {len} bytes of a {width} x {height} RGB image: out of memory"),
+        )
+    })?;
+    rgb.resize(len, 0);
+    let image = Image {
+        pixels: rgb.as_mut_slice(),
+        width,
+        pitch: width * 3,
+        height,
+        format: PixelFormat::RGB,
+    };
+    decoder.decompress(bytes, image).map_err(malformed)?;
     Ok((width, height, color, rgb))
 }
 

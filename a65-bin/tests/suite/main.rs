@@ -13,6 +13,7 @@ mod ev74;
 mod fuzz_regressions;
 mod fuzz_seeds;
 mod hostile;
+mod jpeg;
 mod messages;
 mod oom;
 mod output_order;
