@@ -19,20 +19,23 @@ use crate::error::{CliError, Subject, bad_file, bad_tensor};
 use crate::output::{self, StOut, Staged, Target};
 use crate::params::{
     BackendArg, Calibration, MultiplierArg, NpyDtypeArg, RoundingArg, absmax_multiplier,
-    check_output_order,
-    distinct, exact_decimal, parse_multiplier, parse_output_order, parse_zero_point,
-    permuted_output,
+    check_output_order, distinct, exact_decimal, parse_multiplier, parse_output_order,
+    parse_zero_point, permuted_output,
 };
 use crate::read::{StFile, read_npy_as};
 use crate::report::{self, Context, Done, Row, Total, shape_text, table};
 
-/// Quantize the float tensors of a .safetensors or .npy file to INT8.
+/// Quantize the float tensors of a .safetensors or .npy file to INT8 (per tensor: one
+/// multiplier and zero point a tensor).
 #[derive(Debug, Args)]
 #[command(
     long_about = "Quantize the float tensors of a .safetensors or .npy file to INT8.\n\n\
     Each element x becomes saturate(round(binary32(x * M)) + Z) in [-128, 127]: the product \
     is rounded once to binary32 (nearest-even, subnormals kept), then to an integer with \
     --rounding; NaN gives Z, +inf 127, -inf -128.\n\n\
+    Quantization is per tensor only: one multiplier M and one zero point Z for a whole \
+    tensor (--multiplier for every tensor, or --calibrate for one M per tensor); there is \
+    no per-channel or per-block scale.\n\n\
     .safetensors: every F32, BF16 and F16 tensor (or only those named with --tensor) \
     becomes an I8 tensor of the same name and shape; other tensors are copied unchanged; \
     the input's metadata is kept and each quantized tensor's parameters are recorded as \

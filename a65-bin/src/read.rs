@@ -704,7 +704,9 @@ fn decode_jpeg_rgb8(
     rgb.try_reserve_exact(len).map_err(|_| {
         bad_file(
             file,
-            format!("cannot allocate the {len} bytes of a {width} x {height} RGB image: out of memory"),
+            format!(
+                "cannot allocate the {len} bytes of a {width} x {height} RGB image: out of memory"
+            ),
         )
     })?;
     rgb.resize(len, 0);

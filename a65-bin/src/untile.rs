@@ -201,8 +201,7 @@ pub fn run_untile(args: UntileArgs, ctx: &Context) -> Result<Done<UntileSummary>
             ),
         ));
     }
-    let tiled =
-        crate::read::read_input(input, "", crate::read::Expect::AtMost(view.capacity()))?;
+    let tiled = crate::read::read_input(input, "", crate::read::Expect::AtMost(view.capacity()))?;
     let actual = buffer_crc32(&tiled);
     if !actual.eq_ignore_ascii_case(crc) {
         return Err(bad_file(

@@ -50,7 +50,7 @@ fn refused(dir: &Path, args: &[&str], mentions: &[&str]) {
 /// An `.npy` header (version 1) of `dict`, padded to 64 bytes.
 fn npy_head(dict: &str) -> Vec<u8> {
     let mut header = dict.as_bytes().to_vec();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(b' ');
     }
     header.push(b'\n');
@@ -180,7 +180,10 @@ fn a_4_gib_image_or_packet_is_refused_from_its_size_or_magic() {
     refused(
         dir.path(),
         &args,
-        &["big.png", "4294967296 bytes exceeds the image limit of 1024 MiB"],
+        &[
+            "big.png",
+            "4294967296 bytes exceeds the image limit of 1024 MiB",
+        ],
     );
     let jpeg = dir.path().join("big.jpg");
     sparse(&jpeg, b"GIF89a");
@@ -231,12 +234,7 @@ fn a_4_gib_tiled_buffer_or_sidecar_is_refused_from_its_size() {
     let back = dir.path().join("back.npy");
     refused(
         dir.path(),
-        &[
-            "untile",
-            path_str(&tiled),
-            "--output",
-            path_str(&back),
-        ],
+        &["untile", path_str(&tiled), "--output", path_str(&back)],
         &["x.bin", "holds 4294967296 bytes", &capacity],
     );
     // The sidecar itself 4 GiB long.
@@ -249,13 +247,11 @@ fn a_4_gib_tiled_buffer_or_sidecar_is_refused_from_its_size() {
         .unwrap();
     refused(
         dir.path(),
+        &["untile", path_str(&tiled), "--output", path_str(&back)],
         &[
-            "untile",
-            path_str(&tiled),
-            "--output",
-            path_str(&back),
+            "x.bin.json",
+            "holds 4294967296 bytes, more than the 1048576",
         ],
-        &["x.bin.json", "holds 4294967296 bytes, more than the 1048576"],
     );
 }
 
@@ -265,7 +261,7 @@ fn an_npy_header_longer_than_the_first_read_is_read_whole() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("long.npy");
     let mut header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }".to_vec();
-    while (12 + header.len() + 1) % 64 != 0 || header.len() < 100_000 {
+    while !(12 + header.len() + 1).is_multiple_of(64) || header.len() < 100_000 {
         header.push(b' ');
     }
     header.push(b'\n');

@@ -55,7 +55,10 @@ fn cli_samples(jpeg: &Path, dir: &Path) -> (Vec<u64>, Vec<u8>) {
         std::fs::remove_file(f).unwrap();
     }
     // q = p - 128 (see the module docs).
-    (shape, q.iter().map(|&q| (q as i8 as i16 + 128) as u8).collect())
+    (
+        shape,
+        q.iter().map(|&q| (q as i8 as i16 + 128) as u8).collect(),
+    )
 }
 
 #[test]
@@ -98,6 +101,9 @@ fn jpeg_samples_equal_pil_s() {
         let (cli_shape, cli) = cli_samples(&jpeg, dir.path());
         assert_eq!(cli_shape, shape, "{name}");
         let differing = cli.iter().zip(&pil).filter(|(a, b)| a != b).count();
-        assert_eq!(differing, 0, "{name}: {differing} samples differ from PIL's");
+        assert_eq!(
+            differing, 0,
+            "{name}: {differing} samples differ from PIL's"
+        );
     }
 }

@@ -15,7 +15,7 @@ use common::*;
 /// numpy pads it.
 fn npy_bytes(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut header = dict.as_bytes().to_vec();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(b' ');
     }
     header.push(b'\n');
@@ -162,11 +162,7 @@ fn a_repeated_tensor_is_refused() {
         if command == "quant" {
             args.extend(["--multiplier", "1"]);
         }
-        expect_bad(
-            &args,
-            dir.path(),
-            &["--tensor a.weight is given twice"],
-        );
+        expect_bad(&args, dir.path(), &["--tensor a.weight is given twice"]);
     }
 }
 
@@ -213,7 +209,10 @@ fn ml_dtypes_bfloat16_npy_files_are_read_with_dtype_bf16() {
     };
     // Without --dtype: refused, with the hint.
     let out = quant(&bf16, &d.join("no.npy"), &[]);
-    assert_bad(&out, &["x-bf16.npy", "dtype '<V2' is not supported", "--dtype bf16"]);
+    assert_bad(
+        &out,
+        &["x-bf16.npy", "dtype '<V2' is not supported", "--dtype bf16"],
+    );
     // --dtype bf16 on a float32 file: refused.
     let out = quant(&f32_file, &d.join("no.npy"), &["--dtype", "bf16"]);
     assert_bad(&out, &["x-f32.npy", "--dtype bf16 reads bfloat16", "'<f4'"]);
@@ -268,4 +267,23 @@ fn ml_dtypes_bfloat16_npy_files_are_read_with_dtype_bf16() {
     let got: Vec<u32> = f32s(&raw).iter().map(|v| v.to_bits()).collect();
     let want: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
     assert_eq!(got, want);
+}
+
+#[test]
+fn per_tensor_only_quantization_is_stated_in_help_and_readme() {
+    let out = simak(&["quant", "--help"]);
+    assert_success(&out);
+    let help = stdout_of(&out)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(help.contains("Quantization is per tensor only"), "{help}");
+    assert!(help.contains("no per-channel or per-block scale"), "{help}");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(readme.contains("Quantization is per tensor only"));
+    assert!(readme.contains("no per-channel or per-block scale"));
 }

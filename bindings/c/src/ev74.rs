@@ -6,8 +6,8 @@ use simak::ev74::{self, BindError, CastTess, DecodeError, DeviceRegion, NativeEn
 
 use crate::plan::PlanHandle;
 use crate::{
-    Failure, SIMAK_ERROR_CAPACITY, borrow, dtype_code, guard, put, simak_casttess_plan, simak_error,
-    simak_quant_plan,
+    Failure, SIMAK_ERROR_CAPACITY, borrow, dtype_code, guard, put, simak_casttess_plan,
+    simak_error, simak_quant_plan,
 };
 
 /// Bytes of a Quant v1 descriptor.
