@@ -959,8 +959,14 @@ pub fn read_input(path: &Path, what: &str, expect: Expect) -> Result<Vec<u8>, Cl
     loop {
         read_upto(&mut file, &mut bytes, want).map_err(|e| cannot(&e))?;
         match precheck(expect, &bytes, size).map_err(|e| bad_file(path, e))? {
+            Need::Whole => break,
             Need::Head(n) if n > want && n <= size => want = n,
-            _ => break,
+            Need::Head(n) => {
+                return Err(CliError::Internal(anyhow::anyhow!(
+                    "{}: the check asked for {n} header bytes of {size} after {want}",
+                    path.display()
+                )));
+            }
         }
     }
     let whole = usize::try_from(size).map_err(|_| cannot(&"too large for this machine"))?;
