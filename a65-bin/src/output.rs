@@ -35,8 +35,9 @@ static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static PUBLISHED: Mutex<bool> = Mutex::new(false);
 
 /// Installs the interrupt handler (SIGINT, SIGTERM, SIGHUP). Before the outputs are
-/// published, an interrupt removes every named temporary file still pending and exits with
-/// status 130: nothing was replaced (unnamed staging files vanish with the process). An
+/// published, an interrupt removes every named temporary file still pending, prints
+/// `simak: interrupted, nothing written` on stderr and exits with status 130: nothing was
+/// replaced (unnamed staging files vanish with the process). An
 /// interrupt during publication waits for it to finish, and once the outputs are published
 /// the run completes as usual, so a target set (a tiled buffer and its sidecar) is never
 /// left half replaced. Call once, from `main`.
@@ -54,6 +55,7 @@ pub fn install_interrupt_cleanup() -> Result<(), ctrlc::Error> {
         for path in pending.iter() {
             let _ = std::fs::remove_file(path);
         }
+        eprintln!("simak: interrupted, nothing written");
         std::process::exit(130);
     })
 }

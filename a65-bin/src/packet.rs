@@ -376,7 +376,7 @@ fn listing_text(l: &Listing) -> String {
 /// Bad input for an unreadable file.
 pub fn run_decode(args: DecodeArgs, _ctx: &Context) -> Result<Done<Listing>, CliError> {
     let input = args.packet.as_path();
-    let bytes = crate::read::read_file(input, "")?;
+    let bytes = crate::read::read_input(input, "", crate::read::Expect::Packet)?;
     let kind = Kind::guess(&bytes);
     let (mut listing, verdict) = listing(kind, input, &bytes);
     if let Verdict::Invalid(r) = verdict {

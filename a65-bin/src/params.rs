@@ -624,15 +624,38 @@ pub fn permuted_output(shape: &[u64], axes: &[usize]) -> (Vec<u64>, Vec<u64>) {
     (strides, permuted)
 }
 
-/// The names given with a repeatable `--tensor`, each once, in the order first given.
-pub fn distinct(names: Vec<String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(names.len());
-    for name in names {
-        if !out.contains(&name) {
-            out.push(name);
+/// `--dtype` of a `.npy` input: how to read elements whose descr numpy cannot name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NpyDtypeArg {
+    /// bfloat16 as ml_dtypes saves it: descr `<V2` (2-byte raw data), little-endian.
+    Bf16,
+}
+
+impl NpyDtypeArg {
+    /// The dtype the elements are read as.
+    pub fn dtype(self) -> DType {
+        match self {
+            NpyDtypeArg::Bf16 => DType::BF16,
         }
     }
-    out
+}
+
+/// The names given with a repeatable `--tensor`, in the order given.
+///
+/// # Errors
+///
+/// Bad input when a name is given twice.
+pub fn distinct(names: Vec<String>) -> Result<Vec<String>, CliError> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for name in names {
+        if out.contains(&name) {
+            return Err(CliError::Input(format!(
+                "--tensor {name} is given twice (name each tensor once)"
+            )));
+        }
+        out.push(name);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -18,20 +18,24 @@ use crate::engine::{self, Aligned, Backend, Quantized, Tensor};
 use crate::error::{CliError, Subject, bad_file, bad_tensor};
 use crate::output::{self, StOut, Staged, Target};
 use crate::params::{
-    BackendArg, Calibration, MultiplierArg, RoundingArg, absmax_multiplier, check_output_order,
-    distinct, exact_decimal, parse_multiplier, parse_output_order, parse_zero_point,
-    permuted_output,
+    BackendArg, Calibration, MultiplierArg, NpyDtypeArg, RoundingArg, absmax_multiplier,
+    check_output_order, distinct, exact_decimal, parse_multiplier, parse_output_order,
+    parse_zero_point, permuted_output,
 };
-use crate::read::{StFile, read_npy};
+use crate::read::{StFile, read_npy_as};
 use crate::report::{self, Context, Done, Row, Total, shape_text, table};
 
-/// Quantize the float tensors of a .safetensors or .npy file to INT8.
+/// Quantize the float tensors of a .safetensors or .npy file to INT8 (per tensor: one
+/// multiplier and zero point a tensor).
 #[derive(Debug, Args)]
 #[command(
     long_about = "Quantize the float tensors of a .safetensors or .npy file to INT8.\n\n\
     Each element x becomes saturate(round(binary32(x * M)) + Z) in [-128, 127]: the product \
     is rounded once to binary32 (nearest-even, subnormals kept), then to an integer with \
     --rounding; NaN gives Z, +inf 127, -inf -128.\n\n\
+    Quantization is per tensor only: one multiplier M and one zero point Z for a whole \
+    tensor (--multiplier for every tensor, or --calibrate for one M per tensor); there is \
+    no per-channel or per-block scale.\n\n\
     .safetensors: every F32, BF16 and F16 tensor (or only those named with --tensor) \
     becomes an I8 tensor of the same name and shape; other tensors are copied unchanged; \
     the input's metadata is kept and each quantized tensor's parameters are recorded as \
@@ -60,6 +64,10 @@ pub struct QuantArgs {
     /// F16 tensor. Unselected tensors are copied unchanged.
     #[arg(long = "tensor", value_name = "NAME")]
     tensors: Vec<String>,
+    /// .npy inputs: read the elements as DTYPE. bf16 reads ml_dtypes' bfloat16 files (descr
+    /// <V2, 2-byte raw data: numpy has no name for bfloat16); any other descr is refused.
+    #[arg(long, value_enum, value_name = "DTYPE")]
+    dtype: Option<NpyDtypeArg>,
     /// Output file; its format follows the input (.safetensors with I8 tensors, or int8
     /// .npy). Replaced atomically if it exists; must not be the input.
     #[arg(long, value_name = "PATH")]
@@ -275,6 +283,8 @@ struct Quantizer<'a> {
     quantization: &'a Quantization,
     backend: Backend,
     ctx: &'a Context,
+    /// `--dtype` of a `.npy` input.
+    npy_dtype: Option<DType>,
 }
 
 /// Runs `simak quant`: quantizes and stages the output.
@@ -291,7 +301,7 @@ pub fn run(args: QuantArgs, ctx: &Context) -> Result<Done<QuantSummary>, CliErro
         Some(text) => Some(parse_output_order(text).map_err(|e| bad_file(input, e))?),
         None => None,
     };
-    let tensors = distinct(args.tensors);
+    let tensors = distinct(args.tensors)?;
     let format = Format::of(input).ok_or_else(|| {
         bad_file(
             input,
@@ -306,13 +316,18 @@ pub fn run(args: QuantArgs, ctx: &Context) -> Result<Done<QuantSummary>, CliErro
     }
     let target = Target::new("--output", &args.output, format.output())?;
     target.not_input("--output", input)?;
-    let bytes = crate::read::read_file(input, "")?;
+    let expect = match format {
+        Format::Safetensors => crate::read::Expect::Safetensors,
+        Format::Npy => crate::read::Expect::Npy,
+    };
+    let bytes = crate::read::read_input(input, "", expect)?;
     let quantizer = Quantizer {
         file: input,
         order: order.as_deref(),
         quantization: &quantization,
         backend,
         ctx,
+        npy_dtype: args.dtype.map(NpyDtypeArg::dtype),
     };
     let (rows, copied, staged) = match format {
         Format::Safetensors => quantizer.safetensors(&tensors, &target, &bytes)?,
@@ -560,11 +575,12 @@ impl Quantizer<'_> {
         bytes: &[u8],
     ) -> Result<(Vec<Row>, Vec<Copied>, Staged), CliError> {
         let file = self.file;
-        let array = read_npy(
+        let array = read_npy_as(
             file,
             bytes,
             &[DType::F32, DType::F16],
             "quant takes float32 and float16 .npy files",
+            self.npy_dtype,
         )?;
         let in_strides = array.byte_strides();
         let mut tensor = array.tensor(&in_strides);

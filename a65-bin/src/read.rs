@@ -61,9 +61,36 @@ pub fn npy_header(bytes: &[u8]) -> Result<(NpyHeader, usize), String> {
             let offset = usize::try_from(cursor.position()).map_err(|e| e.to_string())?;
             Ok((header, offset))
         }
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Err(e)) => Err(npyz_message(&e.to_string())),
         Err(_) => Err("the header's shape overflows".to_owned()),
     }
+}
+
+/// npyz's refusal of a header in one plain sentence: its syntax errors carry the parser's
+/// multi-line diagnostic (a `--> line:column` locator, the header's text and a caret under
+/// it, then `= expected …`), reduced here to the column and what was expected.
+fn npyz_message(text: &str) -> String {
+    if !text.contains('\n') {
+        return text.to_owned();
+    }
+    let lead = text
+        .split("syntax error")
+        .next()
+        .unwrap_or_default()
+        .trim_end()
+        .trim_end_matches(':');
+    let at = text
+        .split_once("--> ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|place| place.rsplit(':').next())
+        .map(|column| format!(" at column {column} of the header"))
+        .unwrap_or_default();
+    let expected = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("= "))
+        .map(|e| format!(": {e}"))
+        .unwrap_or_default();
+    format!("{lead}: syntax error{at}{expected}")
 }
 
 /// Deepest bracket nesting of an `.npy` header that is handed to npyz. A plain dtype's
@@ -165,6 +192,23 @@ pub fn read_npy<'a>(
     accepted: &[DType],
     accepts: &str,
 ) -> Result<NpyArray<'a>, CliError> {
+    read_npy_as(file, bytes, accepted, accepts, None)
+}
+
+/// [`read_npy`], and with `as_dtype` = `Some(DType::BF16)` (`--dtype bf16`) reads a file of
+/// 2-byte raw elements (descr `<V2` or `|V2`, as ml_dtypes saves `bfloat16` arrays: numpy
+/// has no name for bfloat16) as BF16, little-endian, and refuses any other descr.
+///
+/// # Errors
+///
+/// Those of [`read_npy`]; with `as_dtype`, a descr other than a 2-byte void.
+pub fn read_npy_as<'a>(
+    file: &Path,
+    bytes: &'a [u8],
+    accepted: &[DType],
+    accepts: &str,
+    as_dtype: Option<DType>,
+) -> Result<NpyArray<'a>, CliError> {
     let (header, offset) =
         npy_header(bytes).map_err(|e| bad_file(file, format!("malformed .npy file: {e}")))?;
     let descr = header.dtype().descr();
@@ -172,16 +216,36 @@ pub fn read_npy<'a>(
     let npyz::DType::Plain(ts) = header.dtype() else {
         return Err(unsupported());
     };
-    let dtype = match (ts.type_char(), ts.size_field()) {
-        (TypeChar::Float, 4) => DType::F32,
-        (TypeChar::Float, 2) => DType::F16,
-        (TypeChar::Int, 1) => DType::I8,
+    let void2 = (ts.type_char(), ts.size_field()) == (TypeChar::RawData, 2);
+    let dtype = match (as_dtype, ts.type_char(), ts.size_field()) {
+        (Some(DType::BF16), _, _) if void2 => DType::BF16,
+        (Some(d), _, _) => {
+            return Err(bad_file(
+                file,
+                format!(
+                    "--dtype {} reads bfloat16 .npy files (descr <V2, as ml_dtypes saves them), not dtype {descr}",
+                    d.name()
+                ),
+            ));
+        }
+        (None, TypeChar::Float, 4) => DType::F32,
+        (None, TypeChar::Float, 2) => DType::F16,
+        (None, TypeChar::Int, 1) => DType::I8,
+        (None, ..) if void2 => {
+            return Err(bad_file(
+                file,
+                format!(
+                    "dtype {descr} is not supported ({accepts}); if it holds bfloat16 (ml_dtypes), pass --dtype bf16"
+                ),
+            ));
+        }
         _ => return Err(unsupported()),
     };
-    if !accepted.contains(&dtype) {
+    if as_dtype.is_none() && !accepted.contains(&dtype) {
         return Err(unsupported());
     }
-    let big_endian = ts.endianness() == Endianness::Big;
+    // A void dtype has no byte order: ml_dtypes writes the machine's (little-endian).
+    let big_endian = ts.endianness() == Endianness::Big && !void2;
     let elem = dtype.size();
     let shape = header.shape().to_vec();
     let elements = shape
@@ -599,65 +663,266 @@ fn to_fp32(norm: &Normalize, raw: &mut dyn Iterator<Item = f32>, scale: f32, dst
     }
 }
 
-/// Decodes a JPEG to 8-bit RGB with `zune-jpeg` (the decoder `image` wraps) in strict mode:
-/// `image` runs it lenient, which fills the missing part of a truncated or corrupt scan with
-/// grey and reports success. Returns width, height, the source color type as `image` names
-/// it, and the `width · height · 3` samples.
+/// Decodes a JPEG to 8-bit RGB with libjpeg-turbo (the `turbojpeg` crate, its default
+/// decoding: the accurate integer IDCT and "fancy" (smooth) chroma upsampling), the decoder
+/// of PIL, OpenCV and torchvision, so the samples are byte-equal to theirs. A warning of the
+/// decoder (a truncated or corrupt scan, which it would fill with grey) is an error here.
+/// Returns width, height, the source color type as `image` names it, and the
+/// `width · height · 3` samples.
 fn decode_jpeg_rgb8(
     file: &Path,
     bytes: &[u8],
 ) -> Result<(usize, usize, &'static str, Vec<u8>), CliError> {
-    use zune_core::bytestream::ZCursor;
-    use zune_core::colorspace::ColorSpace;
-    use zune_core::options::DecoderOptions;
-    let options = DecoderOptions::default()
-        .set_strict_mode(true)
-        .set_max_width(IMAGE_MAX_SIDE as usize)
-        .set_max_height(IMAGE_MAX_SIDE as usize)
-        .jpeg_set_out_colorspace(ColorSpace::RGB);
-    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(bytes), options);
-    let malformed = |e: zune_jpeg::errors::DecodeErrors| match e {
-        zune_jpeg::errors::DecodeErrors::LargeDimensions(_) => bad_file(
-            file,
-            format!(
-                "jpeg image exceeds the decoder limits ({IMAGE_MAX_SIDE} x {IMAGE_MAX_SIDE} pixels): {e}"
-            ),
-        ),
-        e => bad_file(file, format!("malformed jpeg image: {e}")),
-    };
-    decoder.decode_headers().map_err(malformed)?;
-    let (width, height) = decoder
-        .dimensions()
-        .ok_or_else(|| bad_file(file, "malformed jpeg image: no frame header"))?;
-    // The names of `image::ColorType::from_jpeg` (what `image` would report).
-    let color = match decoder.input_colorspace() {
-        Some(ColorSpace::Luma) => "L8",
-        Some(ColorSpace::LumaA) => "La8",
-        Some(ColorSpace::RGBA) => "Rgba8",
-        _ => "Rgb8",
-    };
-    let rgb = decoder.decode().map_err(malformed)?;
-    if rgb.len() != width * height * 3 {
+    use turbojpeg::{Colorspace, Decompressor, Image, PixelFormat};
+    let malformed = |e: turbojpeg::Error| bad_file(file, format!("malformed jpeg image: {e}"));
+    let mut decoder = Decompressor::new().map_err(malformed)?;
+    let header = decoder.read_header(bytes).map_err(malformed)?;
+    let (width, height) = (header.width, header.height);
+    if width > IMAGE_MAX_SIDE as usize || height > IMAGE_MAX_SIDE as usize {
         return Err(bad_file(
             file,
             format!(
-                "malformed jpeg image: {} decoded bytes for {width} x {height} RGB pixels",
-                rgb.len()
+                "jpeg image exceeds the decoder limits ({IMAGE_MAX_SIDE} x {IMAGE_MAX_SIDE} pixels): {width} x {height}"
             ),
         ));
     }
+    // The names of `image::ColorType::from_jpeg` (what `image` would report).
+    let color = match header.colorspace {
+        Colorspace::Gray => "L8",
+        Colorspace::CMYK | Colorspace::YCCK => {
+            // libjpeg-turbo does not convert them to RGB, and each library inverts and
+            // converts them its own way: no samples to be byte-equal to.
+            return Err(bad_file(
+                file,
+                "a CMYK (or YCCK) jpeg image is not read: convert it to RGB first",
+            ));
+        }
+        _ => "Rgb8",
+    };
+    let len = width * height * 3;
+    let mut rgb = Vec::new();
+    rgb.try_reserve_exact(len).map_err(|_| {
+        bad_file(
+            file,
+            format!(
+                "cannot allocate the {len} bytes of a {width} x {height} RGB image: out of memory"
+            ),
+        )
+    })?;
+    rgb.resize(len, 0);
+    let image = Image {
+        pixels: rgb.as_mut_slice(),
+        width,
+        pitch: width * 3,
+        height,
+        format: PixelFormat::RGB,
+    };
+    decoder.decompress(bytes, image).map_err(malformed)?;
     Ok((width, height, color, rgb))
 }
 
-/// Reads the whole input file `path`; `what` follows "cannot read" in its errors (`""` for
-/// an input, `" the sidecar"`). Only regular files (or symlinks to them) are read: a device or FIFO could stream
-/// forever (`/dev/zero`) or block.
+/// What an input file must be, checked from its size (file metadata) and its first bytes
+/// before its payload is read or allocated ([`read_input`], [`precheck`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Any file (sidecars): at most this many bytes.
+    AtMost(u64),
+    /// An `.npy` file: magic, a header of at most [`NPY_HEADER_MAX`] bytes, and exactly the
+    /// data its shape and dtype declare.
+    Npy,
+    /// A `.safetensors` file: a header of at most [`SAFETENSORS_HEADER_MAX`] bytes that the
+    /// `safetensors` crate accepts, and exactly the data its offsets declare.
+    Safetensors,
+    /// A PNG or JPEG image (by its magic) of at most `limit` bytes (the image limit: a
+    /// compressed image is smaller than its 12-byte-a-pixel FP32 tensor).
+    Image {
+        /// `--image-limit` in bytes.
+        limit: u64,
+    },
+    /// An EV74 descriptor: at most [`simak::ev74::MAX_DESCRIPTOR_SIZE`] bytes (a
+    /// shorter one that is not its entry's size is refused by the device decoder's size
+    /// rule after reading).
+    Packet,
+}
+
+/// The longest `.npy` header read, in bytes (magic, version, length and dictionary): 1 MiB.
+/// NumPy's own reader refuses headers past 10,000 bytes by default; simak's writer emits
+/// under 200.
+pub const NPY_HEADER_MAX: u64 = 1 << 20;
+
+/// The longest `.safetensors` header, in bytes: that of the `safetensors` crate (its
+/// `MAX_HEADER_SIZE`).
+pub const SAFETENSORS_HEADER_MAX: u64 = 100_000_000;
+
+/// The first bytes of a file read before its checks, and the largest read at once when the
+/// rest is read into its final buffer: 64 KiB and 8 MiB.
+const HEAD: u64 = 64 << 10;
+const CHUNK: usize = 8 << 20;
+
+/// What [`precheck`] needs next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// The checks passed: read the whole file.
+    Whole,
+    /// Read the first this many bytes (the whole header), then check again.
+    Head(u64),
+}
+
+/// Checks an input's first bytes `head` against what it must be and its size `size` in
+/// bytes (from its metadata), before its payload is read: magic, header, and the size the
+/// header implies. `head` is the file's first `min(size, n)` bytes for the `n` asked for
+/// (64 KiB at first).
 ///
 /// # Errors
 ///
-/// Bad input naming `path`: missing or unreadable, a special file, or too large for memory
-/// (`std::fs::read` reserves fallibly).
-pub fn read_file(path: &Path, what: &str) -> Result<Vec<u8>, CliError> {
+/// The reason the file is refused (the text after the file's name).
+pub fn precheck(expect: Expect, head: &[u8], size: u64) -> Result<Need, String> {
+    match expect {
+        Expect::AtMost(max) if size > max => Err(format!(
+            "holds {size} bytes, more than the {max} such a file can hold"
+        )),
+        Expect::AtMost(_) => Ok(Need::Whole),
+        Expect::Packet => {
+            let max = simak::ev74::MAX_DESCRIPTOR_SIZE as u64;
+            if size > max {
+                let sizes: Vec<String> = simak::ev74::ENTRIES
+                    .iter()
+                    .map(|e| format!("{} bytes ({})", e.size, e.title))
+                    .collect();
+                return Err(format!(
+                    "holds {size} bytes: not an EV74 descriptor, which is {}",
+                    sizes.join(" or ")
+                ));
+            }
+            Ok(Need::Whole)
+        }
+        Expect::Image { limit } => {
+            let format = if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+                "png"
+            } else if head.starts_with(&[0xff, 0xd8, 0xff]) {
+                "jpeg"
+            } else {
+                return Err("not a PNG or JPEG image (the only image formats read)".to_owned());
+            };
+            if size > limit {
+                return Err(format!(
+                    "{format} file of {size} bytes exceeds the image limit of {} MiB (--image-limit sets another)",
+                    limit >> 20
+                ));
+            }
+            Ok(Need::Whole)
+        }
+        Expect::Npy => npy_precheck(head, size),
+        Expect::Safetensors => safetensors_precheck(head, size),
+    }
+}
+
+/// [`precheck`] of an `.npy` file.
+fn npy_precheck(head: &[u8], size: u64) -> Result<Need, String> {
+    let malformed = |e: String| format!("malformed .npy file: {e}");
+    let claim = if head.starts_with(b"\x93NUMPY") {
+        match head.get(6) {
+            Some(1) => head
+                .get(8..10)
+                .map(|b| 10 + u64::from(u16::from_le_bytes([b[0], b[1]]))),
+            Some(2 | 3) => head
+                .get(8..12)
+                .map(|b| 12 + u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    let header = match claim {
+        Some(end) if end > size => {
+            return Err(malformed(format!(
+                "the header length {} runs past the end of the file ({size} bytes)",
+                end - if head.get(6) == Some(&1) { 10 } else { 12 }
+            )));
+        }
+        Some(end) if end > NPY_HEADER_MAX => {
+            return Err(malformed(format!(
+                "the header takes {end} bytes (simak reads headers of at most {NPY_HEADER_MAX})"
+            )));
+        }
+        Some(end) if end > head.len() as u64 => return Ok(Need::Head(end)),
+        // In range: end ≤ head.len().
+        Some(end) => &head[..end as usize],
+        // No magic or version: npyz words the refusal.
+        None => head,
+    };
+    let (parsed, offset) = npy_header(header).map_err(malformed)?;
+    let descr = parsed.dtype().descr();
+    let Some(elem) = parsed.dtype().num_bytes() else {
+        // Not a fixed-size dtype: refused by the reader, read nothing more.
+        return Err(format!("dtype {descr} is not supported"));
+    };
+    let shape = parsed.shape();
+    let need = shape
+        .iter()
+        .try_fold(elem as u64, |n, &e| n.checked_mul(e))
+        .ok_or_else(|| malformed("the data size overflows".to_owned()))?;
+    let data = size - offset as u64;
+    if data != need {
+        return Err(malformed(format!(
+            "the data holds {data} bytes but shape {} of {descr} needs {need}",
+            shape_text(shape)
+        )));
+    }
+    Ok(Need::Whole)
+}
+
+/// [`precheck`] of a `.safetensors` file: the header as the `safetensors` crate reads it
+/// (its own errors), then the data its offsets declare against the file's size.
+fn safetensors_precheck(head: &[u8], size: u64) -> Result<Need, String> {
+    let malformed = |e: &dyn std::fmt::Display| format!("malformed safetensors file: {e}");
+    let Some(n) = head.get(..8) else {
+        // Under 8 bytes: read it, the parser refuses it.
+        return Ok(Need::Whole);
+    };
+    let n = u64::from_le_bytes([n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]]);
+    if n > SAFETENSORS_HEADER_MAX {
+        return Err(malformed(&safetensors::SafeTensorError::HeaderTooLarge));
+    }
+    let end = 8 + n;
+    if end > size {
+        return Err(malformed(&format!(
+            "the header length {n} runs past the end of the file ({size} bytes)"
+        )));
+    }
+    if end > head.len() as u64 {
+        return Ok(Need::Head(end));
+    }
+    // In range: end ≤ head.len().
+    let header = &head[..end as usize];
+    let metadata = std::str::from_utf8(&header[8..])
+        .ok()
+        .and_then(|text| serde_json::from_str::<safetensors::tensor::Metadata>(text).ok());
+    let Some(metadata) = metadata else {
+        // The crate's own words for the header it refuses.
+        return match SafeTensors::read_metadata(header) {
+            Err(e) => Err(malformed(&e)),
+            Ok(_) => Ok(Need::Whole),
+        };
+    };
+    let data = metadata.data_len() as u64;
+    if end + data != size {
+        return Err(malformed(&format!(
+            "the header describes {data} bytes of data but the file holds {}",
+            size - end
+        )));
+    }
+    Ok(Need::Whole)
+}
+
+/// The size in bytes of the input file `path` from its metadata; `what` follows "cannot
+/// read" in its errors (`""` for an input, `" the sidecar"`). Only regular files (or
+/// symlinks to them) are read: a device or FIFO could stream forever (`/dev/zero`) or block.
+///
+/// # Errors
+///
+/// Bad input naming `path`: missing or unreadable, a special file.
+pub fn file_size(path: &Path, what: &str) -> Result<u64, CliError> {
     let meta =
         std::fs::metadata(path).map_err(|e| bad_file(path, format!("cannot read{what}: {e}")))?;
     if !meta.is_file() {
@@ -671,7 +936,67 @@ pub fn read_file(path: &Path, what: &str) -> Result<Vec<u8>, CliError> {
             format!("cannot read{what}: {kind}; simak reads regular files only"),
         ));
     }
-    std::fs::read(path).map_err(|e| bad_file(path, format!("cannot read{what}: {e}")))
+    Ok(meta.len())
+}
+
+/// Reads the input file `path` after checking it against `expect` ([`precheck`]): first its
+/// size from the metadata and its first bytes (the header), then, only when they agree, the
+/// rest in chunks of at most 8 MiB into one buffer reserved (fallibly) at the file's size.
+/// Memory is thus bounded by what the header declares. `what` follows "cannot read" in
+/// its errors (`""` for an input, `" the sidecar"`).
+///
+/// # Errors
+///
+/// Bad input naming `path`: missing or unreadable, a special file, refused by its checks,
+/// too large for memory, or changed in size while read.
+pub fn read_input(path: &Path, what: &str, expect: Expect) -> Result<Vec<u8>, CliError> {
+    use std::io::Read;
+    let size = file_size(path, what)?;
+    let cannot = |e: &dyn std::fmt::Display| bad_file(path, format!("cannot read{what}: {e}"));
+    let mut file = std::fs::File::open(path).map_err(|e| cannot(&e))?;
+    let mut bytes = Vec::new();
+    let mut want = size.min(HEAD);
+    loop {
+        read_upto(&mut file, &mut bytes, want).map_err(|e| cannot(&e))?;
+        match precheck(expect, &bytes, size).map_err(|e| bad_file(path, e))? {
+            Need::Whole => break,
+            Need::Head(n) if n > want && n <= size => want = n,
+            Need::Head(n) => {
+                return Err(CliError::Internal(anyhow::anyhow!(
+                    "{}: the check asked for {n} header bytes of {size} after {want}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    let whole = usize::try_from(size).map_err(|_| cannot(&"too large for this machine"))?;
+    bytes
+        .try_reserve_exact(whole - bytes.len())
+        .map_err(|_| cannot(&format_args!("cannot allocate {size} bytes: out of memory")))?;
+    read_upto(&mut file, &mut bytes, size).map_err(|e| cannot(&e))?;
+    let mut probe = [0u8; 1];
+    if file.read(&mut probe).map_err(|e| cannot(&e))? != 0 {
+        return Err(cannot(&"the file grew while it was read"));
+    }
+    Ok(bytes)
+}
+
+/// Reads from `file` until `bytes` holds `upto` bytes, at most [`CHUNK`] at a time.
+fn read_upto(file: &mut std::fs::File, bytes: &mut Vec<u8>, upto: u64) -> std::io::Result<()> {
+    use std::io::Read;
+    while (bytes.len() as u64) < upto {
+        let start = bytes.len();
+        let n = ((upto - start as u64) as usize).min(CHUNK);
+        bytes.resize(start + n, 0);
+        file.read_exact(&mut bytes[start..]).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                std::io::Error::other("the file shrank while it was read")
+            } else {
+                e
+            }
+        })?;
+    }
+    Ok(())
 }
 
 /// What kind of file an input path names, by its extension.

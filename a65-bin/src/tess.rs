@@ -25,7 +25,7 @@ use simak::{a65, ev74};
 use crate::engine::{self, AlignedBuf, Backend, EngineError, Piece, Tensor};
 use crate::error::{CliError, Subject, bad_file};
 use crate::output::{Format, Target};
-use crate::params::{BackendArg, LayoutFlags, exact_decimal, parse_rgb, parse_std};
+use crate::params::{BackendArg, LayoutFlags, NpyDtypeArg, exact_decimal, parse_rgb, parse_std};
 use crate::quant::{Quantization, ScaleArgs};
 use crate::read::{self, InputKind, Normalize};
 use crate::report::{self, Context, Done, rate_text, shape_text};
@@ -39,6 +39,10 @@ pub struct TessArgs {
     /// The tensor to convert (safetensors; default: the file's only tensor).
     #[arg(long, value_name = "NAME")]
     tensor: Option<String>,
+    /// .npy inputs: read the elements as DTYPE. bf16 reads ml_dtypes' bfloat16 files (descr
+    /// <V2, 2-byte raw data: numpy has no name for bfloat16); any other descr is refused.
+    #[arg(long, value_enum, value_name = "DTYPE")]
+    dtype: Option<NpyDtypeArg>,
     /// The physical buffer to write; the sidecar goes to PATH.json.
     #[arg(long, value_name = "PATH")]
     output: PathBuf,
@@ -324,11 +328,12 @@ fn load<'a>(args: &TessArgs, kind: InputKind, bytes: &'a [u8]) -> Result<Loaded<
     let file = args.input.as_path();
     Ok(match kind {
         InputKind::Npy => {
-            let a = read::read_npy(
+            let a = read::read_npy_as(
                 file,
                 bytes,
                 &[DType::F32, DType::F16],
                 "casttess and quanttess take float32 and float16 .npy files",
+                args.dtype.map(NpyDtypeArg::dtype),
             )?;
             let strides = a.byte_strides();
             Loaded {
@@ -468,7 +473,14 @@ fn convert(
     )?;
     buffer_target.not_input("--output", input)?;
     sidecar_target.not_input("the sidecar", input)?;
-    let bytes = crate::read::read_file(input, "")?;
+    let expect = match kind {
+        InputKind::Npy => read::Expect::Npy,
+        InputKind::Safetensors => read::Expect::Safetensors,
+        InputKind::Image => read::Expect::Image {
+            limit: args.image_limit << 20,
+        },
+    };
+    let bytes = read::read_input(input, "", expect)?;
     let loaded = load(args, kind, &bytes)?;
     let subject = Subject {
         file: input,

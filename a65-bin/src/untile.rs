@@ -18,6 +18,10 @@ use crate::read::{StFile, read_npy, st_dtype};
 use crate::report::{self, Context, Done, shape_text};
 use crate::tess::{Sidecar, buffer_crc32, sidecar_path, tile_pieces};
 
+/// The largest sidecar read, in bytes: 1 MiB (a sidecar simak writes takes under 2 KiB; a
+/// larger file is refused from its size before it is read).
+pub const SIDECAR_MAX: u64 = 1 << 20;
+
 /// Read a tiled buffer and its sidecar back into a logical .npy (BF16 as float32, INT8
 /// as int8).
 #[derive(Debug, Args)]
@@ -159,7 +163,11 @@ pub fn run_untile(args: UntileArgs, ctx: &Context) -> Result<Done<UntileSummary>
             Format::Npy,
         )?,
     };
-    let side_bytes = crate::read::read_file(&side, " the sidecar")?;
+    let side_bytes = crate::read::read_input(
+        &side,
+        " the sidecar",
+        crate::read::Expect::AtMost(SIDECAR_MAX),
+    )?;
     let side_text = String::from_utf8(side_bytes)
         .map_err(|e| bad_file(&side, format!("malformed sidecar: not UTF-8: {e}")))?;
     let sidecar: Sidecar = serde_json::from_str(&side_text)
@@ -180,18 +188,20 @@ pub fn run_untile(args: UntileArgs, ctx: &Context) -> Result<Done<UntileSummary>
             ),
         ));
     }
-    let tiled = crate::read::read_file(input, "")?;
-    if tiled.len() as u64 != view.capacity() {
+    // The buffer's size against the sidecar's capacity before reading it.
+    let tiled_size = crate::read::file_size(input, "")?;
+    if tiled_size != view.capacity() {
         return Err(bad_file(
             input,
             format!(
                 "holds {} bytes but its sidecar {} has a capacity of {} bytes (a buffer and a sidecar of different runs?)",
-                tiled.len(),
+                tiled_size,
                 side.display(),
                 view.capacity()
             ),
         ));
     }
+    let tiled = crate::read::read_input(input, "", crate::read::Expect::AtMost(view.capacity()))?;
     let actual = buffer_crc32(&tiled);
     if !actual.eq_ignore_ascii_case(crc) {
         return Err(bad_file(
@@ -442,7 +452,7 @@ pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSumma
         Some(t) => Some(parse_zero_point(t).map_err(|e| bad_file(input, e))?),
         None => None,
     };
-    let tensors = distinct(args.tensors);
+    let tensors = distinct(args.tensors)?;
     let ext = input
         .extension()
         .and_then(|e| e.to_str())
@@ -467,7 +477,12 @@ pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSumma
         },
     )?;
     target.not_input("--output", input)?;
-    let bytes = crate::read::read_file(input, "")?;
+    let expect = if format == "npy" {
+        crate::read::Expect::Npy
+    } else {
+        crate::read::Expect::Safetensors
+    };
+    let bytes = crate::read::read_input(input, "", expect)?;
     let (rows, copied, staged) = if format == "npy" {
         if !tensors.is_empty() {
             return Err(bad_file(

@@ -8,7 +8,8 @@
 //! bind, 0x400 A65 execute and untile, 0x500 Runtime, transport and simulator memory, 0x600
 //! the language bindings ([`BINDING_INVALID_ENUM`], [`BINDING_INTERNAL`],
 //! [`BINDING_NULL_ARGUMENT`], [`BINDING_NEGATIVE_STRIDE`], [`BINDING_READONLY`],
-//! [`BINDING_PLAN_STRIDES`], [`BINDING_NOT_CONTIGUOUS`], [`BINDING_OUT_OF_RANGE`]).
+//! [`BINDING_PLAN_STRIDES`], [`BINDING_NOT_CONTIGUOUS`], [`BINDING_OUT_OF_RANGE`],
+//! [`BINDING_CAPACITY`]).
 //!
 //! ```
 //! use simak::ops::quant::{check_inference, Params, Request};
@@ -67,6 +68,10 @@ pub const BINDING_NOT_CONTIGUOUS: u32 = 0x607;
 /// binding: a negative extent or stride, or an index (a coordinate or byte plane of
 /// `Layout.offset_of`) that is negative or outside the layout.
 pub const BINDING_OUT_OF_RANGE: u32 = 0x608;
+/// Code of a binding-layer error: a caller's output buffer given with its length (the
+/// packet of `simak_ev74_*_encode_relocatable_into`) is shorter than what would be written;
+/// nothing is written.
+pub const BINDING_CAPACITY: u32 = 0x609;
 
 /// The original error behind an [`Error`].
 #[derive(Debug, Clone, PartialEq)]

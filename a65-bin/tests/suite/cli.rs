@@ -319,8 +319,6 @@ fn tensor_selection_copies_the_rest_unchanged() {
         "w",
         "--tensor",
         "h",
-        "--tensor",
-        "w",
         "--multiplier",
         "0x3f800001",
         "--zero-point",

@@ -439,6 +439,7 @@ fn errors_md_gives_every_host_error_its_code() {
             simak::error::BINDING_NOT_CONTIGUOUS,
         ),
         ("BINDING_OUT_OF_RANGE", simak::error::BINDING_OUT_OF_RANGE),
+        ("BINDING_CAPACITY", simak::error::BINDING_CAPACITY),
     ];
     for (name, code) in bindings {
         assert!(

@@ -6,12 +6,15 @@
 mod common;
 
 mod bench;
+mod bounded_reads;
 mod cli;
 mod docs;
 mod ev74;
 mod fuzz_regressions;
 mod fuzz_seeds;
 mod hostile;
+mod jpeg;
+mod messages;
 mod oom;
 mod output_order;
 mod outputs;

@@ -408,17 +408,12 @@ fn casttess_fp16_safetensors_tensor_and_16_bit_and_jpeg_images() {
     tess("casttess", &png16, &out, &l, &[]);
     assert!(fs::read(&out).unwrap() == cast_expect(&[5, 37, 3], &l, &values));
 
-    // A JPEG: the test decodes it with the same crate and applies the formula.
-    let jpg = d.join("photo.jpg");
-    image::open(data("chelsea.png"))
-        .unwrap()
-        .save(&jpg)
-        .unwrap();
+    // A JPEG: the pixels PIL decodes from it (tests/data/jpeg), then the formula.
+    let jpg = data("jpeg/chelsea-420.jpg");
     let (shape, values) = {
-        let img = image::open(&jpg).unwrap().to_rgb8();
-        let (w, h) = img.dimensions();
-        let v: Vec<f32> = img.as_raw().iter().map(|&p| p as f32 / 255.0).collect();
-        (vec![u64::from(h), u64::from(w), 3], v)
+        let (shape, pixels, _, _) = read_npy(&data("jpeg/chelsea-420.rgb.npy"));
+        let v: Vec<f32> = pixels.iter().map(|&p| p as f32 / 255.0).collect();
+        (shape, v)
     };
     let out = d.join("jpg.bin");
     let summary = tess("casttess", &jpg, &out, &HWC, &[]);

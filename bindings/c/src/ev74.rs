@@ -10,7 +10,8 @@ use simak::state::{Bound, Encoded};
 
 use crate::plan::PlanHandle;
 use crate::{
-    Failure, borrow, dtype_code, guard, put, simak_casttess_plan, simak_error, simak_quant_plan,
+    Failure, SIMAK_ERROR_CAPACITY, borrow, dtype_code, guard, put, simak_casttess_plan,
+    simak_error, simak_quant_plan,
 };
 
 /// Bytes of a Quant v1 descriptor.
@@ -138,14 +139,21 @@ unsafe fn bytes_in<'a, E: NativeEntry>(
     Ok(unsafe { std::slice::from_raw_parts(bytes, length) })
 }
 
-/// The body of every `simak_ev74_*_encode_relocatable`: the device check of the plan, then
-/// its relocatable packet into `packet`.
+/// The body of every `simak_ev74_*_encode_relocatable[_into]`: the device check of the
+/// plan, then its relocatable packet into `packet`. `capacity` is the caller's length of
+/// `packet` in bytes (`None` for the length-less functions of SONAME 0, whose contract is
+/// the descriptor's size); a shorter one is [`SIMAK_ERROR_CAPACITY`], nothing written.
 ///
 /// # Safety
 ///
-/// `plan` is NULL or a live handle; `packet` NULL or writable for the descriptor's size;
-/// `error` NULL or writable.
-unsafe fn encode_relocatable<H>(plan: *const H, packet: *mut u8, error: *mut simak_error) -> u32
+/// `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes (the
+/// descriptor's size when `None`); `error` NULL or writable.
+unsafe fn encode_relocatable<H>(
+    plan: *const H,
+    packet: *mut u8,
+    capacity: Option<usize>,
+    error: *mut simak_error,
+) -> u32
 where
     H: PlanHandle,
     H::Op: NativeEntry,
@@ -153,6 +161,19 @@ where
     let body = || {
         // SAFETY: this function's contract.
         let plan = unsafe { borrow(plan, "plan") }?;
+        if packet.is_null() {
+            return Err(Failure::null("packet"));
+        }
+        let size = <H::Op as NativeEntry>::DESCRIPTOR_SIZE;
+        if let Some(capacity) = capacity.filter(|&c| c < size) {
+            return Err(Failure::new(
+                SIMAK_ERROR_CAPACITY,
+                format!(
+                    "the packet buffer holds {capacity} bytes; the {} descriptor takes {size}",
+                    <H::Op as NativeEntry>::ENTRY_TITLE
+                ),
+            ));
+        }
         let device = ev74::check_inference(plan.planned().plan())?;
         let encoded = ev74::encode_relocatable(&device);
         // SAFETY: this function's contract.
@@ -392,6 +413,9 @@ fn casttess_fields(r: &<CastTess as NativeEntry>::Repr) -> simak_ev74_casttess_f
 /// its relocatable Quant v1 descriptor (both address slots 0) into `packet`. No device work
 /// runs.
 ///
+/// Kept for SONAME 0: it takes no length and writes 224 bytes whatever the buffer; new
+/// code calls `simak_ev74_quant_encode_relocatable_into`, which takes the buffer's length.
+///
 /// # Safety
 ///
 /// `plan` is NULL or a live handle; `packet` NULL or writable for 224 bytes; `error` NULL
@@ -405,7 +429,27 @@ pub unsafe extern "C" fn simak_ev74_quant_encode_relocatable(
     error: *mut simak_error,
 ) -> u32 {
     // SAFETY: this function's contract is `encode_relocatable`'s.
-    unsafe { encode_relocatable(plan, packet, error) }
+    unsafe { encode_relocatable(plan, packet, None, error) }
+}
+
+/// `simak_ev74_quant_encode_relocatable` with the length of `packet`: `capacity` bytes
+/// (at least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY`
+/// (0x609) and nothing is written; a null `packet` is `SIMAK_ERROR_NULL_ARGUMENT`. The
+/// other errors are those of `simak_ev74_quant_encode_relocatable`.
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_quant_encode_relocatable_into(
+    plan: *const simak_quant_plan,
+    packet: *mut u8,
+    capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `encode_relocatable`'s.
+    unsafe { encode_relocatable(plan, packet, Some(capacity), error) }
 }
 
 /// Binds the relocatable packet `encoded` (from `simak_ev74_quant_encode_relocatable` of
@@ -510,6 +554,10 @@ pub unsafe extern "C" fn simak_ev74_quant_decode(
 /// Checks `plan` for the EV74 (input span and output capacity at most 2^32 - 1 bytes) and
 /// writes its relocatable CastTess v1 descriptor into `packet`.
 ///
+/// Kept for SONAME 0: it takes no length and writes 216 bytes whatever the buffer; new
+/// code calls `simak_ev74_casttess_encode_relocatable_into`, which takes the buffer's
+/// length.
+///
 /// # Safety
 ///
 /// `plan` is NULL or a live handle; `packet` NULL or writable for 216 bytes; `error` NULL
@@ -523,7 +571,26 @@ pub unsafe extern "C" fn simak_ev74_casttess_encode_relocatable(
     error: *mut simak_error,
 ) -> u32 {
     // SAFETY: this function's contract is `encode_relocatable`'s.
-    unsafe { encode_relocatable(plan, packet, error) }
+    unsafe { encode_relocatable(plan, packet, None, error) }
+}
+
+/// `simak_ev74_casttess_encode_relocatable` with the length of `packet`: `capacity` bytes
+/// (at least 216; exactly 216 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY`
+/// (0x609) and nothing is written; a null `packet` is `SIMAK_ERROR_NULL_ARGUMENT`.
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_casttess_encode_relocatable_into(
+    plan: *const simak_casttess_plan,
+    packet: *mut u8,
+    capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `encode_relocatable`'s.
+    unsafe { encode_relocatable(plan, packet, Some(capacity), error) }
 }
 
 /// Binds a relocatable CastTess packet as `simak_ev74_quant_bind` does; the output region

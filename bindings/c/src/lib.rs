@@ -94,6 +94,9 @@ pub const SIMAK_ERROR_INVALID_ENUM: u32 = 0x601;
 pub const SIMAK_ERROR_INTERNAL: u32 = 0x602;
 /// 0x603: a null argument other than a port's data pointer (`BINDING_NULL_ARGUMENT`).
 pub const SIMAK_ERROR_NULL_ARGUMENT: u32 = 0x603;
+/// 0x609: a caller's output buffer given with its length is shorter than what would be
+/// written; nothing is written (`BINDING_CAPACITY`).
+pub const SIMAK_ERROR_CAPACITY: u32 = 0x609;
 
 /// A tensor port: `rank` (0 to 6) logical `extents` in elements (slots from `rank` on are
 /// ignored), optional byte `strides` and the `dtype` (a `simak_dtype` code).
@@ -538,6 +541,7 @@ mod test {
             SIMAK_ERROR_NULL_ARGUMENT,
             simak::error::BINDING_NULL_ARGUMENT
         );
+        assert_eq!(SIMAK_ERROR_CAPACITY, simak::error::BINDING_CAPACITY);
         assert_eq!(SIMAK_MAX_RANK as usize, MAX_RANK);
         assert_eq!(
             simak_dtype::SIMAK_DTYPE_F32 as u32,

@@ -59,6 +59,12 @@
 #define SIMAK_ERROR_NULL_ARGUMENT 1539
 
 /*
+ 0x609: a caller's output buffer given with its length is shorter than what would be
+ written; nothing is written (`BINDING_CAPACITY`).
+ */
+#define SIMAK_ERROR_CAPACITY 1545
+
+/*
  Bytes of a Quant v1 descriptor.
  */
 #define SIMAK_EV74_QUANT_DESCRIPTOR_SIZE 224
@@ -676,6 +682,9 @@ void simak_quanttess_plan_free(struct simak_quanttess_plan *plan);
  its relocatable Quant v1 descriptor (both address slots 0) into `packet`. No device work
  runs.
 
+ Kept for SONAME 0: it takes no length and writes 224 bytes whatever the buffer; new
+ code calls `simak_ev74_quant_encode_relocatable_into`, which takes the buffer's length.
+
  # Safety
 
  `plan` is NULL or a live handle; `packet` NULL or writable for 224 bytes; `error` NULL
@@ -685,6 +694,22 @@ void simak_quanttess_plan_free(struct simak_quanttess_plan *plan);
 uint32_t simak_ev74_quant_encode_relocatable(const struct simak_quant_plan *plan,
                                              uint8_t packet[224],
                                              struct simak_error *error);
+
+/*
+ `simak_ev74_quant_encode_relocatable` with the length of `packet`: `capacity` bytes
+ (at least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY`
+ (0x609) and nothing is written; a null `packet` is `SIMAK_ERROR_NULL_ARGUMENT`. The
+ other errors are those of `simak_ev74_quant_encode_relocatable`.
+
+ # Safety
+
+ `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+ NULL or writable.
+ */
+uint32_t simak_ev74_quant_encode_relocatable_into(const struct simak_quant_plan *plan,
+                                                  uint8_t *packet,
+                                                  size_t capacity,
+                                                  struct simak_error *error);
 
 /*
  Binds the relocatable packet `encoded` (from `simak_ev74_quant_encode_relocatable` of
@@ -767,6 +792,10 @@ uint32_t simak_ev74_quant_decode(const uint8_t *bytes,
  Checks `plan` for the EV74 (input span and output capacity at most 2^32 - 1 bytes) and
  writes its relocatable CastTess v1 descriptor into `packet`.
 
+ Kept for SONAME 0: it takes no length and writes 216 bytes whatever the buffer; new
+ code calls `simak_ev74_casttess_encode_relocatable_into`, which takes the buffer's
+ length.
+
  # Safety
 
  `plan` is NULL or a live handle; `packet` NULL or writable for 216 bytes; `error` NULL
@@ -776,6 +805,21 @@ uint32_t simak_ev74_quant_decode(const uint8_t *bytes,
 uint32_t simak_ev74_casttess_encode_relocatable(const struct simak_casttess_plan *plan,
                                                 uint8_t packet[216],
                                                 struct simak_error *error);
+
+/*
+ `simak_ev74_casttess_encode_relocatable` with the length of `packet`: `capacity` bytes
+ (at least 216; exactly 216 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY`
+ (0x609) and nothing is written; a null `packet` is `SIMAK_ERROR_NULL_ARGUMENT`.
+
+ # Safety
+
+ `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+ NULL or writable.
+ */
+uint32_t simak_ev74_casttess_encode_relocatable_into(const struct simak_casttess_plan *plan,
+                                                     uint8_t *packet,
+                                                     size_t capacity,
+                                                     struct simak_error *error);
 
 /*
  Binds a relocatable CastTess packet as `simak_ev74_quant_bind` does; the output region

@@ -229,13 +229,20 @@ inline std::variant<simak_tensor, Error> strided_port(const TensorSpec &spec, bo
     return spec.raw();
 }
 
-/* The C view of an MlaTiled output port, or `layout` left absent when it has none (the C
- * ABI then reports the missing layout). */
+/* The C view of an MlaTiled output port. A contiguous output spec (no layout) is refused
+ * here with the C ABI's code for the missing layout (0x603) and a message naming the real
+ * problem: the tiled ops write only MlaTiled outputs. */
 inline std::variant<simak_tensor, Error> tiled_port(const TensorSpec &spec, simak_mla_tiled &layout,
                                                     bool &has_layout) {
     has_layout = spec.kind() == TensorSpec::Kind::Tiled;
     if (spec.kind() == TensorSpec::Kind::Strided) {
         return Error(0x206, "a tiled output takes no strides: give it an MlaTiled layout");
+    }
+    if (spec.kind() == TensorSpec::Kind::Contiguous) {
+        return Error(0x603,
+                     "the output spec is contiguous, but CastTess and QuantTess write only MlaTiled "
+                     "outputs: give the output spec an MlaTiled layout, "
+                     "TensorSpec(shape, dtype, MlaTiled{...}) (SPEC §5)");
     }
     const MlaTiled &t = spec.tiled();
     for (std::size_t k = 0; k < 4; ++k) {
@@ -567,7 +574,8 @@ using Packet = ev74::Packet<SIMAK_EV74_QUANT_DESCRIPTOR_SIZE>;
 inline std::variant<Packet, Error> encode_relocatable(const ops::quant::Plan &plan) {
     Packet packet;
     simak_error error;
-    if (simak_ev74_quant_encode_relocatable(plan.get(), packet.bytes.data(), &error) != 0) {
+    if (simak_ev74_quant_encode_relocatable_into(plan.get(), packet.bytes.data(),
+                                                   packet.bytes.size(), &error) != 0) {
         return simak::detail::error_of(error);
     }
     return packet;
@@ -603,7 +611,8 @@ using Packet = ev74::Packet<SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE>;
 inline std::variant<Packet, Error> encode_relocatable(const ops::casttess::Plan &plan) {
     Packet packet;
     simak_error error;
-    if (simak_ev74_casttess_encode_relocatable(plan.get(), packet.bytes.data(), &error) != 0) {
+    if (simak_ev74_casttess_encode_relocatable_into(plan.get(), packet.bytes.data(),
+                                                   packet.bytes.size(), &error) != 0) {
         return simak::detail::error_of(error);
     }
     return packet;

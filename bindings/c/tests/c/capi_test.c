@@ -527,6 +527,31 @@ static void ev74_codec(void) {
     CHECK_CODE(code, 0u, err);
     code = simak_ev74_quant_encode_relocatable(plan, packet, &err);
     CHECK_CODE(code, 0u, err);
+    /* The length-taking twin: one byte short is the capacity error with nothing written;
+       a longer buffer gets the same 224 bytes and the rest untouched. */
+    {
+        uint8_t sized[SIMAK_EV74_QUANT_DESCRIPTOR_SIZE + 8];
+        memset(sized, 0xa5, sizeof sized);
+        code = simak_ev74_quant_encode_relocatable_into(plan, sized,
+                                                        SIMAK_EV74_QUANT_DESCRIPTOR_SIZE - 1, &err);
+        CHECK_CODE(code, SIMAK_ERROR_CAPACITY, err);
+        CHECK(code == 0x609u, "capacity code 0x%x", code);
+        CHECK(strstr(err.message, "223") != NULL && strstr(err.message, "224") != NULL,
+              "capacity message: %s", err.message);
+        for (k = 0; k < (int)sizeof sized; k++) CHECK(sized[k] == 0xa5, "written at %d", k);
+        code = simak_ev74_quant_encode_relocatable_into(plan, NULL, sizeof sized, &err);
+        CHECK_CODE(code, SIMAK_ERROR_NULL_ARGUMENT, err);
+        code = simak_ev74_quant_encode_relocatable_into(plan, sized, sizeof sized, &err);
+        CHECK_CODE(code, 0u, err);
+        CHECK(memcmp(sized, packet, sizeof packet) == 0, "same packet as the length-less call");
+        for (k = (int)sizeof packet; k < (int)sizeof sized; k++)
+            CHECK(sized[k] == 0xa5, "written past the packet at %d", k);
+        memset(sized, 0xa5, sizeof sized);
+        code = simak_ev74_quant_encode_relocatable_into(plan, sized,
+                                                        SIMAK_EV74_QUANT_DESCRIPTOR_SIZE, &err);
+        CHECK_CODE(code, 0u, err);
+        CHECK(memcmp(sized, packet, sizeof packet) == 0, "exact capacity");
+    }
     /* SPEC §7 Quant v1 offsets. */
     CHECK(memcmp(packet, "SKQT", 4) == 0, "magic");
     CHECK((packet[4] | packet[5] << 8) == 1 && (packet[6] | packet[7] << 8) == 224, "version, length");
@@ -671,6 +696,16 @@ static void ev74_codec(void) {
         CHECK_CODE(code, 0u, err);
         code = simak_ev74_casttess_encode_relocatable(cp, cpkt, &err);
         CHECK_CODE(code, 0u, err);
+        {
+            uint8_t sized[SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE];
+            memset(sized, 0x5a, sizeof sized);
+            code = simak_ev74_casttess_encode_relocatable_into(cp, sized, sizeof sized - 1, &err);
+            CHECK_CODE(code, SIMAK_ERROR_CAPACITY, err);
+            for (k = 0; k < (int)sizeof sized; k++) CHECK(sized[k] == 0x5a, "written at %d", k);
+            code = simak_ev74_casttess_encode_relocatable_into(cp, sized, sizeof sized, &err);
+            CHECK_CODE(code, 0u, err);
+            CHECK(memcmp(sized, cpkt, sizeof sized) == 0, "CastTess: same packet");
+        }
         CHECK(memcmp(cpkt, "SKCT", 4) == 0 && (cpkt[6] | cpkt[7] << 8) == 216, "CastTess header");
         CHECK(le64(cpkt + 56) == 16 && (int8_t)cpkt[160] == -1 && (int8_t)cpkt[162] == 0 &&
                   (int8_t)cpkt[163] == 1 && le32(cpkt + 176) == 2 && le32(cpkt + 180) == 3 &&

@@ -225,6 +225,18 @@ void errors_and_sharing() {
             {inputs, {k::TensorSpec{{2, 3}, k::DType::BFloat16}}, {}});
         const auto *ce = std::get_if<k::Error>(&c);
         check(ce && ce->code() == SIMAK_ERROR_NULL_ARGUMENT, "CastTess without a layout");
+        // The message names the real problem, not a null argument.
+        check(ce && ce->message().find("is null") == std::string::npos &&
+                  ce->message().find("contiguous") != std::string::npos &&
+                  ce->message().find("MlaTiled") != std::string::npos,
+              "CastTess without a layout: message " + (ce ? ce->message() : std::string("none")));
+        auto qt = k::ops::quanttess::check_inference(
+            {inputs, {k::TensorSpec{{2, 3}, k::DType::Int8}}, {1.0f}});
+        const auto *qe = std::get_if<k::Error>(&qt);
+        check(qe && qe->code() == SIMAK_ERROR_NULL_ARGUMENT &&
+                  qe->message().find("MlaTiled") != std::string::npos &&
+                  qe->message().find("is null") == std::string::npos,
+              "QuantTess without a layout: message " + (qe ? qe->message() : std::string("none")));
     }
     // A Prepared outlives the variant it came from; copies share the plan.
     {
