@@ -242,12 +242,9 @@ fn advance_rows(coord: &mut [u64; 3], ext: &[u64; 3], row_axis: usize, rows: u64
 /// Other calls keep the general packer.
 pub(crate) fn bf16_pixel_packer(g: &TessGeometry, dtype: DType) -> bool {
     dtype == DType::BF16
-        && g.classes
-            .iter()
-            .filter(|c| c.count != 0)
-            .all(|c| {
-                c.mode == Mode::Bands && c.panels == 1 && c.staged && c.stored.is_multiple_of(16)
-            })
+        && g.classes.iter().filter(|c| c.count != 0).all(|c| {
+            c.mode == Mode::Bands && c.panels == 1 && c.staged && c.stored.is_multiple_of(16)
+        })
 }
 
 /// The BF16 exact-width rule of [`Ctx::exact_width`] for a strided pixel row `run` of a
@@ -934,7 +931,10 @@ impl Ctx<'_> {
         };
         // The largest source index, checked once: the loop's indices are below it.
         let last_row = mul(np.saturating_sub(1), row_step)?;
-        add(add(last_row, mul(kc.saturating_sub(1), channel_step)?)?, first)?;
+        add(
+            add(last_row, mul(kc.saturating_sub(1), channel_step)?)?,
+            first,
+        )?;
         let plane = mul(np, k)?;
         let out = out.get_mut(..mul(2, plane)?).ok_or(FwError::Internal)?;
         let convert = self.convert;
@@ -963,7 +963,11 @@ impl Ctx<'_> {
         } else {
             let (lo, hi) = out.split_at_mut(plane);
             let k = k.max(1);
-            for (i, (lo, hi)) in lo.chunks_exact_mut(k).zip(hi.chunks_exact_mut(k)).enumerate() {
+            for (i, (lo, hi)) in lo
+                .chunks_exact_mut(k)
+                .zip(hi.chunks_exact_mut(k))
+                .enumerate()
+            {
                 put(i, lo, hi);
             }
         }
