@@ -344,15 +344,21 @@ pub(crate) fn check_threads(threads: i64) -> PyResult<usize> {
     }
 }
 
-/// A Quant request's parameters from Python arguments.
+/// A Quant request's parameters from Python arguments (`zero_point=None` is 0), for every
+/// front-end that takes them (`quantize`, `QuantPlan`, `quanttess`).
 pub(crate) fn quant_params(
     py: Python<'_>,
     multiplier: &Bound<'_, PyAny>,
-    zp: &Bound<'_, PyAny>,
+    zp: Option<&Bound<'_, PyAny>>,
     rounding: &str,
 ) -> PyResult<Params> {
-    Ok(Params::from_bits(multiplier_bits(multiplier)?)
-        .with_zero_point(zero_point(py, zp)?)
+    let multiplier = multiplier_bits(multiplier)?;
+    let zero_point = match zp {
+        Some(zp) => zero_point(py, zp)?,
+        None => 0,
+    };
+    Ok(Params::from_bits(multiplier)
+        .with_zero_point(zero_point)
         .with_rounding(parse_rounding(py, rounding)?))
 }
 
