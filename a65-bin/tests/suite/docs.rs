@@ -15,6 +15,7 @@ use simak::ev74::sim::MemoryError;
 use simak::ev74::{BindError, DecodeCode, RepresentError, casttess, quant};
 use simak::layout::{TileAxis, UntileError};
 use simak::{AdmissionError, DType, Port};
+use simak_tests::cli::sh_blocks;
 
 fn errors_md() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md"))
@@ -454,28 +455,6 @@ fn errors_md_gives_every_host_error_its_code() {
         bindings.len(),
         "docs/errors.md lists other BINDING_ rows"
     );
-}
-
-/// The fenced code blocks of `markdown` whose info string is `sh`, in order.
-fn sh_blocks(markdown: &str) -> Vec<String> {
-    use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for event in Parser::new(markdown) {
-        match event {
-            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) if &*info == "sh" => {
-                current = Some(String::new());
-            }
-            Event::Text(text) => {
-                if let Some(block) = current.as_mut() {
-                    block.push_str(&text);
-                }
-            }
-            Event::End(TagEnd::CodeBlock) => blocks.extend(current.take()),
-            _ => {}
-        }
-    }
-    blocks
 }
 
 /// The command the README gives for running the tests, and the command prefix every other

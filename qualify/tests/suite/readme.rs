@@ -3,32 +3,12 @@
 //! with the built binary in place of `cargo xtask qualify`, as the CLI's suite does for the
 //! blocks that run `simak` (`a65-bin/tests/suite/docs.rs`, which leaves these to this test).
 
+use simak_tests::cli::sh_blocks;
+
 use crate::common::{BIN, stderr_of, stdout_of};
 
 /// The prefix of the commands this test runs.
 const PREFIX: &str = "cargo xtask qualify ";
-
-/// The fenced code blocks of `markdown` whose info string is `sh`, in order.
-fn sh_blocks(markdown: &str) -> Vec<String> {
-    use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for event in Parser::new(markdown) {
-        match event {
-            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) if &*info == "sh" => {
-                current = Some(String::new());
-            }
-            Event::Text(text) => {
-                if let Some(block) = current.as_mut() {
-                    block.push_str(&text);
-                }
-            }
-            Event::End(TagEnd::CodeBlock) => blocks.extend(current.take()),
-            _ => {}
-        }
-    }
-    blocks
-}
 
 #[test]
 fn readme_qualify_commands_run_on_a_fresh_folder() {
