@@ -381,6 +381,34 @@ struct Run {
     local_pitch: u64,
 }
 
+impl Run {
+    /// `n` items of `size` bytes at `global`, `pitch` bytes apart in the input, staged
+    /// compactly at `local`: one row of `n · size` bytes when `n` is 1 or the items are
+    /// adjacent (`pitch = size`), else `n` rows of `size` bytes.
+    fn items(global: u64, n: u64, size: u64, pitch: u64, local: usize) -> Result<Run, FwError> {
+        Ok(if n == 1 || pitch == size {
+            let bytes = mul(n, size)?;
+            Run {
+                global,
+                rows: 1,
+                row_bytes: bytes,
+                pitch: bytes,
+                local,
+                local_pitch: bytes,
+            }
+        } else {
+            Run {
+                global,
+                rows: n,
+                row_bytes: size,
+                pitch,
+                local,
+                local_pitch: size,
+            }
+        })
+    }
+}
+
 impl Ctx<'_> {
     fn run<W: DeviceMemory + Dma + Meter>(
         &self,
@@ -636,26 +664,7 @@ impl Ctx<'_> {
             let n = sub(np, i)?.min(sub(tw, w)?);
             let global = self.offset(origin, &[d, h, w])?;
             let local = add(base, index(mul(i, pixel_bytes)?)?)?;
-            let run = if n == 1 || sw == pixel_bytes {
-                let bytes = mul(n, pixel_bytes)?;
-                Run {
-                    global,
-                    rows: 1,
-                    row_bytes: bytes,
-                    pitch: bytes,
-                    local,
-                    local_pitch: bytes,
-                }
-            } else {
-                Run {
-                    global,
-                    rows: n,
-                    row_bytes: pixel_bytes,
-                    pitch: sw,
-                    local,
-                    local_pitch: pixel_bytes,
-                }
-            };
+            let run = Run::items(global, n, pixel_bytes, sw, local)?;
             self.fetch(worker, run, events, tess)?;
             i = add(i, n)?;
             w = add(w, n)?;
@@ -848,26 +857,7 @@ impl Ctx<'_> {
                 mul(seg.channel, self.channel_stride)?,
             )?;
             let local = add(base, index(mul(pos, elem)?)?)?;
-            let run = if actual == 1 || self.channel_stride == elem {
-                let bytes = mul(actual, elem)?;
-                Run {
-                    global,
-                    rows: 1,
-                    row_bytes: bytes,
-                    pitch: bytes,
-                    local,
-                    local_pitch: bytes,
-                }
-            } else {
-                Run {
-                    global,
-                    rows: actual,
-                    row_bytes: elem,
-                    pitch: self.channel_stride,
-                    local,
-                    local_pitch: elem,
-                }
-            };
+            let run = Run::items(global, actual, elem, self.channel_stride, local)?;
             self.fetch(worker, run, events, tess)?;
             pos = add(pos, actual)?;
         }
