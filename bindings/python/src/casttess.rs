@@ -1,11 +1,13 @@
 //! CastTess (SPEC §4, §5): `casttess` and the reusable `CastTessPlan`.
 
 use pyo3::prelude::*;
+use simak::DType;
 use simak::a65;
 use simak::ops::casttess as ct;
-use simak::{DType, DynSpec};
 
-use crate::args::{check_threads, default_layout, parse_dtype, parse_layout, parse_u64s};
+use crate::args::{
+    check_threads, default_layout, parse_dtype, parse_layout, parse_strides, parse_u64s, port_spec,
+};
 use crate::arrays::{read_input, read_plan_input};
 use crate::errors::{TILED_NAMES, guarded, lib_error};
 use crate::layout::Layout;
@@ -122,13 +124,8 @@ impl CastTessPlan {
         guarded(py, || {
             let extents = parse_u64s(shape, "shape")?;
             let dt = parse_dtype(py, dtype)?;
-            let strides = input_strides
-                .map(|s| parse_u64s(s, "input_strides"))
-                .transpose()?;
-            let input = match &strides {
-                Some(s) => DynSpec::strided(&extents, s, dt),
-                None => DynSpec::contiguous(&extents, dt),
-            };
+            let strides = parse_strides(input_strides, "input_strides")?;
+            let input = port_spec(&extents, strides.as_deref(), dt);
             let layout = parse_layout(py, axes, tile, channels)?;
             let plan = ct::check_inference_dyn(&ct::DynRequest {
                 input,

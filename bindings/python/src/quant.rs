@@ -10,11 +10,12 @@ use simak::ops::quant::Params;
 use simak::{AdmissionError, DType, DynSpec, Port};
 
 use crate::args::{
-    check_threads, input_dtype, multiplier_bits, parse_dtype, parse_u64s, quant_params, repr,
+    check_threads, input_dtype, multiplier_bits, parse_dtype, parse_strides, parse_u64s, port_spec,
+    quant_params, repr,
 };
 use crate::arrays::{
-    Geometry, as_array, read_input, read_plan_input, as_out_array, input_slice, new_array, num, output_slice, ranges_overlap,
-    same_geometry, strided_int8,
+    Geometry, as_array, as_out_array, input_slice, new_array, num, output_slice, ranges_overlap,
+    read_input, read_plan_input, same_geometry, strided_int8,
 };
 use crate::errors::{Names, QUANT_NAMES, guarded, lib_error, simak_error};
 use crate::run::run_detached;
@@ -251,21 +252,11 @@ impl QuantPlan {
             let extents = parse_u64s(shape, "shape")?;
             let dt = parse_dtype(py, dtype)?;
             let params = quant_params(py, multiplier, zero_point, rounding)?;
-            let si = input_strides
-                .map(|s| parse_u64s(s, "input_strides"))
-                .transpose()?;
-            let so = output_strides
-                .map(|s| parse_u64s(s, "output_strides"))
-                .transpose()?;
-            fn spec<'a>(extents: &'a [u64], s: &'a Option<Vec<u64>>, d: DType) -> DynSpec<'a> {
-                match s {
-                    Some(s) => DynSpec::strided(extents, s, d),
-                    None => DynSpec::contiguous(extents, d),
-                }
-            }
+            let si = parse_strides(input_strides, "input_strides")?;
+            let so = parse_strides(output_strides, "output_strides")?;
             let plan = quant::check_inference_dyn(&quant::DynRequest {
-                input: spec(&extents, &si, dt),
-                output: spec(&extents, &so, DType::I8),
+                input: port_spec(&extents, si.as_deref(), dt),
+                output: port_spec(&extents, so.as_deref(), DType::I8),
                 params,
             })
             .map_err(|e| lib_error(py, e, QUANT_NAMES))?;
