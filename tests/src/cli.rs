@@ -70,6 +70,27 @@ pub fn json_run<S: AsRef<OsStr>>(bin: &str, args: &[S]) -> Value {
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", stdout_of(&out)))
 }
 
+/// Runs `script` with `sh -e -c` in `dir` and asserts that it succeeds.
+///
+/// # Panics
+///
+/// When `sh` cannot start or the script fails: with `what` (which block of which file),
+/// the exit status and both streams.
+pub fn run_sh(script: &str, dir: &Path, what: &str) {
+    let out = Command::new("sh")
+        .args(["-e", "-c", script])
+        .current_dir(dir)
+        .output()
+        .expect("sh runs");
+    assert!(
+        out.status.success(),
+        "{what} failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        stdout_of(&out),
+        stderr_of(&out)
+    );
+}
+
 /// The fenced code blocks of `markdown` whose info string is `sh`, in order.
 pub fn sh_blocks(markdown: &str) -> Vec<String> {
     use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};

@@ -15,7 +15,7 @@ use simak::ev74::sim::MemoryError;
 use simak::ev74::{BindError, DecodeCode, RepresentError, casttess, quant};
 use simak::layout::{TileAxis, UntileError};
 use simak::{AdmissionError, DType, Port};
-use simak_tests::cli::sh_blocks;
+use simak_tests::cli::{run_sh, sh_blocks};
 
 fn errors_md() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md"))
@@ -494,17 +494,10 @@ fn run_readme(relative: &str) -> usize {
             !script.contains("cargo "),
             "{relative}: a block runs cargo other than as `{RUN_PREFIX}`:\n{block}"
         );
-        let out = std::process::Command::new("sh")
-            .args(["-e", "-c", &script])
-            .current_dir(dir.path())
-            .output()
-            .expect("sh runs");
-        assert!(
-            out.status.success(),
-            "{relative}: this block failed ({:?}):\n{block}\nstdout:\n{}\nstderr:\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        run_sh(
+            &script,
+            dir.path(),
+            &format!("{relative}: this block:\n{block}\n"),
         );
         ran += 1;
     }
