@@ -279,6 +279,11 @@ pub(crate) fn figure(
 /// this thread), and every timed call releases the workers through a shared generation
 /// counter and waits for their completion count, both spun on (no sleeping, no channel),
 /// so neither thread start-up nor wake-up latency is timed.
+///
+/// The benchmark deliberately does not call `simak::a65::execute_threaded`: that function
+/// spawns and joins its scoped threads on every call, and that cost would be timed with
+/// the kernel. The pieces come from the same `Prepared::split` as `execute_threaded`'s,
+/// so the partition and the bytes are the same.
 pub(crate) fn threaded<P>(
     pieces: impl IntoIterator<Item = P>,
     reps: usize,

@@ -24,9 +24,10 @@
 //! Each task writes only its own whole 16-byte output blocks, so every output byte is
 //! written exactly once and no clearing pass exists.
 
-// Not yet converted to the crate's checked arithmetic and `.get()` indexing (issue 22
-// scope 8): this module keeps unchecked operations on decoded, validated geometry.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+//
+// Arithmetic is checked (`crate::work::{add, mul, sub, div, rem}`, an overflow being
+// [`FwError::Internal`]) where a value is set up; the per-element loops use slice
+// iterators, and wrapping operations only where a comment states the bound.
 
 use simak_core::DType;
 use simak_core::arith::cast;
@@ -37,7 +38,7 @@ use crate::tess::{
     CLASSES, Cursor, LOCAL_BYTES, Mode, OUTPUT_SLOT_BYTES, SLOT_BYTES, SOURCE_SLOT_BYTES, TaskSpan,
     TessGeometry, TileClass,
 };
-use crate::work::{bus, small};
+use crate::work::{add, bus, div, mul, rem, small, sub};
 use crate::{FwError, Report, TessStats};
 
 /// Source rows shorter than this many bytes are gathered with direct loads unless their
@@ -145,7 +146,7 @@ pub(crate) fn execute<P: Platform>(
         run: geometry.band,
         launched,
         stats: crate::BlockStats::default(),
-        transfers: tess.source_dma + tess.output_dma,
+        transfers: tess.source_dma.saturating_add(tess.output_dma),
         tess,
     })
 }
@@ -162,7 +163,11 @@ pub(crate) fn hcontig_eligible(class: &TileClass, role_strides: &[u64; 4], elem:
         && th > 1
         && role_strides[1] == elem
         && role_strides[2] <= i32::MAX as u64
-        && class.pixels * tc * elem >= HCONTIG_MIN_BYTES
+        && class
+            .pixels
+            .checked_mul(tc)
+            .and_then(|n| n.checked_mul(elem))
+            .is_some_and(|bytes| bytes >= HCONTIG_MIN_BYTES)
 }
 
 /// Whether a source run of rows under [`DMA_MIN_ROW_BYTES`] is a rectangle that moves by
@@ -170,7 +175,12 @@ pub(crate) fn hcontig_eligible(class: &TileClass, role_strides: &[u64; 4], elem:
 /// hold at least [`RECT_MIN_BYTES`] bytes in all (`rows · row_bytes`) and its pitch fits a
 /// signed 32-bit value. Any row width; only the run's logical bytes are read.
 fn rectangle_eligible(run: &Run) -> bool {
-    run.rows > 1 && run.rows * run.row_bytes >= RECT_MIN_BYTES && run.pitch <= i32::MAX as u64
+    run.rows > 1
+        && run
+            .rows
+            .checked_mul(run.row_bytes)
+            .is_some_and(|bytes| bytes >= RECT_MIN_BYTES)
+        && run.pitch <= i32::MAX as u64
 }
 
 /// The whole short rows of a band that can form one rectangle from the row starting at
@@ -189,34 +199,36 @@ fn short_rows(
     row_bytes: u64,
     left: u64,
 ) -> Option<(u64, u64)> {
-    if row_bytes >= u64::from(DMA_MIN_ROW_BYTES) || coord[row_axis] != 0 {
+    if row_bytes >= u64::from(DMA_MIN_ROW_BYTES) || *coord.get(row_axis)? != 0 {
         return None;
     }
     let [td, th, _] = *ext;
     let [sd, sh, _] = *strides;
+    let [d, h, _] = *coord;
     let (regular, pitch) = match row_axis {
         2 if th > 1 => {
-            let across = if td > 1 && sd == th * sh {
-                (td - 1 - coord[0]) * th
+            let across = if td > 1 && Some(sd) == th.checked_mul(sh) {
+                td.checked_sub(1)?.checked_sub(d)?.checked_mul(th)?
             } else {
                 0
             };
-            (th - coord[1] + across, sh)
+            (th.checked_sub(h)?.checked_add(across)?, sh)
         }
-        1 | 2 if td > 1 => (td - coord[0], sd),
+        1 | 2 if td > 1 => (td.checked_sub(d)?, sd),
         _ => return None,
     };
-    Some((regular.min(left / ext[row_axis]), pitch))
+    Some((regular.min(left.checked_div(*ext.get(row_axis)?)?), pitch))
 }
 
 /// Advances `coord` by `rows` whole rows: the axes slower than `row_axis` move with carry
 /// (the row-axis coordinate stays 0). Wraps past the tile's last row (the band ends there).
 fn advance_rows(coord: &mut [u64; 3], ext: &[u64; 3], row_axis: usize, rows: u64) {
     let mut carry = rows;
-    for a in (0..row_axis).rev() {
-        let v = coord[a] + carry;
-        coord[a] = v % ext[a];
-        carry = v / ext[a];
+    for (c, &e) in coord.iter_mut().zip(ext).take(row_axis).rev() {
+        // `c < e` and `carry ≤ rows`, both tile extents: no wrap. Extents are ≥ 1.
+        let v = c.wrapping_add(carry);
+        *c = v.checked_rem(e).unwrap_or(0);
+        carry = v.checked_div(e).unwrap_or(0);
         if carry == 0 {
             break;
         }
@@ -230,10 +242,9 @@ fn advance_rows(coord: &mut [u64; 3], ext: &[u64; 3], row_axis: usize, rows: u64
 /// Other calls keep the general packer.
 pub(crate) fn bf16_pixel_packer(g: &TessGeometry, dtype: DType) -> bool {
     dtype == DType::BF16
-        && g.classes
-            .iter()
-            .filter(|c| c.count != 0)
-            .all(|c| c.mode == Mode::Bands && c.panels == 1 && c.staged && c.stored % 16 == 0)
+        && g.classes.iter().filter(|c| c.count != 0).all(|c| {
+            c.mode == Mode::Bands && c.panels == 1 && c.staged && c.stored.is_multiple_of(16)
+        })
 }
 
 /// The BF16 exact-width rule of [`Ctx::exact_width`] for a strided pixel row `run` of a
@@ -254,7 +265,8 @@ fn exact_width_eligible(bf16: bool, kc: u64, band: u64, run: &Run) -> bool {
 /// only where this is false: the rectangle or the exact-width row reads only the logical
 /// bytes in as few commands as staging would.
 pub(crate) fn w_segment_by_dma(dtype: DType, kc: u64, tw: u64, pitch: u64, band: u64) -> bool {
-    let row_bytes = kc * dtype.size() as u64;
+    // `kc` is a tile's channel extent: no wrap.
+    let row_bytes = kc.wrapping_mul(dtype.size() as u64);
     let run = Run {
         global: 0,
         rows: tw,
@@ -270,6 +282,12 @@ pub(crate) fn w_segment_by_dma(dtype: DType, kc: u64, tw: u64, pitch: u64, band:
 
 fn index(x: u64) -> Result<usize, FwError> {
     usize::try_from(x).map_err(|_| FwError::Internal)
+}
+
+/// The coordinates (D, H, W) of pixel `p` of a tile of `th · tw` pixels per D index.
+fn pixel_coord(p: u64, th: u64, tw: u64) -> Result<[u64; 3], FwError> {
+    let (row, w) = (div(p, tw)?, rem(p, tw)?);
+    Ok([div(row, th)?, rem(row, th)?, w])
 }
 
 /// Source transfers in flight for one slot.
@@ -290,13 +308,14 @@ impl Events {
         if self.n == MAX_EVENTS {
             self.wait_all(worker)?;
         }
-        self.list[self.n] = Some(event);
-        self.n += 1;
+        *self.list.get_mut(self.n).ok_or(FwError::Internal)? = Some(event);
+        // Below MAX_EVENTS here: no wrap.
+        self.n = self.n.wrapping_add(1);
         Ok(())
     }
 
     fn wait_all<W: Dma>(&mut self, worker: &mut W) -> Result<(), FwError> {
-        for e in self.list[..self.n].iter_mut() {
+        for e in self.list.iter_mut().take(self.n) {
             if let Some(e) = e.take() {
                 worker.wait(e)?;
             }
@@ -362,6 +381,34 @@ struct Run {
     local_pitch: u64,
 }
 
+impl Run {
+    /// `n` items of `size` bytes at `global`, `pitch` bytes apart in the input, staged
+    /// compactly at `local`: one row of `n · size` bytes when `n` is 1 or the items are
+    /// adjacent (`pitch = size`), else `n` rows of `size` bytes.
+    fn items(global: u64, n: u64, size: u64, pitch: u64, local: usize) -> Result<Run, FwError> {
+        Ok(if n == 1 || pitch == size {
+            let bytes = mul(n, size)?;
+            Run {
+                global,
+                rows: 1,
+                row_bytes: bytes,
+                pitch: bytes,
+                local,
+                local_pitch: bytes,
+            }
+        } else {
+            Run {
+                global,
+                rows: n,
+                row_bytes: size,
+                pitch,
+                local,
+                local_pitch: size,
+            }
+        })
+    }
+}
+
 impl Ctx<'_> {
     fn run<W: DeviceMemory + Dma + Meter>(
         &self,
@@ -371,22 +418,29 @@ impl Ctx<'_> {
         tess: &mut TessStats,
     ) -> Result<(), FwError> {
         let mut cursor = self.g.locate(start);
+        // Per slot (0 or 1): the source transfers in flight and the output transfers.
         let mut sources = [Events::new(), Events::new()];
         let mut outputs: [[Option<Event>; 2]; 2] = [[None; 2]; 2];
         let mut slot = 0usize;
-        let mut task = self.prepare(worker, &cursor, slot, &mut sources[slot], tess)?;
+        let [first, _] = &mut sources;
+        let mut task = self.prepare(worker, &cursor, slot, first, tess)?;
         let mut k = start;
         loop {
-            k += 1;
+            k = add(k, 1)?;
+            let other = slot ^ 1;
             let next = if k < end {
                 cursor.advance(self.g);
-                let other = 1 - slot;
-                Some(self.prepare(worker, &cursor, other, &mut sources[other], tess)?)
+                let events = sources.get_mut(other).ok_or(FwError::Internal)?;
+                Some(self.prepare(worker, &cursor, other, events, tess)?)
             } else {
                 None
             };
-            sources[slot].wait_all(worker)?;
-            for e in outputs[slot].iter_mut() {
+            sources
+                .get_mut(slot)
+                .ok_or(FwError::Internal)?
+                .wait_all(worker)?;
+            let pending = outputs.get_mut(slot).ok_or(FwError::Internal)?;
+            for e in pending.iter_mut() {
                 if let Some(e) = e.take() {
                     worker.wait(e)?;
                 }
@@ -402,11 +456,11 @@ impl Ctx<'_> {
                     worker.compute(ComputePath::Transpose, converted);
                 }
             }
-            outputs[slot] = self.store(worker, &task, slot, tess)?;
+            *pending = self.store(worker, &task, slot, tess)?;
             match next {
                 Some(t) => {
                     task = t;
-                    slot = 1 - slot;
+                    slot = other;
                 }
                 None => break,
             }
@@ -433,24 +487,22 @@ impl Ctx<'_> {
             return self.fetch_dma(worker, run, events, tess);
         }
         if rectangle_eligible(&run) {
-            tess.rectangle_runs += 1;
+            tess.rectangle_runs = tess.rectangle_runs.saturating_add(1);
             return self.fetch_dma(worker, run, events, tess);
         }
         let mut buf = [0u8; DMA_MIN_ROW_BYTES as usize];
         let n = row_bytes as usize;
         for r in 0..run.rows {
             let row = buf.get_mut(..n).ok_or(FwError::Internal)?;
-            worker.read(
-                bus(self.repr.prefix.input_address, run.global + r * run.pitch)?,
-                row,
-            )?;
-            let at = run.local + index(r * run.local_pitch)?;
+            let global = add(run.global, mul(r, run.pitch)?)?;
+            worker.read(bus(self.repr.prefix.input_address, global)?, row)?;
+            let at = add(run.local, index(mul(r, run.local_pitch)?)?)?;
             worker
                 .local()
-                .get_mut(at..at + n)
+                .get_mut(at..add(at, n)?)
                 .ok_or(FwError::Internal)?
                 .copy_from_slice(row);
-            tess.source_direct_rows += 1;
+            tess.source_direct_rows = tess.source_direct_rows.saturating_add(1);
         }
         Ok(())
     }
@@ -474,7 +526,7 @@ impl Ctx<'_> {
             rows: small(run.rows)?,
         };
         let event = worker.start(&transfer)?;
-        tess.source_dma += 1;
+        tess.source_dma = tess.source_dma.saturating_add(1);
         events.push(worker, event)
     }
 
@@ -492,17 +544,19 @@ impl Ctx<'_> {
         let [td, th, tw, tc] = task.class.extents;
         let [sd, _, sw] = self.pixel_strides();
         let elem = self.elem as u64;
-        let row_bytes = th * elem;
-        let base = slot * SLOT_BYTES;
+        let row_bytes = mul(th, elem)?;
+        let base = mul(slot, SLOT_BYTES)?;
         for c in 0..tc {
+            let channel = add(task.tile_input, mul(c, self.channel_stride)?)?;
             for d in 0..td {
+                let staged = mul(mul(add(mul(c, td)?, d)?, tw)?, row_bytes)?;
                 let run = Run {
-                    global: task.tile_input + c * self.channel_stride + d * sd,
+                    global: add(channel, mul(d, sd)?)?,
                     rows: tw,
                     row_bytes,
                     // One row: the pitch is never applied.
                     pitch: if tw > 1 { sw } else { row_bytes },
-                    local: base + index((c * td + d) * tw * row_bytes)?,
+                    local: add(base, index(staged)?)?,
                     local_pitch: row_bytes,
                 };
                 self.fetch_dma(worker, run, events, tess)?;
@@ -518,10 +572,18 @@ impl Ctx<'_> {
     }
 
     /// Input offset of pixel `p` (D, H, W order) of a tile at `tile_input`.
-    fn pixel_input(&self, class: &TileClass, tile_input: u64, p: u64) -> u64 {
+    fn pixel_input(&self, class: &TileClass, tile_input: u64, p: u64) -> Result<u64, FwError> {
         let [_, th, tw, _] = class.extents;
-        let [sd, sh, sw] = self.pixel_strides();
-        tile_input + (p / (th * tw)) * sd + ((p / tw) % th) * sh + (p % tw) * sw
+        self.offset(tile_input, &pixel_coord(p, th, tw)?)
+    }
+
+    /// `base` plus the input offset of the tile pixel at `coord` (D, H, W).
+    fn offset(&self, base: u64, coord: &[u64; 3]) -> Result<u64, FwError> {
+        let mut at = base;
+        for (&c, s) in coord.iter().zip(self.pixel_strides()) {
+            at = add(at, mul(c, s)?)?;
+        }
+        Ok(at)
     }
 
     /// Requests the source of the task at `cursor` into slot `slot`.
@@ -540,34 +602,34 @@ impl Ctx<'_> {
             tile_output: cursor.tile_output,
             layout: SourceLayout::PixelMajor,
             span: cursor.span(self.g),
-            channel0: cursor.index[3] * self.g.tile[3],
+            channel0: mul(cursor.index[3], self.g.tile[3])?,
         };
         match class.mode {
             Mode::Bands if class.staged => {
-                tess.band_tasks += 1;
-                tess.staged_tasks += 1;
+                tess.band_tasks = tess.band_tasks.saturating_add(1);
+                tess.staged_tasks = tess.staged_tasks.saturating_add(1);
                 if self.bf16_pixels {
-                    tess.bf16_pixel_tasks += 1;
+                    tess.bf16_pixel_tasks = tess.bf16_pixel_tasks.saturating_add(1);
                 }
                 task.layout = SourceLayout::Staged;
                 self.gather_staged(worker, &task, slot, events, tess)?;
             }
-            Mode::Bands if self.hcontig[cursor.class] => {
-                tess.band_tasks += 1;
-                tess.hcontig_tasks += 1;
+            Mode::Bands if self.hcontig.get(cursor.class) == Some(&true) => {
+                tess.band_tasks = tess.band_tasks.saturating_add(1);
+                tess.hcontig_tasks = tess.hcontig_tasks.saturating_add(1);
                 task.layout = SourceLayout::HContig;
                 self.gather_hcontig(worker, &task, slot, events, tess)?;
             }
             Mode::Bands => {
-                tess.band_tasks += 1;
+                tess.band_tasks = tess.band_tasks.saturating_add(1);
                 self.gather_band(worker, &mut task, slot, events, tess)?;
             }
             Mode::Panels => {
-                tess.panel_tasks += 1;
+                tess.panel_tasks = tess.panel_tasks.saturating_add(1);
                 self.gather_band(worker, &mut task, slot, events, tess)?;
             }
             Mode::Blocks => {
-                tess.block_tasks += 1;
+                tess.block_tasks = tess.block_tasks.saturating_add(1);
                 self.gather_block(worker, &task, slot, events, tess)?;
             }
         }
@@ -589,47 +651,29 @@ impl Ctx<'_> {
         tess: &mut TessStats,
     ) -> Result<(), FwError> {
         let [_, th, tw, _] = task.class.extents;
-        let [sd, sh, sw] = self.pixel_strides();
+        let [_, _, sw] = self.pixel_strides();
         let elem = self.elem as u64;
-        let pixel_bytes = self.c_src * elem;
-        let base = slot * SLOT_BYTES;
+        let pixel_bytes = mul(self.c_src, elem)?;
+        let base = mul(slot, SLOT_BYTES)?;
         let (p0, np) = (task.span.first, task.span.count);
-        let (mut d, mut h, mut w) = (p0 / (th * tw), (p0 / tw) % th, p0 % tw);
+        let [mut d, mut h, mut w] = pixel_coord(p0, th, tw)?;
         // The tile's first pixel at source channel 0.
-        let origin = task.tile_input - task.channel0 * self.channel_stride;
+        let origin = sub(task.tile_input, mul(task.channel0, self.channel_stride)?)?;
         let mut i = 0u64;
         while i < np {
-            let n = (np - i).min(tw - w);
-            let global = origin + d * sd + h * sh + w * sw;
-            let local = base + index(i * pixel_bytes)?;
-            let run = if n == 1 || sw == pixel_bytes {
-                Run {
-                    global,
-                    rows: 1,
-                    row_bytes: n * pixel_bytes,
-                    pitch: n * pixel_bytes,
-                    local,
-                    local_pitch: n * pixel_bytes,
-                }
-            } else {
-                Run {
-                    global,
-                    rows: n,
-                    row_bytes: pixel_bytes,
-                    pitch: sw,
-                    local,
-                    local_pitch: pixel_bytes,
-                }
-            };
+            let n = sub(np, i)?.min(sub(tw, w)?);
+            let global = self.offset(origin, &[d, h, w])?;
+            let local = add(base, index(mul(i, pixel_bytes)?)?)?;
+            let run = Run::items(global, n, pixel_bytes, sw, local)?;
             self.fetch(worker, run, events, tess)?;
-            i += n;
-            w += n;
+            i = add(i, n)?;
+            w = add(w, n)?;
             if w == tw {
                 w = 0;
-                h += 1;
+                h = add(h, 1)?;
                 if h == th {
                     h = 0;
-                    d += 1;
+                    d = add(d, 1)?;
                 }
             }
         }
@@ -655,45 +699,42 @@ impl Ctx<'_> {
         } else {
             0
         };
-        let row_stride = strides[row_axis];
+        let row_stride = *strides.get(row_axis).ok_or(FwError::Internal)?;
+        let row_extent = *ext.get(row_axis).ok_or(FwError::Internal)?;
         let elem = self.elem as u64;
         let (np, kc) = (task.span.count, task.span.kc);
-        if kc > 1 && self.channel_stride != elem && row_stride == elem && ext[row_axis] > 1 {
+        if kc > 1 && self.channel_stride != elem && row_stride == elem && row_extent > 1 {
             task.layout = SourceLayout::ChannelMajor;
         }
         if kc == 0 {
             return Ok(());
         }
-        let base = slot * SLOT_BYTES;
-        let p0 = task.span.first;
-        let mut coord = [p0 / (th * tw), (p0 / tw) % th, p0 % tw];
-        let channel_offset = task.span.c0 * self.channel_stride;
+        let base = mul(slot, SLOT_BYTES)?;
+        let mut coord = pixel_coord(task.span.first, th, tw)?;
+        let channel_offset = mul(task.span.c0, self.channel_stride)?;
         let contiguous_channels = kc == 1 || self.channel_stride == elem;
-        let pixel_bytes = kc * elem;
+        let pixel_bytes = mul(kc, elem)?;
         let mut i = 0u64;
         while i < np {
-            let n = (np - i).min(ext[row_axis] - coord[row_axis]);
-            let pixel = task.tile_input
-                + coord[0] * strides[0]
-                + coord[1] * strides[1]
-                + coord[2] * strides[2]
-                + channel_offset;
+            let at = *coord.get(row_axis).ok_or(FwError::Internal)?;
+            let n = sub(np, i)?.min(sub(row_extent, at)?);
+            let pixel = add(self.offset(task.tile_input, &coord)?, channel_offset)?;
             match task.layout {
                 SourceLayout::ChannelMajor => {
                     let run = Run {
                         global: pixel,
                         rows: kc,
-                        row_bytes: n * elem,
+                        row_bytes: mul(n, elem)?,
                         pitch: self.channel_stride,
-                        local: base + index(i * elem)?,
-                        local_pitch: np * elem,
+                        local: add(base, index(mul(i, elem)?)?)?,
+                        local_pitch: mul(np, elem)?,
                     };
                     self.fetch(worker, run, events, tess)?;
                 }
                 SourceLayout::PixelMajor if contiguous_channels => {
-                    let local = base + index(i * pixel_bytes)?;
+                    let local = add(base, index(mul(i, pixel_bytes)?)?)?;
                     if n == 1 || row_stride == pixel_bytes {
-                        let row_bytes = n * pixel_bytes;
+                        let row_bytes = mul(n, pixel_bytes)?;
                         let single = Run {
                             global: pixel,
                             rows: 1,
@@ -703,10 +744,9 @@ impl Ctx<'_> {
                             local_pitch: row_bytes,
                         };
                         // Whole short rows grouped into one rectangle (SPEC §8).
+                        let left = sub(np, i)?;
                         let grouped = (row_stride == pixel_bytes)
-                            .then(|| {
-                                short_rows(&ext, &strides, &coord, row_axis, row_bytes, np - i)
-                            })
+                            .then(|| short_rows(&ext, &strides, &coord, row_axis, row_bytes, left))
                             .flatten()
                             .map(|(rows, pitch)| Run {
                                 rows,
@@ -716,7 +756,7 @@ impl Ctx<'_> {
                             .filter(rectangle_eligible);
                         if let Some(run) = grouped {
                             self.fetch(worker, run, events, tess)?;
-                            i += run.rows * n;
+                            i = add(i, mul(run.rows, n)?)?;
                             advance_rows(&mut coord, &ext, row_axis, run.rows);
                             continue;
                         }
@@ -743,21 +783,22 @@ impl Ctx<'_> {
                     // Strided channels: one gather per pixel.
                     for q in 0..n {
                         let run = Run {
-                            global: pixel + q * row_stride,
+                            global: add(pixel, mul(q, row_stride)?)?,
                             rows: kc,
                             row_bytes: elem,
                             pitch: self.channel_stride,
-                            local: base + index((i + q) * pixel_bytes)?,
+                            local: add(base, index(mul(add(i, q)?, pixel_bytes)?)?)?,
                             local_pitch: elem,
                         };
                         self.fetch(worker, run, events, tess)?;
                     }
                 }
             }
-            i += n;
-            coord[row_axis] += n;
-            if coord[row_axis] == ext[row_axis] {
-                coord[row_axis] = 0;
+            i = add(i, n)?;
+            let at = coord.get_mut(row_axis).ok_or(FwError::Internal)?;
+            *at = add(*at, n)?;
+            if *at == row_extent {
+                *at = 0;
                 advance_rows(&mut coord, &ext, row_axis, 1);
             }
         }
@@ -789,7 +830,7 @@ impl Ctx<'_> {
         if run.row_bytes != 2 || run.local_pitch != 2 {
             return Err(FwError::Internal);
         }
-        tess.exact_width_rows += 1;
+        tess.exact_width_rows = tess.exact_width_rows.saturating_add(1);
         self.fetch_dma(worker, run, events, tess)
     }
 
@@ -804,37 +845,21 @@ impl Ctx<'_> {
         let class = &task.class;
         let tc = class.extents[3];
         let elem = self.elem as u64;
-        let base = slot * SLOT_BYTES;
+        let base = mul(slot, SLOT_BYTES)?;
         let mut pos = 0u64;
         for seg in BlockWalk::new(class, task.span.first, task.span.count) {
-            if seg.channel >= tc {
+            let Some(left) = tc.checked_sub(seg.channel).filter(|&left| left > 0) else {
                 continue;
-            }
-            let actual = seg.len.min(tc - seg.channel);
-            let global = self.pixel_input(class, task.tile_input, seg.pixel)
-                + seg.channel * self.channel_stride;
-            let local = base + index(pos * elem)?;
-            let run = if actual == 1 || self.channel_stride == elem {
-                Run {
-                    global,
-                    rows: 1,
-                    row_bytes: actual * elem,
-                    pitch: actual * elem,
-                    local,
-                    local_pitch: actual * elem,
-                }
-            } else {
-                Run {
-                    global,
-                    rows: actual,
-                    row_bytes: elem,
-                    pitch: self.channel_stride,
-                    local,
-                    local_pitch: elem,
-                }
             };
+            let actual = seg.len.min(left);
+            let global = add(
+                self.pixel_input(class, task.tile_input, seg.pixel)?,
+                mul(seg.channel, self.channel_stride)?,
+            )?;
+            let local = add(base, index(mul(pos, elem)?)?)?;
+            let run = Run::items(global, actual, elem, self.channel_stride, local)?;
             self.fetch(worker, run, events, tess)?;
-            pos += actual;
+            pos = add(pos, actual)?;
         }
         Ok(())
     }
@@ -842,9 +867,9 @@ impl Ctx<'_> {
     /// Converts and packs the task in slot `slot` into its output area; returns the
     /// conversions made (padding written as zero is not a conversion).
     fn pack(&self, local: &mut [u8], task: &Task, slot: usize) -> Result<u64, FwError> {
-        let base = slot * SLOT_BYTES;
+        let base = mul(slot, SLOT_BYTES)?;
         let (head, tail) = local
-            .split_at_mut_checked(base + SOURCE_SLOT_BYTES)
+            .split_at_mut_checked(add(base, SOURCE_SLOT_BYTES)?)
             .ok_or(FwError::Internal)?;
         let src = head.get_mut(base..).ok_or(FwError::Internal)?;
         let out = tail.get_mut(..OUTPUT_SLOT_BYTES).ok_or(FwError::Internal)?;
@@ -852,7 +877,6 @@ impl Ctx<'_> {
             4 => load32,
             _ => load16,
         };
-        let convert = self.convert;
         let class = &task.class;
         let converted = match class.mode {
             Mode::Bands if task.layout == SourceLayout::HContig => {
@@ -861,74 +885,119 @@ impl Ctx<'_> {
             Mode::Bands if task.layout == SourceLayout::Staged && self.bf16_pixels => {
                 self.pack_bf16_pixels(src, out, task)?
             }
-            Mode::Bands | Mode::Panels => {
-                let span = &task.span;
-                let (np, k, kc) = (index(span.count)?, index(span.k)?, index(span.kc)?);
-                let sc = index(class.stored)?;
-                let (c_src, c0) = (index(self.c_src)?, index(task.channel0)?);
-                let (pitch, hi) = if class.mode == Mode::Bands {
-                    (2 * sc, sc)
-                } else {
-                    (k, np * k)
-                };
-                // Bands: np pixels of 2·sc bytes; panels: two planes of np·k bytes.
-                let out = out.get_mut(..2 * np * k).ok_or(FwError::Internal)?;
-                for i in 0..np {
-                    let row = i * pitch;
-                    for j in 0..k {
-                        let v = if j < kc {
-                            let at = match task.layout {
-                                SourceLayout::PixelMajor => i * kc + j,
-                                SourceLayout::ChannelMajor => j * np + i,
-                                SourceLayout::Staged => i * c_src + c0 + j,
-                                // Packed by `pack_hcontig`.
-                                SourceLayout::HContig => return Err(FwError::Internal),
-                            };
-                            convert(load(src, at))
-                        } else {
-                            0
-                        };
-                        out[row + j] = v as u8;
-                        out[hi + row + j] = (v >> 8) as u8;
-                    }
-                }
-                span.count * span.kc
-            }
-            Mode::Blocks => {
-                let tc = class.extents[3];
-                let mut pos = 0usize;
-                let mut end = 0usize;
-                for seg in BlockWalk::new(class, task.span.first, task.span.count) {
-                    let at = index(seg.offset - task.span.first)?;
-                    for c in 0..seg.len {
-                        let v = if seg.channel + c < tc {
-                            pos += 1;
-                            convert(load(src, pos - 1))
-                        } else {
-                            0
-                        };
-                        out[at + index(c)?] = if seg.plane == 0 {
-                            v as u8
-                        } else {
-                            (v >> 8) as u8
-                        };
-                    }
-                    end = at + index(seg.len)?;
-                }
-                // Trailing tile padding in this block.
-                out.get_mut(end..index(task.span.count)?)
-                    .ok_or(FwError::Internal)?
-                    .fill(0);
-                pos as u64
-            }
+            Mode::Bands | Mode::Panels => self.pack_pixels(src, out, task, load)?,
+            Mode::Blocks => self.pack_block(src, out, task, load)?,
         };
         if class.mode == Mode::Bands {
             // The last band carries the tile's trailing padding.
-            let used = index(task.span.count * 2 * class.stored)?;
+            let used = index(mul(mul(task.span.count, 2)?, class.stored)?)?;
             let len = index(task.span.band_bytes(class))?;
             out.get_mut(used..len).ok_or(FwError::Internal)?.fill(0);
         }
         Ok(converted)
+    }
+
+    /// The general packing of a band or panel task: pixel `i`'s stored channel `j` (of
+    /// the task's `k`) takes the converted source value of channel `j` below `kc`, zero
+    /// above; bands are `np` pixels of `2 · sc` bytes (low bytes, then high bytes), panels
+    /// two planes of `np · k` bytes. Returns the conversions made.
+    fn pack_pixels(
+        &self,
+        src: &[u8],
+        out: &mut [u8],
+        task: &Task,
+        load: fn(&[u8], usize) -> u32,
+    ) -> Result<u64, FwError> {
+        let span = &task.span;
+        let (np, k, kc) = (index(span.count)?, index(span.k)?, index(span.kc)?);
+        let (c_src, c0) = (index(self.c_src)?, index(task.channel0)?);
+        // Source element of (pixel i, channel j): i · row_step + j · channel_step + first.
+        let (row_step, channel_step, first) = match task.layout {
+            SourceLayout::PixelMajor => (kc, 1, 0),
+            SourceLayout::ChannelMajor => (1, np, 0),
+            SourceLayout::Staged => (c_src, 1, c0),
+            // Packed by `pack_hcontig`.
+            SourceLayout::HContig => return Err(FwError::Internal),
+        };
+        // The largest source index, checked once: the loop's indices are below it.
+        let last_row = mul(np.saturating_sub(1), row_step)?;
+        add(
+            add(last_row, mul(kc.saturating_sub(1), channel_step)?)?,
+            first,
+        )?;
+        let plane = mul(np, k)?;
+        let out = out.get_mut(..mul(2, plane)?).ok_or(FwError::Internal)?;
+        let convert = self.convert;
+        let put = |i: usize, lo: &mut [u8], hi: &mut [u8]| {
+            // i < np and j < kc: at most the largest index checked above, no wrap.
+            let row = i.wrapping_mul(row_step).wrapping_add(first);
+            for (j, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+                let v = if j < kc {
+                    convert(load(src, row.wrapping_add(j.wrapping_mul(channel_step))))
+                } else {
+                    0
+                };
+                *l = v as u8;
+                *h = (v >> 8) as u8;
+            }
+        };
+        if task.class.mode == Mode::Bands {
+            // A band's k is the tile's stored channels: np pixels of 2·k bytes.
+            if span.k != task.class.stored {
+                return Err(FwError::Internal);
+            }
+            for (i, pixel) in out.chunks_exact_mut(mul(2, k)?.max(1)).enumerate() {
+                let (lo, hi) = pixel.split_at_mut(k);
+                put(i, lo, hi);
+            }
+        } else {
+            let (lo, hi) = out.split_at_mut(plane);
+            let k = k.max(1);
+            for (i, (lo, hi)) in lo
+                .chunks_exact_mut(k)
+                .zip(hi.chunks_exact_mut(k))
+                .enumerate()
+            {
+                put(i, lo, hi);
+            }
+        }
+        mul(span.count, span.kc)
+    }
+
+    /// The packing of a physical-block task: the block's pixel/plane runs take the low or
+    /// high bytes of the converted source values (staged in order), padding channels and
+    /// the tile's trailing padding zero. Returns the conversions made.
+    fn pack_block(
+        &self,
+        src: &[u8],
+        out: &mut [u8],
+        task: &Task,
+        load: fn(&[u8], usize) -> u32,
+    ) -> Result<u64, FwError> {
+        let class = &task.class;
+        let tc = class.extents[3];
+        let mut pos = 0usize;
+        let mut end = 0usize;
+        for seg in BlockWalk::new(class, task.span.first, task.span.count) {
+            let at = index(sub(seg.offset, task.span.first)?)?;
+            let len = index(seg.len)?;
+            end = add(at, len)?;
+            let bytes = out.get_mut(at..end).ok_or(FwError::Internal)?;
+            // The run's stored channels below the tile's C extent carry values.
+            let real = index(tc.saturating_sub(seg.channel))?.min(len);
+            let (values, padding) = bytes.split_at_mut(real);
+            let shift = if seg.plane == 0 { 0 } else { 8 };
+            for (b, x) in values.iter_mut().zip(pos..) {
+                *b = ((self.convert)(load(src, x)) >> shift) as u8;
+            }
+            padding.fill(0);
+            pos = add(pos, real)?;
+        }
+        // Trailing tile padding in this block.
+        out.get_mut(end..index(task.span.count)?)
+            .ok_or(FwError::Internal)?
+            .fill(0);
+        Ok(pos as u64)
     }
 
     /// The H-contiguous path's packing: converts the staged values to BF16 in place in the
@@ -946,34 +1015,53 @@ impl Ctx<'_> {
         let [td, th, tw, tc] = class.extents;
         let (td, th, tw, tc) = (index(td)?, index(th)?, index(tw)?, index(tc)?);
         let sc = index(class.stored)?;
-        let n = td * th * tw * tc;
+        let pixels = mul(mul(td, th)?, tw)?;
+        let n = mul(pixels, tc)?;
+        let staged_bytes = mul(n, 2)?;
         for i in 0..n {
             let v = (self.convert)(load(src, i));
-            src.get_mut(2 * i..2 * i + 2)
+            // i < n and 2 · n did not overflow: no wrap.
+            let at = i.wrapping_mul(2);
+            src.get_mut(at..at.wrapping_add(2))
                 .ok_or(FwError::Internal)?
                 .copy_from_slice(&v.to_le_bytes());
         }
+        let staged = src.get(..staged_bytes).ok_or(FwError::Internal)?;
+        let pixel_bytes = mul(2, sc)?;
         let out = out
-            .get_mut(..2 * sc * td * th * tw)
+            .get_mut(..mul(pixel_bytes, pixels)?)
             .ok_or(FwError::Internal)?;
-        let mut at = 0usize;
+        if tc > sc {
+            return Err(FwError::Internal);
+        }
+        let mut values = staged.chunks_exact(2);
         for c in 0..tc {
             for d in 0..td {
                 for w in 0..tw {
                     for h in 0..th {
-                        let v = load16(src, at);
-                        at += 1;
-                        let pixel = ((d * th + h) * tw + w) * 2 * sc;
-                        out[pixel + c] = v as u8;
-                        out[pixel + sc + c] = (v >> 8) as u8;
+                        let Some(&[low, high]) = values.next() else {
+                            return Err(FwError::Internal);
+                        };
+                        // d < td, h < th, w < tw and c < tc ≤ sc: below the output's
+                        // checked length, no wrap.
+                        let pixel = d
+                            .wrapping_mul(th)
+                            .wrapping_add(h)
+                            .wrapping_mul(tw)
+                            .wrapping_add(w)
+                            .wrapping_mul(pixel_bytes);
+                        let at = pixel.wrapping_add(c);
+                        *out.get_mut(at).ok_or(FwError::Internal)? = low;
+                        *out.get_mut(at.wrapping_add(sc)).ok_or(FwError::Internal)? = high;
                     }
                 }
             }
         }
         if sc > tc {
-            for pixel in out.chunks_exact_mut(2 * sc) {
-                pixel[tc..sc].fill(0);
-                pixel[sc + tc..].fill(0);
+            for pixel in out.chunks_exact_mut(pixel_bytes) {
+                let (lo, hi) = pixel.split_at_mut(sc);
+                lo.get_mut(tc..).ok_or(FwError::Internal)?.fill(0);
+                hi.get_mut(tc..).ok_or(FwError::Internal)?.fill(0);
             }
         }
         Ok(n as u64)
@@ -991,25 +1079,30 @@ impl Ctx<'_> {
         let (np, kc) = (index(task.span.count)?, index(task.span.kc)?);
         let sc = index(task.class.stored)?;
         let (c_src, c0) = (index(self.c_src)?, index(task.channel0)?);
-        if sc % LANES != 0 || kc > sc {
+        if !sc.is_multiple_of(LANES) || kc > sc || sc == 0 {
             return Err(FwError::Internal);
         }
-        let out = out.get_mut(..2 * np * sc).ok_or(FwError::Internal)?;
-        let (full, tail) = (kc / LANES, kc % LANES);
-        for (i, pixel) in out.chunks_exact_mut(2 * sc).enumerate() {
-            let first = 2 * (i * c_src + c0);
-            let values = src.get(first..first + 2 * kc).ok_or(FwError::Internal)?;
+        let pixel_bytes = mul(2, sc)?;
+        let out = out
+            .get_mut(..mul(np, pixel_bytes)?)
+            .ok_or(FwError::Internal)?;
+        let (full, tail) = (div(kc, LANES)?, rem(kc, LANES)?);
+        let (source_pixel, value_bytes) = (mul(2, c_src)?, mul(2, kc)?);
+        let mut first = mul(2, c0)?;
+        for pixel in out.chunks_exact_mut(pixel_bytes) {
+            let values = src
+                .get(first..add(first, value_bytes)?)
+                .ok_or(FwError::Internal)?;
+            first = add(first, source_pixel)?;
             let (lo, hi) = pixel.split_at_mut(sc);
             let blocks = lo.chunks_exact_mut(LANES).zip(hi.chunks_exact_mut(LANES));
-            for (b, (lo, hi)) in blocks.enumerate() {
-                let lanes = if b < full {
-                    LANES
-                } else if b == full {
-                    tail
-                } else {
-                    0
+            let groups = values.chunks(2 * LANES).chain(core::iter::repeat(&[][..]));
+            for (b, ((lo, hi), group)) in blocks.zip(groups).enumerate() {
+                let lanes = match b.cmp(&full) {
+                    core::cmp::Ordering::Less => LANES,
+                    core::cmp::Ordering::Equal => tail,
+                    core::cmp::Ordering::Greater => 0,
                 };
-                let group = values.get(2 * b * LANES..).unwrap_or(&[]);
                 if lanes == 1 {
                     let &[low, high, ..] = group else {
                         return Err(FwError::Internal);
@@ -1025,13 +1118,16 @@ impl Ctx<'_> {
                     lo.fill(0);
                     hi.fill(0);
                 }
-                for (j, v) in group.chunks_exact(2).take(lanes).enumerate() {
-                    lo[j] = v[0];
-                    hi[j] = v[1];
+                let lanes_out = lo.iter_mut().zip(hi.iter_mut());
+                for ((l, h), v) in lanes_out.zip(group.chunks_exact(2)).take(lanes) {
+                    if let &[low, high] = v {
+                        *l = low;
+                        *h = high;
+                    }
                 }
             }
         }
-        Ok((np * kc) as u64)
+        Ok(mul(np, kc)? as u64)
     }
 
     /// Starts the output transfers of the task in slot `slot`.
@@ -1042,7 +1138,7 @@ impl Ctx<'_> {
         slot: usize,
         tess: &mut TessStats,
     ) -> Result<[Option<Event>; 2], FwError> {
-        let mut local = small((slot * SLOT_BYTES + SOURCE_SLOT_BYTES) as u64)?;
+        let mut local = add(mul(slot, SLOT_BYTES)?, SOURCE_SLOT_BYTES)? as u64;
         let mut events = [None, None];
         let rows = task.span.output_rows(&task.class, task.tile_output);
         for (run, event) in rows.into_iter().zip(events.iter_mut()) {
@@ -1051,30 +1147,33 @@ impl Ctx<'_> {
                 direction: Direction::ToGlobal,
                 global: bus(self.repr.prefix.output_address, run.start)?,
                 global_pitch: small(run.pitch)?,
-                local,
+                local: small(local)?,
                 local_pitch: small(run.row_bytes)?,
                 row_bytes: small(run.row_bytes)?,
                 rows: small(run.rows)?,
             };
             *event = Some(worker.start(&transfer)?);
-            tess.output_dma += 1;
+            tess.output_dma = tess.output_dma.saturating_add(1);
             // A panel's high plane follows its low plane locally.
-            local += small(run.rows * run.row_bytes)?;
+            local = add(local, mul(run.rows, run.row_bytes)?)?;
         }
         Ok(events)
     }
 }
 
+/// The element `at` of 4-byte values in `src` (little-endian), 0 past the end.
 fn load32(src: &[u8], at: usize) -> u32 {
-    match src.get(at * 4..at * 4 + 4) {
-        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+    match at.checked_mul(4).and_then(|i| src.get(i..)) {
+        Some(&[a, b, c, d, ..]) => u32::from_le_bytes([a, b, c, d]),
         _ => 0,
     }
 }
 
+/// The element `at` of 2-byte values in `src` (little-endian, zero-extended), 0 past the
+/// end.
 fn load16(src: &[u8], at: usize) -> u32 {
-    match src.get(at * 2..at * 2 + 2) {
-        Some(&[a, b]) => u32::from(u16::from_le_bytes([a, b])),
+    match at.checked_mul(2).and_then(|i| src.get(i..)) {
+        Some(&[a, b, ..]) => u32::from(u16::from_le_bytes([a, b])),
         _ => 0,
     }
 }
@@ -1104,9 +1203,11 @@ struct BlockWalk {
 
 impl BlockWalk {
     fn new(class: &TileClass, first: u64, count: u64) -> BlockWalk {
+        // Offsets inside one tile, whose padded size fits u64: saturation never applies.
+        let pixel_bytes = class.pixels.saturating_mul(2).saturating_mul(class.stored);
         BlockWalk {
             x: first,
-            end: (first + count).min(class.pixels * 2 * class.stored),
+            end: first.saturating_add(count).min(pixel_bytes),
             stored: class.stored,
         }
     }
@@ -1119,18 +1220,22 @@ impl Iterator for BlockWalk {
         if self.x >= self.end {
             return None;
         }
+        // A decoded tile stores at least one channel, so the divisions are defined; a
+        // zero would end the walk.
         let sc = self.stored;
-        let within = self.x % (2 * sc);
-        let channel = within % sc;
-        let len = (sc - channel).min(self.end - self.x);
+        let pixel_bytes = sc.checked_mul(2)?;
+        let within = self.x.checked_rem(pixel_bytes)?;
+        let channel = within.checked_rem(sc)?;
+        // channel < sc and x < end: no wrap.
+        let len = sc.wrapping_sub(channel).min(self.end.wrapping_sub(self.x));
         let seg = Segment {
             offset: self.x,
-            pixel: self.x / (2 * sc),
-            plane: within / sc,
+            pixel: self.x.checked_div(pixel_bytes)?,
+            plane: within.checked_div(sc)?,
             channel,
             len,
         };
-        self.x += len;
+        self.x = self.x.checked_add(len)?;
         Some(seg)
     }
 }

@@ -16,7 +16,9 @@ use crate::device::{
     ComputePath, DeviceMemory, Direction, Dma, Event, Fault, Meter, Platform, Transfer,
 };
 use crate::numerics::{BlockStats, Entry, EntryParams};
-use crate::work::{Geometry, IN_SLOT_BYTES, SpanKind, Walker, bus, slot_bytes, small};
+use crate::work::{
+    Geometry, IN_SLOT_BYTES, SpanKind, Walker, add, bus, mul, slot_bytes, small, sub,
+};
 use crate::{FwError, Report};
 
 /// Longest direct row in elements (exclusive bound of the direct kind).
@@ -340,42 +342,3 @@ impl Ctx<'_> {
         Ok(())
     }
 }
-
-/// `a · b`, or [`FwError::Internal`] on overflow (never for a decoded descriptor).
-fn mul<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
-    a.checked_mul_(b).ok_or(FwError::Internal)
-}
-
-/// `a + b`, or [`FwError::Internal`] on overflow (never for a decoded descriptor).
-fn add<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
-    a.checked_add_(b).ok_or(FwError::Internal)
-}
-
-/// `a − b`, or [`FwError::Internal`] below zero (never for a decoded descriptor).
-fn sub<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
-    a.checked_sub_(b).ok_or(FwError::Internal)
-}
-
-/// The checked operations of `u64` and `usize`, for [`mul`], [`add`] and [`sub`].
-trait CheckedArith: Sized {
-    fn checked_mul_(self, b: Self) -> Option<Self>;
-    fn checked_add_(self, b: Self) -> Option<Self>;
-    fn checked_sub_(self, b: Self) -> Option<Self>;
-}
-
-macro_rules! checked_arith {
-    ($($t:ty),*) => {$(
-        impl CheckedArith for $t {
-            fn checked_mul_(self, b: Self) -> Option<Self> {
-                self.checked_mul(b)
-            }
-            fn checked_add_(self, b: Self) -> Option<Self> {
-                self.checked_add(b)
-            }
-            fn checked_sub_(self, b: Self) -> Option<Self> {
-                self.checked_sub(b)
-            }
-        }
-    )*};
-}
-checked_arith!(u64, usize);

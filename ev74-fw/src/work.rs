@@ -104,6 +104,64 @@ pub(crate) fn bus(base: u32, offset: u64) -> Result<u32, FwError> {
 pub(crate) fn small(x: u64) -> Result<u32, FwError> {
     u32::try_from(x).map_err(|_| FwError::Internal)
 }
+/// `a · b`, or [`FwError::Internal`] on overflow (never for a decoded descriptor).
+pub(crate) fn mul<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
+    a.checked_mul_(b).ok_or(FwError::Internal)
+}
+
+/// `a + b`, or [`FwError::Internal`] on overflow (never for a decoded descriptor).
+pub(crate) fn add<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
+    a.checked_add_(b).ok_or(FwError::Internal)
+}
+
+/// `a − b`, or [`FwError::Internal`] below zero (never for a decoded descriptor).
+pub(crate) fn sub<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
+    a.checked_sub_(b).ok_or(FwError::Internal)
+}
+
+/// `a / b`, or [`FwError::Internal`] for `b = 0` (never for a decoded descriptor).
+pub(crate) fn div<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
+    a.checked_div_(b).ok_or(FwError::Internal)
+}
+
+/// `a mod b`, or [`FwError::Internal`] for `b = 0` (never for a decoded descriptor).
+pub(crate) fn rem<T: CheckedArith>(a: T, b: T) -> Result<T, FwError> {
+    a.checked_rem_(b).ok_or(FwError::Internal)
+}
+
+/// The checked operations of `u64` and `usize`, for [`mul`], [`add`], [`sub`], [`div`]
+/// and [`rem`].
+pub(crate) trait CheckedArith: Sized {
+    fn checked_mul_(self, b: Self) -> Option<Self>;
+    fn checked_add_(self, b: Self) -> Option<Self>;
+    fn checked_sub_(self, b: Self) -> Option<Self>;
+    fn checked_div_(self, b: Self) -> Option<Self>;
+    fn checked_rem_(self, b: Self) -> Option<Self>;
+}
+
+macro_rules! checked_arith {
+    ($($t:ty),*) => {$(
+        impl CheckedArith for $t {
+            fn checked_mul_(self, b: Self) -> Option<Self> {
+                self.checked_mul(b)
+            }
+            fn checked_add_(self, b: Self) -> Option<Self> {
+                self.checked_add(b)
+            }
+            fn checked_sub_(self, b: Self) -> Option<Self> {
+                self.checked_sub(b)
+            }
+            fn checked_div_(self, b: Self) -> Option<Self> {
+                self.checked_div(b)
+            }
+            fn checked_rem_(self, b: Self) -> Option<Self> {
+                self.checked_rem(b)
+            }
+        }
+    )*};
+}
+checked_arith!(u64, usize);
+
 /// Contiguous suffixes of at least this many elements use DMA blocks.
 pub const DMA_MIN_RUN: u64 = 128;
 /// Contiguous suffixes of at least this many elements (and < [`DMA_MIN_RUN`]) use direct

@@ -11,9 +11,13 @@
 //! four strided BF16 tail cases of the EV74 exact-width gathers), [`bytes`] (little-endian
 //! encoding and aligned byte buffers), [`lib_run`] (running a request through the
 //! library's A65 path), [`data`] (the files of `tests/data/`, with their origins in its
-//! README) and [`peer`] (the third-party vectors of `tests/data/peer/`).
+//! README) and [`peer`] (the third-party vectors of `tests/data/peer/`). With the `cli`
+//! feature, `cli` holds the helpers of the suites that run a built programme.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+
+#[cfg(feature = "cli")]
+pub mod cli;
 
 pub mod oracle {
     //! The independent f64 Quant oracle.

@@ -15,6 +15,7 @@ use simak::ev74::sim::MemoryError;
 use simak::ev74::{BindError, DecodeCode, RepresentError, casttess, quant};
 use simak::layout::{TileAxis, UntileError};
 use simak::{AdmissionError, DType, Port};
+use simak_tests::cli::{run_sh, sh_blocks};
 
 fn errors_md() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md"))
@@ -457,28 +458,6 @@ fn errors_md_gives_every_host_error_its_code() {
     );
 }
 
-/// The fenced code blocks of `markdown` whose info string is `sh`, in order.
-fn sh_blocks(markdown: &str) -> Vec<String> {
-    use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for event in Parser::new(markdown) {
-        match event {
-            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) if &*info == "sh" => {
-                current = Some(String::new());
-            }
-            Event::Text(text) => {
-                if let Some(block) = current.as_mut() {
-                    block.push_str(&text);
-                }
-            }
-            Event::End(TagEnd::CodeBlock) => blocks.extend(current.take()),
-            _ => {}
-        }
-    }
-    blocks
-}
-
 /// The command the README gives for running the tests, and the command prefix every other
 /// block uses for the tool.
 const TEST_COMMAND: &str = "cargo xtask test";
@@ -516,17 +495,10 @@ fn run_readme(relative: &str) -> usize {
             !script.contains("cargo "),
             "{relative}: a block runs cargo other than as `{RUN_PREFIX}`:\n{block}"
         );
-        let out = std::process::Command::new("sh")
-            .args(["-e", "-c", &script])
-            .current_dir(dir.path())
-            .output()
-            .expect("sh runs");
-        assert!(
-            out.status.success(),
-            "{relative}: this block failed ({:?}):\n{block}\nstdout:\n{}\nstderr:\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        run_sh(
+            &script,
+            dir.path(),
+            &format!("{relative}: this block:\n{block}\n"),
         );
         ran += 1;
     }

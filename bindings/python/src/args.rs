@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::quant::{Params, Rounding};
-use simak::{AdmissionError, DType, Port};
+use simak::{AdmissionError, DType, DynSpec, Port};
 
 use crate::arrays::{bfloat16, float32_type, num};
 use crate::errors::simak_error;
@@ -325,6 +325,26 @@ pub(crate) fn parse_u64s(x: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u64>>
         .collect()
 }
 
+/// A plan's optional strides argument `name` (`None`: C order), as [`parse_u64s`].
+pub(crate) fn parse_strides(
+    strides: Option<&Bound<'_, PyAny>>,
+    name: &str,
+) -> PyResult<Option<Vec<u64>>> {
+    strides.map(|s| parse_u64s(s, name)).transpose()
+}
+
+/// A plan's port: `extents` with byte `strides` (`None`: C order) and `dtype`.
+pub(crate) fn port_spec<'a>(
+    extents: &'a [u64],
+    strides: Option<&'a [u64]>,
+    dtype: DType,
+) -> DynSpec<'a> {
+    match strides {
+        Some(s) => DynSpec::strided(extents, s, dtype),
+        None => DynSpec::contiguous(extents, dtype),
+    }
+}
+
 /// Most native threads one call may use (as `simak bench --threads`).
 pub(crate) const MAX_THREADS: usize = 256;
 
@@ -344,15 +364,21 @@ pub(crate) fn check_threads(threads: i64) -> PyResult<usize> {
     }
 }
 
-/// A Quant request's parameters from Python arguments.
+/// A Quant request's parameters from Python arguments (`zero_point=None` is 0), for every
+/// front-end that takes them (`quantize`, `QuantPlan`, `quanttess`).
 pub(crate) fn quant_params(
     py: Python<'_>,
     multiplier: &Bound<'_, PyAny>,
-    zp: &Bound<'_, PyAny>,
+    zp: Option<&Bound<'_, PyAny>>,
     rounding: &str,
 ) -> PyResult<Params> {
-    Ok(Params::from_bits(multiplier_bits(multiplier)?)
-        .with_zero_point(zero_point(py, zp)?)
+    let multiplier = multiplier_bits(multiplier)?;
+    let zero_point = match zp {
+        Some(zp) => zero_point(py, zp)?,
+        None => 0,
+    };
+    Ok(Params::from_bits(multiplier)
+        .with_zero_point(zero_point)
         .with_rounding(parse_rounding(py, rounding)?))
 }
 

@@ -10,10 +10,10 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
-use simak::{AdmissionError, DType, DynSpec, MAX_RANK, View};
+use simak::{AdmissionError, DType, DynSpec, MAX_RANK, Port, View};
 
-use crate::args::{repr, type_name};
-use crate::errors::simak_error;
+use crate::args::{input_dtype, parse_dtype, repr, type_name};
+use crate::errors::{Names, lib_error, simak_error};
 
 /// `numpy.asarray`, cached.
 pub(crate) fn asarray_fn(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
@@ -424,4 +424,42 @@ pub(crate) fn same_geometry(
             strides(want)
         ),
     ))
+}
+
+/// Reads a call's input array `x`: its dtype (`dtype=` given or not, [`input_dtype`]) and
+/// geometry (an op of lowest rank `min_rank`), in the order every op's function reports
+/// their errors.
+pub(crate) fn read_input(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    min_rank: usize,
+) -> PyResult<(DType, Geometry)> {
+    let given = dtype.map(|d| parse_dtype(py, d)).transpose()?;
+    let xa = as_array(x)?;
+    let dt = input_dtype(py, &xa, "x", given)?;
+    Ok((dt, Geometry::read(py, &xa, "x", min_rank)?))
+}
+
+/// Reads the input array `x` of a plan's `execute`: it must have exactly the plan's input
+/// `view` (dtype, shape and byte strides), else the error of admitting it (`names` for the
+/// messages) or of comparing the two geometries ([`same_geometry`]).
+pub(crate) fn read_plan_input(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    view: &View,
+    min_rank: usize,
+    names: Names,
+) -> PyResult<Geometry> {
+    let xa = as_array(x)?;
+    let dt = input_dtype(py, &xa, "x", Some(view.dtype()))?;
+    let g = Geometry::read(py, &xa, "x", min_rank)?;
+    if !g.matches(view) {
+        let v = g
+            .spec(dt)
+            .admit(Port::Input)
+            .map_err(|e| lib_error(py, e, names))?;
+        same_geometry(py, &v, view, "x", "input")?;
+    }
+    Ok(g)
 }

@@ -6,8 +6,7 @@ use pyo3::prelude::*;
 use simak::Port;
 use simak::calibrate::{abs_max, absmax_multiplier};
 
-use crate::args::{input_dtype, parse_dtype};
-use crate::arrays::{Geometry, as_array, input_slice};
+use crate::arrays::{input_slice, read_input};
 use crate::errors::{Names, guarded, lib_error};
 use crate::run::run_detached;
 
@@ -45,10 +44,7 @@ pub(crate) fn calibrate_absmax(
             input: "x",
             output: "out",
         };
-        let given = dtype.map(|d| parse_dtype(py, d)).transpose()?;
-        let xa = as_array(x)?;
-        let dt = input_dtype(py, &xa, "x", given)?;
-        let g = Geometry::read(py, &xa, "x", 0)?;
+        let (dt, g) = read_input(py, x, dtype, 0)?;
         let view = g
             .spec(dt)
             .admit(Port::Input)

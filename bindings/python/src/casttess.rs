@@ -1,14 +1,14 @@
 //! CastTess (SPEC §4, §5): `casttess` and the reusable `CastTessPlan`.
 
 use pyo3::prelude::*;
+use simak::DType;
 use simak::a65;
 use simak::ops::casttess as ct;
-use simak::{DType, DynSpec, Port};
 
 use crate::args::{
-    check_threads, default_layout, input_dtype, parse_dtype, parse_layout, parse_u64s,
+    check_threads, default_layout, parse_dtype, parse_layout, parse_strides, parse_u64s, port_spec,
 };
-use crate::arrays::{Geometry, as_array, same_geometry};
+use crate::arrays::{read_input, read_plan_input};
 use crate::errors::{TILED_NAMES, guarded, lib_error};
 use crate::layout::Layout;
 use crate::run::run_tiled;
@@ -64,10 +64,7 @@ pub(crate) fn casttess<'py>(
     guarded(py, || {
         let threads = check_threads(threads)?;
         let (axes, tile) = default_layout(py, axes, tile)?;
-        let given = dtype.map(|d| parse_dtype(py, d)).transpose()?;
-        let xa = as_array(x)?;
-        let dt = input_dtype(py, &xa, "x", given)?;
-        let gin = Geometry::read(py, &xa, "x", 1)?;
+        let (dt, gin) = read_input(py, x, dtype, 1)?;
         let layout = parse_layout(py, &axes, &tile, channels)?;
         let plan = ct::check_inference_dyn(&ct::DynRequest {
             input: gin.spec(dt),
@@ -127,13 +124,8 @@ impl CastTessPlan {
         guarded(py, || {
             let extents = parse_u64s(shape, "shape")?;
             let dt = parse_dtype(py, dtype)?;
-            let strides = input_strides
-                .map(|s| parse_u64s(s, "input_strides"))
-                .transpose()?;
-            let input = match &strides {
-                Some(s) => DynSpec::strided(&extents, s, dt),
-                None => DynSpec::contiguous(&extents, dt),
-            };
+            let strides = parse_strides(input_strides, "input_strides")?;
+            let input = port_spec(&extents, strides.as_deref(), dt);
             let layout = parse_layout(py, axes, tile, channels)?;
             let plan = ct::check_inference_dyn(&ct::DynRequest {
                 input,
@@ -165,14 +157,7 @@ impl CastTessPlan {
         guarded(py, || {
             let threads = check_threads(threads)?;
             let plan = self.prepared.plan();
-            let xa = as_array(x)?;
-            let dt = input_dtype(py, &xa, "x", Some(plan.input().dtype()))?;
-            let gin = Geometry::read(py, &xa, "x", 1)?;
-            let vin = gin
-                .spec(dt)
-                .admit(Port::Input)
-                .map_err(|e| lib_error(py, e, TILED_NAMES))?;
-            same_geometry(py, &vin, plan.input(), "x", "input")?;
+            let gin = read_plan_input(py, x, plan.input(), 1, TILED_NAMES)?;
             run_tiled(py, &gin, &self.prepared, out, threads)
         })
     }

@@ -1,7 +1,7 @@
 //! Quant (SPEC §3): `quantize`, the reusable `QuantPlan`, and the FP-control test seam.
 
 use numpy::npyffi::NPY_TYPES;
-use numpy::{PyArrayDescrMethods, PyUntypedArrayMethods};
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use simak::a65::{self, ExecuteError};
@@ -10,14 +10,37 @@ use simak::ops::quant::Params;
 use simak::{AdmissionError, DType, DynSpec, Port};
 
 use crate::args::{
-    check_threads, input_dtype, multiplier_bits, parse_dtype, parse_u64s, quant_params, repr,
+    check_threads, input_dtype, multiplier_bits, parse_dtype, parse_strides, parse_u64s, port_spec,
+    quant_params, repr,
 };
 use crate::arrays::{
     Geometry, as_array, as_out_array, input_slice, new_array, num, output_slice, ranges_overlap,
-    same_geometry, strided_int8,
+    read_input, read_plan_input, same_geometry, strided_int8,
 };
 use crate::errors::{Names, QUANT_NAMES, guarded, lib_error, simak_error};
 use crate::run::run_detached;
+
+/// The `out=` array of a Quant call: writable, dtype `int8` (else the output dtype error,
+/// 0x201).
+fn int8_out<'py>(py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let oa = as_out_array(py, o, "out")?;
+    if oa.dtype().num() != num(NPY_TYPES::NPY_BYTE) {
+        let code = AdmissionError::DType {
+            port: Port::Output,
+            found: DType::I8,
+        }
+        .code();
+        return Err(simak_error(
+            py,
+            code,
+            format!(
+                "out= has dtype {}; quantize writes int8 (simak error code {code})",
+                repr(oa.dtype().as_any())
+            ),
+        ));
+    }
+    Ok(oa)
+}
 
 /// Runs a prepared Quant call over admitted arrays, split over `threads`.
 pub(crate) fn run_quant(
@@ -131,30 +154,11 @@ pub(crate) fn quantize<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {
         let threads = check_threads(threads)?;
-        let zero = 0i32.into_pyobject(py)?.into_any();
-        let params = quant_params(py, multiplier, zero_point.unwrap_or(&zero), rounding)?;
-        let given = dtype.map(|d| parse_dtype(py, d)).transpose()?;
-        let xa = as_array(x)?;
-        let dt = input_dtype(py, &xa, "x", given)?;
-        let gin = Geometry::read(py, &xa, "x", 0)?;
+        let params = quant_params(py, multiplier, zero_point, rounding)?;
+        let (dt, gin) = read_input(py, x, dtype, 0)?;
         let (oa, gout) = match out {
             Some(o) => {
-                let oa = as_out_array(py, o, "out")?;
-                if oa.dtype().num() != num(NPY_TYPES::NPY_BYTE) {
-                    let code = AdmissionError::DType {
-                        port: Port::Output,
-                        found: DType::I8,
-                    }
-                    .code();
-                    return Err(simak_error(
-                        py,
-                        code,
-                        format!(
-                            "out= has dtype {}; quantize writes int8 (simak error code {code})",
-                            repr(oa.dtype().as_any())
-                        ),
-                    ));
-                }
+                let oa = int8_out(py, o)?;
                 let g = Geometry::read(py, &oa, "out", 0)?;
                 check_same_rank(py, &gin, &g)?;
                 (Some(oa), Some(g))
@@ -247,23 +251,12 @@ impl QuantPlan {
         guarded(py, || {
             let extents = parse_u64s(shape, "shape")?;
             let dt = parse_dtype(py, dtype)?;
-            let zero = 0i32.into_pyobject(py)?.into_any();
-            let params = quant_params(py, multiplier, zero_point.unwrap_or(&zero), rounding)?;
-            let si = input_strides
-                .map(|s| parse_u64s(s, "input_strides"))
-                .transpose()?;
-            let so = output_strides
-                .map(|s| parse_u64s(s, "output_strides"))
-                .transpose()?;
-            fn spec<'a>(extents: &'a [u64], s: &'a Option<Vec<u64>>, d: DType) -> DynSpec<'a> {
-                match s {
-                    Some(s) => DynSpec::strided(extents, s, d),
-                    None => DynSpec::contiguous(extents, d),
-                }
-            }
+            let params = quant_params(py, multiplier, zero_point, rounding)?;
+            let si = parse_strides(input_strides, "input_strides")?;
+            let so = parse_strides(output_strides, "output_strides")?;
             let plan = quant::check_inference_dyn(&quant::DynRequest {
-                input: spec(&extents, &si, dt),
-                output: spec(&extents, &so, DType::I8),
+                input: port_spec(&extents, si.as_deref(), dt),
+                output: port_spec(&extents, so.as_deref(), DType::I8),
                 params,
             })
             .map_err(|e| lib_error(py, e, QUANT_NAMES))?;
@@ -301,30 +294,10 @@ impl QuantPlan {
         guarded(py, || {
             let threads = check_threads(threads)?;
             let plan = self.prepared.plan();
-            let xa = as_array(x)?;
-            let dt = input_dtype(py, &xa, "x", Some(plan.input().dtype()))?;
-            let gin = Geometry::read(py, &xa, "x", 0)?;
-            if !gin.matches(plan.input()) {
-                let vin = gin
-                    .spec(dt)
-                    .admit(Port::Input)
-                    .map_err(|e| lib_error(py, e, QUANT_NAMES))?;
-                same_geometry(py, &vin, plan.input(), "x", "input")?;
-            }
+            let gin = read_plan_input(py, x, plan.input(), 0, QUANT_NAMES)?;
             let (oa, gout) = match out {
                 Some(o) => {
-                    let oa = as_out_array(py, o, "out")?;
-                    if oa.dtype().num() != num(NPY_TYPES::NPY_BYTE) {
-                        let code = 0x201;
-                        return Err(simak_error(
-                            py,
-                            code,
-                            format!(
-                                "out= has dtype {}; quantize writes int8 (simak error code {code})",
-                                repr(oa.dtype().as_any())
-                            ),
-                        ));
-                    }
+                    let oa = int8_out(py, o)?;
                     let g = Geometry::read(py, &oa, "out", 0)?;
                     if !g.matches(plan.output()) {
                         let v = g

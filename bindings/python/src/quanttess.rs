@@ -6,10 +6,8 @@ use simak::a65;
 use simak::ops::casttess as ct;
 use simak::ops::quanttess as qt;
 
-use crate::args::{
-    check_threads, default_layout, input_dtype, parse_dtype, parse_layout, quant_params,
-};
-use crate::arrays::{Geometry, as_array};
+use crate::args::{check_threads, default_layout, parse_layout, quant_params};
+use crate::arrays::read_input;
 use crate::errors::{TILED_NAMES, guarded, lib_error};
 use crate::run::run_tiled;
 
@@ -50,12 +48,8 @@ pub(crate) fn quanttess<'py>(
     guarded(py, || {
         let threads = check_threads(threads)?;
         let (axes, tile) = default_layout(py, axes, tile)?;
-        let zero = 0i32.into_pyobject(py)?.into_any();
-        let params = quant_params(py, multiplier, zero_point.unwrap_or(&zero), rounding)?;
-        let given = dtype.map(|d| parse_dtype(py, d)).transpose()?;
-        let xa = as_array(x)?;
-        let dt = input_dtype(py, &xa, "x", given)?;
-        let gin = Geometry::read(py, &xa, "x", 1)?;
+        let params = quant_params(py, multiplier, zero_point, rounding)?;
+        let (dt, gin) = read_input(py, x, dtype, 1)?;
         let layout = parse_layout(py, &axes, &tile, channels)?;
         let plan = qt::check_inference_dyn(&qt::DynRequest {
             input: gin.spec(dt),

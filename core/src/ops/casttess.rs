@@ -98,10 +98,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The admitted input view (strides in bytes, span in bytes).
-    pub const fn input(&self) -> &View {
-        &self.input
-    }
+    input_accessors!();
 
     /// The admitted output layout (capacity in bytes, two byte planes per element).
     pub const fn output(&self) -> &TiledView {
@@ -111,16 +108,6 @@ impl Plan {
     /// The output dtype, BF16.
     pub const fn output_dtype(&self) -> DType {
         OUTPUT_DTYPE
-    }
-
-    /// Number of logical elements (0 when empty).
-    pub const fn elements(&self) -> u64 {
-        self.input.elements()
-    }
-
-    /// Whether the call is a no-op (some extent is zero).
-    pub const fn is_empty(&self) -> bool {
-        self.input.is_empty()
     }
 }
 

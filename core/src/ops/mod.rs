@@ -23,6 +23,65 @@
 
 use core::fmt;
 
+/// The accessors of a plan's input port, written once for every plan (a field `input:
+/// View`): `input`, `elements`, `is_empty`.
+macro_rules! input_accessors {
+    () => {
+        /// The admitted input view (strides in bytes, span in bytes).
+        pub const fn input(&self) -> &View {
+            &self.input
+        }
+
+        /// Number of logical elements (0 when empty, 1 for a scalar).
+        pub const fn elements(&self) -> u64 {
+            self.input.elements()
+        }
+
+        /// Whether the call is a no-op (some extent is zero).
+        pub const fn is_empty(&self) -> bool {
+            self.input.is_empty()
+        }
+    };
+}
+
+/// The accessors of a plan with Quant parameters (SPEC §3), written once for every such
+/// plan (fields `quant: CheckedParams` and `input: View`): `quant_params`, `multiplier`,
+/// `zero_point`, `rounding`, `params`, `kernels`.
+macro_rules! quant_accessors {
+    () => {
+        /// The checked Quant parameters.
+        pub const fn quant_params(&self) -> &CheckedParams {
+            &self.quant
+        }
+
+        /// The decoded multiplier.
+        pub const fn multiplier(&self) -> &Multiplier {
+            self.quant.multiplier()
+        }
+
+        /// The zero point, in [-128, 127].
+        pub const fn zero_point(&self) -> i32 {
+            self.quant.zero_point()
+        }
+
+        /// The rounding mode.
+        pub const fn rounding(&self) -> Rounding {
+            self.quant.rounding()
+        }
+
+        /// The parameters this plan was checked with.
+        pub const fn params(&self) -> Params {
+            self.quant.params()
+        }
+
+        /// The exact scalar Quant specialization for this plan's dtype × rounding.
+        pub fn kernels(&self) -> Kernels {
+            // Admission rejected I8 input, so every plan has a float input dtype.
+            self.quant.kernels(self.input.dtype())
+        }
+    };
+}
+
 pub mod casttess;
 pub mod quant;
 pub mod quanttess;

@@ -151,56 +151,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The admitted input view.
-    pub const fn input(&self) -> &View {
-        &self.input
-    }
+    input_accessors!();
 
     /// The admitted output view.
     pub const fn output(&self) -> &View {
         &self.output
     }
 
-    /// The checked parameters.
-    pub const fn quant_params(&self) -> &CheckedParams {
-        &self.quant
-    }
-
-    /// The decoded multiplier.
-    pub const fn multiplier(&self) -> &Multiplier {
-        self.quant.multiplier()
-    }
-
-    /// The zero point, in [-128, 127].
-    pub const fn zero_point(&self) -> i32 {
-        self.quant.zero_point()
-    }
-
-    /// The rounding mode.
-    pub const fn rounding(&self) -> Rounding {
-        self.quant.rounding()
-    }
-
-    /// The parameters this plan was checked with.
-    pub const fn params(&self) -> Params {
-        self.quant.params()
-    }
-
-    /// Number of elements (0 when empty, 1 for a scalar).
-    pub const fn elements(&self) -> u64 {
-        self.input.elements()
-    }
-
-    /// Whether the call is a no-op (some extent is zero).
-    pub const fn is_empty(&self) -> bool {
-        self.input.is_empty()
-    }
-
-    /// The exact scalar specialization for this plan's dtype × rounding.
-    pub fn kernels(&self) -> Kernels {
-        // Admission rejected I8 input, so every plan has a float input dtype.
-        self.quant.kernels(self.input.dtype())
-    }
+    quant_accessors!();
 }
 
 /// Admits a Quant request (SPEC §2, §3).

@@ -11,15 +11,30 @@ use core::fmt;
 
 use crate::error::{AdmissionError, Port};
 use crate::layout::TileAxis;
-use crate::wire::{casttess, prefix, quant};
 
-/// Stable numeric codes of [`DecodeError`], as reported across the firmware boundary.
-///
-/// 0 is reserved for success; codes are never reused or renumbered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u16)]
-pub enum DecodeCode {
+/// Declares [`DecodeCode`] and [`DecodeCode::ALL`] from one list, in numeric order, so a
+/// new code is one line and `ALL` cannot miss it.
+macro_rules! decode_codes {
+    ($($(#[$doc:meta])* $name:ident = $n:literal,)*) => {
+        /// Stable numeric codes of [`DecodeError`], as reported across the firmware boundary.
+        ///
+        /// 0 is reserved for success; codes are never reused or renumbered.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+        #[repr(u16)]
+        pub enum DecodeCode {
+            $($(#[$doc])* $name = $n,)*
+        }
+
+        impl DecodeCode {
+            /// Every code, in numeric order (the order of the one list that declares
+            /// them); each entry's own list is `CODES` beside its decoder.
+            pub const ALL: [DecodeCode; [$($n),*].len()] = [$(DecodeCode::$name),*];
+        }
+    };
+}
+
+decode_codes! {
     /// [`DecodeError::Length`].
     Length = 1,
     /// [`DecodeError::Magic`].
@@ -125,12 +140,6 @@ pub enum DecodeCode {
 }
 
 impl DecodeCode {
-    /// Every code, in numeric order: the prefix's and each entry tail's.
-    pub const ALL: [DecodeCode; 51] = merge_codes(
-        merge_codes::<29, 11, 40>(prefix::CODES, quant::TAIL_CODES),
-        casttess::TAIL_CODES,
-    );
-
     /// The numeric code (never 0).
     pub const fn get(self) -> u16 {
         self as u16
@@ -750,6 +759,16 @@ mod test {
         }
         assert_eq!(DecodeCode::from_u16(0), None);
         assert_eq!(DecodeCode::from_u16(52), None);
+    }
+
+    #[test]
+    fn every_code_is_reported_by_some_entry() {
+        // `ALL` comes from the enum's list; each entry lists its own codes beside its
+        // decoder: a code no entry can report is a stale or unwired one.
+        for c in DecodeCode::ALL {
+            let reported = crate::ev74::ENTRIES.iter().any(|e| e.codes.contains(&c));
+            assert!(reported, "{c:?}");
+        }
     }
 
     #[test]

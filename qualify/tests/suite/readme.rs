@@ -3,32 +3,12 @@
 //! with the built binary in place of `cargo xtask qualify`, as the CLI's suite does for the
 //! blocks that run `simak` (`a65-bin/tests/suite/docs.rs`, which leaves these to this test).
 
-use crate::common::{BIN, stderr_of, stdout_of};
+use simak_tests::cli::{run_sh, sh_blocks};
+
+use crate::common::BIN;
 
 /// The prefix of the commands this test runs.
 const PREFIX: &str = "cargo xtask qualify ";
-
-/// The fenced code blocks of `markdown` whose info string is `sh`, in order.
-fn sh_blocks(markdown: &str) -> Vec<String> {
-    use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for event in Parser::new(markdown) {
-        match event {
-            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) if &*info == "sh" => {
-                current = Some(String::new());
-            }
-            Event::Text(text) => {
-                if let Some(block) = current.as_mut() {
-                    block.push_str(&text);
-                }
-            }
-            Event::End(TagEnd::CodeBlock) => blocks.extend(current.take()),
-            _ => {}
-        }
-    }
-    blocks
-}
 
 #[test]
 fn readme_qualify_commands_run_on_a_fresh_folder() {
@@ -49,17 +29,6 @@ fn readme_qualify_commands_run_on_a_fresh_folder() {
         std::fs::create_dir(dir.path().join("target")).unwrap();
         let script = block.replace(PREFIX.trim_end(), BIN);
         assert!(!script.contains("cargo "), "a block runs cargo:\n{block}");
-        let out = std::process::Command::new("sh")
-            .args(["-e", "-c", &script])
-            .current_dir(dir.path())
-            .output()
-            .expect("sh runs");
-        assert!(
-            out.status.success(),
-            "this block failed ({:?}):\n{block}\nstdout:\n{}\nstderr:\n{}",
-            out.status,
-            stdout_of(&out),
-            stderr_of(&out)
-        );
+        run_sh(&script, dir.path(), &format!("this block:\n{block}\n"));
     }
 }

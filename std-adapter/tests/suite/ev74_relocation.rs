@@ -121,10 +121,14 @@ fn casttess_case() -> Case<CastTess> {
     let plan = |w: u64| {
         let p = casttess::check_inference(&casttess::Request {
             input: TensorSpec::contiguous([5, w, 3], DType::F16),
-            layout: MlaTiled::new(
-                [None, Some(0), Some(1), Some(2)],
-                [1, 2, 4, 3],
-                Channels::Compact,
+            output: casttess::TiledTensorSpec::new(
+                [5, w, 3],
+                DType::BF16,
+                MlaTiled::new(
+                    [None, Some(0), Some(1), Some(2)],
+                    [1, 2, 4, 3],
+                    Channels::Compact,
+                ),
             ),
         })
         .unwrap();

@@ -13,7 +13,7 @@
 //!   rectangles of 126 vs 128 bytes (the element sizes allow no 127) for strided pixels
 //!   and for whole short rows, rows grouped across D only at a regular pitch.
 //! - The four strided BF16 tail cases shared in `simak_tests::bf16_tails` (also run by
-//!   `simak qualify --correctness-only` as `correct/casttess/bf16-tail/<name>`).
+//!   `cargo xtask qualify correctness` as `correct/casttess/bf16-tail/<name>`).
 
 use crate::ev74_casttess::{Tally, check_case};
 use crate::tess_common::*;

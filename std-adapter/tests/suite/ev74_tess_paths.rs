@@ -7,7 +7,7 @@
 //! past the admitted span): `ev74_casttess::check_case`.
 //!
 //! - The whole-panel H-contiguous path on the 30 eligibility-boundary cases shared with
-//!   `simak qualify --correctness-only` (`simak_tests::hcontig`), and every FP16 and BF16
+//!   `cargo xtask qualify correctness` (`simak_tests::hcontig`), and every FP16 and BF16
 //!   bit pattern through it.
 //! - Staged complete-pixel bands and the metadata-selected BF16 pixel packer on both sides
 //!   of each condition of their rules, and every BF16 bit pattern through the packer. A

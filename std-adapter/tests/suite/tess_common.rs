@@ -21,7 +21,7 @@ pub const GUARD: usize = 48;
 pub const DIRTY: u8 = 0xa5;
 
 // The conversion oracles and the odometer live in `simak_tests::tiled`, shared with
-// `simak qualify --correctness-only`.
+// `cargo xtask qualify correctness` (`simak-qualify correctness`).
 pub use simak_tests::tiled::{
     for_each_index, oracle_bf16, oracle_f16, oracle_f32, oracle_tiled, random_bits,
 };
