@@ -164,12 +164,14 @@ fn at(plan: &Plan, level: Level) -> Result<State, LevelError> {
 fn shape_of(plan: &Plan, t: &Traversal) -> Shape {
     let elem = plan.input().dtype().size();
     let contiguous = t.inner_in_stride == elem && t.inner_out_stride == 1 || t.inner_len == 1;
-    if contiguous && t.inner_len >= VECTOR_MIN_RUN {
+    if contiguous && (t.inner_len >= VECTOR_MIN_RUN || plan.elements() < PANEL_MIN_ELEMENTS) {
+        // Small workloads of short contiguous runs call the kernel per run: it handles any
+        // run length with vector steps (issue 24), so there is no small-tensor cliff.
         Shape::Runs
-    } else if plan.elements() >= PANEL_MIN_ELEMENTS {
-        Shape::Panels
     } else {
-        Shape::Elements
+        // Short or strided runs: panels at every size (a small strided workload is one
+        // panel), so a vector route never degrades to the element-by-element exact path.
+        Shape::Panels
     }
 }
 
@@ -198,6 +200,14 @@ fn build(plan: &Plan, route: Route, traversal: Traversal, shape: Shape) -> State
 }
 
 impl Prepared {
+    /// Elements per vector step of the selected route: a run's length is processed in
+    /// whole steps of this many elements (a remainder costs one more step), so the time of
+    /// a call is flat between multiples of it (issue 24). 64 for `x86_64-avx512`, 32 for
+    /// `x86_64-avx2`, 16 for `x86_64-sse4.1` and the AArch64 routes, 1 for the exact path.
+    pub fn block_elements(&self) -> usize {
+        self.state.route.block()
+    }
+
     /// Elements per innermost run after coalescing (the whole tensor for packed,
     /// compatible layouts; 0 when empty).
     pub fn run_len(&self) -> usize {

@@ -31,6 +31,7 @@ mod raw_entry;
 mod routes;
 mod scalar_only;
 mod send_sync;
+mod short_runs;
 mod tess_convert;
 mod tess_golden;
 mod tess_oracle;

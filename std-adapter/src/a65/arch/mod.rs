@@ -91,6 +91,16 @@ impl Route {
         }
     }
 
+    /// Elements per vector step of the route's kernel (1 for the exact path).
+    pub const fn block(self) -> usize {
+        match self {
+            Route::Exact => 1,
+            Route::Sse41 | Route::Neon | Route::NeonFp16 | Route::NeonBf16Fp16 => 16,
+            Route::Avx2 => 32,
+            Route::Avx512 => 64,
+        }
+    }
+
     /// Whether the route uses FP arithmetic and so needs the default FP environment.
     #[inline]
     pub const fn uses_fp(self) -> bool {
