@@ -738,6 +738,17 @@ mod test {
     use super::*;
 
     #[test]
+    fn elements_take_counts_ranges_and_lists() {
+        assert_eq!(parse_elements("64"), Ok(Elements(vec![64])));
+        assert_eq!(parse_elements("1..=3,7"), Ok(Elements(vec![1, 2, 3, 7])));
+        assert_eq!(parse_elements("7,63,64"), Ok(Elements(vec![7, 63, 64])));
+        assert_eq!(parse_elements("1..=300").map(|e| e.0.len()), Ok(300));
+        for bad in ["0", "", "5..=3", "1..=5000", "x", "1..3", "2147483649"] {
+            assert!(parse_elements(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
     fn hostile_values_stay_in_their_class() {
         for dtype in [DType::F32, DType::BF16, DType::F16] {
             let size = dtype.size();

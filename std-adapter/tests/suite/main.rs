@@ -9,6 +9,7 @@
 mod support;
 mod tess_common;
 
+mod dispatch_table;
 mod ev74_casttess;
 mod ev74_casttess_device;
 mod ev74_casttess_runtime;
@@ -24,6 +25,7 @@ mod ev74_runtime;
 mod ev74_tess_gathers;
 mod ev74_tess_paths;
 mod ev74_transpose;
+mod fp_routes;
 mod fuzz_regressions;
 mod levels;
 mod quanttess_exact;

@@ -187,7 +187,9 @@ pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
     chunk!(u16);
     if len & 1 != 0 {
         // SAFETY: the last byte, at = len − 1.
-        unsafe { *dst.wrapping_add(at) = *src.wrapping_add(at) };
+        let b = unsafe { *src.wrapping_add(at) };
+        // SAFETY: as above, the last byte of `dst`.
+        unsafe { *dst.wrapping_add(at) = b };
     }
 }
 

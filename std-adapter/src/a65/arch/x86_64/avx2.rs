@@ -105,10 +105,10 @@ lanes! {
             let lo = _mm256_castsi256_si128(bytes);
             if n >= 16 {
                 // SAFETY: 16 of the n writable bytes, then the rest (caller).
-                unsafe {
-                    _mm_storeu_si128(ptr.cast(), lo);
-                    store_partial_128!(ptr.wrapping_add(16), _mm256_extracti128_si256::<1>(bytes), n - 16);
-                }
+                unsafe { _mm_storeu_si128(ptr.cast(), lo) };
+                let hi = _mm256_extracti128_si256::<1>(bytes);
+                // SAFETY: the remaining n − 16 writable bytes (caller).
+                unsafe { store_partial_128!(ptr.wrapping_add(16), hi, n - 16) };
             } else {
                 // SAFETY: n < 16 writable bytes (caller).
                 unsafe { store_partial_128!(ptr, lo, n) }

@@ -90,9 +90,8 @@ pub(crate) fn read_mxcsr() -> u32 {
     value
 }
 
-/// MXCSR default check: all six exception masks set (bits 7–12), RC = nearest (bits 13–14),
-/// FTZ (bit 15) and DAZ (bit 6) clear. Status flags (bits 0–5) are ignored.
-#[inline]
-pub(crate) fn mxcsr_ok(control: u64) -> bool {
-    control & 0xffc0 == 0x1f80
-}
+/// The MXCSR bits of the FP rule: DAZ (bit 6), the six exception masks (bits 7–12), RC
+/// (bits 13–14), FTZ (bit 15). Status flags (bits 0–5) are ignored.
+pub(crate) const MXCSR_RULE: u64 = 0xffc0;
+/// Their default: every exception masked, RC nearest, FTZ and DAZ clear.
+pub(crate) const MXCSR_DEFAULT: u64 = 0x1f80;
