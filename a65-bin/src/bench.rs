@@ -70,9 +70,12 @@ pub struct BenchQuantArgs {
     /// Input dtype.
     #[arg(long, value_enum, default_value_t = DTypeArg::F32)]
     dtype: DTypeArg,
-    /// Elements per call.
-    #[arg(long, value_name = "N", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 31))]
-    elements: u64,
+    /// Elements per call: one count, or a sweep — a list of counts and inclusive ranges
+    /// (`1..=300`, `7,63,64`, `1..=16,63`). A sweep prints, for each N, the median time per
+    /// call beside that of the next multiple of the route's vector block, measured
+    /// interleaved, and their ratio (contiguous layout, one thread).
+    #[arg(long, value_name = "N", default_value = "1048576", value_parser = parse_elements)]
+    elements: Elements,
     /// Threads, each running one piece of every call through the partition API
     /// (`Prepared::split`); the waiting threads spin, so use at most one per core. The
     /// references are always measured on one thread.
@@ -100,6 +103,56 @@ pub struct BenchQuantArgs {
     /// nonzero subnormal, a NaN, or a value that saturates).
     #[arg(long, value_enum, default_value_t = BenchValues::Normal)]
     values: BenchValues,
+}
+
+/// The `--elements` of `simak bench quant`: one count or a sweep of counts, each in
+/// 1..=2^31.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Elements(Vec<u64>);
+
+/// The largest `--elements` count.
+const ELEMENTS_MAX: u64 = 1 << 31;
+/// The most counts a sweep takes.
+const SWEEP_MAX: usize = 4096;
+
+/// Parses `--elements`: comma-separated items, each a count `N` or an inclusive range
+/// `A..=B` (`A ≤ B`), every count in 1..=2^31, at most 4096 counts in all.
+///
+/// # Errors
+///
+/// A malformed item, a count outside 1..=2^31, an empty or reversed range, too many counts.
+pub fn parse_elements(text: &str) -> Result<Elements, String> {
+    let count = |t: &str| -> Result<u64, String> {
+        let n: u64 = t
+            .trim()
+            .parse()
+            .map_err(|_| format!("{t:?} is not a count (N, A..=B, or a comma list of them)"))?;
+        if (1..=ELEMENTS_MAX).contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!("{n} is not in 1..={ELEMENTS_MAX}"))
+        }
+    };
+    let mut all = Vec::new();
+    for item in text.split(',') {
+        match item.split_once("..=") {
+            Some((a, b)) => {
+                let (a, b) = (count(a)?, count(b)?);
+                if a > b {
+                    return Err(format!("range {a}..={b} is empty"));
+                }
+                if (b - a) as usize >= SWEEP_MAX {
+                    return Err(format!("a sweep takes at most {SWEEP_MAX} counts"));
+                }
+                all.extend(a..=b);
+            }
+            None => all.push(count(item)?),
+        }
+        if all.len() > SWEEP_MAX {
+            return Err(format!("a sweep takes at most {SWEEP_MAX} counts"));
+        }
+    }
+    Ok(Elements(all))
 }
 
 /// Input layout of a benchmark.
@@ -153,6 +206,30 @@ pub struct BenchSummary {
     /// The levels `--level` accepts for this workload on this CPU.
     levels: Vec<String>,
     figures: Vec<Figure>,
+    /// The sweep's rows, when `--elements` named more than one count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sweep: Option<Sweep>,
+}
+
+/// One row of a sweep: N, the next multiple of the block, and their median times.
+#[derive(Debug, Serialize)]
+pub(crate) struct SweepRow {
+    elements: usize,
+    next_multiple: usize,
+    median_ns: f64,
+    next_multiple_median_ns: f64,
+    ratio: f64,
+}
+
+/// A sweep over counts (`--elements` with several values).
+#[derive(Debug, Serialize)]
+pub(crate) struct Sweep {
+    /// Elements per vector step of the route (the block).
+    block: usize,
+    rows: Vec<SweepRow>,
+    /// The largest ratio, and its N.
+    worst_ratio: f64,
+    worst_elements: usize,
 }
 
 /// The peers' input: N(0, 100) by Box–Muller from PCG32, with exact ties every 16th.
@@ -365,8 +442,11 @@ fn wait_a_little(spins: &mut u32) {
 /// Bad input (exit 2) when a buffer cannot be allocated or the library refuses the
 /// request; internal when `execute` fails.
 pub fn run(args: BenchQuantArgs, ctx: &Context) -> Result<Done<BenchSummary>, CliError> {
+    if args.elements.0.len() > 1 {
+        return sweep(&args);
+    }
     let dtype = DType::from(args.dtype);
-    let elements = args.elements as usize;
+    let elements = args.elements.0[0] as usize;
     let threads = args.threads as usize;
     let reps = args.reps as usize;
     let (n, rows, in_row) = match args.layout {
@@ -463,6 +543,120 @@ pub fn run(args: BenchQuantArgs, ctx: &Context) -> Result<Done<BenchSummary>, Cl
         route: prepared.implementation().to_string(),
         levels,
         figures,
+        sweep: None,
+    };
+    Ok(Done::summary(summary))
+}
+
+/// A contiguous Quant of `n` elements of `dtype` on the peers' parameters, at `level` or
+/// the automatic route; with its input (class `class`) and a zeroed output.
+fn contiguous_case(
+    dtype: DType,
+    class: BenchValues,
+    n: usize,
+    level: Option<Level>,
+) -> Result<(simak::a65::quant::Prepared, Vec<u8>, Vec<u8>), CliError> {
+    let request = Request {
+        input: TensorSpec::contiguous([n as u64], dtype),
+        output: TensorSpec::contiguous([n as u64], DType::I8),
+        params: Params::new(0.5).with_zero_point(3),
+    };
+    let plan = check_inference(&request).map_err(|e| CliError::Input(format!("bench: {e}")))?;
+    let prepared = match level {
+        None => prepare(&plan),
+        Some(level) => {
+            prepare_at(&plan, level).map_err(|e| CliError::Input(format!("bench: --level: {e}")))?
+        }
+    };
+    let input = encode(dtype, values(class, dtype, n), (n * dtype.size()) as u64)?;
+    let output = allocate("the output buffer", n as u64, true)?;
+    Ok((prepared, input, output))
+}
+
+/// Calls per timed sample of a sweep.
+const SWEEP_INNER: u32 = 1000;
+
+/// `simak bench quant` with several `--elements`: per N, the median time per call of N
+/// elements and of the next multiple of the route's block, samples of the two taken
+/// alternately (so drifts of the machine hit both).
+fn sweep(args: &BenchQuantArgs) -> Result<Done<BenchSummary>, CliError> {
+    if args.layout != BenchLayout::Contiguous || args.threads != 1 {
+        return Err(CliError::Input(
+            "bench: a sweep of --elements runs the contiguous layout on one thread".into(),
+        ));
+    }
+    let dtype = DType::from(args.dtype);
+    let reps = args.reps as usize;
+    let internal = |e: simak::a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
+    let mut rows = Vec::new();
+    let (mut route, mut levels, mut block) = (String::new(), Vec::new(), 1);
+    for &n in &args.elements.0 {
+        let n = n as usize;
+        let (p, input, mut output) = contiguous_case(dtype, args.values, n, args.level)?;
+        block = p.block_elements();
+        let m = n.div_ceil(block) * block;
+        let (q, input_m, mut output_m) = contiguous_case(dtype, args.values, m, args.level)?;
+        if route.is_empty() {
+            route = p.implementation().to_string();
+            levels = level_names(Level::ALL.into_iter().filter(|&l| {
+                let plan = check_inference(&Request {
+                    input: TensorSpec::contiguous([n as u64], dtype),
+                    output: TensorSpec::contiguous([n as u64], DType::I8),
+                    params: Params::new(0.5).with_zero_point(3),
+                });
+                plan.is_ok_and(|plan| prepare_at(&plan, l).is_ok())
+            }));
+        }
+        execute(&p, &input, &mut output).map_err(internal)?;
+        execute(&q, &input_m, &mut output_m).map_err(internal)?;
+        let sample = |p: &simak::a65::quant::Prepared, i: &[u8], o: &mut [u8]| {
+            let t = Instant::now();
+            for _ in 0..SWEEP_INNER {
+                let _ = execute(p, black_box(i), black_box(&mut *o));
+            }
+            t.elapsed().as_secs_f64() * 1e9 / SWEEP_INNER as f64
+        };
+        // Warm-up of both, then alternating samples.
+        sample(&p, &input, &mut output);
+        sample(&q, &input_m, &mut output_m);
+        let (mut a, mut b) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+        for _ in 0..reps {
+            a.push(sample(&p, &input, &mut output));
+            b.push(sample(&q, &input_m, &mut output_m));
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (ta, tb) = (median(&mut a), median(&mut b));
+        rows.push(SweepRow {
+            elements: n,
+            next_multiple: m,
+            median_ns: ta,
+            next_multiple_median_ns: tb,
+            ratio: ta / tb,
+        });
+    }
+    let worst = rows
+        .iter()
+        .max_by(|x, y| x.ratio.total_cmp(&y.ratio))
+        .map_or((0.0, 0), |r| (r.ratio, r.elements));
+    let summary = BenchSummary {
+        dtype: dtype.name().to_string(),
+        layout: args.layout,
+        values: args.values,
+        elements: args.elements.0.iter().copied().max().unwrap_or(0) as usize,
+        threads: 1,
+        reps,
+        route,
+        levels,
+        figures: Vec::new(),
+        sweep: Some(Sweep {
+            block,
+            rows,
+            worst_ratio: worst.0,
+            worst_elements: worst.1,
+        }),
     };
     Ok(Done::summary(summary))
 }
@@ -514,6 +708,31 @@ impl report::Summary for BenchSummary {
             crate::report::count(self.reps as u64, "repetition", "repetitions"),
         );
         let _ = writeln!(text, "levels on this CPU: {}", self.levels.join(", "));
+        if let Some(sweep) = &self.sweep {
+            let _ = writeln!(
+                text,
+                "sweep, route {}, block {} elements, {} calls per sample, samples interleaved",
+                self.route, sweep.block, SWEEP_INNER
+            );
+            let _ = writeln!(
+                text,
+                "{:>8} {:>10} {:>12} {:>12} {:>7}",
+                "N", "next mult", "median ns", "next ns", "ratio"
+            );
+            for r in &sweep.rows {
+                let _ = writeln!(
+                    text,
+                    "{:>8} {:>10} {:>12.1} {:>12.1} {:>7.3}",
+                    r.elements, r.next_multiple, r.median_ns, r.next_multiple_median_ns, r.ratio
+                );
+            }
+            let _ = writeln!(
+                text,
+                "worst ratio {:.3} at N = {}",
+                sweep.worst_ratio, sweep.worst_elements
+            );
+            return text;
+        }
         text.push_str(&figure_table(&self.figures));
         text
     }
@@ -522,6 +741,17 @@ impl report::Summary for BenchSummary {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn elements_take_counts_ranges_and_lists() {
+        assert_eq!(parse_elements("64"), Ok(Elements(vec![64])));
+        assert_eq!(parse_elements("1..=3,7"), Ok(Elements(vec![1, 2, 3, 7])));
+        assert_eq!(parse_elements("7,63,64"), Ok(Elements(vec![7, 63, 64])));
+        assert_eq!(parse_elements("1..=300").map(|e| e.0.len()), Ok(300));
+        for bad in ["0", "", "5..=3", "1..=5000", "x", "1..3", "2147483649"] {
+            assert!(parse_elements(bad).is_err(), "{bad:?} accepted");
+        }
+    }
 
     #[test]
     fn hostile_values_stay_in_their_class() {

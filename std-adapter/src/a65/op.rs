@@ -120,6 +120,20 @@ pub trait HostOp: Op {
     /// environment (SPEC §10).
     fn uses_fp(state: &Self::State) -> bool;
 
+    /// The FP control register's bits the selected route cannot run with, cached with the
+    /// route at `prepare` (SPEC §10; issue 23 scope 3): a call fails with
+    /// [`ExecuteError::FpEnvironment`] when the calling thread's register differs from the
+    /// default in one of them; 0 for a route without FP arithmetic. Default: every bit of
+    /// the FP rule when [`uses_fp`](HostOp::uses_fp), none otherwise.
+    #[inline]
+    fn fp_reject(state: &Self::State) -> u64 {
+        if Self::uses_fp(state) {
+            arch::FP_REJECT_ALL
+        } else {
+            0
+        }
+    }
+
     /// Runs the whole call over buffers checked against [`needs`](HostOp::needs) (a
     /// nonempty plan).
     fn run(state: &Self::State, input: &[u8], output: &mut [u8]);
@@ -236,19 +250,23 @@ fn check<O: HostOp>(
         need_in,
         need_out,
     )?;
-    if O::uses_fp(state) {
-        check_fp_control(control())?;
+    let reject = O::fp_reject(state);
+    if reject != 0 {
+        check_fp_control(control(), reject)?;
     }
     Ok(())
 }
 
 /// The FP-environment rule: FP routes need round-to-nearest, no flush-to-zero, no
-/// denormals-are-zero and masked traps (SPEC §10). `control` is the register value
-/// (MXCSR on x86-64, FPCR on AArch64); `None` where there is none.
+/// denormals-are-zero and masked traps (SPEC §10), in the bits `reject` of the route.
+/// `control` is the register value (MXCSR on x86-64, FPCR on AArch64); `None` where there
+/// is none.
 #[inline]
-fn check_fp_control(control: Option<u64>) -> Result<(), ExecuteError> {
+fn check_fp_control(control: Option<u64>, reject: u64) -> Result<(), ExecuteError> {
     match control {
-        Some(c) if !arch::fp_control_ok(c) => Err(ExecuteError::FpEnvironment { control: c }),
+        Some(c) if !arch::fp_control_ok(c, reject) => {
+            Err(ExecuteError::FpEnvironment { control: c })
+        }
         _ => Ok(()),
     }
 }
@@ -364,8 +382,9 @@ impl<'a, O: HostOp> Piece<'a, O> {
     /// [`ExecuteError::FpEnvironment`] for an FP route when the calling thread's FP control
     /// register is not the default; nothing was written.
     pub fn run(&mut self) -> Result<(), ExecuteError> {
-        if O::uses_fp(self.state) {
-            check_fp_control(arch::read_fp_control())?;
+        let reject = O::fp_reject(self.state);
+        if reject != 0 {
+            check_fp_control(arch::read_fp_control(), reject)?;
         }
         O::run_part(self.state, &mut self.part);
         Ok(())

@@ -49,6 +49,8 @@ enum Shape {
 pub struct State {
     plan: Plan,
     route: Route,
+    /// The route's FP control bits to check per call ([`Route::fp_reject`]).
+    fp_reject: u64,
     run: RunFn,
     element: ElementFn,
     traversal: Traversal,
@@ -84,8 +86,9 @@ fn select(plan: &Plan) -> State {
             .iter()
             .copied()
             .find(|&r| {
-                arch::run_fn_for(r, plan.input().dtype(), plan.multiplier(), plan.rounding())
-                    .is_some()
+                loop_admits(r, shape, &traversal)
+                    && arch::run_fn_for(r, plan.input().dtype(), plan.multiplier(), plan.rounding())
+                        .is_some()
             })
             .unwrap_or(Route::Exact)
     };
@@ -110,7 +113,19 @@ fn exact(plan: &Plan) -> State {
     build(plan, Route::Exact, traversal, shape)
 }
 
-/// The state of a forced `route`, or `None` when this CPU lacks it.
+/// Whether the loop `shape` over `traversal` admits `route` (the A65 document's dispatch
+/// table, issue 23 scope 2): the half-precision routes need contiguous runs of at least
+/// [`HALF_MIN_SPAN`] elements (`n ≥ 8`, `n` the coalesced span), and never run panels
+/// (panels use the staged FP32 expression, whatever the scratch's contiguity).
+fn loop_admits(route: Route, shape: Shape, traversal: &Traversal) -> bool {
+    !route.uses_half() || (shape == Shape::Runs && traversal.inner_len >= HALF_MIN_SPAN)
+}
+
+/// The shortest coalesced span (elements) the half-precision routes take.
+pub const HALF_MIN_SPAN: usize = 8;
+
+/// The state of a forced `route`, or `None` when this CPU lacks it or the route does not
+/// take the plan (dtype, multiplier, or the loop: [`loop_admits`]).
 fn with_route(plan: &Plan, route: Route) -> Option<State> {
     arch::run_fn_for(
         route,
@@ -126,6 +141,9 @@ fn with_route(plan: &Plan, route: Route) -> Option<State> {
         (Shape::Elements, r) if r != Route::Exact => Shape::Panels,
         (s, _) => s,
     };
+    if !loop_admits(route, shape, &traversal) {
+        return None;
+    }
     Some(build(plan, route, traversal, shape))
 }
 
@@ -139,8 +157,9 @@ fn with_route(plan: &Plan, route: Route) -> Option<State> {
 /// [`LevelError::NotDetected`] when this CPU lacks the level's features;
 /// [`LevelError::NoKernel`] when Quant has no kernel at the level for this plan:
 /// `x86_64-avx512vbmi` (Quant's widest x86-64 level is `x86_64-avx512`), and
-/// `aarch64-neon-fp16` unless the input is FP16 or BF16 and the multiplier a power of two
-/// in the route's range.
+/// `aarch64-neon-fp16` unless the input is FP16 or BF16, the multiplier a power of two
+/// in the route's range, and the inner runs contiguous with a coalesced span of at least
+/// [`HALF_MIN_SPAN`] (8) elements (the half routes never run panels).
 pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
     Prepared::at(plan, level)
 }
@@ -164,12 +183,14 @@ fn at(plan: &Plan, level: Level) -> Result<State, LevelError> {
 fn shape_of(plan: &Plan, t: &Traversal) -> Shape {
     let elem = plan.input().dtype().size();
     let contiguous = t.inner_in_stride == elem && t.inner_out_stride == 1 || t.inner_len == 1;
-    if contiguous && t.inner_len >= VECTOR_MIN_RUN {
+    if contiguous && (t.inner_len >= VECTOR_MIN_RUN || plan.elements() < PANEL_MIN_ELEMENTS) {
+        // Small workloads of short contiguous runs call the kernel per run: it handles any
+        // run length with vector steps (issue 24), so there is no small-tensor cliff.
         Shape::Runs
-    } else if plan.elements() >= PANEL_MIN_ELEMENTS {
-        Shape::Panels
     } else {
-        Shape::Elements
+        // Short or strided runs: panels at every size (a small strided workload is one
+        // panel), so a vector route never degrades to the element-by-element exact path.
+        Shape::Panels
     }
 }
 
@@ -190,6 +211,7 @@ fn build(plan: &Plan, route: Route, traversal: Traversal, shape: Shape) -> State
     State {
         plan: *plan,
         route,
+        fp_reject: route.fp_reject(),
         run,
         element: kernels.element,
         traversal,
@@ -198,6 +220,14 @@ fn build(plan: &Plan, route: Route, traversal: Traversal, shape: Shape) -> State
 }
 
 impl Prepared {
+    /// Elements per vector step of the selected route: a run's length is processed in
+    /// whole steps of this many elements (a remainder costs one more step), so the time of
+    /// a call is flat between multiples of it (issue 24). 64 for `x86_64-avx512`, 32 for
+    /// `x86_64-avx2`, 16 for `x86_64-sse4.1` and the AArch64 routes, 1 for the exact path.
+    pub fn block_elements(&self) -> usize {
+        self.state.route.block()
+    }
+
     /// Elements per innermost run after coalescing (the whole tensor for packed,
     /// compatible layouts; 0 when empty).
     pub fn run_len(&self) -> usize {
@@ -263,8 +293,6 @@ impl HostOp for QuantOp {
             (Route::Avx2, Shape::Panels) => "x86_64-avx2+panels",
             (Route::Avx512, Shape::Panels) => "x86_64-avx512+panels",
             (Route::Neon, Shape::Panels) => "aarch64-neon+panels",
-            (Route::NeonFp16, Shape::Panels) => "aarch64-neon-fp16+panels",
-            (Route::NeonBf16Fp16, Shape::Panels) => "aarch64-neon-bf16-via-fp16+panels",
             (r, _) => r.name(),
         }
     }
@@ -291,6 +319,11 @@ impl HostOp for QuantOp {
     #[inline]
     fn uses_fp(state: &State) -> bool {
         state.route.uses_fp()
+    }
+
+    #[inline]
+    fn fp_reject(state: &State) -> u64 {
+        state.fp_reject
     }
 
     #[inline]

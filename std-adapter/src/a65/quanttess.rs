@@ -54,6 +54,8 @@ use super::tess::{self, Geometry, Packer};
 pub struct State {
     plan: Plan,
     route: Route,
+    /// The route's FP control bits to check per call ([`Route::fp_reject`]).
+    fp_reject: u64,
     run: RunFn,
     geometry: Geometry,
 }
@@ -92,6 +94,7 @@ fn with_route(plan: &Plan, route: Route) -> Option<State> {
     Some(State {
         plan: *plan,
         route,
+        fp_reject: route.fp_reject(),
         run,
         geometry: Geometry::new(plan.input(), plan.output()),
     })
@@ -162,6 +165,11 @@ impl HostOp for QuantTessOp {
     #[inline]
     fn uses_fp(state: &State) -> bool {
         state.route.uses_fp()
+    }
+
+    #[inline]
+    fn fp_reject(state: &State) -> u64 {
+        state.fp_reject
     }
 
     #[inline]

@@ -10,8 +10,9 @@
 //!   zero or subnormal), the rounding, zeros, infinities and NaNs (quieted, high payload
 //!   kept) rebuilt, sign ORed back.
 //!
-//! Whole vectors only; the remainder goes through `simak_core::arith::cast`, so every level
-//! gives the bytes of the exact conversions.
+//! Whole vectors only: the remainder of a run is one more vector step (overlapping the last
+//! whole one, or on a zero-padded stack copy of a run shorter than a step), and every lane
+//! computes the exact conversion, so every level gives the bytes of `simak_core::arith::cast`.
 
 use simak_core::DType;
 use simak_core::arith::cast;
@@ -189,7 +190,16 @@ fn f16_general<L: ConvertLanes>(
     l.or16(l.select(special, sv, r), sign)
 }
 
-/// The conversion loop: `n` elements of `I` (a multiple of `2 · LANES`).
+/// Input bytes of one step on the widest level (32 FP32 elements).
+const STEP_IN_MAX: usize = 128;
+/// Output bytes of one step on the widest level.
+const STEP_OUT_MAX: usize = 64;
+
+/// The conversion loop over `n` elements of `I` (any count): whole steps of `2 · LANES`,
+/// then the remainder as one more step — overlapping the last whole step when `n` holds
+/// one (the same bytes are recomputed from the unchanged input), else through a
+/// zero-padded stack copy of the run. Only `input[..n · I::SIZE]` is read and only
+/// `output[..2n]` written.
 struct Body<'a, I> {
     input: &'a [u8],
     output: &'a mut [u8],
@@ -197,62 +207,80 @@ struct Body<'a, I> {
     format: core::marker::PhantomData<I>,
 }
 
+/// One step: `2 · LANES` elements of `I` at `at` → `4 · LANES` bytes at `dst`.
+///
+/// # Safety
+///
+/// `at` readable for `2 · LANES · I::SIZE` bytes, `dst` writable for `4 · LANES` bytes.
+#[inline(always)]
+unsafe fn step<L: ConvertLanes, I: InputFormat>(l: L, at: *const u8, dst: *mut u8) {
+    let v = if matches!(I::DTYPE, DType::F32) {
+        // SAFETY: (both loads) the step's 8 · LANES bytes from `at` are readable.
+        let a = unsafe { l.load32(at) };
+        // SAFETY: as above.
+        let b = unsafe { l.load32(at.wrapping_add(4 * L::LANES)) };
+        round_pack(l, a, b)
+    } else {
+        // SAFETY: the step's 4 · LANES bytes from `at` are readable.
+        f16_lanes(l, unsafe { l.load16(at) })
+    };
+    // SAFETY: 4 · LANES bytes writable at `dst`.
+    unsafe { l.store16(dst, v) };
+}
+
 impl<L: ConvertLanes, I: InputFormat> Kernel<L> for Body<'_, I> {
     type Output = ();
 
     #[inline(always)]
     fn run(self, l: L) {
-        let step = 2 * L::LANES;
+        let step_n = 2 * L::LANES;
+        let n = self.n;
         assert!(
-            self.n.is_multiple_of(step)
-                && self.input.len() >= self.n * I::SIZE
-                && self.output.len() >= 2 * self.n
+            self.input.len() >= n * I::SIZE
+                && self.output.len() >= 2 * n
+                && step_n * I::SIZE <= STEP_IN_MAX
+                && 2 * step_n <= STEP_OUT_MAX
         );
         let (src, dst) = (self.input.as_ptr(), self.output.as_mut_ptr());
+        let blocks = n / step_n * step_n;
         let mut i = 0;
-        while i < self.n {
-            let at = src.wrapping_add(i * I::SIZE);
-            let v = if matches!(I::DTYPE, DType::F32) {
-                // SAFETY: (both loads) i + step ≤ n, asserted above to fit `input`: the
-                // step's 8 · LANES bytes from `at` are readable.
-                let a = unsafe { l.load32(at) };
-                // SAFETY: as above.
-                let b = unsafe { l.load32(at.wrapping_add(4 * L::LANES)) };
-                round_pack(l, a, b)
-            } else {
-                // SAFETY: i + step ≤ n: the step's 4 · LANES bytes from `at` are readable.
-                f16_lanes(l, unsafe { l.load16(at) })
-            };
-            // SAFETY: 2 · (i + step) ≤ 2n ≤ output.len().
-            unsafe { l.store16(dst.wrapping_add(2 * i), v) };
-            i += step;
+        while i < blocks {
+            // SAFETY: i + step ≤ n, asserted above to fit `input` and `output`.
+            unsafe { step::<L, I>(l, src.wrapping_add(i * I::SIZE), dst.wrapping_add(2 * i)) };
+            i += step_n;
+        }
+        if blocks == n {
+            return;
+        }
+        if n >= step_n {
+            let at = n - step_n;
+            // SAFETY: at + step = n fits both slices (asserted above).
+            unsafe { step::<L, I>(l, src.wrapping_add(at * I::SIZE), dst.wrapping_add(2 * at)) };
+        } else {
+            let mut buf_in = [0u8; STEP_IN_MAX];
+            let mut buf_out = [0u8; STEP_OUT_MAX];
+            buf_in[..n * I::SIZE].copy_from_slice(&self.input[..n * I::SIZE]);
+            // SAFETY: both buffers hold a whole step (asserted above).
+            unsafe { step::<L, I>(l, buf_in.as_ptr(), buf_out.as_mut_ptr()) };
+            self.output[..2 * n].copy_from_slice(&buf_out[..2 * n]);
         }
     }
 }
 
 /// A conversion of `min(output.len() / 2, input.len() / I::SIZE)` elements of `I` into BF16
-/// pairs: whole steps on level `L`, the rest exact. BF16 input is a copy (SPEC §4).
+/// pairs, every element on level `L` (see [`Body`]). BF16 input is a copy (SPEC §4).
 fn convert<L: ConvertLanes, I: InputFormat>(input: &[u8], output: &mut [u8]) {
     let n = (output.len() / 2).min(input.len() / I::SIZE);
-    let done = match L::detect() {
-        Some(l) if !matches!(I::DTYPE, DType::BF16) => {
-            let blocks = n / (2 * L::LANES) * (2 * L::LANES);
-            l.vectorize(Body::<I> {
-                input,
-                output: &mut *output,
-                n: blocks,
-                format: core::marker::PhantomData,
-            });
-            blocks
-        }
+    match L::detect() {
+        Some(l) if !matches!(I::DTYPE, DType::BF16) => l.vectorize(Body::<I> {
+            input,
+            output: &mut *output,
+            n,
+            format: core::marker::PhantomData,
+        }),
         // BF16, or (not reached: handed out after detection) no token.
-        _ => 0,
-    };
-    cast::run(
-        I::DTYPE,
-        &input[done * I::SIZE..n * I::SIZE],
-        &mut output[done * 2..n * 2],
-    );
+        _ => cast::run(I::DTYPE, &input[..n * I::SIZE], &mut output[..n * 2]),
+    }
 }
 
 /// Level `L`'s conversion of a float `dtype`, or `None` when this CPU lacks the level.

@@ -91,6 +91,34 @@ impl Route {
         }
     }
 
+    /// Elements per vector step of the route's kernel (1 for the exact path).
+    pub const fn block(self) -> usize {
+        match self {
+            Route::Exact => 1,
+            Route::Sse41 | Route::Neon | Route::NeonFp16 | Route::NeonBf16Fp16 => 16,
+            Route::Avx2 => 32,
+            Route::Avx512 => 64,
+        }
+    }
+
+    /// The FP control bits the route cannot run with (issue 23 scope 3): none for the
+    /// exact path; on AArch64 every bit of the rule but FPCR.FZ16 for `Neon` (FP32
+    /// arithmetic only: its FP16 input is widened with integer operations and an FP32
+    /// multiply), every bit for the half routes (FP16 arithmetic); on x86-64 every bit.
+    pub const fn fp_reject(self) -> u64 {
+        match self {
+            Route::Exact => 0,
+            #[cfg(target_arch = "aarch64")]
+            Route::Neon => FP_REJECT_ALL & !aarch64::FPCR_FZ16,
+            _ => FP_REJECT_ALL,
+        }
+    }
+
+    /// Whether the route is one of the half-precision routes (`NeonFp16`, `NeonBf16Fp16`).
+    pub const fn uses_half(self) -> bool {
+        matches!(self, Route::NeonFp16 | Route::NeonBf16Fp16)
+    }
+
     /// Whether the route uses FP arithmetic and so needs the default FP environment.
     #[inline]
     pub const fn uses_fp(self) -> bool {
@@ -170,22 +198,30 @@ pub(crate) fn read_fp_control() -> Option<u64> {
     }
 }
 
-/// Whether `control` (as read by [`read_fp_control`]) is the default environment the FP
-/// routes need: round-to-nearest, no flush-to-zero, no denormals-are-zero, traps masked.
+/// Every bit of the FP-environment rule (SPEC §10): on x86-64 MXCSR bits 6–15 (DAZ, the
+/// six exception masks, RC, FTZ); on AArch64 FPCR RMode, FZ, FZ16, FIZ, AH and the trap
+/// enables IOE–IXE and IDE. Routes with FP arithmetic reject a register that differs from
+/// the default in the bits of [`Route::fp_reject`].
+#[cfg(target_arch = "x86_64")]
+pub(crate) const FP_REJECT_ALL: u64 = x86_64::MXCSR_RULE;
+/// See the x86-64 definition.
+#[cfg(target_arch = "aarch64")]
+pub(crate) const FP_REJECT_ALL: u64 = aarch64::FPCR_RULE;
+/// No FP control register: nothing to check.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub(crate) const FP_REJECT_ALL: u64 = 0;
+
+/// Whether `control` (as read by [`read_fp_control`]) equals the default environment in
+/// the bits `reject` (a route's [`Route::fp_reject`]).
 #[inline]
-pub(crate) fn fp_control_ok(control: u64) -> bool {
+pub(crate) fn fp_control_ok(control: u64, reject: u64) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        x86_64::mxcsr_ok(control)
+        (control ^ x86_64::MXCSR_DEFAULT) & reject == 0
     }
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(not(target_arch = "x86_64"))]
     {
-        aarch64::fpcr_ok(control)
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        let _ = control;
-        true
+        control & reject == 0
     }
 }
 

@@ -8,9 +8,12 @@
 //! saturation. Every step preserves `saturate(round(p) + zp)` because |zp| ≤ 128 and the
 //! clamps lie far outside [-384, 383].
 //!
-//! The loop takes four vectors per step, whole steps only; the remainder (fewer elements than
-//! one step) and, for streamed runs, the head up to the first 64-byte output boundary go
-//! through the exact path of `simak_core::arith::quant`, so results are bit-identical to it.
+//! The loop takes four vectors per step. The remainder of a run is one more step: the last
+//! whole step recomputed when the run holds one, else the run copied into a zero-padded
+//! stack step and its bytes copied out (issue 24: no scalar tail, no small-tensor cliff).
+//! For streamed runs the head up to the first 64-byte output boundary goes through the
+//! exact path of `simak_core::arith::quant`. Every lane computes the exact path's result
+//! (see above), so results are bit-identical to it.
 
 use simak_core::DType;
 use simak_core::arith::quant::{self as exact, InputFormat, Lift, Multiplier, RoundingMode, RunFn};
@@ -112,15 +115,95 @@ pub(crate) trait QuantLanes: Isa {
 
     /// Orders earlier non-temporal stores before later stores.
     fn fence(self) {}
+
+    /// Loads one step as [`QuantLanes::load_step`] does, reading only the first `n`
+    /// elements at `ptr` (`n < 4 · LANES`); the other lanes hold zeros. Default: through a
+    /// zeroed stack copy of the `n` elements.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is valid for reading `n · I::SIZE` bytes; `4 · LANES · I::SIZE ≤ 256`.
+    #[inline(always)]
+    unsafe fn load_step_partial<I: InputFormat>(self, ptr: *const u8, n: usize) -> [Self::F; 4] {
+        let mut buf = [0u8; STEP_IN_MAX];
+        // SAFETY: `n · I::SIZE` bytes are readable at `ptr` (caller) and fit `buf` (the step
+        // fits it, n is below a step); the buffers are distinct.
+        unsafe { copy_small(ptr, buf.as_mut_ptr(), n * I::SIZE) };
+        // SAFETY: `buf` holds a whole step.
+        unsafe { self.load_step::<I>(buf.as_ptr()) }
+    }
+
+    /// Stores the first `n` bytes of one step's results (`n < 4 · LANES`) at `ptr`,
+    /// ordinary stores, writing no other byte. Default: through a stack copy.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is valid for writing `n` bytes; `4 · LANES ≤ 64`.
+    #[inline(always)]
+    unsafe fn store_partial(self, ptr: *mut u8, bytes: Self::Bytes, n: usize) {
+        let mut buf = [0u8; STEP_OUT_MAX];
+        // SAFETY: `buf` holds a whole step's bytes.
+        unsafe { self.store(buf.as_mut_ptr(), bytes, false) };
+        // SAFETY: n < 64 bytes from `buf`; `n` writable at `ptr` (caller); distinct buffers.
+        unsafe { copy_small(buf.as_ptr(), ptr, n) };
+    }
 }
 
-/// The loop over whole steps: `blocks` elements (a multiple of `4 · LANES`).
+/// Bytes of one step's input on the widest level (16 lanes × 4 steps × 4-byte FP32): the
+/// stack buffer of a run shorter than one step.
+const STEP_IN_MAX: usize = 256;
+/// Bytes of one step's output on the widest level.
+const STEP_OUT_MAX: usize = 64;
+
+/// Copies `len < 512` bytes from `src` to `dst` in power-of-two chunks (no call into
+/// `memcpy`, whose call and dispatch cost more than the copy at these sizes).
+///
+/// # Safety
+///
+/// `src` readable and `dst` writable for `len` bytes; the ranges do not overlap.
+#[inline(always)]
+pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
+    debug_assert!(len < 512);
+    let mut at = 0;
+    macro_rules! chunk {
+        ($t:ty) => {
+            if len & core::mem::size_of::<$t>() != 0 {
+                // SAFETY: at + size ≤ len: the chunks of the set bits of len, largest first.
+                unsafe {
+                    let v = core::ptr::read_unaligned(src.wrapping_add(at).cast::<$t>());
+                    core::ptr::write_unaligned(dst.wrapping_add(at).cast::<$t>(), v);
+                }
+                at += core::mem::size_of::<$t>();
+            }
+        };
+    }
+    chunk!([u64; 32]);
+    chunk!([u64; 16]);
+    chunk!([u64; 8]);
+    chunk!([u64; 4]);
+    chunk!([u64; 2]);
+    chunk!(u64);
+    chunk!(u32);
+    chunk!(u16);
+    if len & 1 != 0 {
+        // SAFETY: the last byte, at = len − 1.
+        let b = unsafe { *src.wrapping_add(at) };
+        // SAFETY: as above, the last byte of `dst`.
+        unsafe { *dst.wrapping_add(at) = b };
+    }
+}
+
+/// The loop over `n` elements (any count): whole steps, then the remainder as one more
+/// step — overlapping the last whole step when `n` is at least one step (the same bytes
+/// are recomputed from the unchanged input), or through a zero-padded stack copy of the
+/// run when it is shorter than one step. Only `input[..n · I::SIZE]` is read and only
+/// `output[..n]` written.
 struct Body<'a, I, M, const STREAM: bool> {
     m: f32,
     zero_point: i16,
     input: &'a [u8],
     output: &'a mut [u8],
-    blocks: usize,
+    n: usize,
     formats: core::marker::PhantomData<(I, M)>,
 }
 
@@ -146,6 +229,34 @@ pub(crate) unsafe fn load_four<L: QuantLanes, I: InputFormat>(l: L, ptr: *const 
     [a, b, c, d]
 }
 
+/// One step: `4 · LANES` elements of `I` at `src` into `4 · LANES` bytes at `dst`.
+///
+/// # Safety
+///
+/// `src` is valid for reading `4 · LANES · I::SIZE` bytes and `dst` for writing
+/// `4 · LANES` bytes; `dst` is 64-byte aligned when `stream`.
+#[inline(always)]
+unsafe fn step<L: QuantLanes, I: InputFormat, M: RoundingMode>(
+    l: L,
+    m: L::F,
+    zp: L::Zp,
+    src: *const u8,
+    dst: *mut u8,
+    stream: bool,
+) {
+    // SAFETY: the caller's contract covers the step's input.
+    let [a, b, c, d] = unsafe { l.load_step::<I>(src) };
+    let v = [
+        l.convert::<M>(a, m),
+        l.convert::<M>(b, m),
+        l.convert::<M>(c, m),
+        l.convert::<M>(d, m),
+    ];
+    let bytes = l.narrow_step::<I>(v, zp);
+    // SAFETY: the caller's contract covers the step's output.
+    unsafe { l.store(dst, bytes, stream) };
+}
+
 impl<L: QuantLanes, I: InputFormat, M: RoundingMode, const STREAM: bool> Kernel<L>
     for Body<'_, I, M, STREAM>
 {
@@ -153,22 +264,63 @@ impl<L: QuantLanes, I: InputFormat, M: RoundingMode, const STREAM: bool> Kernel<
 
     #[inline(always)]
     fn run(self, l: L) {
-        let step = 4 * L::LANES;
+        let step_n = 4 * L::LANES;
+        let n = self.n;
         assert!(
-            self.blocks.is_multiple_of(step)
-                && self.input.len() >= self.blocks * I::SIZE
-                && self.output.len() >= self.blocks
+            self.input.len() >= n * I::SIZE
+                && self.output.len() >= n
+                && step_n * I::SIZE <= STEP_IN_MAX
+                && step_n <= STEP_OUT_MAX
         );
         let m = l.splat(self.m);
         let zp = l.zero_point(self.zero_point);
         let (src, dst) = (self.input.as_ptr(), self.output.as_mut_ptr());
+        let blocks = n / step_n * step_n;
         let mut i = 0;
-        while i < self.blocks {
+        while i < blocks {
             // (No closures here: a closure would be compiled without the entry's features.)
-            let at = src.wrapping_add(i * I::SIZE);
-            // SAFETY: i + step ≤ blocks, asserted above to fit `input`, so the step's
-            // `4 · LANES` elements from i lie in it.
-            let [a, b, c, d] = unsafe { l.load_step::<I>(at) };
+            // SAFETY: i + step ≤ blocks ≤ n, asserted above to fit `input` and `output`;
+            // with STREAM the wrapper aligned the output start to 64 bytes and the step is
+            // a multiple of 64 bytes.
+            unsafe {
+                step::<L, I, M>(
+                    l,
+                    m,
+                    zp,
+                    src.wrapping_add(i * I::SIZE),
+                    dst.wrapping_add(i),
+                    STREAM,
+                )
+            };
+            i += step_n;
+        }
+        if STREAM {
+            l.fence();
+        }
+        if blocks == n {
+            return;
+        }
+        if n >= step_n {
+            // The last whole step ending at n: its first elements are recomputed, giving
+            // the bytes already stored (the input does not change and cannot alias the
+            // output).
+            let at = n - step_n;
+            // SAFETY: at + step = n fits both slices (asserted above); ordinary stores.
+            unsafe {
+                step::<L, I, M>(
+                    l,
+                    m,
+                    zp,
+                    src.wrapping_add(at * I::SIZE),
+                    dst.wrapping_add(at),
+                    false,
+                )
+            };
+        } else {
+            // Shorter than one step: the level's partial load and store (masked, or through
+            // the stack); nothing outside the run is read or written.
+            // SAFETY: n · I::SIZE bytes are readable at `src` (asserted above).
+            let [a, b, c, d] = unsafe { l.load_step_partial::<I>(src, n) };
             let v = [
                 l.convert::<M>(a, m),
                 l.convert::<M>(b, m),
@@ -176,19 +328,15 @@ impl<L: QuantLanes, I: InputFormat, M: RoundingMode, const STREAM: bool> Kernel<
                 l.convert::<M>(d, m),
             ];
             let bytes = l.narrow_step::<I>(v, zp);
-            // SAFETY: i + step ≤ blocks ≤ output.len(); with STREAM the wrapper aligned the
-            // output start to 64 bytes and the step is a multiple of 64 bytes.
-            unsafe { l.store(dst.wrapping_add(i), bytes, STREAM) };
-            i += step;
-        }
-        if STREAM {
-            l.fence();
+            // SAFETY: n bytes are writable at `dst` (asserted above).
+            unsafe { l.store_partial(dst, bytes, n) };
         }
     }
 }
 
-/// The run function of level `L` for format `I` and mode `M`: whole steps through the loop
-/// (non-temporal stores for runs of at least `L::STREAM_MIN`), the rest on the exact path.
+/// The run function of level `L` for format `I` and mode `M`: every element through the
+/// loop (non-temporal stores for runs of at least `L::STREAM_MIN`; see [`Body`] for the
+/// remainder of a step).
 fn run<L: QuantLanes, I: InputFormat, M: RoundingMode>(
     m: &Multiplier,
     zero_point: i32,
@@ -212,27 +360,19 @@ fn run<L: QuantLanes, I: InputFormat, M: RoundingMode>(
     exact::run::<I, M>(m, zero_point, &input[..head * I::SIZE], &mut output[..head]);
     let (input, output) = (&input[head * I::SIZE..], &mut output[head..]);
     let n = n - head;
-    let blocks = n / (4 * L::LANES) * (4 * L::LANES);
-    let (body_in, tail_in) = input.split_at(blocks * I::SIZE);
-    let (body_out, tail_out) = output.split_at_mut(blocks);
     macro_rules! body {
         ($stream:literal) => {
             lanes.vectorize(Body::<I, M, $stream> {
                 m: mf,
                 zero_point: zp,
-                input: body_in,
-                output: body_out,
-                blocks,
+                input,
+                output,
+                n,
                 formats: core::marker::PhantomData,
             })
         };
     }
-    if stream {
-        body!(true)
-    } else {
-        body!(false)
-    }
-    exact::run::<I, M>(m, zero_point, tail_in, &mut tail_out[..n - blocks]);
+    if stream { body!(true) } else { body!(false) }
 }
 
 /// The run function of level `L` for `dtype` × `rounding`, or `None` when this CPU lacks the

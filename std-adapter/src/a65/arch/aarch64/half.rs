@@ -271,32 +271,67 @@ impl<H: HalfInput, M: RoundingMode> Kernel<NeonFp16> for HalfBody<'_, H, M> {
 
     #[inline(always)]
     fn run(self, _: NeonFp16) {
-        assert!(
-            self.n.is_multiple_of(16)
-                && self.input.len() >= 2 * self.n
-                && self.output.len() >= self.n
-        );
+        let n = self.n;
+        assert!(self.input.len() >= 2 * n && self.output.len() >= n);
         // SAFETY: NEON is part of the AArch64 baseline.
         let zp = unsafe { vdupq_n_s16(self.zero_point) };
         let (input, output) = (self.input.as_ptr(), self.output.as_mut_ptr());
+        let blocks = n / 16 * 16;
         let mut i = 0;
-        while i < self.n {
-            // SAFETY: i + 16 ≤ n, so 32 bytes are readable at `input + 2i` (asserted above).
-            let v = unsafe { vld1q_u16_x2(input.wrapping_add(2 * i).cast::<u16>()) };
-            // SAFETY: this body runs inside the token's `vectorize`: FEAT_FP16 is enabled.
-            let a = unsafe { self.how.to_fp16(v.0) };
-            // SAFETY: as above.
-            let b = unsafe { self.how.to_fp16(v.1) };
-            // SAFETY: FEAT_FP16 enabled as above; i + 16 ≤ n, so 16 bytes are writable at
-            // `output + i`.
-            unsafe { finish::<M>(a, b, zp, output.wrapping_add(i)) };
+        while i < blocks {
+            // SAFETY: i + 16 ≤ n, so 32 bytes are readable at `input + 2i` and 16 writable at
+            // `output + i` (asserted above); FEAT_FP16 is enabled inside `vectorize`.
+            unsafe { self.block(input.wrapping_add(2 * i), output.wrapping_add(i), zp) };
             i += 16;
+        }
+        if blocks == n {
+            return;
+        }
+        if n >= 16 {
+            // The last whole block ending at n, overlapping: the same bytes are recomputed.
+            // SAFETY: n − 16 + 16 = n fits both slices; FEAT_FP16 as above.
+            unsafe {
+                self.block(
+                    input.wrapping_add(2 * (n - 16)),
+                    output.wrapping_add(n - 16),
+                    zp,
+                )
+            };
+        } else {
+            // Shorter than one block: a zero-padded stack copy of the run's bytes.
+            let mut buf_in = [0u8; 32];
+            let mut buf_out = [0u8; 16];
+            buf_in[..2 * n].copy_from_slice(&self.input[..2 * n]);
+            // SAFETY: both buffers hold a whole block; FEAT_FP16 as above.
+            unsafe { self.block(buf_in.as_ptr(), buf_out.as_mut_ptr(), zp) };
+            self.output[..n].copy_from_slice(&buf_out[..n]);
         }
     }
 }
 
-/// A half route's run function: whole 16-element blocks through [`HalfBody`], the rest on
-/// the exact path. `route` maps the multiplier to the route's input mapping.
+impl<H: HalfInput, M: RoundingMode> HalfBody<'_, H, M> {
+    /// One 16-element block: 32 input bytes at `src` → 16 INT8 bytes at `dst`.
+    ///
+    /// # Safety
+    ///
+    /// `src` readable for 32 bytes, `dst` writable for 16; FEAT_FP16 enabled (called only
+    /// from [`HalfBody::run`] inside the token's `vectorize`).
+    #[inline(always)]
+    unsafe fn block(&self, src: *const u8, dst: *mut u8, zp: int16x8_t) {
+        // SAFETY: the caller's contract: 32 readable bytes.
+        let v = unsafe { vld1q_u16_x2(src.cast::<u16>()) };
+        // SAFETY: FEAT_FP16 is enabled (caller's contract).
+        let a = unsafe { self.how.to_fp16(v.0) };
+        // SAFETY: as above.
+        let b = unsafe { self.how.to_fp16(v.1) };
+        // SAFETY: FEAT_FP16 enabled; 16 writable bytes at `dst` (caller's contract).
+        unsafe { finish::<M>(a, b, zp, dst) };
+    }
+}
+
+/// A half route's run function: every element through [`HalfBody`] (16-element blocks,
+/// the remainder as one overlapping or stack-copied block). `route` maps the multiplier to
+/// the route's input mapping.
 fn half_run<I: InputFormat, M: RoundingMode, H: HalfInput>(
     route: fn(&Multiplier) -> H,
     m: &Multiplier,
@@ -305,28 +340,18 @@ fn half_run<I: InputFormat, M: RoundingMode, H: HalfInput>(
     output: &mut [u8],
 ) {
     let n = output.len().min(input.len() / 2);
-    let blocks = match NeonFp16::detect() {
-        Some(t) => {
-            let blocks = n / 16 * 16;
-            t.vectorize(HalfBody {
-                how: route(m),
-                zero_point: zero_point as i16,
-                input,
-                output: &mut *output,
-                n: blocks,
-                mode: PhantomData::<M>,
-            });
-            blocks
-        }
+    match NeonFp16::detect() {
+        Some(t) => t.vectorize(HalfBody {
+            how: route(m),
+            zero_point: zero_point as i16,
+            input,
+            output: &mut *output,
+            n,
+            mode: PhantomData::<M>,
+        }),
         // Not reached: the run functions are handed out only after detection.
-        None => 0,
-    };
-    exact::run::<I, M>(
-        m,
-        zero_point,
-        &input[2 * blocks..2 * n],
-        &mut output[blocks..n],
-    );
+        None => exact::run::<I, M>(m, zero_point, &input[..2 * n], &mut output[..n]),
+    }
 }
 
 fn fp16_of(m: &Multiplier) -> Fp16 {

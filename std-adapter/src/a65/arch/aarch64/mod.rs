@@ -2,7 +2,8 @@
 //! (FEAT_FP16); and FPCR.
 //!
 //! The NEON Quant loop converts with `FCVT{Z,N,P,M}S` (saturating, NaN → 0) after the
-//! binary32 product (FPCR checked: round-to-nearest, no FZ/FZ16/FIZ, traps disabled). BF16
+//! binary32 product (FPCR checked: round-to-nearest, no FZ/FIZ/AH, traps disabled; FZ16
+//! only for the half routes, which use FP16 arithmetic). BF16
 //! is widened in registers (`bits << 16`); FP16 is widened exactly with integer operations
 //! and one multiplication by 2^112 (exact, gradual underflow assumed).
 
@@ -21,10 +22,10 @@ pub(crate) fn read_fpcr() -> u64 {
     value
 }
 
-/// FPCR default check: RMode (bits 22–23) nearest, FZ (24), FZ16 (19), FIZ (0) and AH (1)
-/// clear, trap enables IOE..IXE (8–12) and IDE (15) clear.
-#[inline]
-pub(crate) fn fpcr_ok(control: u64) -> bool {
-    let mask = (3 << 22) | (1 << 24) | (1 << 19) | (0x1f << 8) | (1 << 15) | 0b11;
-    control & mask == 0
-}
+/// FPCR.FZ16 (bit 19): flush-to-zero of half-precision arithmetic.
+pub(crate) const FPCR_FZ16: u64 = 1 << 19;
+
+/// The FPCR bits of the FP rule (all zero by default): RMode (bits 22–23), FZ (24), FZ16
+/// (19), FIZ (0), AH (1), trap enables IOE..IXE (8–12) and IDE (15).
+pub(crate) const FPCR_RULE: u64 =
+    (3 << 22) | (1 << 24) | FPCR_FZ16 | (0x1f << 8) | (1 << 15) | 0b11;

@@ -11,7 +11,7 @@ use super::super::convert::ConvertLanes;
 use super::super::isa::{Avx2, lanes, ops};
 use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
-use super::CLAMP_HI;
+use super::{CLAMP_HI, load_partial_128, store_partial_128};
 
 lanes! {
     impl QuantLanes for Avx2 with "avx2,f16c" {
@@ -68,6 +68,51 @@ lanes! {
         unsafe fn store(self, ptr: *mut u8, bytes: __m256i, _stream: bool) {
             // SAFETY: the caller guarantees 32 writable bytes at `ptr`.
             unsafe { _mm256_storeu_si256(ptr.cast(), bytes) }
+        }
+
+        unsafe fn load_step_partial<I: InputFormat>(self, ptr: *const u8, n: usize) -> [__m256; 4] {
+            // `load_four`'s order; each vector's elements below n read by a masked load
+            // (FP32) or loads of exactly their bytes (16-bit formats).
+            let mut v = [_mm256_setzero_ps(); 4];
+            for (j, v) in v.iter_mut().enumerate() {
+                let k = n.saturating_sub(8 * j).min(8);
+                let at = ptr.wrapping_add(8 * j * I::SIZE);
+                *v = match const { Load::of::<I>() } {
+                    Load::F32 => {
+                        let index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                        let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(k as i32), index);
+                        // SAFETY: masked-off elements are not accessed; the others are below
+                        // k of this vector, among the first n (caller).
+                        unsafe { _mm256_maskload_ps(at.cast(), mask) }
+                    }
+                    Load::F16 | Load::Bf16 => {
+                        // SAFETY: the 2k bytes of elements below k of this vector, among the
+                        // first n (caller).
+                        let raw = unsafe { load_partial_128!(at, 2 * k) };
+                        match const { Load::of::<I>() } {
+                            Load::F16 => _mm256_cvtph_ps(raw),
+                            _ => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(
+                                _mm256_cvtepu16_epi32(raw),
+                            )),
+                        }
+                    }
+                };
+            }
+            v
+        }
+
+        unsafe fn store_partial(self, ptr: *mut u8, bytes: __m256i, n: usize) {
+            let lo = _mm256_castsi256_si128(bytes);
+            if n >= 16 {
+                // SAFETY: 16 of the n writable bytes, then the rest (caller).
+                unsafe { _mm_storeu_si128(ptr.cast(), lo) };
+                let hi = _mm256_extracti128_si256::<1>(bytes);
+                // SAFETY: the remaining n − 16 writable bytes (caller).
+                unsafe { store_partial_128!(ptr.wrapping_add(16), hi, n - 16) };
+            } else {
+                // SAFETY: n < 16 writable bytes (caller).
+                unsafe { store_partial_128!(ptr, lo, n) }
+            }
         }
     }
 }

@@ -129,6 +129,60 @@ lanes! {
                 unsafe { _mm512_storeu_si512(ptr.cast(), bytes) }
             }
         }
+
+        unsafe fn load_step_partial<I: InputFormat>(self, ptr: *const u8, n: usize) -> [__m512; 4] {
+            // Masked loads: masked-off elements are not accessed (no fault, no read), and
+            // their lanes are zero. The same decodings as `load_step`, in its order.
+            let lanes = |j: usize, per: usize| -> u64 {
+                let k = n.saturating_sub(j * per).min(per);
+                if k >= 64 { u64::MAX } else { (1u64 << k) - 1 }
+            };
+            match const { Load::of::<I>() } {
+                Load::Bf16 => {
+                    // SAFETY: (both loads) the unmasked 16-bit elements are the first n at
+                    // `ptr`, readable (caller).
+                    let x = unsafe { _mm512_maskz_loadu_epi16(lanes(0, 32) as u32, ptr.cast()) };
+                    // SAFETY: as above.
+                    let y = unsafe {
+                        _mm512_maskz_loadu_epi16(lanes(1, 32) as u32, ptr.wrapping_add(64).cast())
+                    };
+                    let high = _mm512_set1_epi32(0xffff_0000u32 as i32);
+                    [
+                        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(x)),
+                        _mm512_castsi512_ps(_mm512_and_si512(x, high)),
+                        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(y)),
+                        _mm512_castsi512_ps(_mm512_and_si512(y, high)),
+                    ]
+                }
+                Load::F32 => {
+                    let mut v = [_mm512_setzero_ps(); 4];
+                    for (j, v) in v.iter_mut().enumerate() {
+                        // SAFETY: the unmasked elements are among the first n at `ptr`.
+                        *v = unsafe {
+                            _mm512_maskz_loadu_ps(lanes(j, 16) as u16, ptr.wrapping_add(64 * j).cast())
+                        };
+                    }
+                    v
+                }
+                Load::F16 => {
+                    let mut v = [_mm512_setzero_ps(); 4];
+                    for (j, v) in v.iter_mut().enumerate() {
+                        // SAFETY: the unmasked elements are among the first n at `ptr`.
+                        let raw = unsafe {
+                            _mm256_maskz_loadu_epi16(lanes(j, 16) as u16, ptr.wrapping_add(32 * j).cast())
+                        };
+                        *v = _mm512_cvtph_ps(raw);
+                    }
+                    v
+                }
+            }
+        }
+
+        unsafe fn store_partial(self, ptr: *mut u8, bytes: __m512i, n: usize) {
+            let mask = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+            // SAFETY: only the first n bytes (writable, caller) are stored.
+            unsafe { _mm512_mask_storeu_epi8(ptr.cast(), mask, bytes) }
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use simak_core::ops::quant::Rounding;
 
 use super::super::isa::{Sse41, lanes};
 use super::super::quant::{Load, QuantLanes};
-use super::CLAMP_HI;
+use super::{CLAMP_HI, load_partial_128, store_partial_128};
 
 lanes! {
     impl QuantLanes for Sse41 with "sse4.1" {
@@ -62,6 +62,29 @@ lanes! {
         unsafe fn store(self, ptr: *mut u8, bytes: __m128i, _stream: bool) {
             // SAFETY: the caller guarantees 16 writable bytes at `ptr`.
             unsafe { _mm_storeu_si128(ptr.cast(), bytes) }
+        }
+
+        unsafe fn load_step_partial<I: InputFormat>(self, ptr: *const u8, n: usize) -> [__m128; 4] {
+            // `load_four`'s order; each vector's elements below n read by loads of exactly
+            // their bytes (no masked loads before AVX).
+            let mut v = [_mm_setzero_ps(); 4];
+            for (j, v) in v.iter_mut().enumerate() {
+                let k = n.saturating_sub(4 * j).min(4);
+                let at = ptr.wrapping_add(4 * j * I::SIZE);
+                // SAFETY: the k elements' bytes of this vector, among the first n (caller).
+                let raw = unsafe { load_partial_128!(at, k * I::SIZE) };
+                *v = match const { Load::of::<I>() } {
+                    Load::F32 => _mm_castsi128_ps(raw),
+                    Load::Bf16 => _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), raw)),
+                    Load::F16 => unreachable!("FP16 never reaches the SSE4.1 level (`TAKES_F16`)"),
+                };
+            }
+            v
+        }
+
+        unsafe fn store_partial(self, ptr: *mut u8, bytes: __m128i, n: usize) {
+            // SAFETY: n < 16 bytes writable at `ptr` (caller).
+            unsafe { store_partial_128!(ptr, bytes, n) }
         }
     }
 }
