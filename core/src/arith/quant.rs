@@ -604,7 +604,7 @@ pub fn lift_format<L: FormatLift>(dtype: DType, f: L) -> Option<L::Output> {
         DType::F32 => Some(f.lift::<F32>()),
         DType::BF16 => Some(f.lift::<Bf16>()),
         DType::F16 => Some(f.lift::<F16>()),
-        DType::I8 => None,
+        DType::I8 | DType::I16 | DType::I32 => None,
     }
 }
 
