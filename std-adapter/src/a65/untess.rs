@@ -426,9 +426,12 @@ fn walk_tiles<C: Convert>(w: TiledWalk<'_, C>) {
                             empty |= lo[r] >= hi[r];
                         }
                         if !empty {
-                            let out_tile = out_outer
-                                + (0..4).map(|r| origin[r] * g.role_stride[r]).sum::<usize>()
-                                - out_base;
+                            // The tile's origin may precede a part's first output byte
+                            // (the part covers only `lo..hi`): wrapping offsets, every
+                            // covered element's is in range.
+                            let out_tile = (out_outer
+                                + (0..4).map(|r| origin[r] * g.role_stride[r]).sum::<usize>())
+                            .wrapping_sub(out_base);
                             tile(
                                 g,
                                 conv,
@@ -498,7 +501,7 @@ fn tile<C: Convert>(
                 for h in lo[1]..hi[1] {
                     let k = (d * th + h) * tw + lo[2];
                     let from = k * pix_stride + chan_at(c);
-                    let to = out_tile + d * sd + h * sh + lo[2] * sw + c * scs;
+                    let to = out_tile.wrapping_add(d * sd + h * sh + lo[2] * sw + c * scs);
                     conv.run(
                         &src[from..],
                         pix_stride,
@@ -515,7 +518,7 @@ fn tile<C: Convert>(
             for h in lo[1]..hi[1] {
                 for w in lo[2]..hi[2] {
                     let k = (d * th + h) * tw + w;
-                    let to_pix = out_tile + d * sd + h * sh + w * sw;
+                    let to_pix = out_tile.wrapping_add(d * sd + h * sh + w * sw);
                     let mut c = lo[3];
                     while c < hi[3] {
                         // A run stays inside one 16-channel block for CBlock16.
@@ -530,7 +533,7 @@ fn tile<C: Convert>(
                             1,
                             plane_stride,
                             end - c,
-                            &mut output[to_pix + c * scs..],
+                            &mut output[to_pix.wrapping_add(c * scs)..],
                             scs,
                         );
                         c = end;

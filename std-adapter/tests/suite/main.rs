@@ -9,6 +9,7 @@
 mod support;
 mod tess_common;
 
+mod detess_oracle;
 mod ev74_casttess;
 mod ev74_casttess_device;
 mod ev74_casttess_runtime;
