@@ -9,6 +9,7 @@
 mod support;
 mod tess_common;
 
+mod dequant_exact;
 mod detess_oracle;
 mod ev74_casttess;
 mod ev74_casttess_device;
