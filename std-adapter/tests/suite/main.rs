@@ -10,6 +10,7 @@ mod support;
 mod tess_common;
 
 mod dequant_exact;
+mod detess_cases;
 mod detess_oracle;
 mod ev74_casttess;
 mod ev74_casttess_device;
