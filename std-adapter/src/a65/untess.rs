@@ -393,10 +393,9 @@ fn walk_tiles<C: Convert>(w: TiledWalk<'_, C>) {
     loop {
         let mut lin = 0usize;
         let mut out_outer = 0usize;
-        for k in 0..n_outer {
-            let a = g.outer[k];
-            lin = lin * g.extents[a] + index[k];
-            out_outer += index[k] * g.out_strides[a];
+        for (&a, &i) in g.outer.iter().zip(&index).take(n_outer) {
+            lin = lin * g.extents[a] + i;
+            out_outer += i * g.out_strides[a];
         }
         let mut pos = lin * g.bytes_per_outer;
         for ic in 0..g.counts[3] {
