@@ -333,3 +333,50 @@ fn int32_never_fails_for_the_fp_environment() {
         assert_eq!(got, reference_f32(i64::from(q), 5, 3));
     }
 }
+
+#[test]
+fn scalar_strided_and_empty_tensors() {
+    // Rank 0: one element.
+    let plan = check_inference(&Request {
+        input: TensorSpec::<0>::contiguous([], DType::I16),
+        output: TensorSpec::<0>::contiguous([], DType::BF16),
+        params: Params::new(0.5).with_zero_point(-2),
+    })
+    .expect("admits");
+    let mut y = [0u8; 2];
+    a65::dequant::execute(&a65::dequant::prepare(&plan), &7i16.to_le_bytes(), &mut y)
+        .expect("runs");
+    assert_eq!(
+        u32::from(u16::from_le_bytes(y)),
+        reference(7, -2, 0.5f32.to_bits(), DType::BF16)
+    );
+    // A transposed INT8 [3, 5] read into a padded FP16 output; gap bytes untouched.
+    let q: Vec<u8> = (0..15u8).map(|k| k.wrapping_mul(37)).collect();
+    let plan = check_inference(&Request {
+        input: TensorSpec::strided([3, 5], [1, 3], DType::I8),
+        output: TensorSpec::strided([3, 5], [14, 2], DType::F16),
+        params: Params::new(3.0).with_zero_point(1),
+    })
+    .expect("admits");
+    let mut y = vec![0xeeu8; 3 * 14];
+    a65::execute_threaded(&a65::dequant::prepare(&plan), 3, &q, &mut y).expect("runs");
+    for i in 0..3 {
+        for j in 0..5 {
+            let code = i64::from(q[i + 3 * j] as i8);
+            let got = u16::from_le_bytes([y[i * 14 + j * 2], y[i * 14 + j * 2 + 1]]);
+            assert_eq!(
+                u32::from(got),
+                reference(code, 1, 3f32.to_bits(), DType::F16)
+            );
+        }
+        assert_eq!(&y[i * 14 + 10..i * 14 + 14], &[0xee; 4]);
+    }
+    // Empty: nothing written, no storage needed.
+    let plan = check_inference(&Request {
+        input: TensorSpec::contiguous([4, 0], DType::I32),
+        output: TensorSpec::contiguous([4, 0], DType::F32),
+        params: Params::new(1.0),
+    })
+    .expect("admits");
+    a65::dequant::execute(&a65::dequant::prepare(&plan), &[], &mut []).expect("no-op");
+}
