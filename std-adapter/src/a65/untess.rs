@@ -613,17 +613,26 @@ impl Convert for Cast {
 }
 
 /// Dequantization of INT8 (`IN` = 1) or INT16 (`IN` = 2) codes by a table of every value
-/// (SPEC §12.2), built once per plan; `OUT` 4 for FP32, 2 for FP16 and BF16.
-pub(crate) struct Table<'a, const IN: usize, const OUT: usize>(pub &'a [u32]);
+/// (SPEC §12.2), built once per plan: `N` = 256 or 65,536 entries, so every code indexes
+/// it without a bounds check; `OUT` 4 for FP32, 2 for FP16 and BF16.
+pub(crate) struct Table<'a, const IN: usize, const OUT: usize, const N: usize>(pub &'a [u32; N]);
 
-impl<const IN: usize, const OUT: usize> Convert for Table<'_, IN, OUT> {
+impl<const IN: usize, const OUT: usize, const N: usize> Convert for Table<'_, IN, OUT, N> {
     const IN: usize = IN;
     const OUT: usize = OUT;
 
     #[inline(always)]
     fn one(&self, code: u32) -> u32 {
-        self.0[code as usize]
+        // `code` has IN bytes: below N.
+        self.0[code as usize & (N - 1)]
     }
+}
+
+/// The table of `t` as an array of `N` entries (the length `Dequant::new` built).
+#[inline]
+pub(crate) fn table<const N: usize>(t: &[u32]) -> &[u32; N] {
+    t.try_into()
+        .unwrap_or_else(|_| unreachable!("a table of {N} entries"))
 }
 
 /// Dequantization of INT32 codes (SPEC §12.2): with FP instructions when the calling
@@ -703,19 +712,19 @@ macro_rules! with_dequant {
         let wide = out_dtype == simak_core::DType::F32;
         match $deq {
             $crate::a65::untess::Dequant::Table(t) if t.len() == 256 && wide => {
-                let $c = &$crate::a65::untess::Table::<1, 4>(t);
+                let $c = &$crate::a65::untess::Table::<1, 4, 256>($crate::a65::untess::table(t));
                 lanes.run($walk)
             }
             $crate::a65::untess::Dequant::Table(t) if t.len() == 256 => {
-                let $c = &$crate::a65::untess::Table::<1, 2>(t);
+                let $c = &$crate::a65::untess::Table::<1, 2, 256>($crate::a65::untess::table(t));
                 lanes.run($walk)
             }
             $crate::a65::untess::Dequant::Table(t) if wide => {
-                let $c = &$crate::a65::untess::Table::<2, 4>(t);
+                let $c = &$crate::a65::untess::Table::<2, 4, 65536>($crate::a65::untess::table(t));
                 lanes.run($walk)
             }
             $crate::a65::untess::Dequant::Table(t) => {
-                let $c = &$crate::a65::untess::Table::<2, 2>(t);
+                let $c = &$crate::a65::untess::Table::<2, 2, 65536>($crate::a65::untess::table(t));
                 lanes.run($walk)
             }
             &$crate::a65::untess::Dequant::Int32 {
