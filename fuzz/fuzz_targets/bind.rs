@@ -186,18 +186,8 @@ fn fuzz_quant(input: &mut Input<'_>, other_packet: bool) {
             (r_in.address, r_out.address)
         );
         if !plan.is_empty() {
-            check_inside(
-                decoded.prefix.input_address,
-                decoded.prefix.input_span,
-                r_in,
-                elem,
-            );
-            check_inside(
-                decoded.prefix.output_address,
-                decoded.prefix.output_span,
-                r_out,
-                1,
-            );
+            check_inside(decoded.prefix.input_address, decoded.prefix.input_span, r_in, elem);
+            check_inside(decoded.prefix.output_address, decoded.prefix.output_span, r_out, 1);
             check_disjoint(
                 (decoded.prefix.input_address, decoded.prefix.input_span),
                 (decoded.prefix.output_address, decoded.prefix.output_span),
@@ -288,12 +278,7 @@ fn fuzz_casttess(input: &mut Input<'_>, other_packet: bool) {
             (r_in.address, r_out.address)
         );
         if !plan.is_empty() {
-            check_inside(
-                decoded.prefix.input_address,
-                decoded.prefix.input_span,
-                r_in,
-                elem,
-            );
+            check_inside(decoded.prefix.input_address, decoded.prefix.input_span, r_in, elem);
             check_inside(
                 decoded.prefix.output_address,
                 decoded.prefix.output_span,
