@@ -140,7 +140,7 @@ fn encode(values: &[f32], dtype: DType) -> Vec<u8> {
             .iter()
             .flat_map(|&x| half::f16::from_f32(x).to_bits().to_le_bytes())
             .collect(),
-        DType::I8 => Vec::new(),
+        DType::I8 | DType::I16 | DType::I32 => Vec::new(),
     }
 }
 

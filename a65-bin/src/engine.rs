@@ -464,6 +464,8 @@ pub fn decode(dtype: DType, bits: u32) -> f32 {
         DType::BF16 => f32::from_bits(bits << 16),
         DType::F16 => half::f16::from_bits(bits as u16).to_f32(),
         DType::I8 => f32::from(bits as u8 as i8),
+        DType::I16 => f32::from(bits as u16 as i16),
+        DType::I32 => bits as i32 as f32,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Element types of the tensor contract.
 //!
-//! SPEC §2: `F32`, `BF16`, `F16` (IEEE binary16) and `I8`. BF16 and F16 are different
+//! SPEC §2: `F32`, `BF16`, `F16` (IEEE binary16) and `I8`; SPEC §12 adds `I16` and `I32`
+//! for the MLA's outputs (the Detess ops and Dequant only). BF16 and F16 are different
 //! types, never interchangeable 16-bit labels. Wire codes are those of SPEC §7.
 
 use core::fmt;
@@ -17,14 +18,20 @@ pub enum DType {
     F16,
     /// Two's-complement signed 8-bit integer, 1 byte.
     I8,
+    /// Two's-complement signed 16-bit integer, 2 bytes little-endian (SPEC §12: MLA
+    /// outputs, Detess and Dequant inputs only).
+    I16,
+    /// Two's-complement signed 32-bit integer, 4 bytes little-endian (SPEC §12: MLA
+    /// outputs, Detess and Dequant inputs only).
+    I32,
 }
 
 impl DType {
-    /// Size of one element in bytes (4, 2, 2 or 1).
+    /// Size of one element in bytes (F32 and I32 4, BF16, F16 and I16 2, I8 1).
     pub const fn size(self) -> usize {
         match self {
-            DType::F32 => 4,
-            DType::BF16 | DType::F16 => 2,
+            DType::F32 | DType::I32 => 4,
+            DType::BF16 | DType::F16 | DType::I16 => 2,
             DType::I8 => 1,
         }
     }
@@ -36,17 +43,32 @@ impl DType {
 
     /// Whether this is one of the floating-point input dtypes (`F32`, `BF16`, `F16`).
     pub const fn is_float(self) -> bool {
-        !matches!(self, DType::I8)
+        matches!(self, DType::F32 | DType::BF16 | DType::F16)
     }
 
-    /// Wire code of an input dtype (SPEC §7: BF16 = 1, FP32 = 3, FP16 = 4); `None` for `I8`,
-    /// which is never an input on the wire.
+    /// Whether this is one of the integer dtypes (`I8`, `I16`, `I32`).
+    pub const fn is_int(self) -> bool {
+        !self.is_float()
+    }
+
+    /// The range `[min, max]` of an integer dtype (`None` for a float dtype).
+    pub const fn int_range(self) -> Option<(i64, i64)> {
+        match self {
+            DType::I8 => Some((i8::MIN as i64, i8::MAX as i64)),
+            DType::I16 => Some((i16::MIN as i64, i16::MAX as i64)),
+            DType::I32 => Some((i32::MIN as i64, i32::MAX as i64)),
+            DType::F32 | DType::BF16 | DType::F16 => None,
+        }
+    }
+
+    /// Wire code of an input dtype (SPEC §7: BF16 = 1, FP32 = 3, FP16 = 4); `None` for the
+    /// integer dtypes, which are never an input on the wire.
     pub const fn wire_code(self) -> Option<u32> {
         match self {
             DType::BF16 => Some(1),
             DType::F32 => Some(3),
             DType::F16 => Some(4),
-            DType::I8 => None,
+            DType::I8 | DType::I16 | DType::I32 => None,
         }
     }
 
@@ -61,13 +83,16 @@ impl DType {
         }
     }
 
-    /// Lowercase name as used by the CLI and file formats (`f32`, `bf16`, `f16`, `i8`).
+    /// Lowercase name as used by the CLI and file formats (`f32`, `bf16`, `f16`, `i8`,
+    /// `i16`, `i32`).
     pub const fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
             DType::BF16 => "bf16",
             DType::F16 => "f16",
             DType::I8 => "i8",
+            DType::I16 => "i16",
+            DType::I32 => "i32",
         }
     }
 }

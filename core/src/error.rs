@@ -154,6 +154,63 @@ pub enum AdmissionError {
         /// Strides given.
         strides: usize,
     },
+    /// An input-side op (CastTess, QuantTess) was given the CBlock16 channel encoding,
+    /// which only the MLA's outputs use (SPEC §12.1).
+    InputSideEncoding,
+    /// An input-side op (CastTess, QuantTess) was given tile alignment 1, which only the
+    /// MLA's outputs use (SPEC §12.1).
+    InputSideTileAlign,
+    /// A model archive's channel flags (`align_c16`, `cblock`) are (false, true), which
+    /// name no encoding (SPEC §12.1).
+    ChannelFlags,
+    /// A dequantization zero point is outside its input dtype's range (INT8 [-128, 127],
+    /// INT16 [-32768, 32767]; SPEC §12.2).
+    DequantZeroPoint {
+        /// The integer input dtype.
+        dtype: DType,
+        /// The zero point given.
+        zero_point: i32,
+    },
+    /// A Detess op's input in PadTo16 or CBlock16 has a C tile extent that is neither the
+    /// C extent nor a multiple of 16 (SPEC §12.1).
+    C16TileChannels {
+        /// The C tile extent.
+        tile: u32,
+        /// The C extent.
+        extent: u64,
+    },
+    /// An OFM buffer was given no heads or more than 32 (SPEC §12.1).
+    HeadCount {
+        /// Heads given.
+        count: usize,
+    },
+    /// A head's byte offset is at or past the end of the OFM buffer (SPEC §12.1).
+    HeadOffset {
+        /// The head's index.
+        head: usize,
+        /// Its byte offset.
+        offset: u64,
+        /// The buffer's length in bytes.
+        buffer: u64,
+    },
+    /// A head's span runs past the end of the OFM buffer (SPEC §12.1).
+    HeadSpan {
+        /// The head's index.
+        head: usize,
+        /// Its byte offset.
+        offset: u64,
+        /// Its span in bytes.
+        span: u64,
+        /// The buffer's length in bytes.
+        buffer: u64,
+    },
+    /// Two heads' byte ranges overlap in the OFM buffer (SPEC §12.1).
+    HeadOverlap {
+        /// The later head's index.
+        head: usize,
+        /// The earlier head it overlaps.
+        other: usize,
+    },
 }
 
 impl AdmissionError {
@@ -204,6 +261,15 @@ impl AdmissionError {
             AdmissionError::StridesRank {
                 port: Port::Output, ..
             } => 0x206,
+            AdmissionError::InputSideEncoding => 0x220,
+            AdmissionError::InputSideTileAlign => 0x221,
+            AdmissionError::ChannelFlags => 0x222,
+            AdmissionError::DequantZeroPoint { .. } => 0x223,
+            AdmissionError::C16TileChannels { .. } => 0x224,
+            AdmissionError::HeadCount { .. } => 0x225,
+            AdmissionError::HeadOffset { .. } => 0x226,
+            AdmissionError::HeadSpan { .. } => 0x227,
+            AdmissionError::HeadOverlap { .. } => 0x228,
         }
     }
 }
@@ -271,7 +337,7 @@ impl fmt::Display for AdmissionError {
                 write!(f, "{role} tile extent {tile} is outside 1..={extent}")
             }
             AdmissionError::Planes { planes } => {
-                write!(f, "{planes} byte planes per element is neither 1 nor 2")
+                write!(f, "{planes} byte planes per element is not 1, 2 or 4")
             }
             AdmissionError::StridesRank {
                 port,
@@ -281,6 +347,45 @@ impl fmt::Display for AdmissionError {
                 f,
                 "{port} has {strides} strides for {extents} extents (one stride per axis)"
             ),
+            AdmissionError::InputSideEncoding => f.write_str(
+                "the cblock16 encoding is admitted only on the output side (detess ops)",
+            ),
+            AdmissionError::InputSideTileAlign => {
+                f.write_str("tile alignment 1 is admitted only on the output side (detess ops)")
+            }
+            AdmissionError::ChannelFlags => {
+                f.write_str("channel flags (align_c16 = false, cblock = true) name no encoding")
+            }
+            AdmissionError::DequantZeroPoint { dtype, zero_point } => {
+                write!(f, "zero point {zero_point} is outside the range of {dtype}")
+            }
+            AdmissionError::C16TileChannels { tile, extent } => write!(
+                f,
+                "c tile extent {tile} is neither the c extent {extent} nor a multiple of 16"
+            ),
+            AdmissionError::HeadCount { count } => {
+                write!(f, "{count} heads is outside 1..=32")
+            }
+            AdmissionError::HeadOffset {
+                head,
+                offset,
+                buffer,
+            } => write!(
+                f,
+                "head {head} offset {offset} is at or past the end of the {buffer}-byte buffer"
+            ),
+            AdmissionError::HeadSpan {
+                head,
+                offset,
+                span,
+                buffer,
+            } => write!(
+                f,
+                "head {head} ({span} bytes at offset {offset}) runs past the end of the {buffer}-byte buffer"
+            ),
+            AdmissionError::HeadOverlap { head, other } => {
+                write!(f, "head {head} overlaps head {other}")
+            }
         }
     }
 }

@@ -85,7 +85,7 @@ fn convert_fn(dtype: DType) -> Option<ConvertFn> {
         DType::F32 => Some(convert_f32),
         DType::F16 => Some(convert_f16),
         DType::BF16 => Some(convert_bf16),
-        DType::I8 => None,
+        DType::I8 | DType::I16 | DType::I32 => None,
     }
 }
 

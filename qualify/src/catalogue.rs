@@ -506,6 +506,7 @@ fn channels_name(c: Channels) -> &'static str {
     match c {
         Channels::Compact => "compact",
         Channels::PadTo16 => "pad16",
+        Channels::CBlock16 => "cblock16",
     }
 }
 

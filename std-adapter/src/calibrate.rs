@@ -86,7 +86,7 @@ pub fn abs_max(view: &View, data: &[u8]) -> Result<Option<f32>, crate::Error> {
         DType::F32 => (0x7fff_ffffu32, 0x7f80_0000u32),
         DType::BF16 => (0x7fff, 0x7f80),
         DType::F16 => (0x7fff, 0x7c00),
-        DType::I8 => {
+        DType::I8 | DType::I16 | DType::I32 => {
             return Err(AdmissionError::DType {
                 port: Port::Input,
                 found: dtype,

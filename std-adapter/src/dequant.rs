@@ -154,71 +154,24 @@ impl Dequant {
 }
 
 /// `(q − zero_point) / multiplier` rounded once to binary32, nearest-even, computed in
-/// integer arithmetic (independent of the FP environment). `zero_point` is any value in
+/// integer arithmetic (independent of the FP environment): SPEC §12.2's
+/// [`simak_core::arith::dequant::dequantize`] for INT8 codes and FP32 output. `zero_point` is any value in
 /// [−128, 127] and `multiplier` any finite value > 0 (subnormals allowed); outside those
 /// domains the result is the IEEE quotient's sign and class only by accident, so check with
 /// [`Dequant::new`] first.
 pub fn dequant_value(q: i8, zero_point: i32, multiplier: f32) -> f32 {
-    let n = i32::from(q) - zero_point;
-    let negative = n < 0;
-    let a = u64::from(n.unsigned_abs());
-    if a == 0 {
-        return 0.0;
+    let bits = multiplier.to_bits();
+    if bits == 0 || bits >= 0x7f80_0000 {
+        // Outside the domain (zero, negative, infinite or NaN multiplier): the IEEE quotient.
+        return (i32::from(q) - zero_point) as f32 / multiplier;
     }
-    let bits = multiplier.to_bits() & 0x7fff_ffff;
-    let field = (bits >> 23) as i32;
-    let mantissa = u64::from(bits & 0x007f_ffff);
-    // multiplier = s · 2^e with s < 2^24.
-    let (s, e) = match field {
-        0 => (mantissa, -149),
-        f => (mantissa | 1 << 23, f - 150),
-    };
-    if s == 0 || field == 0xff {
-        // Outside the domain (zero, infinite or NaN multiplier): the IEEE quotient.
-        return n as f32 / multiplier;
-    }
-    let sign = if negative { 0x8000_0000u32 } else { 0 };
-    // a / m = (a · 2^50 / s) · 2^(−e−50); a < 2^9 so a · 2^50 < 2^59 fits u64, and the
-    // quotient is at least 2^50 / 2^24 = 2^26: 27 or more significant bits.
-    let dividend = a << 50;
-    let quotient = dividend / s;
-    let sticky = dividend % s != 0;
-    let exp = -e - 50; // value = (quotient + fraction) · 2^exp
-    let len = 64 - quotient.leading_zeros() as i32;
-    let top = len - 1 + exp; // ⌊log2 value⌋
-    // The quantum of the result: 2^(top − 23) for a normal result, 2^-149 below.
-    let quantum = (top - 23).max(-149);
-    let shift = quantum - exp; // ≥ 3
-    let n_rounded = if shift >= 64 {
-        // value < 2^(exp + 59) ≤ 2^(quantum − 5): below half a quantum.
-        0
-    } else {
-        let kept = quotient >> shift;
-        let rest = quotient & ((1u64 << shift) - 1);
-        let half = 1u64 << (shift - 1);
-        let up = rest > half || (rest == half && (sticky || kept & 1 == 1));
-        kept + u64::from(up)
-    };
-    if n_rounded == 0 {
-        return f32::from_bits(sign);
-    }
-    let magnitude = if quantum == -149 && n_rounded <= 1 << 23 {
-        // Subnormal, or the carry into the smallest normal (whose bits are 2^23).
-        n_rounded as u32
-    } else {
-        let (n_norm, q_norm) = if n_rounded == 1 << 24 {
-            (1u64 << 23, quantum + 1)
-        } else {
-            (n_rounded, quantum)
-        };
-        let field = q_norm + 150;
-        if field >= 0xff {
-            0x7f80_0000
-        } else {
-            ((field as u32) << 23) | (n_norm as u32 & 0x007f_ffff)
-        }
-    };
-    f32::from_bits(sign | magnitude)
+    // SPEC §12.2, the one implementation (`simak_core::arith::dequant`).
+    f32::from_bits(simak_core::arith::dequant::dequantize(
+        i64::from(q),
+        i64::from(zero_point),
+        bits,
+        DType::F32,
+    ))
 }
 
 #[cfg(test)]

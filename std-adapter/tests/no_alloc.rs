@@ -228,3 +228,91 @@ fn quanttess_execute_allocates_nothing_on_any_level_or_path() {
     }
     assert!(runs >= 2 * tiled_cases().len());
 }
+
+#[test]
+fn detess_ops_allocate_nothing_during_execute() {
+    use simak::a65;
+    use simak::layout::{Channels, MlaTiled, TileAlign};
+    use simak::ops::dequant::{self as dq, Params as DqParams};
+    use simak::ops::{detess, detesscast, detessdequant};
+
+    let ofm = vec![3u8; 1 << 16];
+    // 16-byte aligned view of the OFM.
+    let at = (16 - ofm.as_ptr() as usize % 16) % 16;
+    let ofm = &ofm[at..at + 40_000];
+    let mut out = vec![0u8; 1 << 18];
+    for (ch, align) in [
+        (Channels::Compact, TileAlign::Bytes1),
+        (Channels::PadTo16, TileAlign::Bytes16),
+        (Channels::CBlock16, TileAlign::Bytes16),
+    ] {
+        let layout = MlaTiled::new([None, Some(0), Some(1), Some(2)], [1, 5, 7, 32], ch)
+            .with_tile_align(align);
+        // NCHW output of NHWC logical data: strides (4 · 9, 4, 4 · 9 · 13) bytes for f32.
+        for level in Level::detected() {
+            let plan = detess::check_inference(&detess::Request {
+                dtype: DType::I8,
+                layout,
+                output: TensorSpec::strided([9, 13, 40], [13, 1, 9 * 13], DType::I8),
+            })
+            .expect("admits");
+            let Ok(p) = a65::detess::prepare_at(&plan, level) else {
+                continue;
+            };
+            assert_eq!(
+                allocations_during(|| a65::detess::execute(&p, ofm, &mut out).expect("runs")),
+                0
+            );
+            let plan = detesscast::check_inference(&detess::Request {
+                dtype: DType::BF16,
+                layout,
+                output: TensorSpec::contiguous([9, 13, 40], DType::F32),
+            })
+            .expect("admits");
+            let p = a65::detesscast::prepare_at(&plan, level).expect("same levels");
+            assert_eq!(
+                allocations_during(|| a65::detesscast::execute(&p, ofm, &mut out).expect("runs")),
+                0
+            );
+            for dtype in [DType::I8, DType::I16, DType::I32] {
+                for o in [DType::F32, DType::F16, DType::BF16] {
+                    let plan = detessdequant::check_inference(&detessdequant::Request {
+                        dtype,
+                        layout,
+                        output: TensorSpec::strided(
+                            [9, 13, 40],
+                            [
+                                13 * o.size() as u64,
+                                o.size() as u64,
+                                9 * 13 * o.size() as u64,
+                            ],
+                            o,
+                        ),
+                        params: DqParams::new(0.3).with_zero_point(-5),
+                    })
+                    .expect("admits");
+                    let p = a65::detessdequant::prepare_at(&plan, level).expect("same levels");
+                    assert_eq!(
+                        allocations_during(
+                            || a65::detessdequant::execute(&p, ofm, &mut out).expect("runs")
+                        ),
+                        0
+                    );
+                    let plan = dq::check_inference(&dq::Request {
+                        input: TensorSpec::contiguous([9, 13, 40], dtype),
+                        output: TensorSpec::contiguous([9, 13, 40], o),
+                        params: DqParams::new(0.3).with_zero_point(-5),
+                    })
+                    .expect("admits");
+                    let p = a65::dequant::prepare_at(&plan, level).expect("same levels");
+                    assert_eq!(
+                        allocations_during(
+                            || a65::dequant::execute(&p, ofm, &mut out).expect("runs")
+                        ),
+                        0
+                    );
+                }
+            }
+        }
+    }
+}

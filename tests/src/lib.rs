@@ -35,7 +35,7 @@ pub mod oracle {
             DType::F32 => f32::from_bits(bits) as f64,
             DType::BF16 => f32::from_bits(bits << 16) as f64,
             DType::F16 => half::f16::from_bits(bits as u16).to_f64(),
-            DType::I8 => panic!("i8 is not a quant input"),
+            DType::I8 | DType::I16 | DType::I32 => panic!("an integer dtype is not a quant input"),
         }
     }
 
@@ -542,7 +542,7 @@ pub mod tiled {
             DType::F32 => oracle_f32(bits),
             DType::F16 => oracle_f16(bits as u16),
             DType::BF16 => bits as u16,
-            DType::I8 => panic!("i8 is not an input"),
+            DType::I8 | DType::I16 | DType::I32 => panic!("an integer dtype is not an input"),
         }
     }
 
@@ -607,6 +607,9 @@ pub mod tiled {
                             let stored = match channels {
                                 Channels::Compact => actual[3],
                                 Channels::PadTo16 => actual[3].div_ceil(16) * 16,
+                                Channels::CBlock16 => {
+                                    unreachable!("input-side ops refuse cblock16")
+                                }
                             };
                             let mut bytes = Vec::new();
                             for d in 0..actual[0] {

@@ -199,6 +199,30 @@ fn host_examples() -> Vec<(&'static str, String, u32)> {
             extents: 2,
             strides: 1,
         },
+        A::InputSideEncoding,
+        A::InputSideTileAlign,
+        A::ChannelFlags,
+        A::DequantZeroPoint {
+            dtype: simak::DType::I16,
+            zero_point: 40_000,
+        },
+        A::C16TileChannels {
+            tile: 20,
+            extent: 40,
+        },
+        A::HeadCount { count: 0 },
+        A::HeadOffset {
+            head: 1,
+            offset: 100,
+            buffer: 100,
+        },
+        A::HeadSpan {
+            head: 1,
+            offset: 90,
+            span: 20,
+            buffer: 100,
+        },
+        A::HeadOverlap { head: 1, other: 0 },
     ];
     let _: fn(A) = |e| match e {
         A::DType { .. }
@@ -216,7 +240,16 @@ fn host_examples() -> Vec<(&'static str, String, u32)> {
         | A::TileAxisRepeated { .. }
         | A::TileExtent { .. }
         | A::Planes { .. }
-        | A::StridesRank { .. } => {}
+        | A::StridesRank { .. }
+        | A::InputSideEncoding
+        | A::InputSideTileAlign
+        | A::ChannelFlags
+        | A::DequantZeroPoint { .. }
+        | A::C16TileChannels { .. }
+        | A::HeadCount { .. }
+        | A::HeadOffset { .. }
+        | A::HeadSpan { .. }
+        | A::HeadOverlap { .. } => {}
     };
     let represent = [
         RepresentError::Span {

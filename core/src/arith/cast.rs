@@ -142,14 +142,14 @@ pub const fn to_bf16(dtype: DType, bits: u32) -> Option<u16> {
         DType::F32 => Some(f32_to_bf16(bits)),
         DType::F16 => Some(f16_to_bf16(bits as u16)),
         DType::BF16 => Some(bf16_to_bf16(bits as u16)),
-        DType::I8 => None,
+        DType::I8 | DType::I16 | DType::I32 => None,
     }
 }
 
 /// Converts a contiguous run: `input` holds little-endian elements of `dtype`; `output`
 /// receives BF16 values as little-endian byte pairs. Converts
 /// `min(input.len() / dtype.size(), output.len() / 2)` elements and leaves the rest of
-/// `output` untouched; `I8` input converts nothing.
+/// `output` untouched; integer input converts nothing.
 pub fn run(dtype: DType, input: &[u8], output: &mut [u8]) {
     match dtype {
         DType::F32 => {
@@ -168,7 +168,7 @@ pub fn run(dtype: DType, input: &[u8], output: &mut [u8]) {
             let n = input.len().min(output.len()) & !1;
             output[..n].copy_from_slice(&input[..n]);
         }
-        DType::I8 => {}
+        DType::I8 | DType::I16 | DType::I32 => {}
     }
 }
 

@@ -5,4 +5,5 @@
 //! the fallback and the reference of every SIMD or device route.
 
 pub mod cast;
+pub mod dequant;
 pub mod quant;

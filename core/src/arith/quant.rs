@@ -604,7 +604,7 @@ pub fn lift_format<L: FormatLift>(dtype: DType, f: L) -> Option<L::Output> {
         DType::F32 => Some(f.lift::<F32>()),
         DType::BF16 => Some(f.lift::<Bf16>()),
         DType::F16 => Some(f.lift::<F16>()),
-        DType::I8 => None,
+        DType::I8 | DType::I16 | DType::I32 => None,
     }
 }
 
@@ -856,7 +856,9 @@ mod test {
             DType::F32 => f64::from(f32::from_bits(bits)),
             DType::BF16 => f64::from(f32::from_bits(bits << 16)),
             DType::F16 => half::f16::from_bits(bits as u16).to_f64(),
-            DType::I8 => unreachable!(),
+            DType::I8 | DType::I16 | DType::I32 => {
+                unreachable!("integer dtype {dtype:?} is not a Quant input")
+            }
         };
         let p = (x * f64::from(f32::from_bits(m))) as f32;
         if p.is_nan() {

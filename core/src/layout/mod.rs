@@ -91,6 +91,10 @@ pub enum Channels {
     /// `sc = roundup(tc', 16)`: zero channels pad each plane to a multiple of 16 (wire flag
     /// bit 0 set).
     PadTo16,
+    /// `sc = roundup(tc', 16)` stored as 16-channel blocks (SPEC §12.1): for each block, for
+    /// each pixel, `E` planes of 16 bytes. Output side only (the Detess ops' inputs); the
+    /// input-side ops refuse it.
+    CBlock16,
 }
 
 impl Channels {
@@ -98,18 +102,68 @@ impl Channels {
     pub const fn stored(self, tc: u64) -> Option<u64> {
         match self {
             Channels::Compact => Some(tc),
-            Channels::PadTo16 => match tc.checked_next_multiple_of(TILE_ALIGN) {
+            Channels::PadTo16 | Channels::CBlock16 => match tc.checked_next_multiple_of(TILE_ALIGN)
+            {
                 Some(sc) => Some(sc),
                 None => None,
             },
         }
     }
 
-    /// CLI name: `compact` or `pad16`.
+    /// CLI and Python name: `compact`, `pad16` or `cblock16`.
     pub const fn name(self) -> &'static str {
         match self {
             Channels::Compact => "compact",
             Channels::PadTo16 => "pad16",
+            Channels::CBlock16 => "cblock16",
+        }
+    }
+
+    /// The encoding a model archive names by its two flags (SPEC §12.1): (`align_c16`,
+    /// `cblock`) = (false, false) → Compact, (true, false) → PadTo16, (true, true) →
+    /// CBlock16.
+    ///
+    /// # Errors
+    ///
+    /// [`AdmissionError::ChannelFlags`] for (false, true).
+    pub const fn from_flags(align_c16: bool, cblock: bool) -> Result<Channels, AdmissionError> {
+        match (align_c16, cblock) {
+            (false, false) => Ok(Channels::Compact),
+            (true, false) => Ok(Channels::PadTo16),
+            (true, true) => Ok(Channels::CBlock16),
+            (false, true) => Err(AdmissionError::ChannelFlags),
+        }
+    }
+}
+
+/// Tile alignment: what each tile's size is rounded up to (SPEC §5, §12.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TileAlign {
+    /// Tiles rounded up to 16 bytes, zero padded (SPEC §5): the only alignment the
+    /// input-side ops (CastTess, QuantTess) accept.
+    #[default]
+    Bytes16,
+    /// No per-tile padding: tiles follow each other with no gap (SPEC §12.1, MLA outputs in
+    /// Compact encoding). Output side only.
+    Bytes1,
+}
+
+impl TileAlign {
+    /// The alignment in bytes: 16 or 1.
+    pub const fn bytes(self) -> u64 {
+        match self {
+            TileAlign::Bytes16 => TILE_ALIGN,
+            TileAlign::Bytes1 => 1,
+        }
+    }
+
+    /// The alignment for a byte count: 16 or 1; `None` for any other value.
+    pub const fn from_bytes(bytes: u64) -> Option<TileAlign> {
+        match bytes {
+            16 => Some(TileAlign::Bytes16),
+            1 => Some(TileAlign::Bytes1),
+            _ => None,
         }
     }
 }
@@ -130,22 +184,48 @@ pub struct MlaTiled {
     /// Tile extents for D, H, W, C in elements: each ≥ 1 and ≤ the axis extent when that
     /// extent is nonzero (1 for an absent axis).
     pub tile: [u32; 4],
-    /// Channel mode.
+    /// Channel encoding.
     pub channels: Channels,
+    /// Tile alignment (16 bytes unless set with [`MlaTiled::with_tile_align`]).
+    pub tile_align: TileAlign,
 }
 
 impl MlaTiled {
-    /// Metadata from its parts (nothing checked here).
+    /// Metadata from its parts, tile alignment 16 bytes (nothing checked here).
     pub const fn new(axes: [Option<u8>; 4], tile: [u32; 4], channels: Channels) -> MlaTiled {
         MlaTiled {
             axes,
             tile,
             channels,
+            tile_align: TileAlign::Bytes16,
         }
     }
 
+    /// The same metadata with tile alignment `tile_align` (SPEC §12.1).
+    pub const fn with_tile_align(self, tile_align: TileAlign) -> MlaTiled {
+        MlaTiled { tile_align, ..self }
+    }
+
+    /// Whether the input-side ops (CastTess, QuantTess) accept this metadata's encoding
+    /// and alignment (SPEC §12.1: not CBlock16, not tile alignment 1).
+    ///
+    /// # Errors
+    ///
+    /// [`AdmissionError::InputSideEncoding`] for CBlock16,
+    /// [`AdmissionError::InputSideTileAlign`] for tile alignment 1.
+    pub const fn check_input_side(&self) -> Result<(), AdmissionError> {
+        if matches!(self.channels, Channels::CBlock16) {
+            return Err(AdmissionError::InputSideEncoding);
+        }
+        if matches!(self.tile_align, TileAlign::Bytes1) {
+            return Err(AdmissionError::InputSideTileAlign);
+        }
+        Ok(())
+    }
+
     /// Admits this layout for a logical shape `extents` (in elements, rank = its length,
-    /// 1..=6) stored as `planes` byte planes per element (`E`: 2 for BF16, 1 for INT8).
+    /// 1..=6) stored as `planes` byte planes per element (`E`: 1 for INT8, 2 for BF16 and
+    /// INT16, 4 for INT32).
     ///
     /// # Errors
     ///
@@ -156,7 +236,7 @@ impl MlaTiled {
     ///   extent (1 for an absent axis);
     /// - [`AdmissionError::SpanOverflow`] on the output port when the capacity overflows
     ///   `u64`;
-    /// - [`AdmissionError::Planes`] when `planes` is not 1 or 2.
+    /// - [`AdmissionError::Planes`] when `planes` is not 1, 2 or 4.
     pub fn admit(&self, extents: &[u64], planes: u8) -> Result<TiledView, AdmissionError> {
         let rank = extents.len();
         if rank == 0 || rank > MAX_RANK {
@@ -166,7 +246,7 @@ impl MlaTiled {
                 max: MAX_RANK,
             });
         }
-        if !matches!(planes, 1 | 2) {
+        if !matches!(planes, 1 | 2 | 4) {
             return Err(AdmissionError::Planes { planes });
         }
         let mut ext = [0u64; MAX_RANK];
@@ -249,7 +329,8 @@ impl MlaTiled {
         }
         if outer_count == u64::MAX {
             // Saturated: either a genuine u64::MAX or an overflow; the capacity overflows
-            // either way, since every tile takes at least 16 bytes.
+            // either way, since every tile takes at least one byte per outer index and the
+            // grid has at least one tile.
             return Err(overflow);
         }
         let all = [Range::All; 4];
@@ -424,7 +505,7 @@ impl TiledView {
         &self.layout
     }
 
-    /// Byte planes per element `E` (2 for BF16, 1 for INT8).
+    /// Byte planes per element `E` (1 for INT8, 2 for BF16 and INT16, 4 for INT32).
     pub const fn planes(&self) -> usize {
         self.planes as usize
     }
@@ -521,7 +602,8 @@ impl TiledView {
     }
 
     /// Padded size in bytes of a tile with actual extents `[td', th', tw', tc']`:
-    /// `roundup(td'·th'·tw'·sc·E, 16)`; `None` on overflow.
+    /// `td'·th'·tw'·sc·E` rounded up to the tile alignment (16 or 1, SPEC §12.1); `None`
+    /// on overflow.
     pub fn tile_bytes(&self, extents: [u64; 4]) -> Option<u64> {
         let [d, h, w, c] = extents;
         let sc = self.stored_channels(c)?;
@@ -529,7 +611,12 @@ impl TiledView {
             .checked_mul(w)?
             .checked_mul(sc)?
             .checked_mul(u64::from(self.planes))?
-            .checked_next_multiple_of(TILE_ALIGN)
+            .checked_next_multiple_of(self.layout.tile_align.bytes())
+    }
+
+    /// The tile alignment.
+    pub const fn tile_align(&self) -> TileAlign {
+        self.layout.tile_align
     }
 
     /// Per role (D, H, W, C): `(full tiles, tile extent, boundary tiles (0 or 1),
@@ -729,18 +816,29 @@ impl TiledView {
             *extent.get_mut(s)? = self.tile_extent(*TileAxis::ALL.get(s)?, i.checked_div(t)?)?;
         }
         let [wd, wh, ww, wc] = within;
-        let [_, eh, ew, ec] = extent;
+        let [ed, eh, ew, ec] = extent;
         let sc = self.stored_channels(ec)?;
         let pixel = wd
             .checked_mul(eh)?
             .checked_add(wh)?
             .checked_mul(ew)?
             .checked_add(ww)?;
-        let in_tile = pixel
-            .checked_mul(sc)?
-            .checked_mul(u64::from(self.planes))?
-            .checked_add((plane as u64).checked_mul(sc)?)?
-            .checked_add(wc)?;
+        let e = u64::from(self.planes);
+        let in_tile = if self.layout.channels == Channels::CBlock16 {
+            // (c / 16)·(npix·16·E) + k·16·E + p·16 + c mod 16 (SPEC §12.1).
+            let npix = ed.checked_mul(eh)?.checked_mul(ew)?;
+            wc.checked_div(TILE_ALIGN)?
+                .checked_mul(npix.checked_mul(TILE_ALIGN)?.checked_mul(e)?)?
+                .checked_add(pixel.checked_mul(TILE_ALIGN)?.checked_mul(e)?)?
+                .checked_add((plane as u64).checked_mul(TILE_ALIGN)?)?
+                .checked_add(wc.checked_rem(TILE_ALIGN)?)?
+        } else {
+            pixel
+                .checked_mul(sc)?
+                .checked_mul(e)?
+                .checked_add((plane as u64).checked_mul(sc)?)?
+                .checked_add(wc)?
+        };
         outer
             .checked_mul(self.bytes_per_outer)?
             .checked_add(self.tile_offset(tile_index)?)?
@@ -1008,7 +1106,7 @@ mod test {
     fn padded(v: &TiledView, e: [u64; 4]) -> u64 {
         let sc = match v.channels() {
             Channels::Compact => e[3],
-            Channels::PadTo16 => e[3].div_ceil(16) * 16,
+            Channels::PadTo16 | Channels::CBlock16 => e[3].div_ceil(16) * 16,
         };
         (e[0] * e[1] * e[2] * sc * v.planes() as u64).div_ceil(16) * 16
     }

@@ -60,7 +60,7 @@ impl core::error::Error for UntileError {}
 impl TiledView {
     /// Reads `tiled` (this layout's physical buffer, at least [`TiledView::capacity`] bytes)
     /// back into `logical`: the row-major contiguous tensor of the same logical shape, `E`
-    /// bytes per element (little-endian BF16 for `E` = 2, INT8 for `E` = 1). Writes the
+    /// bytes per element (little-endian: INT8 for `E` = 1, BF16 or INT16 for 2, INT32 for 4). Writes the
     /// first `elements · E` bytes of `logical` and nothing else; padding bytes of `tiled`
     /// are not read. Allocates nothing.
     ///
@@ -138,6 +138,9 @@ impl TiledView {
                                 + ih * tile[1] * role_stride[1]
                                 + iw * tile[2] * role_stride[2]
                                 + ic * tile[3] * role_stride[3];
+                            let cblock = self.channels() == super::Channels::CBlock16;
+                            let npix = td * th * tw;
+                            let mut k = 0usize;
                             let mut pixel = pos;
                             for d in 0..td {
                                 for h in 0..th {
@@ -149,10 +152,20 @@ impl TiledView {
                                         for c in 0..tc {
                                             let at = (l + c * role_stride[3]) * planes;
                                             for p in 0..planes {
-                                                logical[at + p] = tiled[pixel + p * sc + c];
+                                                // SPEC §5 and §12.1's byte formulas.
+                                                let from = if cblock {
+                                                    pos + (c / 16) * npix * 16 * planes
+                                                        + k * 16 * planes
+                                                        + p * 16
+                                                        + c % 16
+                                                } else {
+                                                    pixel + p * sc + c
+                                                };
+                                                logical[at + p] = tiled[from];
                                             }
                                         }
                                         pixel += sc * planes;
+                                        k += 1;
                                     }
                                 }
                             }

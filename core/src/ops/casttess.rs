@@ -194,6 +194,7 @@ pub(crate) fn admit_ports(
         });
     }
     crate::ops::quant::check_same_shape(input.extents, output.extents)?;
+    output.layout.check_input_side()?;
     let view = input.admit(Port::Input)?;
     let planes = if output_dtype == DType::BF16 { 2 } else { 1 };
     let tiled = output.layout.admit(input.extents, planes)?;

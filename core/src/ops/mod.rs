@@ -83,6 +83,10 @@ macro_rules! quant_accessors {
 }
 
 pub mod casttess;
+pub mod dequant;
+pub mod detess;
+pub mod detesscast;
+pub mod detessdequant;
 pub mod quant;
 pub mod quanttess;
 
@@ -91,7 +95,7 @@ mod sealed {
 }
 
 /// An operation, named once for every layer. Sealed: [`Quant`], [`CastTess`],
-/// [`QuantTess`]. The marker types are uninhabited: they are only ever type parameters.
+/// [`QuantTess`], [`Detess`], [`DetessCast`], [`DetessDequant`], [`Dequant`]. The marker types are uninhabited: they are only ever type parameters.
 pub trait Op: sealed::Sealed + Sized + 'static {
     /// The op's name as the front-ends spell it (CLI command, Python function, C prefix),
     /// e.g. `quant`.
@@ -162,6 +166,35 @@ op_marker!(
     QuantTess,
     quanttess,
     "quanttess"
+);
+
+op_marker!(
+    /// Detess: an MLA output layout (INT8 / INT16 / INT32 / BF16) → the same dtype, strided
+    /// (SPEC §12, §12.1; plan [`detess::Plan`]).
+    Detess,
+    detess,
+    "detess"
+);
+op_marker!(
+    /// DetessCast: a BF16 MLA output layout → FP32, strided (SPEC §12; plan
+    /// [`detesscast::Plan`]).
+    DetessCast,
+    detesscast,
+    "detess_cast"
+);
+op_marker!(
+    /// DetessDequant: an INT8 / INT16 / INT32 MLA output layout → FP32 / FP16 / BF16,
+    /// strided (SPEC §12.2; plan [`detessdequant::Plan`]).
+    DetessDequant,
+    detessdequant,
+    "detess_dequant"
+);
+op_marker!(
+    /// Dequant: strided INT8 / INT16 / INT32 → FP32 / FP16 / BF16, strided (SPEC §12.2;
+    /// plan [`dequant::Plan`]).
+    Dequant,
+    dequant,
+    "dequant"
 );
 
 #[cfg(test)]

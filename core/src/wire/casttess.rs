@@ -197,7 +197,8 @@ impl CastTessFlags {
     pub const fn from_channels(channels: Channels) -> CastTessFlags {
         match channels {
             Channels::Compact => CastTessFlags::empty(),
-            Channels::PadTo16 => CastTessFlags::PAD_TO_16,
+            // CBlock16 never reaches an input-side plan (admission refuses it, SPEC §12.1).
+            Channels::PadTo16 | Channels::CBlock16 => CastTessFlags::PAD_TO_16,
         }
     }
 

@@ -621,7 +621,16 @@ impl From<AdmissionError> for DecodeError {
             | AdmissionError::DType { .. }
             | AdmissionError::ShapeMismatch { .. }
             | AdmissionError::Planes { .. }
-            | AdmissionError::StridesRank { .. }) => {
+            | AdmissionError::StridesRank { .. }
+            | AdmissionError::InputSideEncoding
+            | AdmissionError::InputSideTileAlign
+            | AdmissionError::ChannelFlags
+            | AdmissionError::DequantZeroPoint { .. }
+            | AdmissionError::C16TileChannels { .. }
+            | AdmissionError::HeadCount { .. }
+            | AdmissionError::HeadOffset { .. }
+            | AdmissionError::HeadSpan { .. }
+            | AdmissionError::HeadOverlap { .. }) => {
                 DecodeError::Inadmissible { code: other.code() }
             }
         }

@@ -7,17 +7,18 @@
 //! (`x86_64-sse4.1`, `x86_64-avx2`, `x86_64-avx512`, `x86_64-avx512vbmi`, `aarch64-neon`,
 //! `aarch64-neon-fp16`), plus `scalar` for the portable paths (the exact integer path of
 //! Quant, SPEC §3, and the scalar CastTess kernels). A level names a set of CPU features;
-//! each op has kernels at some of the levels only:
+//! each op has kernels at some of the levels only ("Detess ops": Detess, DetessCast,
+//! DetessDequant and Dequant, whose one walker is compiled at each of their levels):
 //!
-//! | level | features | Quant | QuantTess | CastTess |
-//! | --- | --- | --- | --- | --- |
-//! | `scalar` | none | exact path | exact path | scalar kernels |
-//! | `x86_64-sse4.1` | SSE4.1 | FP32, BF16 | FP32, BF16 | — |
-//! | `x86_64-avx2` | AVX2, F16C | ✔ | ✔ | ✔ |
-//! | `x86_64-avx512` | AVX2, F16C, AVX-512 F, BW, VL | ✔ | ✔ | ✔ |
-//! | `x86_64-avx512vbmi` | as `x86_64-avx512`, plus AVX-512 VBMI | — | — | ✔ |
-//! | `aarch64-neon` | NEON | ✔ | ✔ | ✔ |
-//! | `aarch64-neon-fp16` | NEON, FEAT_FP16 | FP16 and BF16 input, power-of-two multipliers (SPEC §10) | — | — |
+//! | level | features | Quant | QuantTess | CastTess | Detess ops |
+//! | --- | --- | --- | --- | --- | --- |
+//! | `scalar` | none | exact path | exact path | scalar kernels | ✔ |
+//! | `x86_64-sse4.1` | SSE4.1 | FP32, BF16 | FP32, BF16 | — | ✔ |
+//! | `x86_64-avx2` | AVX2, F16C | ✔ | ✔ | ✔ | ✔ |
+//! | `x86_64-avx512` | AVX2, F16C, AVX-512 F, BW, VL | ✔ | ✔ | ✔ | ✔ |
+//! | `x86_64-avx512vbmi` | as `x86_64-avx512`, plus AVX-512 VBMI | — | — | ✔ | — |
+//! | `aarch64-neon` | NEON | ✔ | ✔ | ✔ | ✔ |
+//! | `aarch64-neon-fp16` | NEON, FEAT_FP16 | FP16 and BF16 input, power-of-two multipliers (SPEC §10) | — | — | — |
 //!
 //! ```
 //! use simak::a65::{self, Level};
@@ -144,7 +145,8 @@ pub enum LevelError {
     NoKernel {
         /// The level asked for.
         level: Level,
-        /// The op: `quant`, `quanttess` or `casttess`.
+        /// The op: `quant`, `quanttess`, `casttess`, `detess`, `detess_cast`,
+        /// `detess_dequant` or `dequant`.
         op: &'static str,
         /// The plan's input dtype.
         dtype: DType,

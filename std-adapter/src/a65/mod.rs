@@ -44,12 +44,17 @@ macro_rules! one_call {
 
 mod arch;
 pub mod casttess;
+pub mod dequant;
+pub mod detess;
+pub mod detesscast;
+pub mod detessdequant;
 pub mod level;
 mod op;
 pub mod quant;
 pub mod quanttess;
 mod raw;
 mod tess;
+mod untess;
 mod walk;
 
 pub use arch::SCALAR_ONLY;

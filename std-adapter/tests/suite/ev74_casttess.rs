@@ -192,6 +192,7 @@ pub(crate) fn stages(case: &Case, tc: u64, pixels: u64, tw: u64) -> bool {
     let stored = match case.channels {
         Channels::Compact => tc,
         Channels::PadTo16 => tc.next_multiple_of(16),
+        Channels::CBlock16 => unreachable!("casttess refuses cblock16"),
     };
     let quantum = 8 / gcd(stored, 8);
     let general_band = (4096 / stored / quantum * quantum).min(pixels);
@@ -259,6 +260,7 @@ pub(crate) fn predict_staging(case: &Case) -> Staging {
                     let sc = match case.channels {
                         Channels::Compact => tc,
                         Channels::PadTo16 => tc.next_multiple_of(16),
+                        Channels::CBlock16 => unreachable!("casttess refuses cblock16"),
                     };
                     if stages(case, tc, pixels, tw) {
                         let band = 1u64 << (4096 / c_src.max(sc)).ilog2();

@@ -10,6 +10,9 @@ mod support;
 mod tess_common;
 
 mod coalesce;
+mod dequant_exact;
+mod detess_cases;
+mod detess_oracle;
 mod dispatch_table;
 mod ev74_casttess;
 mod ev74_casttess_device;

@@ -19,6 +19,10 @@ fn plans_are_send_and_sync() {
     assert_send_sync::<ops::quanttess::Plan>();
     assert_send_sync::<ops::quant::Params>();
     assert_send_sync::<ops::quant::CheckedParams>();
+    assert_send_sync::<ops::detess::Plan>();
+    assert_send_sync::<ops::detesscast::Plan>();
+    assert_send_sync::<ops::detessdequant::Plan>();
+    assert_send_sync::<ops::dequant::Plan>();
 }
 
 #[test]
@@ -29,6 +33,14 @@ fn prepared_plans_and_pieces_are_send_and_sync() {
     assert_send_sync::<a65::quant::Piece<'static>>();
     assert_send_sync::<a65::casttess::Piece<'static>>();
     assert_send_sync::<a65::quanttess::Piece<'static>>();
+    assert_send_sync::<a65::detess::Prepared>();
+    assert_send_sync::<a65::detesscast::Prepared>();
+    assert_send_sync::<a65::detessdequant::Prepared>();
+    assert_send_sync::<a65::dequant::Prepared>();
+    assert_send_sync::<a65::detess::Piece<'static>>();
+    assert_send_sync::<a65::detesscast::Piece<'static>>();
+    assert_send_sync::<a65::detessdequant::Piece<'static>>();
+    assert_send_sync::<a65::dequant::Piece<'static>>();
 }
 
 #[test]

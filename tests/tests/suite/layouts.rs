@@ -197,7 +197,7 @@ fn specials(dtype: DType) -> &'static [u32] {
             0x7e00, 0xfe00, 0x7c01, 0xffff, 0x7c00, 0xfc00, 0x0000, 0x8000, 0x0001, 0x8001, 0x03ff,
             0x0400, 0x7bff, 0xfbff,
         ],
-        DType::I8 => unreachable!(),
+        DType::I8 | DType::I16 | DType::I32 => unreachable!(),
     }
 }
 
@@ -220,7 +220,7 @@ fn element(rng: &mut Rng, dtype: DType, m: u32, stats: &mut Stats) -> u32 {
         DType::F32 => (v as f32).to_bits(),
         DType::BF16 => (v as f32).to_bits() >> 16,
         DType::F16 => half::f16::from_f64(v).to_bits() as u32,
-        DType::I8 => unreachable!(),
+        DType::I8 | DType::I16 | DType::I32 => unreachable!(),
     }
 }
 

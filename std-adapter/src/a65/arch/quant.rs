@@ -43,7 +43,9 @@ impl Load {
             DType::F32 => Load::F32,
             DType::BF16 => Load::Bf16,
             DType::F16 => Load::F16,
-            DType::I8 => panic!("INT8 is not a Quant input (SPEC §3)"),
+            DType::I8 | DType::I16 | DType::I32 => {
+                panic!("an integer dtype is not a Quant input (SPEC §3)")
+            }
         }
     }
 }

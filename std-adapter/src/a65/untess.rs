@@ -1,0 +1,800 @@
+//! The A65 walker shared by the output-side ops (SPEC §12): Detess, DetessCast,
+//! DetessDequant read an MLA output layout (SPEC §12.1) and write a strided tensor;
+//! Dequant reads and writes strided tensors. The element conversion is a [`Convert`]; the
+//! walker is written once and compiled at each level ([`Lanes`]) with the level's target
+//! features, so the runs it hands to the conversion are vectorized for that level.
+//!
+//! Tiled walk: tiles in storage order (outer index, C, D, H, W tiles), then pixels in d, h,
+//! w order; each run is either the channels of one pixel (when the output's C stride is
+//! the smaller) or the pixels of one tile row (when W's is), read from the tile's bytes
+//! with §12.1's byte formula. Padding is never read. Parts of a threaded call restrict one
+//! logical axis (the output's slowest) to a range, so each part owns one contiguous range
+//! of output bytes.
+
+use simak_core::layout::{Channels, TileAlign, TiledView};
+use simak_core::{MAX_RANK, View};
+
+use super::PortNeed;
+#[cfg(target_arch = "aarch64")]
+use super::arch::isa::Neon;
+#[cfg(target_arch = "x86_64")]
+use super::arch::isa::{Avx2, Avx512, Sse41};
+use super::arch::isa::{Isa, Kernel};
+use super::level::{Level, LevelError};
+use super::walk::Traversal;
+
+/// Converts runs of elements: element `i` of a run has byte plane `p` (least significant
+/// first) at `src[i · in_stride + p · plane_stride]` and is written at
+/// `out[i · out_stride..][..OUT]` little-endian.
+pub(crate) trait Convert: Sync {
+    /// Input element size in bytes (1, 2 or 4).
+    const IN: usize;
+    /// Output element size in bytes (1, 2 or 4).
+    const OUT: usize;
+
+    /// Whether the conversion copies the bytes unchanged (`IN == OUT`, `one` the identity).
+    const IDENTITY: bool = false;
+
+    /// The output bits (little-endian, `OUT` low bytes used) of one input code (its `IN`
+    /// bytes, little-endian, zero-extended).
+    fn one(&self, code: u32) -> u32;
+
+    /// Converts a run of `n` elements. `#[inline(always)]` in every implementation, so
+    /// that it compiles inside the level's entry.
+    #[inline(always)]
+    fn run(
+        &self,
+        src: &[u8],
+        in_stride: usize,
+        plane_stride: usize,
+        n: usize,
+        out: &mut [u8],
+        out_stride: usize,
+    ) {
+        run_generic(self, src, in_stride, plane_stride, n, out, out_stride);
+    }
+}
+
+/// The portable body of [`Convert::run`]: packed fast paths, then the general gather.
+#[inline(always)]
+pub(crate) fn run_generic<C: Convert + ?Sized>(
+    c: &C,
+    src: &[u8],
+    in_stride: usize,
+    plane_stride: usize,
+    n: usize,
+    out: &mut [u8],
+    out_stride: usize,
+) {
+    if n == 0 {
+        return;
+    }
+    let (e, o) = (C::IN, C::OUT);
+    if out_stride == o {
+        let out = &mut out[..n * o];
+        if C::IDENTITY && plane_stride == 1 && in_stride == e {
+            out.copy_from_slice(&src[..n * e]);
+            return;
+        }
+        if e == 1 && in_stride == 1 {
+            for (y, &b) in out.chunks_exact_mut(o).zip(&src[..n]) {
+                y.copy_from_slice(&c.one(u32::from(b)).to_le_bytes()[..o]);
+            }
+            return;
+        }
+        if plane_stride == 1 && in_stride == e {
+            for (y, x) in out.chunks_exact_mut(o).zip(src[..n * e].chunks_exact(e)) {
+                y.copy_from_slice(&c.one(load(x)).to_le_bytes()[..o]);
+            }
+            return;
+        }
+        if in_stride == 1 && e == 2 {
+            let (lo, hi) = (&src[..n], &src[plane_stride..plane_stride + n]);
+            for ((y, &l), &h) in out.chunks_exact_mut(o).zip(lo).zip(hi) {
+                y.copy_from_slice(&c.one(u32::from(l) | u32::from(h) << 8).to_le_bytes()[..o]);
+            }
+            return;
+        }
+    }
+    for i in 0..n {
+        let at = i * in_stride;
+        let mut code = 0u32;
+        for p in 0..e {
+            code |= u32::from(src[at + p * plane_stride]) << (8 * p);
+        }
+        let y = i * out_stride;
+        out[y..y + o].copy_from_slice(&c.one(code).to_le_bytes()[..o]);
+    }
+}
+
+/// Little-endian bytes (1, 2 or 4) as a zero-extended code.
+#[inline(always)]
+fn load(x: &[u8]) -> u32 {
+    match *x {
+        [a] => u32::from(a),
+        [a, b] => u32::from(u16::from_le_bytes([a, b])),
+        [a, b, c, d] => u32::from_le_bytes([a, b, c, d]),
+        _ => 0,
+    }
+}
+
+/// The level a prepared state runs its walker at: a capability token (SPEC §10).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Lanes {
+    /// Portable code, no target features.
+    Scalar,
+    /// x86-64 SSE4.1.
+    #[cfg(target_arch = "x86_64")]
+    Sse41(Sse41),
+    /// x86-64 AVX2 with F16C.
+    #[cfg(target_arch = "x86_64")]
+    Avx2(Avx2),
+    /// x86-64 AVX-512 F, BW, VL.
+    #[cfg(target_arch = "x86_64")]
+    Avx512(Avx512),
+    /// AArch64 NEON.
+    #[cfg(target_arch = "aarch64")]
+    Neon(Neon),
+}
+
+impl Lanes {
+    /// The fastest level this CPU has (scalar with the `scalar-only` feature).
+    pub fn auto() -> Lanes {
+        if super::SCALAR_ONLY {
+            return Lanes::Scalar;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            if let Some(t) = Avx512::detect() {
+                return Lanes::Avx512(t);
+            }
+            if let Some(t) = Avx2::detect() {
+                return Lanes::Avx2(t);
+            }
+            if let Some(t) = Sse41::detect() {
+                return Lanes::Sse41(t);
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            if let Some(t) = Neon::detect() {
+                return Lanes::Neon(t);
+            }
+        }
+        Lanes::Scalar
+    }
+
+    /// The forced `level` for op `op` (reported in errors with `dtype`).
+    ///
+    /// # Errors
+    ///
+    /// [`LevelError::NotDetected`] when this CPU lacks it; [`LevelError::NoKernel`] for
+    /// `x86_64-avx512vbmi` and `aarch64-neon-fp16`, which these ops have no kernel at.
+    pub fn at(
+        level: Level,
+        op: &'static str,
+        dtype: simak_core::DType,
+    ) -> Result<Lanes, LevelError> {
+        level.check_detected()?;
+        let no = LevelError::NoKernel { level, op, dtype };
+        match level {
+            Level::Scalar => Ok(Lanes::Scalar),
+            #[cfg(target_arch = "x86_64")]
+            Level::Sse41 => Sse41::detect().map(Lanes::Sse41).ok_or(no),
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 => Avx2::detect().map(Lanes::Avx2).ok_or(no),
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx512 => Avx512::detect().map(Lanes::Avx512).ok_or(no),
+            #[cfg(target_arch = "aarch64")]
+            Level::Neon => Neon::detect().map(Lanes::Neon).ok_or(no),
+            _ => Err(no),
+        }
+    }
+
+    /// The level.
+    pub fn level(self) -> Level {
+        match self {
+            Lanes::Scalar => Level::Scalar,
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Sse41(_) => Level::Sse41,
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx2(_) => Level::Avx2,
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx512(_) => Level::Avx512,
+            #[cfg(target_arch = "aarch64")]
+            Lanes::Neon(_) => Level::Neon,
+        }
+    }
+
+    /// Runs `body` compiled with this level's features.
+    #[inline]
+    pub fn run<B: Body>(self, body: B) {
+        match self {
+            Lanes::Scalar => body.body(),
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Sse41(t) => t.vectorize(AtLevel(body)),
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx2(t) => t.vectorize(AtLevel(body)),
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx512(t) => t.vectorize(AtLevel(body)),
+            #[cfg(target_arch = "aarch64")]
+            Lanes::Neon(t) => t.vectorize(AtLevel(body)),
+        }
+    }
+}
+
+/// A walk to run at a level: its `body` is `#[inline(always)]`.
+pub(crate) trait Body {
+    /// The walk.
+    fn body(self);
+}
+
+/// A [`Body`] as a [`Kernel`] of any level.
+struct AtLevel<B>(B);
+
+impl<L, B: Body> Kernel<L> for AtLevel<B> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self, _lanes: L) {
+        self.0.body();
+    }
+}
+
+/// The geometry of a tiled input and a strided output of the same logical shape, in
+/// `usize`, prepared once. Used only after `execute` proved both buffers hold the spans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    rank: usize,
+    extents: [usize; MAX_RANK],
+    out_strides: [usize; MAX_RANK],
+    e: usize,
+    padded: bool,
+    cblock: bool,
+    align: usize,
+    tile: [usize; 4],
+    counts: [usize; 4],
+    role_extent: [usize; 4],
+    role_axis: [Option<usize>; 4],
+    role_stride: [usize; 4],
+    outer: [usize; MAX_RANK],
+    n_outer: usize,
+    bytes_per_outer: usize,
+    /// Runs go along W (the output's W stride is below its C stride).
+    w_runs: bool,
+}
+
+/// Per logical axis, the index range a walk covers.
+pub(crate) type Ranges = [(usize, usize); MAX_RANK];
+
+impl Geometry {
+    /// The geometry of an admitted tiled input and strided output.
+    pub fn new(input: &TiledView, output: &View) -> Geometry {
+        let rank = output.rank();
+        let extents = output.extents().map(|e| e as usize);
+        let out_strides = output.strides().map(|s| s as usize);
+        let layout = input.layout();
+        let role_axis = layout.axes.map(|a| a.map(usize::from));
+        let role_stride = role_axis.map(|a| a.map_or(0, |a| out_strides[a]));
+        let mut outer = [0usize; MAX_RANK];
+        for (slot, &a) in outer.iter_mut().zip(input.outer_axes()) {
+            *slot = usize::from(a);
+        }
+        let tile = input.tile().map(|t| t as usize);
+        let w_runs = tile[2] > 1 && role_stride[2] < role_stride[3] || tile[3] == 1;
+        Geometry {
+            rank,
+            extents,
+            out_strides,
+            e: input.planes(),
+            padded: input.channels() != Channels::Compact,
+            cblock: input.channels() == Channels::CBlock16,
+            align: if input.tile_align() == TileAlign::Bytes16 {
+                16
+            } else {
+                1
+            },
+            tile,
+            counts: input.tile_counts().map(|c| c as usize),
+            role_extent: input.role_extents().map(|e| e as usize),
+            role_axis,
+            role_stride,
+            outer,
+            n_outer: input.outer_axes().len(),
+            bytes_per_outer: input.bytes_per_outer() as usize,
+            w_runs,
+        }
+    }
+
+    /// Every axis at its full range.
+    pub fn full(&self) -> Ranges {
+        let mut r = [(0, 1); MAX_RANK];
+        for (slot, &e) in r.iter_mut().zip(self.extents.iter()).take(self.rank) {
+            *slot = (0, e);
+        }
+        r
+    }
+
+    /// Splits the call into at most `parts` ranges of the axis with the largest output
+    /// stride (among axes of extent > 1): `(ranges, first output byte)`, in output order.
+    pub fn split(&self, parts: usize) -> Vec<(Ranges, usize)> {
+        let axis = (0..self.rank)
+            .filter(|&a| self.extents[a] > 1)
+            .max_by_key(|&a| self.out_strides[a]);
+        let Some(axis) = axis else {
+            return vec![(self.full(), 0)];
+        };
+        let extent = self.extents[axis];
+        let parts = parts.clamp(1, extent);
+        let (base, extra) = (extent / parts, extent % parts);
+        (0..parts)
+            .map(|k| {
+                let lo = k * base + k.min(extra);
+                let hi = lo + base + usize::from(k < extra);
+                let mut r = self.full();
+                r[axis] = (lo, hi);
+                (r, lo * self.out_strides[axis])
+            })
+            .collect()
+    }
+
+    /// Stored channels for `tc` actual channels.
+    #[inline(always)]
+    fn stored(&self, tc: usize) -> usize {
+        if self.padded {
+            tc.next_multiple_of(16)
+        } else {
+            tc
+        }
+    }
+}
+
+/// A tiled walk of `g` over `ranges`: `output` starts at output byte `out_base`.
+pub(crate) struct TiledWalk<'a, C> {
+    pub g: &'a Geometry,
+    pub conv: &'a C,
+    pub input: &'a [u8],
+    pub output: &'a mut [u8],
+    pub out_base: usize,
+    pub ranges: Ranges,
+}
+
+impl<C: Convert> Body for TiledWalk<'_, C> {
+    #[inline(always)]
+    fn body(self) {
+        walk_tiles(self);
+    }
+}
+
+/// The tiled walk (see the module docs).
+#[inline(always)]
+fn walk_tiles<C: Convert>(w: TiledWalk<'_, C>) {
+    let TiledWalk {
+        g,
+        conv,
+        input,
+        output,
+        out_base,
+        ranges,
+    } = w;
+    let e = g.e;
+    // Per role: the covered range of its axis (absent role: [0, 1)).
+    let role_range: [(usize, usize); 4] =
+        core::array::from_fn(|r| g.role_axis[r].map_or((0, 1), |a| ranges[a]));
+    // Outer odometer over the outer axes' ranges.
+    let n_outer = g.n_outer;
+    let mut index = [0usize; MAX_RANK];
+    for k in 0..n_outer {
+        index[k] = ranges[g.outer[k]].0;
+        if ranges[g.outer[k]].0 >= ranges[g.outer[k]].1 {
+            return;
+        }
+    }
+    loop {
+        let mut lin = 0usize;
+        let mut out_outer = 0usize;
+        for (&a, &i) in g.outer.iter().zip(&index).take(n_outer) {
+            lin = lin * g.extents[a] + i;
+            out_outer += i * g.out_strides[a];
+        }
+        let mut pos = lin * g.bytes_per_outer;
+        for ic in 0..g.counts[3] {
+            let tc = g.tile[3].min(g.role_extent[3] - ic * g.tile[3]);
+            let sc = g.stored(tc);
+            for id in 0..g.counts[0] {
+                let td = g.tile[0].min(g.role_extent[0] - id * g.tile[0]);
+                for ih in 0..g.counts[1] {
+                    let th = g.tile[1].min(g.role_extent[1] - ih * g.tile[1]);
+                    for iw in 0..g.counts[2] {
+                        let tw = g.tile[2].min(g.role_extent[2] - iw * g.tile[2]);
+                        let size = (td * th * tw * sc * e).next_multiple_of(g.align);
+                        let origin = [
+                            id * g.tile[0],
+                            ih * g.tile[1],
+                            iw * g.tile[2],
+                            ic * g.tile[3],
+                        ];
+                        let ext = [td, th, tw, tc];
+                        let mut lo = [0usize; 4];
+                        let mut hi = [0usize; 4];
+                        let mut empty = false;
+                        for r in 0..4 {
+                            let (a, b) = role_range[r];
+                            lo[r] = a.saturating_sub(origin[r]);
+                            hi[r] = b.saturating_sub(origin[r]).min(ext[r]);
+                            empty |= lo[r] >= hi[r];
+                        }
+                        if !empty {
+                            // The tile's origin may precede a part's first output byte
+                            // (the part covers only `lo..hi`): wrapping offsets, every
+                            // covered element's is in range.
+                            let out_tile = (out_outer
+                                + (0..4).map(|r| origin[r] * g.role_stride[r]).sum::<usize>())
+                            .wrapping_sub(out_base);
+                            tile(
+                                g,
+                                conv,
+                                &input[pos..pos + size],
+                                output,
+                                out_tile,
+                                [td, th, tw],
+                                sc,
+                                lo,
+                                hi,
+                            );
+                        }
+                        pos += size;
+                    }
+                }
+            }
+        }
+        // Carry over the outer axes, fastest last.
+        let mut k = n_outer;
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            let (a, b) = ranges[g.outer[k]];
+            index[k] += 1;
+            if index[k] < b {
+                break;
+            }
+            index[k] = a;
+        }
+    }
+}
+
+/// One tile's covered part: `src` is the tile's bytes, `out_tile` the output byte of the
+/// tile's origin (relative to `output`); `lo..hi` the covered in-tile range per role.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn tile<C: Convert>(
+    g: &Geometry,
+    conv: &C,
+    src: &[u8],
+    output: &mut [u8],
+    out_tile: usize,
+    [td, th, tw]: [usize; 3],
+    sc: usize,
+    lo: [usize; 4],
+    hi: [usize; 4],
+) {
+    let e = g.e;
+    let [sd, sh, sw, scs] = g.role_stride;
+    // Pixel stride and channel addressing within the tile (SPEC §5, §12.1).
+    let (pix_stride, plane_stride) = if g.cblock { (16 * e, 16) } else { (sc * e, sc) };
+    // CBlock16: npix · 16 · E bytes per 16-channel block.
+    let block = td * th * tw * 16 * e;
+    let chan_at = |c: usize| -> usize {
+        if g.cblock {
+            (c / 16) * block + c % 16
+        } else {
+            c
+        }
+    };
+    if g.w_runs {
+        let n = hi[2] - lo[2];
+        for c in lo[3]..hi[3] {
+            for d in lo[0]..hi[0] {
+                for h in lo[1]..hi[1] {
+                    let k = (d * th + h) * tw + lo[2];
+                    let from = k * pix_stride + chan_at(c);
+                    let to = out_tile.wrapping_add(d * sd + h * sh + lo[2] * sw + c * scs);
+                    conv.run(
+                        &src[from..],
+                        pix_stride,
+                        plane_stride,
+                        n,
+                        &mut output[to..],
+                        sw,
+                    );
+                }
+            }
+        }
+    } else {
+        for d in lo[0]..hi[0] {
+            for h in lo[1]..hi[1] {
+                for w in lo[2]..hi[2] {
+                    let k = (d * th + h) * tw + w;
+                    let to_pix = out_tile.wrapping_add(d * sd + h * sh + w * sw);
+                    let mut c = lo[3];
+                    while c < hi[3] {
+                        // A run stays inside one 16-channel block for CBlock16.
+                        let end = if g.cblock {
+                            hi[3].min((c / 16 + 1) * 16)
+                        } else {
+                            hi[3]
+                        };
+                        let from = k * pix_stride + chan_at(c);
+                        conv.run(
+                            &src[from..],
+                            1,
+                            plane_stride,
+                            end - c,
+                            &mut output[to_pix.wrapping_add(c * scs)..],
+                            scs,
+                        );
+                        c = end;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a tiled input and strided output need (SPEC §6, §12.1): the input its capacity,
+/// aligned to 16 bytes for tile alignment 16 and to the element size otherwise; the output
+/// its span, unaligned.
+pub(crate) fn needs(input: &TiledView, output: &View) -> (PortNeed, PortNeed) {
+    (
+        PortNeed {
+            span: input.capacity(),
+            align: if input.tile_align() == TileAlign::Bytes16 {
+                16
+            } else {
+                input.planes()
+            },
+        },
+        PortNeed {
+            span: output.span(),
+            align: 1,
+        },
+    )
+}
+
+/// A strided walk (Dequant): the traversal's runs.
+pub(crate) struct StridedWalk<'a, C> {
+    pub t: &'a Traversal,
+    pub conv: &'a C,
+    pub input: &'a [u8],
+    pub output: &'a mut [u8],
+}
+
+impl<C: Convert> Body for StridedWalk<'_, C> {
+    #[inline(always)]
+    fn body(self) {
+        let StridedWalk {
+            t,
+            conv,
+            input,
+            output,
+        } = self;
+        let (n, si, so) = (t.inner_len, t.inner_in_stride, t.inner_out_stride);
+        t.for_each_run(|i, o| conv.run(&input[i..], si, 1, n, &mut output[o..], so));
+    }
+}
+
+/// Detess's conversion: the `E` bytes unchanged.
+pub(crate) struct Copy<const E: usize>;
+
+impl<const E: usize> Convert for Copy<E> {
+    const IN: usize = E;
+    const OUT: usize = E;
+    const IDENTITY: bool = true;
+
+    #[inline(always)]
+    fn one(&self, code: u32) -> u32 {
+        code
+    }
+}
+
+/// DetessCast's conversion: BF16 bits to FP32 bits, `bits << 16` (SPEC §12).
+pub(crate) struct Cast;
+
+impl Convert for Cast {
+    const IN: usize = 2;
+    const OUT: usize = 4;
+
+    #[inline(always)]
+    fn one(&self, code: u32) -> u32 {
+        code << 16
+    }
+}
+
+/// Dequantization of INT8 (`IN` = 1) or INT16 (`IN` = 2) codes by a table of every value
+/// (SPEC §12.2), built once per plan: `N` = 256 or 65,536 entries, so every code indexes
+/// it without a bounds check; `OUT` 4 for FP32, 2 for FP16 and BF16.
+pub(crate) struct Table<'a, const IN: usize, const OUT: usize, const N: usize>(pub &'a [u32; N]);
+
+impl<const IN: usize, const OUT: usize, const N: usize> Convert for Table<'_, IN, OUT, N> {
+    const IN: usize = IN;
+    const OUT: usize = OUT;
+
+    #[inline(always)]
+    fn one(&self, code: u32) -> u32 {
+        // `code` has IN bytes: below N.
+        self.0[code as usize & (N - 1)]
+    }
+}
+
+/// The table of `t` as an array of `N` entries (the length `Dequant::new` built).
+#[inline]
+pub(crate) fn table<const N: usize>(t: &[u32]) -> &[u32; N] {
+    t.try_into()
+        .unwrap_or_else(|_| unreachable!("a table of {N} entries"))
+}
+
+/// Dequantization of INT32 codes (SPEC §12.2): with FP instructions when the calling
+/// thread's FP environment is the default (`fp`), else the integer path; the same bits.
+pub(crate) struct Int32<const OUT: usize> {
+    pub zero_point: i32,
+    pub multiplier_bits: u32,
+    pub output: simak_core::DType,
+    pub fp: bool,
+}
+
+impl<const OUT: usize> Convert for Int32<OUT> {
+    const IN: usize = 4;
+    const OUT: usize = OUT;
+
+    #[inline(always)]
+    fn one(&self, code: u32) -> u32 {
+        use simak_core::arith::{cast, dequant};
+        let y = if self.fp {
+            // q − zp is exact in binary64 (|d| < 2^33); `as f32` rounds it once to
+            // nearest-even and the binary32 division rounds once (default environment).
+            let x = (f64::from(code as i32) - f64::from(self.zero_point)) as f32;
+            (x / f32::from_bits(self.multiplier_bits)).to_bits()
+        } else {
+            let x = dequant::i64_to_f32_bits(i64::from(code as i32) - i64::from(self.zero_point));
+            dequant::div_f32_bits(x, self.multiplier_bits)
+        };
+        match self.output {
+            simak_core::DType::F16 => u32::from(dequant::f32_to_f16_bits(y)),
+            simak_core::DType::BF16 => u32::from(cast::f32_to_bf16(y)),
+            _ => y,
+        }
+    }
+}
+
+/// The dequantization of a plan, prepared once: a table for INT8 and INT16 codes, the
+/// parameters for INT32.
+#[derive(Debug, Clone)]
+pub(crate) enum Dequant {
+    /// 256 (INT8) or 65,536 (INT16) output bit patterns, indexed by the code's bytes.
+    Table(Box<[u32]>),
+    /// INT32: computed per element.
+    Int32 {
+        zero_point: i32,
+        multiplier_bits: u32,
+    },
+}
+
+impl Dequant {
+    /// Builds the table for `params` (SPEC §12.2, exact integer arithmetic).
+    pub fn new(params: &simak_core::ops::dequant::CheckedParams) -> Dequant {
+        match params.input_dtype() {
+            simak_core::DType::I8 => Dequant::Table(
+                (0..=255u8)
+                    .map(|b| params.value(i32::from(b as i8)))
+                    .collect(),
+            ),
+            simak_core::DType::I16 => Dequant::Table(
+                (0..=u16::MAX)
+                    .map(|b| params.value(i32::from(b as i16)))
+                    .collect(),
+            ),
+            _ => Dequant::Int32 {
+                zero_point: params.zero_point(),
+                multiplier_bits: params.multiplier_bits(),
+            },
+        }
+    }
+}
+
+/// Runs `$walk` (a walk constructor taking a conversion) with the conversion of
+/// `$deq` for output dtype `$out` at `$lanes`.
+macro_rules! with_dequant {
+    ($lanes:expr, $deq:expr, $out:expr, |$c:ident| $walk:expr) => {{
+        let out_dtype: simak_core::DType = $out;
+        let lanes: $crate::a65::untess::Lanes = $lanes;
+        let wide = out_dtype == simak_core::DType::F32;
+        match $deq {
+            $crate::a65::untess::Dequant::Table(t) if t.len() == 256 && wide => {
+                let $c = &$crate::a65::untess::Table::<1, 4, 256>($crate::a65::untess::table(t));
+                lanes.run($walk)
+            }
+            $crate::a65::untess::Dequant::Table(t) if t.len() == 256 => {
+                let $c = &$crate::a65::untess::Table::<1, 2, 256>($crate::a65::untess::table(t));
+                lanes.run($walk)
+            }
+            $crate::a65::untess::Dequant::Table(t) if wide => {
+                let $c = &$crate::a65::untess::Table::<2, 4, 65536>($crate::a65::untess::table(t));
+                lanes.run($walk)
+            }
+            $crate::a65::untess::Dequant::Table(t) => {
+                let $c = &$crate::a65::untess::Table::<2, 2, 65536>($crate::a65::untess::table(t));
+                lanes.run($walk)
+            }
+            &$crate::a65::untess::Dequant::Int32 {
+                zero_point,
+                multiplier_bits,
+            } => {
+                let fp = $crate::a65::untess::fp_ok();
+                if wide {
+                    let $c = &$crate::a65::untess::Int32::<4> {
+                        zero_point,
+                        multiplier_bits,
+                        output: out_dtype,
+                        fp,
+                    };
+                    lanes.run($walk)
+                } else {
+                    let $c = &$crate::a65::untess::Int32::<2> {
+                        zero_point,
+                        multiplier_bits,
+                        output: out_dtype,
+                        fp,
+                    };
+                    lanes.run($walk)
+                }
+            }
+        }
+    }};
+}
+pub(crate) use with_dequant;
+
+/// Whether the calling thread's FP environment is the default (SPEC §10), so INT32
+/// dequantization may use FP instructions; never an error (SPEC §12.2).
+#[inline]
+pub(crate) fn fp_ok() -> bool {
+    super::arch::read_fp_control()
+        .is_none_or(|control| super::arch::fp_control_ok(control, super::arch::FP_REJECT_ALL))
+}
+
+/// One part of a split tiled call: a range of the output's slowest axis, its output bytes.
+#[derive(Debug)]
+pub struct TiledPart<'a> {
+    pub(crate) ranges: Ranges,
+    pub(crate) out_base: usize,
+    pub(crate) input: &'a [u8],
+    pub(crate) output: &'a mut [u8],
+}
+
+/// Splits a tiled call's output into the parts of [`Geometry::split`].
+pub(crate) fn tiled_parts<'a>(
+    g: &Geometry,
+    parts: usize,
+    input: &'a [u8],
+    output: &'a mut [u8],
+) -> Vec<TiledPart<'a>> {
+    let splits = g.split(parts);
+    let mut out = Vec::with_capacity(splits.len());
+    let mut rest = output;
+    let mut rest_start = 0usize;
+    for (k, &(ranges, base)) in splits.iter().enumerate() {
+        let (_, from) = std::mem::take(&mut rest).split_at_mut(base - rest_start);
+        let len = splits.get(k + 1).map_or(from.len(), |next| next.1 - base);
+        let (head, tail) = from.split_at_mut(len);
+        rest = tail;
+        rest_start = base + len;
+        out.push(TiledPart {
+            ranges,
+            out_base: base,
+            input,
+            output: head,
+        });
+    }
+    out
+}
