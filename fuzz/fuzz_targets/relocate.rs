@@ -128,7 +128,9 @@ fn check<E: NativeEntry>(
     let mismatch = *encoded != ev74::encode_relocatable(plan);
     let result = ev74::relocate(plan, encoded, &table);
     let bytes = |r: &Result<Packet<E, _>, BindError>| {
-        r.as_ref().map(|p| p.as_bytes().as_ref().to_vec()).map_err(Clone::clone)
+        r.as_ref()
+            .map(|p| p.as_bytes().as_ref().to_vec())
+            .map_err(Clone::clone)
     };
     match model(mismatch, &table) {
         Err(e) => assert_eq!(result.err(), Some(e), "{table:?}"),
@@ -164,10 +166,7 @@ fn check<E: NativeEntry>(
 /// The table rules of SPEC §6, modelled independently: the packet must be the plan's,
 /// then in table order each slot is 24 or 32 and named at most once. The regions the
 /// table names, input then output.
-fn model(
-    mismatch: bool,
-    table: &[Relocation],
-) -> Result<[Option<DeviceRegion>; 2], BindError> {
+fn model(mismatch: bool, table: &[Relocation]) -> Result<[Option<DeviceRegion>; 2], BindError> {
     if mismatch {
         return Err(BindError::PacketMismatch);
     }

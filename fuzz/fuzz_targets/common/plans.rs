@@ -142,8 +142,8 @@ pub fn read_casttess(input: &mut Input<'_>) -> CastTessSpec {
 }
 
 fn tess_plan<const R: usize>(
-    pub dtype: DType,
-    pub extents: &[u64; 6],
+    dtype: DType,
+    extents: &[u64; 6],
     strides: Option<[u64; 6]>,
     layout: MlaTiled,
 ) -> Option<casttess::DevicePlan> {
@@ -163,9 +163,9 @@ fn tess_plan<const R: usize>(
 
 /// The device plan of the spec with `layout`, `None` when the host or the EV74 refuses it.
 pub fn tess_dispatch(
-    pub rank: usize,
-    pub dtype: DType,
-    pub extents: &[u64; 6],
+    rank: usize,
+    dtype: DType,
+    extents: &[u64; 6],
     strides: Option<[u64; 6]>,
     layout: MlaTiled,
 ) -> Option<casttess::DevicePlan> {
