@@ -45,7 +45,7 @@ mod plans;
 
 use common::Input;
 use libfuzzer_sys::fuzz_target;
-use plans::{CastTessSpec, quant_dispatch, read_casttess, read_quant, regions, tess_dispatch};
+use plans::{CastTessSpec, quant_dispatch, read_casttess, read_quant, region, tess_dispatch};
 use simak_core::Port;
 use simak_core::ev74::{self, DeviceRegion, casttess, quant};
 use simak_core::layout::{Channels, MlaTiled, TILE_ALIGN};
@@ -214,6 +214,13 @@ fn fuzz_casttess(input: &mut Input<'_>, other_packet: bool) {
             );
         }
     }
+}
+
+/// The two regions (input, then output) read from the input, placed per the module doc.
+fn regions(input: &mut Input<'_>, in_span: u64, out_span: u64) -> (DeviceRegion, DeviceRegion) {
+    let r_in = region(input, in_span, None);
+    let r_out = region(input, out_span, Some((r_in.address, in_span)));
+    (r_in, r_out)
 }
 
 /// The error `bind` must return, modelled independently from SPEC §6.

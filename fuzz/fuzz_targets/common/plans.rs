@@ -179,13 +179,6 @@ pub fn tess_dispatch(
     }
 }
 
-/// The two regions (input, then output) read from the input, placed per the module doc.
-pub fn regions(input: &mut Input<'_>, in_span: u64, out_span: u64) -> (DeviceRegion, DeviceRegion) {
-    let r_in = region(input, in_span, None);
-    let r_out = region(input, out_span, Some((r_in.address, in_span)));
-    (r_in, r_out)
-}
-
 /// One region for a port of `span` bytes; `after` is the input's (address, span) for the
 /// output.
 pub fn region(input: &mut Input<'_>, span: u64, after: Option<(u32, u64)>) -> DeviceRegion {
