@@ -188,20 +188,28 @@ fn measure(
     input: &[u8],
     output: &mut [u8],
 ) -> Result<(std::time::Duration, std::time::Duration), CliError> {
-    let internal = |e: a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
     match prepared {
         _ if threads == 1 => Ok(time(reps, || {
             let _ = prepared.execute(black_box(input), black_box(output));
         })),
-        Prepared::Cast(p) => {
-            let pieces = p.split(threads, input, output).map_err(internal)?;
-            threaded(pieces.into_iter().map(|mut p| move || p.run()), reps)
-        }
-        Prepared::Quant(p) => {
-            let pieces = p.split(threads, input, output).map_err(internal)?;
-            threaded(pieces.into_iter().map(|mut p| move || p.run()), reps)
-        }
+        Prepared::Cast(p) => measure_split(p, threads, reps, input, output),
+        Prepared::Quant(p) => measure_split(p, threads, reps, input, output),
     }
+}
+
+/// [`measure`] for `threads` > 1, for either op: the call [`a65::split`] into at most
+/// `threads` pieces, timed by [`threaded`].
+fn measure_split<O: a65::HostOp>(
+    prepared: &a65::Prepared<O>,
+    threads: usize,
+    reps: usize,
+    input: &[u8],
+    output: &mut [u8],
+) -> Result<(std::time::Duration, std::time::Duration), CliError> {
+    let pieces = prepared
+        .split(threads, input, output)
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("{e}")))?;
+    threaded(pieces.into_iter().map(|mut p| move || p.run()), reps)
 }
 
 /// Runs `simak bench casttess` or `simak bench quanttess`.

@@ -110,6 +110,7 @@ mod tests {
             "read_image",
             "read_npy",
             "read_safetensors",
+            "relocate",
         ] {
             assert!(names.contains(&target.to_owned()), "{target}: {names:?}");
         }

@@ -1,8 +1,9 @@
-//! The committed seed corpora of the fuzz targets `bind`, `admission`, `read_npy`,
-//! `read_safetensors` and `read_image` (`fuzz/corpus/<target>/`) are written by this test:
-//! it checks that each committed seed is the bytes built here, and rewrites them all when
-//! `SIMAK_BLESS_FUZZ_SEEDS=1` is set. The `bind` and `admission` seeds follow the input
-//! layouts documented at the top of `fuzz/fuzz_targets/bind.rs` and `admission.rs`.
+//! The committed seed corpora of the fuzz targets `bind`, `relocate`, `admission`,
+//! `read_npy`, `read_safetensors` and `read_image` (`fuzz/corpus/<target>/`) are written by
+//! this test: it checks that each committed seed is the bytes built here, and rewrites them
+//! all when `SIMAK_BLESS_FUZZ_SEEDS=1` is set. The `bind`, `relocate` and `admission` seeds
+//! follow the input layouts documented at the top of `fuzz/fuzz_targets/bind.rs`,
+//! `relocate.rs` and `admission.rs`.
 
 use std::path::PathBuf;
 
@@ -31,6 +32,11 @@ impl B {
     fn region(self, kind: u8, a: u32, l: u64) -> B {
         self.u8s(&[kind]).u32(a).u64(l)
     }
+    /// A `relocate` table entry: kind, offset byte, then a `bind` region.
+    fn relocation(self, kind: u8, offset: u8, region: (u8, u32, u64)) -> B {
+        self.u8s(&[kind, offset])
+            .region(region.0, region.1, region.2)
+    }
     /// An `admission` buffer: offset, length kind, v.
     fn buffer(self, offset: u8, kind: u8, v: u16) -> B {
         self.u8s(&[offset, kind]).u16(v)
@@ -39,6 +45,67 @@ impl B {
     fn params(self) -> B {
         self.u32(1.0f32.to_bits()).u8s(&[0, 1])
     }
+}
+
+fn relocate_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    // Quant F32 [2, 3]: input 24 bytes at 0x1000, output 6 bytes at 0x2000.
+    let quant = || B::default().u8s(&[0, 2, 0, 0, 2, 3]).params();
+    let (r_in, r_out) = ((0x00, 0x1000, 24), (0x00, 0x2000, 6));
+    vec![
+        // Both slots, input first: the bytes of bind.
+        (
+            "quant_both",
+            quant()
+                .u8s(&[2])
+                .relocation(0, 0, r_in)
+                .relocation(1, 0, r_out)
+                .0,
+        ),
+        // Both slots, output first, the input's slot by its offset byte (24).
+        (
+            "quant_swapped",
+            quant()
+                .u8s(&[2])
+                .relocation(1, 0, r_out)
+                .relocation(2, 24, r_in)
+                .0,
+        ),
+        // An offset that is not an address slot (40 = 5 × 8): 0x313.
+        (
+            "quant_unknown_slot",
+            quant()
+                .u8s(&[2])
+                .relocation(0, 0, r_in)
+                .relocation(3, 5, r_out)
+                .0,
+        ),
+        // The output named twice: 0x315.
+        (
+            "quant_duplicate_output",
+            quant()
+                .u8s(&[3])
+                .relocation(1, 0, r_out)
+                .relocation(0, 0, r_in)
+                .relocation(1, 0, r_out)
+                .0,
+        ),
+        // No output relocation: unbound (39).
+        (
+            "quant_missing_output",
+            quant().u8s(&[1]).relocation(0, 0, r_in).0,
+        ),
+        // CastTess SPEC §5 example, both slots.
+        (
+            "casttess_spec_example",
+            B::default()
+                .u8s(&[1, 1, 0, 0, 2, 3])
+                .u8s(&[6, 6, 0, 1, 0, 0, 1, 2])
+                .u8s(&[2])
+                .relocation(0, 0, (0x00, 0x1000, 24))
+                .relocation(1, 0, (0x00, 0x2000, 16))
+                .0,
+        ),
+    ]
 }
 
 fn bind_seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -414,6 +481,7 @@ fn fuzz_seed_corpora_are_the_generated_bytes() {
     let bless = std::env::var_os("SIMAK_BLESS_FUZZ_SEEDS").is_some_and(|v| v == "1");
     let sets = [
         ("bind", bind_seeds()),
+        ("relocate", relocate_seeds()),
         ("admission", admission_seeds()),
         ("read_npy", npy_seeds()),
         ("read_safetensors", safetensors_seeds()),

@@ -139,6 +139,23 @@ unsafe fn bytes_in<'a, E: NativeEntry>(
     Ok(unsafe { std::slice::from_raw_parts(bytes, length) })
 }
 
+/// The caller's buffer `what` of `capacity` bytes must hold entry `E`'s descriptor (`None`:
+/// a length-less function of SONAME 0, whose contract is the descriptor's size); a shorter
+/// one is [`SIMAK_ERROR_CAPACITY`].
+fn check_capacity<E: NativeEntry>(capacity: Option<usize>, what: &str) -> Result<(), Failure> {
+    let size = E::DESCRIPTOR_SIZE;
+    match capacity.filter(|&c| c < size) {
+        None => Ok(()),
+        Some(capacity) => Err(Failure::new(
+            SIMAK_ERROR_CAPACITY,
+            format!(
+                "the {what} buffer holds {capacity} bytes; the {} descriptor takes {size}",
+                E::ENTRY_TITLE
+            ),
+        )),
+    }
+}
+
 /// The body of every `simak_ev74_*_encode_relocatable[_into]`: the device check of the
 /// plan, then its relocatable packet into `packet`. `capacity` is the caller's length of
 /// `packet` in bytes (`None` for the length-less functions of SONAME 0, whose contract is
@@ -164,16 +181,7 @@ where
         if packet.is_null() {
             return Err(Failure::null("packet"));
         }
-        let size = <H::Op as NativeEntry>::DESCRIPTOR_SIZE;
-        if let Some(capacity) = capacity.filter(|&c| c < size) {
-            return Err(Failure::new(
-                SIMAK_ERROR_CAPACITY,
-                format!(
-                    "the packet buffer holds {capacity} bytes; the {} descriptor takes {size}",
-                    <H::Op as NativeEntry>::ENTRY_TITLE
-                ),
-            ));
-        }
+        check_capacity::<H::Op>(capacity, "packet")?;
         let device = ev74::check_inference(plan.planned().plan())?;
         let encoded = ev74::encode_relocatable(&device);
         // SAFETY: this function's contract.
@@ -183,8 +191,8 @@ where
     unsafe { guard(error, body) }
 }
 
-/// The body of every `simak_ev74_*_bind`: binds the caller's encoded packet to the regions,
-/// into `bound` (SPEC §6).
+/// The body of every `simak_ev74_*_bind`: binds the caller's encoded packet to the regions
+/// (bus address, capacity in bytes) `input` and `output`, into `bound` (SPEC §6).
 ///
 /// # Safety
 ///
@@ -193,8 +201,8 @@ where
 unsafe fn bind<H>(
     plan: *const H,
     encoded: *const u8,
-    input: DeviceRegion,
-    output: DeviceRegion,
+    (input_address, input_capacity): (u32, u64),
+    (output_address, output_capacity): (u32, u64),
     bound: *mut u8,
     error: *mut simak_error,
 ) -> u32
@@ -202,9 +210,12 @@ where
     H: PlanHandle,
     H::Op: NativeEntry,
 {
-    // SAFETY: this function's contract is `bind_with`'s.
+    let input = DeviceRegion::new(input_address, input_capacity);
+    let output = DeviceRegion::new(output_address, output_capacity);
+    // SAFETY: this function's contract is `bind_with`'s (`None`: `bound` holds the
+    // descriptor's size).
     unsafe {
-        bind_with(plan, encoded, bound, error, |device, relocatable| {
+        bind_with(plan, encoded, bound, None, error, |device, relocatable| {
             ev74::bind(device, relocatable, input, output)
         })
     }
@@ -226,17 +237,20 @@ pub struct simak_ev74_relocation {
 }
 
 /// The body of every `simak_ev74_*_relocate`: applies the caller's relocation table to the
-/// caller's encoded packet with `ev74::relocate`, into `bound`.
+/// caller's encoded packet with `ev74::relocate`, into `bound` of `bound_capacity` bytes
+/// (shorter than the descriptor: [`SIMAK_ERROR_CAPACITY`], nothing written).
 ///
 /// # Safety
 ///
-/// As [`bind`]; `relocations` NULL or readable for `count` relocations.
+/// As [`bind`], with `bound` NULL or writable for `bound_capacity` bytes; `relocations`
+/// NULL or readable for `count` relocations.
 unsafe fn relocate<H>(
     plan: *const H,
     encoded: *const u8,
     relocations: *const simak_ev74_relocation,
     count: usize,
     bound: *mut u8,
+    bound_capacity: usize,
     error: *mut simak_error,
 ) -> u32
 where
@@ -257,24 +271,33 @@ where
     };
     // SAFETY: this function's contract is `bind_with`'s.
     unsafe {
-        bind_with(plan, encoded, bound, error, |device, relocatable| {
-            ev74::relocate(device, relocatable, &table)
-        })
+        bind_with(
+            plan,
+            encoded,
+            bound,
+            Some(bound_capacity),
+            error,
+            |device, relocatable| ev74::relocate(device, relocatable, &table),
+        )
     }
 }
 
 /// The shared body of `bind` and `relocate`: the caller's bytes must be the plan's
 /// relocatable encoding (bind's first rule), then `apply` gives the bound packet, copied to
-/// `bound`.
+/// `bound`. `capacity` is the caller's length of `bound` (`None`: the descriptor's size,
+/// for `bind`, whose header declares fixed-size arrays); it is checked with the null
+/// pointers, before the packet.
 ///
 /// # Safety
 ///
-/// `plan` is NULL or a live handle; `encoded` NULL or readable, `bound` NULL or writable,
-/// for the descriptor's size (they may be the same buffer); `error` NULL or writable.
+/// `plan` is NULL or a live handle; `encoded` NULL or readable for the descriptor's size,
+/// `bound` NULL or writable for `capacity` bytes (the descriptor's size when `None`; they
+/// may be the same buffer); `error` NULL or writable.
 unsafe fn bind_with<H>(
     plan: *const H,
     encoded: *const u8,
     bound: *mut u8,
+    capacity: Option<usize>,
     error: *mut simak_error,
     apply: impl FnOnce(
         &DevicePlan<H::Op>,
@@ -294,6 +317,7 @@ where
         if bound.is_null() {
             return Err(Failure::null("bound"));
         }
+        check_capacity::<H::Op>(capacity, "bound")?;
         let device = ev74::check_inference(plan.planned().plan())?;
         let relocatable = ev74::encode_relocatable(&device);
         let mut given = [0u8; ev74::MAX_DESCRIPTOR_SIZE];
@@ -478,29 +502,33 @@ pub unsafe extern "C" fn simak_ev74_quant_bind(
     bound: *mut u8,
     error: *mut simak_error,
 ) -> u32 {
-    let input = DeviceRegion::new(input_address, input_capacity);
-    let output = DeviceRegion::new(output_address, output_capacity);
+    let (input, output) = (
+        (input_address, input_capacity),
+        (output_address, output_capacity),
+    );
     // SAFETY: this function's contract is `bind`'s.
     unsafe { bind(plan, encoded, input, output, bound, error) }
 }
 
 /// Applies `count` DMA-BUF relocations to the relocatable packet `encoded` (from
 /// `simak_ev74_quant_encode_relocatable` of the same plan), writing the bound packet to
-/// `bound` (which may be `encoded` itself): the other way to bind (SPEC §6), with the same
-/// rules and the same bytes as `simak_ev74_quant_bind` for the same regions.
+/// `bound` of `bound_capacity` bytes (at least 224; exactly 224 are written; it may be
+/// `encoded` itself): the other way to bind (SPEC §6), with the same rules and the same
+/// bytes as `simak_ev74_quant_bind` for the same regions.
 ///
-/// Checks, in order: the packet is this plan's encoding (0x310); each relocation's `slot` is
+/// Checks, in order: NULL arguments, `bound_capacity` (`SIMAK_ERROR_CAPACITY`, 0x609); the
+/// packet is this plan's encoding (0x310); each relocation's `slot` is
 /// 24 (input) or 32 (output) (0x313), none named twice (0x314 input, 0x315 output); then, on
 /// the named regions, `simak_ev74_quant_bind`'s region rules (a slot no relocation names is
 /// unbound: 38, 39 for a nonempty plan). `relocations` may be NULL when `count` is 0.
 ///
 /// # Safety
 ///
-/// `plan` is NULL or a live handle; `encoded` NULL or readable and `bound` NULL or writable
-/// for 224 bytes; `relocations` NULL or readable for `count` relocations; `error` NULL or
-/// writable.
+/// `plan` is NULL or a live handle; `encoded` NULL or readable for 224 bytes; `bound` NULL
+/// or writable for `bound_capacity` bytes; `relocations` NULL or readable for `count`
+/// relocations; `error` NULL or writable.
 ///
-/// cbindgen:ptrs-as-arrays=[[encoded;224], [bound;224]]
+/// cbindgen:ptrs-as-arrays=[[encoded;224]]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn simak_ev74_quant_relocate(
     plan: *const simak_quant_plan,
@@ -508,10 +536,21 @@ pub unsafe extern "C" fn simak_ev74_quant_relocate(
     relocations: *const simak_ev74_relocation,
     count: usize,
     bound: *mut u8,
+    bound_capacity: usize,
     error: *mut simak_error,
 ) -> u32 {
     // SAFETY: this function's contract is `relocate`'s.
-    unsafe { relocate(plan, encoded, relocations, count, bound, error) }
+    unsafe {
+        relocate(
+            plan,
+            encoded,
+            relocations,
+            count,
+            bound,
+            bound_capacity,
+            error,
+        )
+    }
 }
 
 /// Runs the EV74 device decoder's checks on `length` bytes (SPEC §7: every rule in its
@@ -612,8 +651,10 @@ pub unsafe extern "C" fn simak_ev74_casttess_bind(
     bound: *mut u8,
     error: *mut simak_error,
 ) -> u32 {
-    let input = DeviceRegion::new(input_address, input_capacity);
-    let output = DeviceRegion::new(output_address, output_capacity);
+    let (input, output) = (
+        (input_address, input_capacity),
+        (output_address, output_capacity),
+    );
     // SAFETY: this function's contract is `bind`'s.
     unsafe { bind(plan, encoded, input, output, bound, error) }
 }
@@ -624,9 +665,9 @@ pub unsafe extern "C" fn simak_ev74_casttess_bind(
 ///
 /// # Safety
 ///
-/// As `simak_ev74_quant_relocate`, with 216-byte packets.
+/// As `simak_ev74_quant_relocate`, with 216-byte packets (`bound_capacity` at least 216).
 ///
-/// cbindgen:ptrs-as-arrays=[[encoded;216], [bound;216]]
+/// cbindgen:ptrs-as-arrays=[[encoded;216]]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn simak_ev74_casttess_relocate(
     plan: *const simak_casttess_plan,
@@ -634,10 +675,21 @@ pub unsafe extern "C" fn simak_ev74_casttess_relocate(
     relocations: *const simak_ev74_relocation,
     count: usize,
     bound: *mut u8,
+    bound_capacity: usize,
     error: *mut simak_error,
 ) -> u32 {
     // SAFETY: this function's contract is `relocate`'s.
-    unsafe { relocate(plan, encoded, relocations, count, bound, error) }
+    unsafe {
+        relocate(
+            plan,
+            encoded,
+            relocations,
+            count,
+            bound,
+            bound_capacity,
+            error,
+        )
+    }
 }
 
 /// The CastTess v1 device decoder's checks, as `simak_ev74_quant_validate`.

@@ -48,7 +48,9 @@ use super::arch::tess::{
     Band, BandFn, ConvertFn, Rows, RowsFn, STREAM_MIN, SplitFn, TessKernels, TessLevel,
     tess_kernels,
 };
-pub use super::raw::casttess as execute_raw;
+/// [`execute`] over raw pointers, for the C ABI: the generic
+/// [`execute_raw`](super::execute_raw) (SPEC §6), the op inferred from the `Prepared`.
+pub use super::raw::execute_raw;
 use super::tess::{self, Geometry, PANEL, Packer};
 
 /// The prepared state of a CastTess plan ([`HostOp::State`]): kernel level and geometry

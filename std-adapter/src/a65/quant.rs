@@ -16,7 +16,9 @@ use super::arch::{self, Route};
 use super::walk::Traversal;
 use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
 
-pub use super::raw::quant as execute_raw;
+/// [`execute`] over raw pointers, for the C ABI: the generic
+/// [`execute_raw`](super::execute_raw) (SPEC §6), the op inferred from the `Prepared`.
+pub use super::raw::execute_raw;
 
 /// Elements per on-stack panel.
 const PANEL: usize = 256;

@@ -45,7 +45,9 @@ use simak_core::ops::quanttess::Plan;
 use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
 
 use super::arch::{self, Route};
-pub use super::raw::quanttess as execute_raw;
+/// [`execute`] over raw pointers, for the C ABI: the generic
+/// [`execute_raw`](super::execute_raw) (SPEC §6), the op inferred from the `Prepared`.
+pub use super::raw::execute_raw;
 use super::tess::{self, Geometry, Packer};
 
 /// The prepared state of a QuantTess plan ([`HostOp::State`]): Quant route and geometry

@@ -1,7 +1,7 @@
 //! The raw-pointer entries of SPEC §6, for callers that hold pointers and byte lengths
-//! rather than slices (the C ABI in `bindings/c`): the generic [`execute_raw`] and its
-//! per-op names `a65::quant::execute_raw`, `a65::casttess::execute_raw` and
-//! `a65::quanttess::execute_raw`.
+//! rather than slices (the C ABI in `bindings/c`): the generic [`execute_raw`], re-exported
+//! under each op's module as `a65::quant::execute_raw`, `a65::casttess::execute_raw` and
+//! `a65::quanttess::execute_raw` (the op is inferred from the `Prepared` argument).
 //!
 //! Every check of the slice entry runs on the addresses and lengths first, and a null
 //! pointer is refused, before a slice is formed or a byte is read or written. Only then are
@@ -15,7 +15,7 @@ use simak_core::Port;
 
 use simak_core::ops::OpPlan;
 
-use super::{ExecuteError, HostOp, PortNeed, Prepared, casttess, check_ports_at, quant, quanttess};
+use super::{ExecuteError, HostOp, PortNeed, Prepared, check_ports_at};
 
 /// Checks raw port buffers and views them as slices of exactly their spans.
 ///
@@ -103,92 +103,4 @@ pub unsafe fn execute_raw<O: HostOp>(
     // SAFETY: this function's contract is `ports`' contract for the plan's spans.
     let (i, o) = unsafe { ports(input, input_len, output, output_len, need_in, need_out) }?;
     super::execute(prepared, i, o)
-}
-
-/// [`quant::execute`] over raw pointers (SPEC §6): the C ABI's entry.
-///
-/// An empty plan returns at once without looking at the pointers. Otherwise, before
-/// anything is read or written: a null `input`, a null `output`
-/// ([`ExecuteError::NullPointer`]), then the checks of [`quant::execute`] on the addresses
-/// and lengths (capacity, alignment, address overflow, overlap, then the FP environment
-/// for FP routes). Only the ports' accessed spans are touched; output gaps keep their
-/// bytes.
-///
-/// # Safety
-///
-/// The pointers are dereferenced only when every check passed. Then `input` must be valid
-/// for reads of the plan's input span (`plan().input().span()` bytes) and `output` valid
-/// for reads and writes of the output span (`plan().output().span()` bytes) until the call
-/// returns, and no other thread may write the input bytes or access the output bytes
-/// meanwhile.
-///
-/// # Errors
-///
-/// [`ExecuteError::NullPointer`], then as [`quant::execute`]; nothing was written.
-pub unsafe fn quant(
-    prepared: &quant::Prepared,
-    input: *const u8,
-    input_len: usize,
-    output: *mut u8,
-    output_len: usize,
-) -> Result<(), ExecuteError> {
-    // SAFETY: this function's contract is `execute_raw`'s for this op.
-    unsafe { execute_raw(prepared, input, input_len, output, output_len) }
-}
-
-/// [`casttess::execute`] over raw pointers (SPEC §6): the C ABI's entry.
-///
-/// An empty plan returns at once without looking at the pointers. Otherwise, before
-/// anything is read or written: a null `input`, a null `output`
-/// ([`ExecuteError::NullPointer`]), then the checks of [`casttess::execute`] on the
-/// addresses and lengths (capacity, alignment, address overflow, overlap).
-///
-/// # Safety
-///
-/// The pointers are dereferenced only when every check passed. Then `input` must be valid
-/// for reads of the plan's input span (`plan().input().span()` bytes) and `output` valid
-/// for reads and writes of the output capacity (`plan().output().capacity()` bytes) until
-/// the call returns, and no other thread may write the input bytes or access the output
-/// bytes meanwhile.
-///
-/// # Errors
-///
-/// [`ExecuteError::NullPointer`], then as [`casttess::execute`]; nothing was written.
-pub unsafe fn casttess(
-    prepared: &casttess::Prepared,
-    input: *const u8,
-    input_len: usize,
-    output: *mut u8,
-    output_len: usize,
-) -> Result<(), ExecuteError> {
-    // SAFETY: this function's contract is `execute_raw`'s for this op.
-    unsafe { execute_raw(prepared, input, input_len, output, output_len) }
-}
-
-/// [`quanttess::execute`] over raw pointers (SPEC §6): the C ABI's entry.
-///
-/// An empty plan returns at once without looking at the pointers. Otherwise, before
-/// anything is read or written: a null `input`, a null `output`
-/// ([`ExecuteError::NullPointer`]), then the checks of [`quanttess::execute`] on the
-/// addresses and lengths (capacity, alignment, address overflow, overlap, then the FP
-/// environment for FP routes).
-///
-/// # Safety
-///
-/// As [`casttess()`]: when every check passed, `input` readable for the input span and
-/// `output` readable and writable for the output capacity until the call returns, neither
-/// touched by another thread meanwhile.
-///
-/// # Errors
-///
-/// [`ExecuteError::NullPointer`], then as [`quanttess::execute`]; nothing was written.
-pub unsafe fn quanttess(
-    prepared: &quanttess::Prepared,
-    input: *const u8,
-    input_len: usize,
-    output: *mut u8,
-    output_len: usize,
-) -> Result<(), ExecuteError> {
-    // SAFETY: this function's contract is `execute_raw`'s for this op.
-    unsafe { execute_raw(prepared, input, input_len, output, output_len) }
 }

@@ -739,26 +739,29 @@ uint32_t simak_ev74_quant_bind(const struct simak_quant_plan *plan,
 /*
  Applies `count` DMA-BUF relocations to the relocatable packet `encoded` (from
  `simak_ev74_quant_encode_relocatable` of the same plan), writing the bound packet to
- `bound` (which may be `encoded` itself): the other way to bind (SPEC §6), with the same
- rules and the same bytes as `simak_ev74_quant_bind` for the same regions.
+ `bound` of `bound_capacity` bytes (at least 224; exactly 224 are written; it may be
+ `encoded` itself): the other way to bind (SPEC §6), with the same rules and the same
+ bytes as `simak_ev74_quant_bind` for the same regions.
 
- Checks, in order: the packet is this plan's encoding (0x310); each relocation's `slot` is
+ Checks, in order: NULL arguments, `bound_capacity` (`SIMAK_ERROR_CAPACITY`, 0x609); the
+ packet is this plan's encoding (0x310); each relocation's `slot` is
  24 (input) or 32 (output) (0x313), none named twice (0x314 input, 0x315 output); then, on
  the named regions, `simak_ev74_quant_bind`'s region rules (a slot no relocation names is
  unbound: 38, 39 for a nonempty plan). `relocations` may be NULL when `count` is 0.
 
  # Safety
 
- `plan` is NULL or a live handle; `encoded` NULL or readable and `bound` NULL or writable
- for 224 bytes; `relocations` NULL or readable for `count` relocations; `error` NULL or
- writable.
+ `plan` is NULL or a live handle; `encoded` NULL or readable for 224 bytes; `bound` NULL
+ or writable for `bound_capacity` bytes; `relocations` NULL or readable for `count`
+ relocations; `error` NULL or writable.
 
  */
 uint32_t simak_ev74_quant_relocate(const struct simak_quant_plan *plan,
                                    const uint8_t encoded[224],
                                    const struct simak_ev74_relocation *relocations,
                                    size_t count,
-                                   uint8_t bound[224],
+                                   uint8_t *bound,
+                                   size_t bound_capacity,
                                    struct simak_error *error);
 
 /*
@@ -846,14 +849,15 @@ uint32_t simak_ev74_casttess_bind(const struct simak_casttess_plan *plan,
 
  # Safety
 
- As `simak_ev74_quant_relocate`, with 216-byte packets.
+ As `simak_ev74_quant_relocate`, with 216-byte packets (`bound_capacity` at least 216).
 
  */
 uint32_t simak_ev74_casttess_relocate(const struct simak_casttess_plan *plan,
                                       const uint8_t encoded[216],
                                       const struct simak_ev74_relocation *relocations,
                                       size_t count,
-                                      uint8_t bound[216],
+                                      uint8_t *bound,
+                                      size_t bound_capacity,
                                       struct simak_error *error);
 
 /*

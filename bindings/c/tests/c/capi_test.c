@@ -618,41 +618,48 @@ static void ev74_codec(void) {
         uint8_t relocated[SIMAK_EV74_QUANT_DESCRIPTOR_SIZE];
         simak_ev74_relocation table[3] = {{32u, 0x2000u, 6u}, {24u, 0x1000u, 24u}, {24u, 0x1000u, 24u}};
         memset(relocated, 0, sizeof relocated);
-        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, &err);
+        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, sizeof relocated, &err);
         CHECK_CODE(code, 0u, err);
         CHECK(memcmp(relocated, bound, sizeof bound) == 0, "relocated = bound");
-        code = simak_ev74_quant_relocate(plan, packet, table + 1, 2, relocated, &err);
+        /* The length of `bound` (SONAME 1): one byte short is 0x609, nothing written. */
+        memset(relocated, 0xA5, sizeof relocated);
+        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, sizeof relocated - 1, &err);
+        CHECK_CODE(code, (uint32_t)SIMAK_ERROR_CAPACITY, err);
+        for (size_t i = 0; i < sizeof relocated; ++i) {
+            CHECK(relocated[i] == 0xA5, "a short bound buffer is not written");
+        }
+        code = simak_ev74_quant_relocate(plan, packet, table + 1, 2, relocated, sizeof relocated, &err);
         CHECK_CODE(code, 0x314u, err); /* input named twice */
-        code = simak_ev74_quant_relocate(plan, packet, table, 1, relocated, &err);
+        code = simak_ev74_quant_relocate(plan, packet, table, 1, relocated, sizeof relocated, &err);
         CHECK_CODE(code, 38u, err); /* input missing */
-        code = simak_ev74_quant_relocate(plan, packet, table + 1, 1, relocated, &err);
+        code = simak_ev74_quant_relocate(plan, packet, table + 1, 1, relocated, sizeof relocated, &err);
         CHECK_CODE(code, 39u, err); /* output missing */
-        code = simak_ev74_quant_relocate(plan, packet, NULL, 0, relocated, &err);
+        code = simak_ev74_quant_relocate(plan, packet, NULL, 0, relocated, sizeof relocated, &err);
         CHECK_CODE(code, 38u, err);
-        code = simak_ev74_quant_relocate(plan, packet, NULL, 1, relocated, &err);
+        code = simak_ev74_quant_relocate(plan, packet, NULL, 1, relocated, sizeof relocated, &err);
         CHECK_CODE(code, (uint32_t)SIMAK_ERROR_NULL_ARGUMENT, err);
         table[0].slot = 40u;
-        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, &err);
+        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, sizeof relocated, &err);
         CHECK_CODE(code, 0x313u, err); /* not an address slot */
         table[0].slot = 32u;
         table[0].address = 0x1010u;
-        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, &err);
+        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, sizeof relocated, &err);
         CHECK_CODE(code, 37u, err); /* aliasing */
         table[0].address = 0x2000u;
         table[1].capacity = 23u;
-        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, &err);
+        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, sizeof relocated, &err);
         CHECK_CODE(code, 0x311u, err);
         table[1].capacity = 24u;
         table[1].address = 0x1002u;
-        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, &err);
+        code = simak_ev74_quant_relocate(plan, packet, table, 2, relocated, sizeof relocated, &err);
         CHECK_CODE(code, 36u, err);
         table[1].address = 0x1000u;
         memcpy(broken, packet, sizeof broken);
         broken[208] ^= 1;
-        code = simak_ev74_quant_relocate(plan, broken, table, 2, relocated, &err);
+        code = simak_ev74_quant_relocate(plan, broken, table, 2, relocated, sizeof relocated, &err);
         CHECK_CODE(code, 0x310u, err);
         memcpy(broken, packet, sizeof broken);
-        code = simak_ev74_quant_relocate(plan, broken, table, 2, broken, &err);
+        code = simak_ev74_quant_relocate(plan, broken, table, 2, broken, sizeof broken, &err);
         CHECK_CODE(code, 0u, err);
         CHECK(memcmp(broken, bound, sizeof bound) == 0, "relocated in place");
     }
@@ -720,12 +727,14 @@ static void ev74_codec(void) {
         {
             uint8_t crel[SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE];
             simak_ev74_relocation ct[2] = {{24u, 0x1000u, 24u}, {32u, 0x2008u, 16u}};
-            code = simak_ev74_casttess_relocate(cp, cpkt, ct, 2, crel, &err);
+            code = simak_ev74_casttess_relocate(cp, cpkt, ct, 2, crel, sizeof crel, &err);
             CHECK_CODE(code, 50u, err);
             ct[1].address = 0x2000u;
-            code = simak_ev74_casttess_relocate(cp, cpkt, ct, 2, crel, &err);
+            code = simak_ev74_casttess_relocate(cp, cpkt, ct, 2, crel, sizeof crel, &err);
             CHECK_CODE(code, 0u, err);
             CHECK(memcmp(crel, cbound, sizeof cbound) == 0, "CastTess relocated = bound");
+            code = simak_ev74_casttess_relocate(cp, cpkt, ct, 2, crel, 215, &err);
+            CHECK_CODE(code, (uint32_t)SIMAK_ERROR_CAPACITY, err);
         }
         code = simak_ev74_casttess_validate(cbound, sizeof cbound, &err);
         CHECK_CODE(code, 0u, err);
