@@ -82,6 +82,8 @@ lanes! {
                     // every earlier store overlapping its whole width (masked-off lanes
                     // included), such as the previous call's output just past the input.
                     Load::F32 if k == 0 => _mm256_setzero_ps(),
+                    // SAFETY: the vector's 8 elements are among the first n (caller).
+                    Load::F32 if k == 8 => unsafe { _mm256_loadu_ps(at.cast()) },
                     Load::F32 if k <= 4 => {
                         let index = _mm_setr_epi32(0, 1, 2, 3);
                         let mask = _mm_cmpgt_epi32(_mm_set1_epi32(k as i32), index);
@@ -96,9 +98,15 @@ lanes! {
                         unsafe { _mm256_maskload_ps(at.cast(), mask) }
                     }
                     Load::F16 | Load::Bf16 => {
-                        // SAFETY: the 2k bytes of elements below k of this vector, among the
-                        // first n (caller).
-                        let raw = unsafe { load_partial_128!(at, 2 * k) };
+                        let raw = if k == 8 {
+                            // SAFETY: the vector's 16 bytes are among the first n elements
+                            // (caller).
+                            unsafe { _mm_loadu_si128(at.cast()) }
+                        } else {
+                            // SAFETY: the 2k bytes of elements below k of this vector,
+                            // among the first n (caller).
+                            unsafe { load_partial_128!(at, 2 * k) }
+                        };
                         match const { Load::of::<I>() } {
                             Load::F16 => _mm256_cvtph_ps(raw),
                             _ => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(
