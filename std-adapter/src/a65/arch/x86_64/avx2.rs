@@ -78,17 +78,35 @@ lanes! {
                 let k = n.saturating_sub(8 * j).min(8);
                 let at = ptr.wrapping_add(8 * j * I::SIZE);
                 *v = match const { Load::of::<I>() } {
+                    // The narrowest width holding the k elements: a masked load waits for
+                    // every earlier store overlapping its whole width (masked-off lanes
+                    // included), such as the previous call's output just past the input.
+                    Load::F32 if k == 0 => _mm256_setzero_ps(),
+                    // SAFETY: the vector's 8 elements are among the first n (caller).
+                    Load::F32 if k == 8 => unsafe { _mm256_loadu_ps(at.cast()) },
+                    Load::F32 if k <= 4 => {
+                        let index = _mm_setr_epi32(0, 1, 2, 3);
+                        let mask = _mm_cmpgt_epi32(_mm_set1_epi32(k as i32), index);
+                        // SAFETY: masked-off elements are not accessed; the others are below
+                        // k of this vector, among the first n (caller).
+                        _mm256_zextps128_ps256(unsafe { _mm_maskload_ps(at.cast(), mask) })
+                    }
                     Load::F32 => {
                         let index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
                         let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(k as i32), index);
-                        // SAFETY: masked-off elements are not accessed; the others are below
-                        // k of this vector, among the first n (caller).
+                        // SAFETY: as above.
                         unsafe { _mm256_maskload_ps(at.cast(), mask) }
                     }
                     Load::F16 | Load::Bf16 => {
-                        // SAFETY: the 2k bytes of elements below k of this vector, among the
-                        // first n (caller).
-                        let raw = unsafe { load_partial_128!(at, 2 * k) };
+                        let raw = if k == 8 {
+                            // SAFETY: the vector's 16 bytes are among the first n elements
+                            // (caller).
+                            unsafe { _mm_loadu_si128(at.cast()) }
+                        } else {
+                            // SAFETY: the 2k bytes of elements below k of this vector,
+                            // among the first n (caller).
+                            unsafe { load_partial_128!(at, 2 * k) }
+                        };
                         match const { Load::of::<I>() } {
                             Load::F16 => _mm256_cvtph_ps(raw),
                             _ => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(

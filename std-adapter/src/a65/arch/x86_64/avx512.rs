@@ -132,20 +132,38 @@ lanes! {
 
         unsafe fn load_step_partial<I: InputFormat>(self, ptr: *const u8, n: usize) -> [__m512; 4] {
             // Masked loads: masked-off elements are not accessed (no fault, no read), and
-            // their lanes are zero. The same decodings as `load_step`, in its order.
-            let lanes = |j: usize, per: usize| -> u64 {
-                let k = n.saturating_sub(j * per).min(per);
-                if k >= 64 { u64::MAX } else { (1u64 << k) - 1 }
-            };
+            // their lanes are zero. The same decodings as `load_step`, in its order. Each
+            // vector is loaded at the narrowest width (16, 32 or 64 bytes) that holds its
+            // elements below n: a masked load waits for every earlier store that overlaps its
+            // whole width, masked-off lanes included, so a wider one would wait for the
+            // previous call's output stores when the output lies just past the input (issue
+            // 24: short runs of adjacent small buffers).
+            // One mask of the first n lanes (n < 64, the caller's step), shifted per
+            // vector; a vector wholly below n is loaded unmasked, one wholly above is zero.
+            let all = (1u64 << n) - 1;
             match const { Load::of::<I>() } {
                 Load::Bf16 => {
-                    // SAFETY: (both loads) the unmasked 16-bit elements are the first n at
-                    // `ptr`, readable (caller).
-                    let x = unsafe { _mm512_maskz_loadu_epi16(lanes(0, 32) as u32, ptr.cast()) };
-                    // SAFETY: as above.
-                    let y = unsafe {
-                        _mm512_maskz_loadu_epi16(lanes(1, 32) as u32, ptr.wrapping_add(64).cast())
-                    };
+                    let mut xy = [_mm512_setzero_si512(); 2];
+                    for (j, v) in xy.iter_mut().enumerate() {
+                        let (base, at) = (32 * j, ptr.wrapping_add(64 * j));
+                        let m = all >> base;
+                        *v = if n <= base {
+                            _mm512_setzero_si512()
+                        } else if n <= base + 8 {
+                            // SAFETY: the unmasked 16-bit elements are this vector's elements
+                            // below n, among the first n at `ptr`, readable (caller).
+                            let r = unsafe { _mm_maskz_loadu_epi16(m as u8, at.cast()) };
+                            _mm512_zextsi128_si512(r)
+                        } else if n <= base + 16 {
+                            // SAFETY: as above.
+                            let r = unsafe { _mm256_maskz_loadu_epi16(m as u16, at.cast()) };
+                            _mm512_zextsi256_si512(r)
+                        } else {
+                            // SAFETY: as above.
+                            unsafe { _mm512_maskz_loadu_epi16(m as u32, at.cast()) }
+                        };
+                    }
+                    let [x, y] = xy;
                     let high = _mm512_set1_epi32(0xffff_0000u32 as i32);
                     [
                         _mm512_castsi512_ps(_mm512_slli_epi32::<16>(x)),
@@ -157,9 +175,25 @@ lanes! {
                 Load::F32 => {
                     let mut v = [_mm512_setzero_ps(); 4];
                     for (j, v) in v.iter_mut().enumerate() {
-                        // SAFETY: the unmasked elements are among the first n at `ptr`.
-                        *v = unsafe {
-                            _mm512_maskz_loadu_ps(lanes(j, 16) as u16, ptr.wrapping_add(64 * j).cast())
+                        let (base, at) = (16 * j, ptr.wrapping_add(64 * j));
+                        let m = all >> base;
+                        *v = if n <= base {
+                            _mm512_setzero_ps()
+                        } else if n <= base + 4 {
+                            // SAFETY: the unmasked elements are this vector's elements below
+                            // n, among the first n at `ptr` (caller).
+                            let r = unsafe { _mm_maskz_loadu_ps(m as u8, at.cast()) };
+                            _mm512_zextps128_ps512(r)
+                        } else if n <= base + 8 {
+                            // SAFETY: as above.
+                            let r = unsafe { _mm256_maskz_loadu_ps(m as u8, at.cast()) };
+                            _mm512_zextps256_ps512(r)
+                        } else if n < base + 16 {
+                            // SAFETY: as above.
+                            unsafe { _mm512_maskz_loadu_ps(m as u16, at.cast()) }
+                        } else {
+                            // SAFETY: the vector's 16 elements are among the first n.
+                            unsafe { _mm512_loadu_ps(at.cast()) }
                         };
                     }
                     v
@@ -167,11 +201,23 @@ lanes! {
                 Load::F16 => {
                     let mut v = [_mm512_setzero_ps(); 4];
                     for (j, v) in v.iter_mut().enumerate() {
-                        // SAFETY: the unmasked elements are among the first n at `ptr`.
-                        let raw = unsafe {
-                            _mm256_maskz_loadu_epi16(lanes(j, 16) as u16, ptr.wrapping_add(32 * j).cast())
+                        let (base, at) = (16 * j, ptr.wrapping_add(32 * j));
+                        let m = all >> base;
+                        *v = if n <= base {
+                            _mm512_setzero_ps()
+                        } else if n <= base + 8 {
+                            // SAFETY: the unmasked elements are this vector's elements below
+                            // n, among the first n at `ptr` (caller).
+                            let r = unsafe { _mm_maskz_loadu_epi16(m as u8, at.cast()) };
+                            _mm512_cvtph_ps(_mm256_zextsi128_si256(r))
+                        } else if n < base + 16 {
+                            // SAFETY: as above.
+                            let r = unsafe { _mm256_maskz_loadu_epi16(m as u16, at.cast()) };
+                            _mm512_cvtph_ps(r)
+                        } else {
+                            // SAFETY: the vector's 16 elements are among the first n.
+                            _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(at.cast()) })
                         };
-                        *v = _mm512_cvtph_ps(raw);
                     }
                     v
                 }
@@ -179,9 +225,22 @@ lanes! {
         }
 
         unsafe fn store_partial(self, ptr: *mut u8, bytes: __m512i, n: usize) {
-            let mask = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-            // SAFETY: only the first n bytes (writable, caller) are stored.
-            unsafe { _mm512_mask_storeu_epi8(ptr.cast(), mask, bytes) }
+            // At the narrowest width holding the n bytes (see `load_step_partial`: a later
+            // masked load overlapping the store's whole width waits for it).
+            // n < 64: the caller's step.
+            let mask = (1u64 << n) - 1;
+            if n <= 16 {
+                let low = _mm512_castsi512_si128(bytes);
+                // SAFETY: only the first n bytes (writable, caller) are stored.
+                unsafe { _mm_mask_storeu_epi8(ptr.cast(), mask as u16, low) }
+            } else if n <= 32 {
+                let low = _mm512_castsi512_si256(bytes);
+                // SAFETY: as above.
+                unsafe { _mm256_mask_storeu_epi8(ptr.cast(), mask as u32, low) }
+            } else {
+                // SAFETY: as above.
+                unsafe { _mm512_mask_storeu_epi8(ptr.cast(), mask, bytes) }
+            }
         }
     }
 }
