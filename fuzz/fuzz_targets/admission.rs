@@ -487,7 +487,7 @@ fn check_tiled(tiled: &TiledView, extents: &[u64], layout: &MlaTiled, planes: u8
                     let tc = u128::from(actual(3, c));
                     let sc = match layout.channels {
                         Channels::Compact => tc,
-                        Channels::PadTo16 => tc.next_multiple_of(16),
+                        Channels::PadTo16 | Channels::CBlock16 => tc.next_multiple_of(16),
                     };
                     let bytes = u128::from(actual(0, d))
                         * u128::from(actual(1, h))

@@ -152,7 +152,7 @@ fn fuzz_casttess(input: &mut Input<'_>, other_packet: bool) {
     let encoded = if other_packet {
         let other = match channels {
             Channels::Compact => Channels::PadTo16,
-            Channels::PadTo16 => Channels::Compact,
+            Channels::PadTo16 | Channels::CBlock16 => Channels::Compact,
         };
         match tess_dispatch(rank, dtype, &extents, strides, layout(other)) {
             Some(p) => casttess::encode_relocatable(&p),

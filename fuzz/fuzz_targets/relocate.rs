@@ -83,7 +83,7 @@ fuzz_target!(|data: &[u8]| {
         let encoded = if other_packet {
             let other = match spec.channels {
                 Channels::Compact => Channels::PadTo16,
-                Channels::PadTo16 => Channels::Compact,
+                Channels::PadTo16 | Channels::CBlock16 => Channels::Compact,
             };
             match dispatch(other) {
                 Some(p) => ev74::encode_relocatable(&p),
