@@ -203,13 +203,14 @@ pub(crate) fn parse_channels(py: Python<'_>, s: &str) -> PyResult<Channels> {
     match s {
         "compact" => Ok(Channels::Compact),
         "pad16" => Ok(Channels::PadTo16),
+        "cblock16" => Ok(Channels::CBlock16),
         other => {
             let code = simak::error::BINDING_INVALID_ENUM;
             Err(simak_error(
                 py,
                 code,
                 format!(
-                    "channels={other:?} is none of \"compact\", \"pad16\" (simak error code {code})"
+                    "channels={other:?} is none of \"compact\", \"pad16\", \"cblock16\" (simak error code {code})"
                 ),
             ))
         }

@@ -279,6 +279,16 @@ pub(crate) fn new_array<'py, T: numpy::Element>(
     py: Python<'py>,
     shape: &[u64],
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
+    new_array_of(py, T::get_dtype(py), shape)
+}
+
+/// As [`new_array`], of the NumPy dtype `descr` (for `float16` and `ml_dtypes.bfloat16`,
+/// which have no Rust element type here).
+pub(crate) fn new_array_of<'py>(
+    py: Python<'py>,
+    descr: Bound<'py, PyArrayDescr>,
+    shape: &[u64],
+) -> PyResult<Bound<'py, PyUntypedArray>> {
     let mut dims = [0 as npyffi::npy_intp; MAX_RANK];
     for (slot, &e) in dims.iter_mut().zip(shape) {
         *slot = npyffi::npy_intp::try_from(e).map_err(|_| {
@@ -295,7 +305,7 @@ pub(crate) fn new_array<'py, T: numpy::Element>(
         npyffi::PY_ARRAY_API.PyArray_NewFromDescr(
             py,
             npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type),
-            T::get_dtype(py).into_dtype_ptr(),
+            descr.into_dtype_ptr(),
             shape.len() as c_int,
             dims.as_mut_ptr(),
             std::ptr::null_mut(),

@@ -167,6 +167,7 @@ impl CastTessPlan {
     fn layout(&self) -> Layout {
         Layout {
             view: *self.prepared.plan().output(),
+            dtype: simak::DType::BF16,
         }
     }
 

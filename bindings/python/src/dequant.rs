@@ -1,39 +1,60 @@
-//! `dequantize`: INT8 back to FP32 with a multiplier and zero point.
+//! `dequantize` (SPEC §12.2): strided INT8 / INT16 / INT32 to FP32 / FP16 / BF16 with a
+//! multiplier and zero point, the A65 Dequant op.
 
 use numpy::npyffi::NPY_TYPES;
 use numpy::{PyArrayDescrMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use simak::dequant::Dequant;
-use simak::{DType, Port};
+use simak::a65::{self, ExecuteError};
+use simak::ops::dequant::{self, Params};
+use simak::{AdmissionError, DType, DynSpec};
 
-use crate::args::{multiplier_bits, repr, zero_point};
-use crate::arrays::{Geometry, as_array, data_address, input_slice, new_array, num, output_slice};
+use crate::args::{multiplier_bits, repr};
+use crate::arrays::{
+    Geometry, as_array, data_address, input_slice, num, output_slice, ranges_overlap,
+};
+use crate::detess::{checked_out, dequant_zero_point, float_out_dtype, numpy_descr};
 use crate::errors::{Names, guarded, lib_error, simak_error};
 use crate::run::run_detached;
 
-/// INT8 back to FP32: ``(q - zero_point) / multiplier``, one binary32 division rounded to
-/// nearest-even, computed in integer arithmetic (independent of the FP environment).
+/// Dequantization back to real values: ``(q - zero_point) / multiplier`` per element
+/// (SPEC §12.2): the difference exact in 64 bits, rounded once to binary32 (exact for
+/// INT8 and INT16), divided with one binary32 rounding to nearest-even (subnormals kept,
+/// overflow to inf; a division, not a multiplication by ``1 / multiplier``), then rounded
+/// to the output dtype (FP16: nearest-even; BF16: SPEC §4). Independent of the FP
+/// environment.
 ///
 /// Args:
-///     q: ``int8`` array of rank 0 to 6, any admissible strides, read in place.
+///     q: ``int8``, ``int16`` or ``int32`` array of rank 0 to 6, any admissible strides,
+///         read in place.
 ///     multiplier: the multiplier ``q`` was quantized with (finite, > 0); a Python float
 ///         is rounded once to binary32, a ``numpy.float32`` taken exactly.
-///     zero_point: integer in [-128, 127].
+///     zero_point: integer in ``q``'s range (INT8 [-128, 127], INT16 [-32768, 32767],
+///         INT32 any i32).
+///     out_dtype: ``numpy.float32`` (the default), ``numpy.float16`` or
+///         ``ml_dtypes.bfloat16`` (or ``"f32"``, ``"f16"``, ``"bf16"``); when omitted with
+///         ``out=``, ``out``'s dtype.
+///     out: optional array of ``q``'s shape and ``out_dtype``, any nonnegative,
+///         non-overlapping strides: only its elements are written.
 ///
 /// Returns:
-///     A new C-order ``float32`` array of ``q``'s shape.
+///     ``out``, or a new C-order array of ``q``'s shape and ``out_dtype``.
 ///
 /// Raises:
-///     SimakError: dtype (5), rank (6), multiplier (13, 14), zero point (15), a view that
-///         cannot be read in place (19, 20, 28, 0x604).
+///     SimakError: dtype of ``q`` (5), rank (6), multiplier (13, 14), zero point (INT8:
+///         15, as before INT16 and INT32 came; INT16, INT32: 0x223), a view that cannot be
+///         read in place (19, 20, 28, 0x604), misaligned ``q`` (0x403), ``out`` of another
+///         dtype (0x612) or shape (0x613), read-only (0x605), overlapping ``q`` (0x407), a
+///         bad ``out_dtype`` (0x601). Nothing is written on error.
 #[pyfunction]
-#[pyo3(signature = (q, multiplier, zero_point=None))]
-#[pyo3(text_signature = "(q, multiplier, zero_point=0)")]
+#[pyo3(signature = (q, multiplier, zero_point=None, out_dtype=None, out=None))]
+#[pyo3(text_signature = "(q, multiplier, zero_point=0, out_dtype=numpy.float32, out=None)")]
 pub(crate) fn dequantize<'py>(
     py: Python<'py>,
     q: &Bound<'py, PyAny>,
     multiplier: &Bound<'py, PyAny>,
     zero_point: Option<&Bound<'py, PyAny>>,
+    out_dtype: Option<&Bound<'py, PyAny>>,
+    out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {
         let names = Names {
@@ -41,40 +62,111 @@ pub(crate) fn dequantize<'py>(
             output: "out",
         };
         let bits = multiplier_bits(multiplier)?;
-        let zp = match zero_point {
-            Some(z) => self::zero_point(py, z)?,
-            None => 0,
-        };
-        let d = Dequant::new(bits, zp).map_err(|e| lib_error(py, e, names))?;
         let qa = as_array(q)?;
-        if qa.dtype().num() != num(NPY_TYPES::NPY_BYTE) {
+        let descr = qa.dtype();
+        let n = descr.num();
+        let dt = if descr.itemsize() > 1 && descr.is_native_byteorder() == Some(false) {
+            None
+        } else if n == num(NPY_TYPES::NPY_BYTE) {
+            Some(DType::I8)
+        } else if n == num(NPY_TYPES::NPY_SHORT) {
+            Some(DType::I16)
+        } else if n == num(NPY_TYPES::NPY_INT) {
+            Some(DType::I32)
+        } else {
+            None
+        };
+        let Some(dt) = dt else {
             let code = 5;
             return Err(simak_error(
                 py,
                 code,
                 format!(
-                    "q has dtype {}; dequantize reads int8 (simak error code {code})",
-                    repr(qa.dtype().as_any())
+                    "q has dtype {}; dequantize reads int8, int16 or int32 in native byte order (simak error code {code})",
+                    repr(descr.as_any())
                 ),
             ));
+        };
+        let zp = if dt == DType::I8 {
+            // INT8 keeps its code from before INT16 and INT32 came: Quant's zero point rule.
+            match zero_point {
+                Some(z) => crate::args::zero_point(py, z)?,
+                None => 0,
+            }
+        } else {
+            dequant_zero_point(py, zero_point, dt)?
+        };
+        if !(-128..=127).contains(&zp) && dt == DType::I8 {
+            let code = AdmissionError::ZeroPointOutOfRange { zero_point: zp }.code();
+            return Err(simak_error(
+                py,
+                code,
+                format!("zero point {zp} is outside [-128, 127] (simak error code {code})"),
+            ));
         }
+        let params = Params::from_bits(bits).with_zero_point(zp);
+        let od = match out_dtype {
+            Some(d) => float_out_dtype(py, d)?,
+            None => out
+                .and_then(|o| o.cast::<numpy::PyUntypedArray>().ok())
+                .and_then(|a| {
+                    let d = a.dtype();
+                    [
+                        (NPY_TYPES::NPY_FLOAT, DType::F32),
+                        (NPY_TYPES::NPY_HALF, DType::F16),
+                    ]
+                    .into_iter()
+                    .find(|&(t, _)| num(t) == d.num())
+                    .map(|(_, x)| x)
+                    .or_else(|| {
+                        crate::arrays::bfloat16(py)
+                            .is_some_and(|(b, _)| b == d.num())
+                            .then_some(DType::BF16)
+                    })
+                })
+                .unwrap_or(DType::F32),
+        };
         let g = Geometry::read(py, &qa, "q", 0)?;
-        let view = g
-            .spec(DType::I8)
-            .admit(Port::Input)
-            .map_err(|e| lib_error(py, e, names))?;
-        let out = new_array::<f32>(py, g.extents())?;
-        let o_address = data_address(&out);
-        // SAFETY: `q`'s span is admission's for its own geometry; `out` is the new array of
-        // 4 · elements bytes, referenced by nothing else, so the two cannot overlap.
+        let given = out
+            .map(|o| checked_out(py, o, od, g.extents()))
+            .transpose()?;
+        let out_spec = match &given {
+            Some((_, go)) => go.spec(od),
+            None => DynSpec::contiguous(g.extents(), od),
+        };
+        let plan = dequant::check_inference_dyn(&dequant::DynRequest {
+            input: g.spec(dt),
+            output: out_spec,
+            params,
+        })
+        .map_err(|e| lib_error(py, e, names))?;
+        let prepared = a65::dequant::prepare(&plan);
+        let (oa, o_address) = match given {
+            Some((a, go)) => (a, go.address),
+            None => {
+                let a = crate::arrays::new_array_of(py, numpy_descr(py, od)?, g.extents())?;
+                let address = data_address(&a);
+                (a, address)
+            }
+        };
+        let (in_span, out_span) = (plan.input().span(), plan.output().span());
+        if ranges_overlap(g.address, in_span, o_address, out_span) {
+            return Err(lib_error(py, ExecuteError::Overlap, names));
+        }
+        // SAFETY: the spans are admission's for these arrays' own geometries, so both
+        // ranges lie in the arrays' live storage (kept alive by the references held here);
+        // the output array is writeable (checked, or new) and the ranges were just checked
+        // disjoint.
         let (input, output) = unsafe {
             (
-                input_slice(g.address, view.span()),
-                output_slice(o_address, view.elements() * 4),
+                input_slice(g.address, in_span),
+                output_slice(o_address, out_span),
             )
         };
-        run_detached(py, view.elements(), || d.run_view(&view, input, output))
-            .map_err(|e| lib_error(py, e, names))?;
-        Ok(out.into_any())
+        run_detached(py, plan.elements(), || {
+            a65::execute(&prepared, input, output)
+        })
+        .map_err(|e| lib_error(py, e, names))?;
+        Ok(oa.into_any())
     })
 }

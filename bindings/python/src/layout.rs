@@ -1,68 +1,83 @@
-//! The `MlaTiled` layout (SPEC §5) in Python: the `Layout` class and `untile`, which reads a
-//! tiled buffer back into its logical tensor.
+//! The `MlaTiled` layout (SPEC §5, §12.1) in Python: the `Layout` class, its stored dtype
+//! and the tiled buffer argument shared by `untile` and the Detess ops (`detess.rs`).
 
 use numpy::npyffi::NPY_TYPES;
-use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::PyValueError;
+use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyTuple, PyType};
-use simak::layout::TiledView;
-use simak::{AdmissionError, MAX_RANK};
+use simak::layout::{TileAlign, TiledView};
+use simak::{AdmissionError, DType, MAX_RANK};
 
 use crate::args::{parse_layout, parse_u64s, repr};
-use crate::arrays::{
-    as_array, bfloat16, data_address, input_slice, new_array, num, numpy_fn, output_slice,
-};
-use crate::errors::{Names, TILED_NAMES, guarded, lib_error, simak_error};
-use crate::run::run_detached;
+use crate::arrays::{as_array, bfloat16, num, numpy_fn};
+use crate::errors::{TILED_NAMES, guarded, lib_error, simak_error};
 
-/// A tiled layout argument set, admitted.
+/// A tiled layout argument set, admitted for the stored dtype `dtype` (`E` byte planes).
 pub(crate) fn admit_layout(
     py: Python<'_>,
     extents: &[u64],
     axes: &Bound<'_, PyAny>,
     tile: &Bound<'_, PyAny>,
     channels: &str,
-    planes: u8,
+    tile_align: TileAlign,
+    dtype: DType,
 ) -> PyResult<TiledView> {
-    let layout = parse_layout(py, axes, tile, channels)?;
+    let layout = parse_layout(py, axes, tile, channels)?.with_tile_align(tile_align);
+    let planes = match dtype.size() {
+        1 => 1,
+        2 => 2,
+        _ => 4,
+    };
     layout
         .admit(extents, planes)
         .map_err(|e| lib_error(py, e, TILED_NAMES))
 }
 
-/// The ``MlaTiled`` layout of a logical shape (SPEC §5): sizes and offsets, for reading
-/// tiled buffers back (:func:`untile`) or sizing device buffers.
+/// The ``MlaTiled`` layout of a logical shape (SPEC §5, §12.1): sizes and offsets, for
+/// reading tiled buffers and the MLA's outputs back (:func:`detess`, :func:`untile`) or
+/// sizing device buffers.
 ///
 /// Args:
-///     shape: logical extents in elements (rank 1 to 6).
-///     axes, tile, channels: as for :func:`casttess`.
-///     dtype: the tiled dtype: ``"bf16"`` (CastTess, 2 byte planes) or ``"i8"``
-///         (QuantTess, 1 plane).
+///     shape: logical extents in elements (rank 1 to 6). A batch of frames is the leading
+///         outer axis (``[N, H, W, C]`` with ``axes=(None, 1, 2, 3)``), frames back to back.
+///     axes, tile: as for :func:`casttess`: the logical axis of each role D, H, W, C
+///         (``None``: absent) and the tile extents in elements.
+///     channels: ``"compact"`` (``sc = tc'``), ``"pad16"`` (channels padded to a multiple
+///         of 16 per pixel) or ``"cblock16"`` (16-channel blocks, SPEC §12.1; MLA outputs
+///         only, the input-side ops refuse it).
+///     dtype: the stored dtype: ``"bf16"`` (CastTess, 2 byte planes), ``"i8"``
+///         (QuantTess, 1), ``"i16"`` (2) or ``"i32"`` (4), or the NumPy dtypes
+///         (``ml_dtypes.bfloat16``, ``int8``, ``int16``, ``int32``).
+///     tile_align: 16 (tiles rounded up to 16 bytes, SPEC §5) or 1 (tiles back to back,
+///         as the MLA writes Compact outputs; the input-side ops refuse it).
 ///
 /// Raises:
 ///     SimakError: the layout rules (43, 44, 47), capacity overflow (25), a bad option
-///         string (0x601), a negative extent (0x608).
+///         string or ``tile_align`` (0x601), a negative extent (0x608).
 #[pyclass(frozen, module = "simak", eq)]
 #[derive(PartialEq)]
 pub(crate) struct Layout {
     pub(crate) view: TiledView,
+    /// The stored dtype (`I8`, `I16`, `I32` or `BF16`).
+    pub(crate) dtype: DType,
 }
 
-/// A layout's constructor arguments, for pickling: shape, axes, tile, channels, dtype.
+/// A layout's constructor arguments, for pickling: shape, axes, tile, channels, dtype,
+/// tile alignment.
 type LayoutArgs = (
     Vec<u64>,
     Vec<Option<u8>>,
     Vec<u32>,
     &'static str,
     &'static str,
+    u64,
 );
 
 #[pymethods]
 impl Layout {
     #[new]
-    #[pyo3(signature = (shape, axes, tile, channels="compact", dtype=None))]
-    #[pyo3(text_signature = "(shape, axes, tile, channels='compact', dtype='bf16')")]
+    #[pyo3(signature = (shape, axes, tile, channels="compact", dtype=None, tile_align=16))]
+    #[pyo3(text_signature = "(shape, axes, tile, channels='compact', dtype='bf16', tile_align=16)")]
     fn new(
         py: Python<'_>,
         shape: &Bound<'_, PyAny>,
@@ -70,13 +85,27 @@ impl Layout {
         tile: &Bound<'_, PyAny>,
         channels: &str,
         dtype: Option<&Bound<'_, PyAny>>,
+        tile_align: i64,
     ) -> PyResult<Layout> {
         guarded(py, || {
             let extents = parse_u64s(shape, "shape")?;
-            let planes = match dtype {
-                Some(d) => tiled_planes(py, d)?,
-                None => 2,
+            let dtype = match dtype {
+                Some(d) => tiled_dtype(py, d)?,
+                None => DType::BF16,
             };
+            let align = u64::try_from(tile_align)
+                .ok()
+                .and_then(TileAlign::from_bytes)
+                .ok_or_else(|| {
+                    let code = simak::error::BINDING_INVALID_ENUM;
+                    simak_error(
+                        py,
+                        code,
+                        format!(
+                            "tile_align={tile_align} is neither 16 nor 1 (bytes) (simak error code {code})"
+                        ),
+                    )
+                })?;
             if extents.is_empty() || extents.len() > MAX_RANK {
                 let e = AdmissionError::Rank {
                     rank: extents.len(),
@@ -85,12 +114,13 @@ impl Layout {
                 };
                 return Err(lib_error(py, e, TILED_NAMES));
             }
-            let view = admit_layout(py, &extents, axes, tile, channels, planes)?;
-            Ok(Layout { view })
+            let view = admit_layout(py, &extents, axes, tile, channels, align, dtype)?;
+            Ok(Layout { view, dtype })
         })
     }
 
-    /// Bytes of the tiled buffer: every tile with its padding, over every outer index.
+    /// Bytes of the tiled buffer: every tile with its padding, over every outer index
+    /// (one head's span in an OFM buffer).
     #[getter]
     fn capacity(&self) -> u64 {
         self.view.capacity()
@@ -121,23 +151,25 @@ impl Layout {
         PyTuple::new(py, self.view.tile())
     }
 
-    /// ``"compact"`` or ``"pad16"``.
+    /// ``"compact"``, ``"pad16"`` or ``"cblock16"``.
     #[getter]
     fn channels(&self) -> &'static str {
         self.view.channels().name()
     }
 
-    /// The tiled dtype: ``"bf16"`` or ``"i8"``.
+    /// The stored dtype: ``"bf16"``, ``"i8"``, ``"i16"`` or ``"i32"``.
     #[getter]
     fn dtype(&self) -> &'static str {
-        if self.view.planes() == 2 {
-            "bf16"
-        } else {
-            "i8"
-        }
+        self.dtype.name()
     }
 
-    /// Byte planes per element: 2 (BF16) or 1 (INT8).
+    /// Tile alignment in bytes: 16 or 1.
+    #[getter]
+    fn tile_align(&self) -> u64 {
+        self.view.tile_align().bytes()
+    }
+
+    /// Byte planes per element: 1 (INT8), 2 (BF16, INT16) or 4 (INT32).
     #[getter]
     fn planes(&self) -> usize {
         self.view.planes()
@@ -167,8 +199,8 @@ impl Layout {
         self.view.tiles_per_outer()
     }
 
-    /// The byte offset of byte plane ``plane`` (0 low, 1 high for BF16) of the element at
-    /// logical ``index`` (one nonnegative coordinate per axis).
+    /// The byte offset of byte plane ``plane`` (0 the least significant byte) of the
+    /// element at logical ``index`` (one nonnegative coordinate per axis).
     ///
     /// Raises:
     ///     SimakError: ``index`` (a negative coordinate included) or ``plane`` outside the
@@ -219,9 +251,9 @@ impl Layout {
         })
     }
 
-    /// Pickling: the layout's arguments (shape, axes, tile, channels, dtype), admitted
-    /// again by the constructor when loaded, so a pickle whose arguments break a rule
-    /// raises :class:`SimakError`.
+    /// Pickling: the layout's arguments (shape, axes, tile, channels, dtype, tile_align),
+    /// admitted again by the constructor when loaded, so a pickle whose arguments break a
+    /// rule raises :class:`SimakError`.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, LayoutArgs)> {
         let this = slf.get();
         let view = &this.view;
@@ -231,6 +263,7 @@ impl Layout {
             view.tile().to_vec(),
             view.channels().name(),
             this.dtype(),
+            view.tile_align().bytes(),
         );
         Ok((slf.get_type(), args))
     }
@@ -244,50 +277,59 @@ impl Layout {
             .map(|a| a.map_or_else(|| "None".to_owned(), |a| a.to_string()))
             .collect();
         format!(
-            "Layout(shape={:?}, axes=({}), tile={:?}, channels={:?}, dtype={:?}, capacity={})",
+            "Layout(shape={:?}, axes=({}), tile={:?}, channels={:?}, dtype={:?}, tile_align={}, capacity={})",
             &self.view.extents()[..self.view.rank()],
             axes.join(", "),
             self.view.tile(),
             self.view.channels().name(),
             self.dtype(),
+            self.view.tile_align().bytes(),
             self.view.capacity()
         )
     }
 }
 
-/// The planes of a tiled dtype argument: `"bf16"` 2, `"i8"` 1 (or the NumPy dtypes).
-pub(crate) fn tiled_planes(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<u8> {
+/// A tiled (stored) dtype argument: `"bf16"`, `"i8"`, `"i16"`, `"i32"` (or the long
+/// names, or the NumPy dtypes `ml_dtypes.bfloat16`, `int8`, `int16`, `int32`).
+pub(crate) fn tiled_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
     let bad = |what: String| {
         let code = simak::error::BINDING_INVALID_ENUM;
         simak_error(
             py,
             code,
             format!(
-                "dtype={what} is neither \"bf16\" (CastTess) nor \"i8\" (QuantTess) (simak error code {code})"
+                "dtype={what} is none of \"bf16\", \"i8\", \"i16\", \"i32\" (or ml_dtypes.bfloat16, numpy.int8, numpy.int16, numpy.int32) (simak error code {code})"
             ),
         )
     };
     if let Ok(s) = dtype.extract::<pyo3::pybacked::PyBackedStr>() {
         return match &*s {
-            "bf16" | "bfloat16" => Ok(2),
-            "i8" | "int8" => Ok(1),
+            "bf16" | "bfloat16" => Ok(DType::BF16),
+            "i8" | "int8" => Ok(DType::I8),
+            "i16" | "int16" => Ok(DType::I16),
+            "i32" | "int32" => Ok(DType::I32),
             other => Err(bad(format!("{other:?}"))),
         };
     }
     let descr = PyArrayDescr::new(py, dtype).map_err(|_| bad(repr(dtype)))?;
-    if descr.num() == num(NPY_TYPES::NPY_BYTE) {
-        Ok(1)
-    } else if bfloat16(py).is_some_and(|(b, _)| b == descr.num()) {
-        Ok(2)
+    let n = descr.num();
+    if n == num(NPY_TYPES::NPY_BYTE) {
+        Ok(DType::I8)
+    } else if n == num(NPY_TYPES::NPY_SHORT) {
+        Ok(DType::I16)
+    } else if n == num(NPY_TYPES::NPY_INT) {
+        Ok(DType::I32)
+    } else if bfloat16(py).is_some_and(|(b, _)| b == n) {
+        Ok(DType::BF16)
     } else {
         Err(bad(repr(dtype)))
     }
 }
 
-/// The tiled buffer argument of `untile`: an ndarray as is; a `bytes`, `bytearray` or
+/// A tiled buffer argument (`untile`'s `t`, the Detess ops' `ofm`): an ndarray as is; a `bytes`, `bytearray` or
 /// `memoryview` as its bytes (`np.frombuffer(t, np.uint8)`, read in place; a
 /// non-contiguous `memoryview` is `BINDING_NOT_CONTIGUOUS`); anything else as `as_array`.
-fn tiled_input<'py>(
+pub(crate) fn tiled_input<'py>(
     py: Python<'py>,
     t: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
@@ -310,106 +352,4 @@ fn tiled_input<'py>(
         return Ok(a.cast_into::<PyUntypedArray>()?);
     }
     as_array(t)
-}
-
-/// Reads a tiled buffer back into its logical tensor (SPEC §5), never reading padding.
-///
-/// Args:
-///     t: C-contiguous ``uint8`` (or ``int8``) array of at least ``layout.capacity``
-///         bytes (as :func:`casttess` or :func:`quanttess` returns), or a ``bytes``,
-///         ``bytearray`` or C-contiguous ``memoryview`` of them, read in place.
-///     layout: the :class:`Layout` it was written with.
-///
-/// Returns:
-///     A new C-order array of ``layout.shape``: ``ml_dtypes.bfloat16`` for a ``"bf16"``
-///     layout, ``int8`` for ``"i8"``.
-///
-/// Raises:
-///     SimakError: ``t`` shorter than the capacity (0x411), not C-contiguous (0x607),
-///         of another dtype than ``uint8`` or ``int8`` (5).
-#[pyfunction]
-pub(crate) fn untile<'py>(
-    py: Python<'py>,
-    t: &Bound<'py, PyAny>,
-    layout: &Bound<'py, Layout>,
-) -> PyResult<Bound<'py, PyAny>> {
-    guarded(py, || {
-        let view = layout.get().view;
-        let ta = tiled_input(py, t)?;
-        if ta.dtype().num() != num(NPY_TYPES::NPY_UBYTE)
-            && ta.dtype().num() != num(NPY_TYPES::NPY_BYTE)
-        {
-            let code = 5;
-            return Err(simak_error(
-                py,
-                code,
-                format!(
-                    "t has dtype {}; untile reads the bytes of a uint8 buffer (simak error code {code})",
-                    repr(ta.dtype().as_any())
-                ),
-            ));
-        }
-        if !ta.is_c_contiguous() {
-            let code = simak::error::BINDING_NOT_CONTIGUOUS;
-            return Err(simak_error(
-                py,
-                code,
-                format!(
-                    "t must be a C-contiguous buffer of bytes; pass np.ascontiguousarray(t) (simak error code {code})"
-                ),
-            ));
-        }
-        let len = ta.len() as u64;
-        if len < view.capacity() {
-            // Refused before the logical tensor is allocated.
-            let e = simak::layout::UntileError::Tiled {
-                required: view.capacity(),
-                found: len,
-            };
-            return Err(lib_error(
-                py,
-                e,
-                Names {
-                    input: "t",
-                    output: "out",
-                },
-            ));
-        }
-        let shape = &view.extents()[..view.rank()];
-        let bf16 = view.planes() == 2;
-        let out = if bf16 {
-            new_array::<u16>(py, shape)?
-        } else {
-            new_array::<i8>(py, shape)?
-        };
-        let logical_len = view.elements() * view.planes() as u64;
-        let (t_address, o_address) = (data_address(&ta), data_address(&out));
-        // SAFETY: `t` is a live C-contiguous array of `len` bytes; `out` is the new array of
-        // `logical_len` bytes, which nothing else references; they cannot overlap.
-        let (tiled, logical) = unsafe {
-            (
-                input_slice(t_address, len),
-                output_slice(o_address, logical_len),
-            )
-        };
-        run_detached(py, view.elements(), || view.untile(tiled, logical)).map_err(|e| {
-            lib_error(
-                py,
-                e,
-                Names {
-                    input: "t",
-                    output: "out",
-                },
-            )
-        })?;
-        if bf16 {
-            let (_, descr) = bfloat16(py).ok_or_else(|| {
-                PyValueError::new_err(
-                    "ml_dtypes is not importable: it is needed for bfloat16 results",
-                )
-            })?;
-            return out.call_method1("view", (descr,));
-        }
-        Ok(out.into_any())
-    })
 }

@@ -14,7 +14,8 @@
 //! The modules: `errors` (`SimakError` and error conversion), `arrays` (NumPy arrays,
 //! geometry, slices and new buffers), `args` (Python arguments into library values), `run`
 //! (GIL release and threads), one per operation (`quant`, `casttess`, `quanttess`,
-//! `dequant`), `calibrate` (absmax calibration), `layout` (`Layout`, `untile`) and `ev74` (descriptors); this file only
+//! `dequant`, `detess`: the three Detess ops, `DetessPlan` and `untile`), `calibrate`
+//! (absmax calibration), `layout` (`Layout`) and `ev74` (descriptors); this file only
 //! registers them.
 
 mod args;
@@ -22,6 +23,7 @@ mod arrays;
 mod calibrate;
 mod casttess;
 mod dequant;
+mod detess;
 mod errors;
 mod ev74;
 mod layout;
@@ -48,7 +50,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(quant::quantize, m)?)?;
     m.add_function(wrap_pyfunction!(casttess::casttess, m)?)?;
     m.add_function(wrap_pyfunction!(quanttess::quanttess, m)?)?;
-    m.add_function(wrap_pyfunction!(layout::untile, m)?)?;
+    m.add_function(wrap_pyfunction!(detess::untile, m)?)?;
+    m.add_function(wrap_pyfunction!(detess::detess, m)?)?;
+    m.add_function(wrap_pyfunction!(detess::detess_cast, m)?)?;
+    m.add_function(wrap_pyfunction!(detess::detess_dequant, m)?)?;
     m.add_function(wrap_pyfunction!(dequant::dequantize, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate::calibrate_absmax, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_quant_encode_relocatable, m)?)?;
@@ -58,5 +63,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<quant::QuantPlan>()?;
     m.add_class::<casttess::CastTessPlan>()?;
     m.add_class::<layout::Layout>()?;
+    m.add_class::<detess::DetessPlan>()?;
     Ok(())
 }

@@ -147,10 +147,12 @@ def test_gil_is_released_during_a_long_call():
 
 def test_package_surface():
     assert simak.__version__ == "0.1.0"
-    assert simak.ROUNDING_MODES[0] == "nearest-even" and simak.CHANNELS == ("compact", "pad16")
+    assert simak.ROUNDING_MODES[0] == "nearest-even" and simak.CHANNELS == ("compact", "pad16", "cblock16")
+    assert simak.TILED_DTYPES == ("bf16", "i8", "i16", "i32")
     for name in simak.__all__:
         assert hasattr(simak, name), name
-    for f in (simak.quantize, simak.casttess, simak.quanttess, simak.untile, simak.dequantize):
+    for f in (simak.quantize, simak.casttess, simak.quanttess, simak.untile, simak.dequantize,
+              simak.detess, simak.detess_cast, simak.detess_dequant):
         assert f.__doc__ and "Raises" in f.__doc__, f
     assert "SimakError" in repr(simak.SimakError)
     import importlib.resources as res
@@ -158,6 +160,8 @@ def test_package_surface():
     files = res.files("simak")
     assert files.joinpath("py.typed").is_file() and files.joinpath("__init__.pyi").is_file()
     assert "QuantPlan(" in repr(simak.QuantPlan((2,), "f32", 1.0))
+    lay = simak.Layout((2, 16), (None, None, 0, 1), (1, 1, 2, 16), "cblock16", "i8")
+    assert "DetessPlan(" in repr(simak.DetessPlan(lay, "detess_dequant", 0.5))
 
 
 def test_the_example_script_runs(tmp_path):

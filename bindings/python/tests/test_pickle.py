@@ -28,7 +28,23 @@ def plans():
                            input_strides=xt.strides),
         simak.Layout(X.shape, (None, 0, 1, 2), (1, 3, 4, 5)),
         simak.Layout((3, 7), (None, None, 0, 1), (1, 1, 2, 7), channels="pad16", dtype="i8"),
+        simak.Layout((2, 3, 20), (None, 1, None, 2), (1, 2, 1, 16), "cblock16", "i32", 1),
+        simak.DetessPlan(OUT_LAYOUT),
+        simak.DetessPlan(OUT_LAYOUT, "detess_dequant", np.float32(1e-39), zero_point=-7,
+                         out_dtype=ml_dtypes.bfloat16, output_strides=(4, 2 * 4 * 20, 2 * 4)),
+        simak.DetessPlan(simak.Layout((3, 4, 5), (None, 0, 1, 2), (1, 2, 4, 5), "compact",
+                                      "bf16", 1), "detess_cast"),
     ]
+
+
+# An INT16 head in CBlock16 (the MLA's output side) and bytes for it.
+OUT_LAYOUT = simak.Layout((2, 4, 20), (None, 0, 1, 2), (1, 2, 3, 16), "cblock16", "i16")
+OFM = np.random.default_rng(27).integers(0, 256, 4096, dtype=np.uint8)
+
+
+def raw(a):
+    """An array's bytes in logical order."""
+    return np.ascontiguousarray(a).view(np.uint8)
 
 
 def same(a, b):
@@ -49,6 +65,10 @@ def run(item):
     obj, (x, axes) = item
     if axes is not None:
         x = x.transpose(axes)
+    if isinstance(obj, simak.DetessPlan):
+        return obj, obj.run(x, offset=16), None
+    if isinstance(obj, simak.Layout) and obj.dtype not in ("bf16", "i8"):
+        return obj, simak.detess(x, obj), obj.offset_of([e - 1 for e in obj.shape], 3)
     if isinstance(obj, simak.Layout):
         t = (simak.casttess if obj.dtype == "bf16" else simak.quanttess)(
             *((x,) if obj.dtype == "bf16" else (x, 2.0)), axes=obj.axes, tile=obj.tile,
@@ -60,7 +80,8 @@ def run(item):
 def inputs():
     t = (1, 0, 2)
     return [(X, None), (X, t), (np.array(1.5, ml_dtypes.bfloat16), None), (X, None), (X, t),
-            (X, None), (np.arange(21, dtype=np.float32).reshape(3, 7), None)]
+            (X, None), (np.arange(21, dtype=np.float32).reshape(3, 7), None), (OFM, None),
+            (OFM, None), (OFM, None), (OFM, None)]
 
 
 @pytest.mark.parametrize("protocol", [0, 2, pickle.HIGHEST_PROTOCOL])
@@ -71,7 +92,7 @@ def test_round_trip(protocol):
         _, want, off = run((plan, x))
         _, got, off2 = run((back, x))
         assert got.dtype == want.dtype and got.strides == want.strides
-        assert np.array_equal(got.view(np.uint8), want.view(np.uint8)) and off == off2
+        assert np.array_equal(raw(got), raw(want)) and off == off2
         same(plan, copy.deepcopy(plan))
 
 
@@ -84,7 +105,7 @@ def test_a_spawn_pool_gives_the_in_process_bytes():
     for (p, g, o), (q, w, o2) in zip(got, want):
         same(q, p)  # the plan came back from the worker too
         assert g.dtype == w.dtype and g.shape == w.shape and o == o2
-        assert np.array_equal(g.view(np.uint8), w.view(np.uint8))
+        assert np.array_equal(raw(g), raw(w))
 
 
 def code_of(fn):
@@ -122,6 +143,7 @@ def test_a_tampered_pickle_is_a_simak_error():
     q = simak.QuantPlan((8, 8), "f32", 0.5)
     c = simak.CastTessPlan((4, 6, 5), "f32", (None, 0, 1, 2), (1, 3, 4, 5))
     lay = simak.Layout((4, 6, 5), (None, 0, 1, 2), (1, 3, 4, 5))
+    dp = simak.DetessPlan(OUT_LAYOUT, "detess_dequant", 0.5)
     cases = [
         (q, ([8, -8], "f32", 0.5, 0, "nearest-even", None, None, False), 0x608),
         (q, ([8, 8], "f64", 0.5, 0, "nearest-even", None, None, False), 0x601),
@@ -139,6 +161,17 @@ def test_a_tampered_pickle_is_a_simak_error():
         (lay, ([4, 6, 5], [None, 0, 1, 2], [1, 0, 4, 5], "compact", "bf16"), 47),
         (lay, ([4, 6, 5], [None, -1, 1, 2], [1, 3, 4, 5], "compact", "bf16"), 43),
         (lay, ([2**62, 2**62, 5], [None, 0, 1, 2], [1, 3, 4, 5], "compact", "bf16"), 25),
+        (lay, ([4, 6, 5], [None, 0, 1, 2], [1, 3, 4, 5], "compact", "bf16", 8), 0x601),
+        (lay, ([4, 6, 5], [None, 0, 1, 2], [1, 3, 4, 5], "cblock16", "i64", 1), 0x601),
+        (dp, (OUT_LAYOUT, "detess_dequant", 0.0, 0, "f32", None), 14),
+        (dp, (OUT_LAYOUT, "detess_dequant", 0.5, 40000, "f32", None), 0x223),
+        (dp, (OUT_LAYOUT, "detess_dequant", 0.5, 0, "i8", None), 0x601),
+        (dp, (OUT_LAYOUT, "detess_dequant", None, None, None, None), 0x601),
+        (dp, (OUT_LAYOUT, "dequant", 0.5, 0, "f32", None), 0x601),
+        (dp, (OUT_LAYOUT, "detess_cast", None, None, None, None), 5),
+        (dp, (OUT_LAYOUT, "detess_dequant", 0.5, 0, "f32", [4, 4, 4]), 29),
+        (dp, (simak.Layout((4, 40), (None, None, 0, 1), (1, 1, 4, 20), "pad16", "i8"),
+              "detess", None, None, None, None), 0x224),
     ]
     for obj, args, want in cases:
         code, message = code_of(loads(obj, args))

@@ -12,7 +12,11 @@ Operations (``docs/contract.md`` is the normative contract):
 - :func:`casttess`: FP32/BF16/FP16 to BF16 in the accelerator's ``MlaTiled`` layout,
   :func:`quanttess`: to INT8 in that layout, :class:`Layout` for its sizes and offsets,
   :func:`untile` to read a tiled buffer back;
-- :func:`dequantize`: INT8 back to FP32, ``(q - zero_point) / multiplier``;
+- the MLA's outputs back (SPEC §12): :func:`detess` (one head of the OFM buffer, in its
+  tiled :class:`Layout` with Compact, PadTo16 or CBlock16 channels, to its logical tensor),
+  :func:`detess_cast` (BF16 heads to FP32), :func:`detess_dequant` (INT8/INT16/INT32 heads
+  to FP32/FP16/BF16 real values) and :class:`DetessPlan` for repeated calls;
+- :func:`dequantize`: INT8/INT16/INT32 back to FP32/FP16/BF16, ``(q - zero_point) / multiplier``;
 - :func:`calibrate_absmax`: the absmax multiplier of a tensor, ``127 / max|x|`` over its
   finite elements (1.0 when there is none), as ``simak quant --calibrate absmax`` picks it;
 - :mod:`simak.ev74`: the EV74 descriptors (224-byte Quant v1, 216-byte CastTess v1).
@@ -26,12 +30,16 @@ a :class:`SimakError` naming the rule; ``np.ascontiguousarray(x)`` is the way ou
 from . import _native
 from ._native import (
     CastTessPlan,
+    DetessPlan,
     Layout,
     QuantPlan,
     SimakError,
     calibrate_absmax,
     casttess,
     dequantize,
+    detess,
+    detess_cast,
+    detess_dequant,
     quantize,
     quanttess,
     untile,
@@ -43,20 +51,28 @@ __version__: str = _native.__version__
 ROUNDING_MODES = ("nearest-even", "toward-zero", "toward-positive", "toward-negative")
 """The rounding modes of :func:`quantize`, the default first."""
 
-CHANNELS = ("compact", "pad16")
-"""The channel modes of the tiled ops."""
+CHANNELS = ("compact", "pad16", "cblock16")
+"""The channel encodings of :class:`Layout` (the input-side ops take the first two)."""
+
+TILED_DTYPES = ("bf16", "i8", "i16", "i32")
+"""The stored dtypes of :class:`Layout` (the input-side ops write the first two)."""
 
 __all__ = [
     "CHANNELS",
     "CastTessPlan",
+    "DetessPlan",
     "Layout",
     "QuantPlan",
     "ROUNDING_MODES",
     "SimakError",
+    "TILED_DTYPES",
     "__version__",
     "calibrate_absmax",
     "casttess",
     "dequantize",
+    "detess",
+    "detess_cast",
+    "detess_dequant",
     "ev74",
     "quantize",
     "quanttess",
