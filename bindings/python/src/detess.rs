@@ -515,16 +515,6 @@ fn dequant_params(
     Ok(Params::from_bits(bits).with_zero_point(zp))
 }
 
-/// An offset argument: any integer (range checked against the buffer).
-fn offset_arg(offset: &Bound<'_, PyAny>) -> PyResult<i128> {
-    offset.extract::<i128>().map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err(format!(
-            "offset must be an integer (bytes), not {}",
-            repr(offset)
-        ))
-    })
-}
-
 /// Detess (SPEC §12): one head of the MLA's output, in ``layout``, back to its logical
 /// tensor in the layout's dtype, never reading padding.
 ///
@@ -552,18 +542,17 @@ fn offset_arg(offset: &Bound<'_, PyAny>) -> PyResult<i128> {
 ///         PadTo16 and CBlock16 inputs (0x224). Nothing is written on error.
 ///     ValueError: ``threads`` < 1.
 #[pyfunction]
-#[pyo3(signature = (ofm, layout, offset=None, out=None, threads=1))]
+#[pyo3(signature = (ofm, layout, offset=0, out=None, threads=1))]
 #[pyo3(text_signature = "(ofm, layout, offset=0, out=None, threads=1)")]
 pub(crate) fn detess<'py>(
     py: Python<'py>,
     ofm: &Bound<'py, PyAny>,
     layout: &Bound<'py, Layout>,
-    offset: Option<&Bound<'py, PyAny>>,
+    offset: i128,
     out: Option<&Bound<'py, PyAny>>,
     threads: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {
-        let offset = offset.map(offset_arg).transpose()?.unwrap_or(0);
         let params = Params::from_bits(0);
         call(
             py,
@@ -595,18 +584,17 @@ pub(crate) fn detess<'py>(
 /// Raises:
 ///     SimakError: as :func:`detess`; a layout of another dtype (5).
 #[pyfunction]
-#[pyo3(signature = (ofm, layout, offset=None, out=None, threads=1))]
+#[pyo3(signature = (ofm, layout, offset=0, out=None, threads=1))]
 #[pyo3(text_signature = "(ofm, layout, offset=0, out=None, threads=1)")]
 pub(crate) fn detess_cast<'py>(
     py: Python<'py>,
     ofm: &Bound<'py, PyAny>,
     layout: &Bound<'py, Layout>,
-    offset: Option<&Bound<'py, PyAny>>,
+    offset: i128,
     out: Option<&Bound<'py, PyAny>>,
     threads: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {
-        let offset = offset.map(offset_arg).transpose()?.unwrap_or(0);
         call(
             py,
             ofm,
@@ -670,7 +658,7 @@ fn dequant_out_dtype(
 ///         finite (13) or not > 0 (14); zero point outside the dtype's range (0x223); a
 ///         bad ``out_dtype`` (0x601).
 #[pyfunction]
-#[pyo3(signature = (ofm, layout, multiplier, zero_point=None, out_dtype=None, offset=None, out=None, threads=1))]
+#[pyo3(signature = (ofm, layout, multiplier, zero_point=None, out_dtype=None, offset=0, out=None, threads=1))]
 #[pyo3(
     text_signature = "(ofm, layout, multiplier, zero_point=0, out_dtype=numpy.float32, offset=0, out=None, threads=1)"
 )]
@@ -682,12 +670,11 @@ pub(crate) fn detess_dequant<'py>(
     multiplier: &Bound<'py, PyAny>,
     zero_point: Option<&Bound<'py, PyAny>>,
     out_dtype: Option<&Bound<'py, PyAny>>,
-    offset: Option<&Bound<'py, PyAny>>,
+    offset: i128,
     out: Option<&Bound<'py, PyAny>>,
     threads: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
     guarded(py, || {
-        let offset = offset.map(offset_arg).transpose()?.unwrap_or(0);
         let layout = layout.get();
         let params = dequant_params(py, layout, multiplier, zero_point)?;
         let od = dequant_out_dtype(py, out_dtype, out)?;
@@ -903,18 +890,17 @@ impl DetessPlan {
     /// Raises:
     ///     SimakError: as :func:`detess`; ``out`` with other strides than the plan's
     ///         (0x606).
-    #[pyo3(signature = (ofm, offset=None, out=None, threads=1))]
+    #[pyo3(signature = (ofm, offset=0, out=None, threads=1))]
     fn run<'py>(
         &self,
         py: Python<'py>,
         ofm: &Bound<'py, PyAny>,
-        offset: Option<&Bound<'py, PyAny>>,
+        offset: i128,
         out: Option<&Bound<'py, PyAny>>,
         threads: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
         guarded(py, || {
             let threads = check_threads(threads)?;
-            let offset = offset.map(offset_arg).transpose()?.unwrap_or(0);
             let layout = self.layout.bind(py).get();
             let ofm = read_ofm(py, ofm, "ofm")?;
             let view = &layout.view;

@@ -10,11 +10,18 @@ SIMD_ROUTES: bool
 
 _Rounding = Literal["nearest-even", "toward-zero", "toward-positive", "toward-negative"]
 _Channels = Literal["compact", "pad16"]
+#: The channel encodings of a Layout (CBlock16: the MLA's outputs only).
+_LayoutChannels = Literal["compact", "pad16", "cblock16"]
 #: The input format: a name or a NumPy dtype (numpy.float32, numpy.float16,
 #: ml_dtypes.bfloat16).
 _DTypeLike = Union[Literal["f32", "bf16", "f16"], npt.DTypeLike]
-#: The tiled format: "bf16" (CastTess) or "i8" (QuantTess).
-_TiledDType = Union[Literal["bf16", "i8"], npt.DTypeLike]
+#: The tiled (stored) format: "bf16" (CastTess), "i8" (QuantTess), "i16" or "i32" (MLA
+#: outputs), or the NumPy dtypes.
+_TiledDType = Union[Literal["bf16", "i8", "i16", "i32"], npt.DTypeLike]
+#: A dequantization output: numpy.float32, numpy.float16, ml_dtypes.bfloat16 or a name.
+_FloatOut = Union[Literal["f32", "f16", "bf16"], npt.DTypeLike]
+#: An OFM buffer: a C-contiguous uint8 (or int8) array or a bytes-like object.
+_Ofm = Union[npt.NDArray[np.uint8], npt.NDArray[np.int8], bytes, bytearray, memoryview]
 #: A role's axis: None (absent) or a nonnegative logical axis.
 _Axes = Sequence[Optional[int]]
 #: _Tile extents in elements for the roles D, H, W, C.
@@ -68,16 +75,54 @@ def quanttess(
     """FP32/BF16/FP16 (rank 1..6) to INT8 in the MlaTiled layout (quantize's arithmetic)."""
 
 def untile(
-    t: Union[npt.NDArray[np.uint8], npt.NDArray[np.int8], bytes, bytearray, memoryview],
+    t: _Ofm,
     layout: "Layout",
 ) -> npt.NDArray[Any]:
-    """A tiled buffer back to its logical tensor: ``ml_dtypes.bfloat16`` (a "bf16" layout)
-    or ``int8`` (an "i8" layout), C order."""
+    """A tiled buffer back to its logical tensor (``detess`` at offset 0):
+    ``ml_dtypes.bfloat16``, ``int8``, ``int16`` or ``int32`` (the layout's dtype), C order."""
+
+def detess(
+    ofm: _Ofm,
+    layout: "Layout",
+    offset: int = 0,
+    out: Optional[npt.NDArray[Any]] = None,
+    threads: int = 1,
+) -> npt.NDArray[Any]:
+    """One head of the MLA's output (``layout.capacity`` bytes at byte ``offset`` of
+    ``ofm``) to its logical tensor of ``layout.shape`` in the layout's dtype: ``out`` (any
+    strides) or a new C-order array."""
+
+def detess_cast(
+    ofm: _Ofm,
+    layout: "Layout",
+    offset: int = 0,
+    out: Optional[npt.NDArray[np.float32]] = None,
+    threads: int = 1,
+) -> npt.NDArray[np.float32]:
+    """One BF16 head to FP32 (``bits << 16``, NaN payloads kept)."""
+
+def detess_dequant(
+    ofm: _Ofm,
+    layout: "Layout",
+    multiplier: _Multiplier,
+    zero_point: int = 0,
+    out_dtype: _FloatOut = ...,
+    offset: int = 0,
+    out: Optional[npt.NDArray[Any]] = None,
+    threads: int = 1,
+) -> npt.NDArray[Any]:
+    """One INT8/INT16/INT32 head to ``(q - zero_point) / multiplier`` (SPEC 12.2) as
+    float32 (default), float16 or bfloat16."""
 
 def dequantize(
-    q: npt.NDArray[np.int8], multiplier: _Multiplier, zero_point: int = 0
-) -> npt.NDArray[np.float32]:
-    """INT8 to FP32: ``(q - zero_point) / multiplier``, one binary32 division."""
+    q: Union[npt.NDArray[np.int8], npt.NDArray[np.int16], npt.NDArray[np.int32]],
+    multiplier: _Multiplier,
+    zero_point: int = 0,
+    out_dtype: _FloatOut = ...,
+    out: Optional[npt.NDArray[Any]] = None,
+) -> npt.NDArray[Any]:
+    """INT8/INT16/INT32 (rank 0..6, read in place) to float32 (default), float16 or
+    bfloat16: ``(q - zero_point) / multiplier``, one binary32 division (SPEC 12.2)."""
 
 def calibrate_absmax(x: npt.ArrayLike, dtype: Optional[_DTypeLike] = None) -> float:
     """The absmax multiplier of FP32/BF16/FP16 ``x`` (rank 0..6, read in place):
@@ -93,8 +138,9 @@ class Layout:
         shape: Sequence[int],
         axes: _Axes,
         tile: _Tile,
-        channels: _Channels = "compact",
+        channels: _LayoutChannels = "compact",
         dtype: _TiledDType = "bf16",
+        tile_align: Literal[16, 1] = 16,
     ) -> Layout: ...
     @property
     def capacity(self) -> int:
@@ -111,7 +157,11 @@ class Layout:
     @property
     def channels(self) -> str: ...
     @property
-    def dtype(self) -> str: ...
+    def dtype(self) -> str:
+        """The stored dtype: "bf16", "i8", "i16" or "i32"."""
+    @property
+    def tile_align(self) -> int:
+        """Tile alignment in bytes: 16 or 1."""
     @property
     def planes(self) -> int: ...
     @property
@@ -209,6 +259,51 @@ class CastTessPlan:
     def __reduce__(self) -> Tuple[type[CastTessPlan], Tuple[Any, ...]]:
         """Pickling: the constructor's arguments, admitted again when loaded."""
 
+@final
+class DetessPlan:
+    """One head's Detess-family call admitted once; ``run`` reads heads."""
+
+    def __new__(
+        cls,
+        layout: Layout,
+        op: Literal["detess", "detess_cast", "detess_dequant"] = "detess",
+        multiplier: Optional[_Multiplier] = None,
+        zero_point: int = 0,
+        out_dtype: _FloatOut = ...,
+        output_strides: Optional[Sequence[int]] = None,
+    ) -> DetessPlan: ...
+    def run(
+        self,
+        ofm: _Ofm,
+        offset: int = 0,
+        out: Optional[npt.NDArray[Any]] = None,
+        threads: int = 1,
+    ) -> npt.NDArray[Any]: ...
+    @property
+    def layout(self) -> Layout: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def multiplier(self) -> Optional[float]: ...
+    @property
+    def zero_point(self) -> int: ...
+    @property
+    def out_dtype(self) -> str: ...
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def output_strides(self) -> Tuple[int, ...]: ...
+    @property
+    def output_span(self) -> int: ...
+    @property
+    def span(self) -> int: ...
+    @property
+    def elements(self) -> int: ...
+    @property
+    def implementation(self) -> str: ...
+    def __reduce__(self) -> Tuple[type[DetessPlan], Tuple[Any, ...]]:
+        """Pickling: the constructor's arguments, admitted again when loaded."""
+
 def ev74_quant_encode_relocatable(plan: QuantPlan) -> bytes: ...
 def ev74_casttess_encode_relocatable(plan: CastTessPlan) -> bytes: ...
 def ev74_decode(packet: bytes, validate: bool = True) -> Dict[str, Union[int, bytes]]: ...
@@ -225,6 +320,9 @@ __all__ = [
     "quanttess",
     "untile",
     "dequantize",
+    "detess",
+    "detess_cast",
+    "detess_dequant",
     "calibrate_absmax",
     "ev74_quant_encode_relocatable",
     "ev74_casttess_encode_relocatable",
@@ -233,4 +331,5 @@ __all__ = [
     "QuantPlan",
     "CastTessPlan",
     "Layout",
+    "DetessPlan",
 ]
