@@ -12,12 +12,20 @@ hits them alike):
   (io-binding, 1 intra-op thread) and NumPy (``np.clip(np.rint(x * m) + zp, ...)``);
 - the per-call overhead at 16 elements;
 - the Rust ``simak bench quant`` rate at 1 Mi in the same run (``--simak-cli``);
-- ``simak.casttess`` of a 1080 x 1920 x 3 frame against PyTorch's conversion to bfloat16.
+- ``simak.casttess`` of a 1080 x 1920 x 3 frame against PyTorch's conversion to bfloat16;
+- the output side (``--only detess``): ``simak.detess_dequant`` / ``detess_cast`` and
+  ``DetessPlan.run(out=)`` on the MLA's output layouts of issue 25 (a YOLO-style three-head
+  INT8 CBlock16 OFM, an SSD head 19 x 19 x 273 CBlock16 in one tile, a BF16 60 x 80 x 256
+  PadTo16 head in tiles of (1, 60, 80, 16), a 1 x 1000 INT8 classifier head, Compact,
+  tile alignment 1) against the NumPy pipeline users write (reshape / transpose /
+  ``astype`` / subtract / divide) and the same in PyTorch, all on one thread, with a
+  same-traffic NumPy reference (a ``uint8`` -> ``float32`` cast of the dense codes: the
+  same bytes read and written). Every peer's result is checked bit for bit against simak's.
 
 Peers are optional imports: a missing one is reported and skipped. Usage:
 
     python bindings/python/bench.py [--reps N] [--quick] [--simak-cli target/release/simak]
-        [--markdown FILE]
+        [--markdown FILE] [--only quant,overhead,casttess,detess]
 
 Run it on an idle machine: the figures are wall-clock medians.
 """
@@ -243,6 +251,158 @@ def casttess_rows(reps: int, peers: dict) -> dict:
     return rows
 
 
+# The output side (issue 25). Dequantization parameters of the INT8 workloads: the
+# multiplier (the OFM's values are (q - zp) / m) and zero point.
+DQ_M = np.float32(0.0625)
+DQ_ZP = -3
+
+
+def cblock16_numpy(seg: np.ndarray, h: int, w: int, c: int) -> np.ndarray:
+    """A user's NumPy pipeline for one INT8 CBlock16 head in one tile of (1, H, W, C):
+    the blocks [C/16][H][W][16] to HWC, cast, subtract, divide."""
+    nb = -(-c // 16)
+    q = seg.view(np.int8).reshape(nb, h, w, 16).transpose(1, 2, 0, 3).reshape(h, w, nb * 16)
+    return (q[..., :c].astype(np.float32) - np.float32(DQ_ZP)) / DQ_M
+
+
+def cblock16_torch(torch, seg, h: int, w: int, c: int):
+    nb = -(-c // 16)
+    q = seg.view(torch.int8).view(nb, h, w, 16).permute(1, 2, 0, 3).reshape(h, w, nb * 16)
+    return (q[..., :c].to(torch.float32) - DQ_ZP) / float(DQ_M)
+
+
+def detess_rows(reps: int, peers: dict) -> list:
+    """[(workload, elements, {candidate: seconds per call})]."""
+    torch = peers.get("torch")
+    rng = np.random.default_rng(25)
+    rows = []
+
+    # YOLO-style: three INT8 heads in one OFM, CBlock16, tiles (1, H, W, 16).
+    sizes = [(80, 80, 144), (40, 40, 144), (20, 20, 144)]
+    layouts = [simak.Layout(s, (None, 0, 1, 2), (1, s[0], s[1], 16), "cblock16", "i8")
+               for s in sizes]
+    plans = [simak.DetessPlan(lay, "detess_dequant", DQ_M, zero_point=DQ_ZP) for lay in layouts]
+    offsets = np.cumsum([0] + [lay.capacity for lay in layouts[:-1]]).tolist()
+    ofm = rng.integers(0, 256, sum(lay.capacity for lay in layouts), dtype=np.uint8)
+    outs = [np.empty(s, np.float32) for s in sizes]
+    segs = [ofm[o:o + lay.capacity] for o, lay in zip(offsets, layouts)]
+    n = sum(int(np.prod(s)) for s in sizes)
+
+    def yolo_plan():
+        for p, o, y in zip(plans, offsets, outs):
+            p.run(ofm, o, y)
+
+    def yolo_fn():
+        return [simak.detess_dequant(ofm, lay, DQ_M, zero_point=DQ_ZP, offset=o)
+                for lay, o in zip(layouts, offsets)]
+
+    def yolo_numpy():
+        return [cblock16_numpy(sg, *s) for sg, s in zip(segs, sizes)]
+
+    dense = [rng.integers(0, 256, int(np.prod(s)), dtype=np.uint8) for s in sizes]
+    dense_out = [np.empty(d.size, np.float32) for d in dense]
+
+    def same_traffic():
+        for d, y in zip(dense, dense_out):
+            np.copyto(y, d, casting="unsafe")
+
+    yolo_plan()
+    for got, want in zip(outs, yolo_numpy()):
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), "NumPy differs"
+    fns = {"plan.run(out=)": yolo_plan, "simak function": yolo_fn, "numpy": yolo_numpy,
+           "same-traffic": same_traffic}
+    if torch is not None:
+        tsegs = [torch.from_numpy(sg) for sg in segs]
+
+        def yolo_torch():
+            return [cblock16_torch(torch, t, *s) for t, s in zip(tsegs, sizes)]
+
+        for got, want in zip(outs, yolo_torch()):
+            assert np.array_equal(got.view(np.uint32), want.numpy().view(np.uint32)), "torch differs"
+        fns["torch"] = yolo_torch
+    rows.append(("YOLO 3 heads 80²/40²/20² × 144, INT8 CBlock16 → FP32", n, measure(fns, reps)))
+
+    # SSD head: 19 x 19 x 273, CBlock16, one tile.
+    shape = (19, 19, 273)
+    lay = simak.Layout(shape, (None, 0, 1, 2), (1, 19, 19, 273), "cblock16", "i8")
+    plan = simak.DetessPlan(lay, "detess_dequant", DQ_M, zero_point=DQ_ZP)
+    seg = rng.integers(0, 256, lay.capacity, dtype=np.uint8)
+    y = np.empty(shape, np.float32)
+    n = int(np.prod(shape))
+    d8, d32 = rng.integers(0, 256, n, dtype=np.uint8), np.empty(n, np.float32)
+    plan.run(seg, 0, y)
+    assert np.array_equal(y.view(np.uint32), cblock16_numpy(seg, *shape).view(np.uint32))
+    fns = {"plan.run(out=)": lambda: plan.run(seg, 0, y),
+           "simak function": lambda: simak.detess_dequant(seg, lay, DQ_M, zero_point=DQ_ZP),
+           "numpy": lambda: cblock16_numpy(seg, *shape),
+           "same-traffic": lambda: np.copyto(d32, d8, casting="unsafe")}
+    if torch is not None:
+        tseg = torch.from_numpy(seg)
+        assert np.array_equal(y.view(np.uint32),
+                              cblock16_torch(torch, tseg, *shape).numpy().view(np.uint32))
+        fns["torch"] = lambda: cblock16_torch(torch, tseg, *shape)
+    rows.append(("SSD head 19 × 19 × 273, INT8 CBlock16 one tile → FP32", n, measure(fns, reps)))
+
+    # BF16 60 x 80 x 256, PadTo16, tiles (1, 60, 80, 16): DetessCast.
+    shape = (60, 80, 256)
+    lay = simak.Layout(shape, (None, 0, 1, 2), (1, 60, 80, 16), "pad16", "bf16")
+    plan = simak.DetessPlan(lay, "detess_cast")
+    seg = rng.integers(0, 256, lay.capacity, dtype=np.uint8)
+    y = np.empty(shape, np.float32)
+    n = int(np.prod(shape))
+
+    def bf16_numpy():
+        # [C tile][H][W][plane][16] -> HWC BF16 bits -> FP32 bits.
+        t = seg.reshape(16, 60, 80, 2, 16).transpose(1, 2, 0, 4, 3)
+        b = np.ascontiguousarray(t).view("<u2").reshape(shape)
+        return (b.astype(np.uint32) << 16).view(np.float32)
+
+    d16, d32 = rng.integers(0, 1 << 16, n, dtype=np.uint16), np.empty(n, np.float32)
+    plan.run(seg, 0, y)
+    assert np.array_equal(y.view(np.uint32), bf16_numpy().view(np.uint32))
+    fns = {"plan.run(out=)": lambda: plan.run(seg, 0, y),
+           "simak function": lambda: simak.detess_cast(seg, lay),
+           "numpy": bf16_numpy,
+           "same-traffic": lambda: np.copyto(d32, d16, casting="unsafe")}
+    if torch is not None:
+        tseg = torch.from_numpy(seg)
+
+        def bf16_torch():
+            t = tseg.view(16, 60, 80, 2, 16).permute(1, 2, 0, 4, 3).contiguous()
+            return t.view(torch.bfloat16).view(shape).float()
+
+        assert np.array_equal(y.view(np.uint32), bf16_torch().numpy().view(np.uint32))
+        fns["torch"] = bf16_torch
+    rows.append(("BF16 60 × 80 × 256 PadTo16, tiles (1, 60, 80, 16) → FP32", n,
+                 measure(fns, reps)))
+
+    # A classifier head: 1 x 1000 INT8, Compact, tile alignment 1.
+    shape = (1, 1000)
+    lay = simak.Layout(shape, (None, None, 0, 1), (1, 1, 1, 1000), "compact", "i8", 1)
+    plan = simak.DetessPlan(lay, "detess_dequant", DQ_M, zero_point=DQ_ZP)
+    seg = rng.integers(0, 256, lay.capacity, dtype=np.uint8)
+    y = np.empty(shape, np.float32)
+    n = 1000
+
+    def head_numpy():
+        return (seg.view(np.int8).reshape(shape).astype(np.float32) - np.float32(DQ_ZP)) / DQ_M
+
+    plan.run(seg, 0, y)
+    assert np.array_equal(y.view(np.uint32), head_numpy().view(np.uint32))
+    d32 = np.empty(n, np.float32)
+    fns = {"plan.run(out=)": lambda: plan.run(seg, 0, y),
+           "simak function": lambda: simak.detess_dequant(seg, lay, DQ_M, zero_point=DQ_ZP),
+           "numpy": head_numpy,
+           "same-traffic": lambda: np.copyto(d32, seg, casting="unsafe")}
+    if torch is not None:
+        tseg = torch.from_numpy(seg)
+        fns["torch"] = lambda: (tseg.view(torch.int8).view(shape).to(torch.float32) - DQ_ZP) / float(DQ_M)
+        assert np.array_equal(y.view(np.uint32), fns["torch"]().numpy().view(np.uint32))
+    rows.append(("classifier head 1 × 1000 INT8 Compact, tile alignment 1 → FP32", n,
+                 measure(fns, reps, min_seconds=0.05)))
+    return rows
+
+
 def fmt_rate(n: int, s: float) -> str:
     return f"{n / s / 1e9:.2f}"
 
@@ -253,6 +413,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="64 Ki and 1 Mi only, 5 reps")
     ap.add_argument("--simak-cli", type=Path, default=REPO / "target" / "release" / "simak")
     ap.add_argument("--markdown", type=Path, help="also write the tables to this file")
+    ap.add_argument("--only", default="quant,overhead,casttess,detess",
+                    help="comma-separated groups: quant, overhead, casttess, detess")
     ap.add_argument("--clock", choices=["wall", "thread"], default="wall",
                     help="wall time, or the calling thread's CPU time")
     args = ap.parse_args()
@@ -269,6 +431,41 @@ def main() -> None:
         + f", {platform.machine()}, {os.cpu_count()} CPUs, load average "
         + " ".join(f"{v:.1f}" for v in os.getloadavg()) + f", clock {args.clock}; route "
         + simak.QuantPlan((1 << 20,), "f32", M).implementation)
+    groups = set(args.only.split(","))
+    if "quant" in groups:
+        quant_tables(say, sizes, reps, peers, args)
+    if "overhead" in groups:
+        overhead_table(say, reps)
+    if "casttess" in groups:
+        casttess_table(say, reps, peers)
+    if "detess" in groups:
+        detess_table(say, reps, peers)
+    if args.markdown:
+        args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def detess_table(say, reps: int, peers: dict) -> None:
+    say()
+    say("Output side (issue 25), one thread (torch.set_num_threads(1)); Gelem/s (median), "
+        "ratio = DetessPlan.run(out=) / peer")
+    say()
+    say("| workload | elements | DetessPlan.run(out=) | simak function | NumPy pipeline | torch pipeline | same-traffic NumPy cast | × NumPy | × torch | × same-traffic |")
+    say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    rows = detess_rows(reps, peers)
+    for name, n, r in rows:
+        cell = lambda k: fmt_rate(n, r[k]) if k in r else "—"  # noqa: E731
+        ratio = lambda k: f"{r[k] / r['plan.run(out=)']:.1f}×" if k in r else "—"  # noqa: E731
+        say(f"| {name} | {n} | {cell('plan.run(out=)')} | {cell('simak function')} | "
+            f"{cell('numpy')} | {cell('torch')} | {cell('same-traffic')} | {ratio('numpy')} | "
+            f"{ratio('torch')} | {ratio('same-traffic')} |")
+    name, n, r = rows[-1]
+    say()
+    say(f"Per call, {name}: " + ", ".join(
+        f"{k} {r[k] * 1e6:.2f} µs" for k in ("plan.run(out=)", "simak function", "numpy", "torch")
+        if k in r))
+
+
+def quant_tables(say, sizes, reps: int, peers: dict, args) -> None:
     say()
     say("Quant, Gelem/s (median), ratio = simak / best peer")
     say()
@@ -287,6 +484,9 @@ def main() -> None:
                 f"{fmt_rate(n, rust) if rust else '—'} | "
                 f"{best / r['plan.execute(out=)']:.2f}× | {best / r['simak.quantize']:.2f}× | "
                 + (f"{rust / r['plan.execute(out=)']:.2f}× |" if rust else "— |"))
+
+
+def overhead_table(say, reps: int) -> None:
     say()
     say("Per-call overhead at 16 elements (FP32), median ns per call")
     say()
@@ -294,6 +494,9 @@ def main() -> None:
     say("| --- | ---: |")
     for k, v in overhead(reps).items():
         say(f"| `{k}` | {v * 1e9:.0f} |")
+
+
+def casttess_table(say, reps: int, peers: dict) -> None:
     say()
     say("CastTess of a 1080 × 1920 × 3 frame, tile (1, 16, 64, 3), compact; Gelem/s (median)")
     say()
@@ -305,8 +508,6 @@ def main() -> None:
         ref = f"{fmt_rate(n, r[ref_key])} ({ref_key})" if ref_key else "—"
         ratio = f"{r[ref_key] / r['CastTessPlan.execute(out=)']:.2f}×" if ref_key else "—"
         say(f"| {dtype} | {fmt_rate(n, r['simak.casttess'])} | {fmt_rate(n, r['CastTessPlan.execute(out=)'])} | {ref} | {ratio} |")
-    if args.markdown:
-        args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
