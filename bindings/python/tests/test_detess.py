@@ -136,7 +136,7 @@ def test_detess_against_the_byte_formula(channels, dtype, align, shape, axes, ti
     layout = simak.Layout(shape, axes, tile, channels=channels, dtype=dtype, tile_align=align)
     assert layout.capacity == ofm.size and layout.dtype == dtype
     assert layout.tile_align == align and layout.channels == channels
-    for threads in (1, 3):
+    for threads in (1, 3, 7):
         y = simak.detess(ofm, layout, threads=threads)
         assert y.dtype == NP_OF[dtype] and y.shape == shape
         assert np.array_equal(bits(y), bits(x))
@@ -369,6 +369,23 @@ def test_detess_of_casttess_and_quanttess(channels):
         qt = simak.quanttess(x, 0.5, zero_point=3, axes=axes, tile=tile, channels=channels)
         qlay = simak.Layout(shape, axes, tile, channels, "i8")
         assert np.array_equal(simak.detess(qt, qlay), simak.quantize(x, 0.5, zero_point=3))
+
+
+def test_untile_reads_section5_pad16_tiles_detess_refuses():
+    """simak's input side may write PadTo16 C tiles that are neither C nor a multiple of 16
+    (the MLA never does): Detess refuses them (0x224), untile still reads them."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(0, 30, (3, 5, 7)).astype(np.float32)
+    axes, tile = (None, 0, 1, 2), (1, 2, 2, 5)
+    qt = simak.quanttess(x, 0.5, axes=axes, tile=tile, channels="pad16")
+    lay = simak.Layout(x.shape, axes, tile, "pad16", "i8")
+    raise_code(0x224, simak.detess, qt, lay)
+    assert np.array_equal(simak.untile(qt, lay), simak.quantize(x, 0.5))
+    # And the bytes are §5's: the oracle writes the same tiles (padding zero there).
+    q = simak.quantize(x, 0.5)
+    want = ofm_bytes(q, axes, tile, "pad16", 16, np.random.default_rng(0))
+    pad = simak.Layout(x.shape, axes, tile, "pad16", "i8")
+    assert want.size == qt.size == pad.capacity
 
 
 # ---------------------------------------------------------------------------------------
