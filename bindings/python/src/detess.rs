@@ -21,7 +21,7 @@ use crate::arrays::{
     ranges_overlap,
 };
 use crate::errors::{
-    BINDING_OFM_OFFSET, BINDING_OFM_SHORT, BINDING_OUT_DTYPE, BINDING_OUT_SHAPE, Names, guarded,
+    PY_OFM_OFFSET, PY_OFM_SHORT, PY_OUT_DTYPE, PY_OUT_SHAPE, Names, guarded,
     lib_error, simak_error,
 };
 use crate::layout::{Layout, tiled_input};
@@ -232,8 +232,8 @@ pub(crate) fn float_out_dtype(py: Python<'_>, d: &Bound<'_, PyAny>) -> PyResult<
 }
 
 /// An `out=` array of the op's output dtype `want` and the layout's (or input's) logical
-/// `shape`: writeable (0x605), the dtype (`BINDING_OUT_DTYPE`), the shape
-/// (`BINDING_OUT_SHAPE`), nonnegative strides (0x604).
+/// `shape`: writeable (0x605), the dtype (`PY_OUT_DTYPE`), the shape
+/// (`PY_OUT_SHAPE`), nonnegative strides (0x604).
 pub(crate) fn checked_out<'py>(
     py: Python<'py>,
     out: &Bound<'py, PyAny>,
@@ -244,7 +244,7 @@ pub(crate) fn checked_out<'py>(
     let dtype = oa.dtype();
     let found = array_dtype(py, &dtype);
     if found != Some(want) {
-        let code = BINDING_OUT_DTYPE;
+        let code = PY_OUT_DTYPE;
         return Err(simak_error(
             py,
             code,
@@ -257,7 +257,7 @@ pub(crate) fn checked_out<'py>(
     }
     let got: Vec<u64> = oa.shape().iter().map(|&e| e as u64).collect();
     if got != shape {
-        let code = BINDING_OUT_SHAPE;
+        let code = PY_OUT_SHAPE;
         return Err(simak_error(
             py,
             code,
@@ -311,9 +311,9 @@ fn read_ofm<'py>(py: Python<'py>, ofm: &Bound<'py, PyAny>, name: &str) -> PyResu
     })
 }
 
-/// The head's start in the OFM: `offset` in `0..=len` (`BINDING_OFM_OFFSET`; an offset
+/// The head's start in the OFM: `offset` in `0..=len` (`PY_OFM_OFFSET`; an offset
 /// equal to the length only for an empty head) and `offset + span <= len` (`short_code`:
-/// `BINDING_OFM_SHORT`, or 0x411 for `untile`).
+/// `PY_OFM_SHORT`, or 0x411 for `untile`).
 fn head_address(
     py: Python<'_>,
     ofm: &Ofm<'_>,
@@ -328,7 +328,7 @@ fn head_address(
         .ok()
         .filter(|&o| o < len || (o == len && at_end_ok));
     let Some(off) = off else {
-        let code = BINDING_OFM_OFFSET;
+        let code = PY_OFM_OFFSET;
         return Err(simak_error(
             py,
             code,
@@ -564,7 +564,7 @@ pub(crate) fn detess<'py>(
             offset,
             out,
             threads,
-            BINDING_OFM_SHORT,
+            PY_OFM_SHORT,
             "ofm",
         )
     })
@@ -605,7 +605,7 @@ pub(crate) fn detess_cast<'py>(
             offset,
             out,
             threads,
-            BINDING_OFM_SHORT,
+            PY_OFM_SHORT,
             "ofm",
         )
     })
@@ -688,7 +688,7 @@ pub(crate) fn detess_dequant<'py>(
             offset,
             out,
             threads,
-            BINDING_OFM_SHORT,
+            PY_OFM_SHORT,
             "ofm",
         )
     })
@@ -906,7 +906,7 @@ impl DetessPlan {
             let view = &layout.view;
             let shape = &view.extents()[..view.rank()];
             let address =
-                head_address(py, &ofm, offset, view.capacity(), BINDING_OFM_SHORT, "ofm")?;
+                head_address(py, &ofm, offset, view.capacity(), PY_OFM_SHORT, "ofm")?;
             let plan_out = self.prepared.output();
             let want = plan_out.dtype();
             let (oa, out_address) = match out {

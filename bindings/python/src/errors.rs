@@ -20,14 +20,14 @@ create_exception!(
 
 /// The OFM buffer holds fewer bytes from the head's offset than the head's layout spans
 /// (`layout.capacity`): the Detess ops (docs/errors.md).
-pub(crate) const BINDING_OFM_SHORT: u32 = 0x610;
+pub(crate) const PY_OFM_SHORT: u32 = 0x610;
 /// A head's byte offset is negative or past the end of the OFM buffer (at the end: only an
 /// empty head).
-pub(crate) const BINDING_OFM_OFFSET: u32 = 0x611;
+pub(crate) const PY_OFM_OFFSET: u32 = 0x611;
 /// An `out=` array has another dtype than the call writes (the Detess ops, `dequantize`).
-pub(crate) const BINDING_OUT_DTYPE: u32 = 0x612;
+pub(crate) const PY_OUT_DTYPE: u32 = 0x612;
 /// An `out=` array has another shape than the call's logical shape.
-pub(crate) const BINDING_OUT_SHAPE: u32 = 0x613;
+pub(crate) const PY_OUT_SHAPE: u32 = 0x613;
 
 /// `SimakError(message)` with `.code`.
 pub(crate) fn simak_error(py: Python<'_>, code: u32, message: impl Into<String>) -> PyErr {
