@@ -21,8 +21,7 @@ use crate::arrays::{
     ranges_overlap,
 };
 use crate::errors::{
-    PY_OFM_OFFSET, PY_OFM_SHORT, PY_OUT_DTYPE, PY_OUT_SHAPE, Names, guarded,
-    lib_error, simak_error,
+    Names, PY_OFM_OFFSET, PY_OFM_SHORT, PY_OUT_DTYPE, PY_OUT_SHAPE, guarded, lib_error, simak_error,
 };
 use crate::layout::{Layout, tiled_input};
 use crate::run::run_detached;
@@ -905,8 +904,7 @@ impl DetessPlan {
             let ofm = read_ofm(py, ofm, "ofm")?;
             let view = &layout.view;
             let shape = &view.extents()[..view.rank()];
-            let address =
-                head_address(py, &ofm, offset, view.capacity(), PY_OFM_SHORT, "ofm")?;
+            let address = head_address(py, &ofm, offset, view.capacity(), PY_OFM_SHORT, "ofm")?;
             let plan_out = self.prepared.output();
             let want = plan_out.dtype();
             let (oa, out_address) = match out {
