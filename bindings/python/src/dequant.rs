@@ -12,9 +12,15 @@ use crate::args::{multiplier_bits, repr};
 use crate::arrays::{
     Geometry, as_array, data_address, input_slice, num, output_slice, ranges_overlap,
 };
-use crate::detess::{checked_out, dequant_zero_point, float_out_dtype, numpy_descr};
+use crate::detess::{
+    PlanCache, checked_out, dequant_zero_point, float_out_dtype, numpy_descr, prepared_cached,
+};
 use crate::errors::{Names, guarded, lib_error, simak_error};
 use crate::run::run_detached;
+
+/// Prepared Dequant plans of recent calls (see `prepared_cached`).
+static DEQUANT_PLANS: PlanCache<dequant::Plan, a65::dequant::Prepared> =
+    PlanCache::new(std::collections::VecDeque::new());
 
 /// Dequantization back to real values: ``(q - zero_point) / multiplier`` per element
 /// (SPEC §12.2): the difference exact in 64 bits, rounded once to binary32 (exact for
@@ -140,7 +146,7 @@ pub(crate) fn dequantize<'py>(
             params,
         })
         .map_err(|e| lib_error(py, e, names))?;
-        let prepared = a65::dequant::prepare(&plan);
+        let prepared = prepared_cached(&DEQUANT_PLANS, &plan, a65::dequant::prepare);
         let (oa, o_address) = match given {
             Some((a, go)) => (a, go.address),
             None => {
@@ -164,7 +170,7 @@ pub(crate) fn dequantize<'py>(
             )
         };
         run_detached(py, plan.elements(), || {
-            a65::execute(&prepared, input, output)
+            a65::execute(&*prepared, input, output)
         })
         .map_err(|e| lib_error(py, e, names))?;
         Ok(oa.into_any())

@@ -2,6 +2,9 @@
 //! `DetessPlan`, and `untile` (Detess at offset 0). One head per call: a layout over the
 //! head's bytes at `offset` in an OFM buffer.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
 use numpy::npyffi::NPY_TYPES;
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -76,8 +79,48 @@ impl Kind {
 pub(crate) enum Prepared {
     Detess(a65::detess::Prepared),
     Cast(a65::detesscast::Prepared),
-    Dequant(a65::detessdequant::Prepared),
+    /// Shared with the cache of recent plans ([`prepared_cached`]).
+    Dequant(Arc<a65::detessdequant::Prepared>),
 }
+
+/// How many prepared plans of recent calls each cache keeps.
+const CACHED_PLANS: usize = 8;
+
+/// A cache of prepared plans of recent calls, most recent first, keyed by the checked
+/// plan (whose equality is the whole request: geometry, dtypes, parameters).
+pub(crate) type PlanCache<P, T> = Mutex<VecDeque<(P, Arc<T>)>>;
+
+/// The prepared plan of `plan` from `cache`, or made by `prepare` and added (the least
+/// recent entry dropped). The functions (`detess_dequant`, `dequantize`) call with the
+/// same request frame after frame, and preparing builds the dequantization table of every
+/// code (INT8: 256 entries, microseconds; INT16: 65,536, about a millisecond), which
+/// would otherwise be paid on every call.
+pub(crate) fn prepared_cached<P: PartialEq + Copy, T>(
+    cache: &PlanCache<P, T>,
+    plan: &P,
+    prepare: impl FnOnce(&P) -> T,
+) -> Arc<T> {
+    {
+        let mut entries = cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = entries.iter().position(|(p, _)| p == plan)
+            && let Some(entry) = entries.remove(k)
+        {
+            let prepared = Arc::clone(&entry.1);
+            entries.push_front(entry);
+            return prepared;
+        }
+    }
+    // Prepared without the lock: another thread may do the same meanwhile (harmless).
+    let prepared = Arc::new(prepare(plan));
+    let mut entries = cache.lock().unwrap_or_else(|e| e.into_inner());
+    entries.push_front((*plan, Arc::clone(&prepared)));
+    entries.truncate(CACHED_PLANS);
+    prepared
+}
+
+/// Prepared DetessDequant plans of recent calls.
+static DETESS_DEQUANT_PLANS: PlanCache<detessdequant::Plan, a65::detessdequant::Prepared> =
+    Mutex::new(VecDeque::new());
 
 /// Runs `$body` with `$p` bound to the prepared op of any kind, `$O` to its op type.
 macro_rules! each {
@@ -85,7 +128,10 @@ macro_rules! each {
         match $self {
             Prepared::Detess($p) => $body,
             Prepared::Cast($p) => $body,
-            Prepared::Dequant($p) => $body,
+            Prepared::Dequant(a) => {
+                let $p = &**a;
+                $body
+            }
         }
     };
 }
@@ -127,7 +173,11 @@ impl Prepared {
                     output,
                     params,
                 })?;
-                Prepared::Dequant(a65::detessdequant::prepare(&plan))
+                Prepared::Dequant(prepared_cached(
+                    &DETESS_DEQUANT_PLANS,
+                    &plan,
+                    a65::detessdequant::prepare,
+                ))
             }
         })
     }

@@ -338,6 +338,26 @@ def test_fusion_identities():
                           bits(simak.detess(ofm, lay)).astype(np.uint32) << 16)
 
 
+def test_recent_plans_are_reused_only_for_the_same_request():
+    """The functions keep the prepared plans of recent calls: requests that differ in any
+    parameter, dtype or geometry, cycled past the cache's size, still give their own
+    results."""
+    q = np.arange(-128, 128, dtype=np.int8).reshape(16, 16)
+    q16 = q.astype(np.int16) * 200
+    lay = simak.Layout((16, 16), (None, None, 0, 1), (1, 1, 5, 16), "cblock16", "i8")
+    ofm = ofm_bytes(q, lay.axes, lay.tile, "cblock16", 16, np.random.default_rng(1))
+    requests = [(m, zp, od) for m in (0.5, 0.25, 3.0) for zp in (0, 1, -128)
+                for od in (np.float32, np.float16)]
+    for _ in range(2):
+        for m, zp, od in requests:
+            want = dequant_oracle(q, np.float32(m), zp, od)
+            assert np.array_equal(bits(simak.dequantize(q, m, zp, od)), bits(want))
+            assert np.array_equal(bits(simak.detess_dequant(ofm, lay, m, zp, od)), bits(want))
+            assert np.array_equal(bits(simak.dequantize(q.T, m, zp, od)), bits(want.T))
+            assert np.array_equal(bits(simak.dequantize(q16, m, zp, od)),
+                                  bits(dequant_oracle(q16, np.float32(m), zp, od)))
+
+
 def test_dequantize_out_and_strided_input():
     q = np.arange(-600, 600, dtype=np.int16).reshape(30, 40)
     out = np.zeros((40, 30), np.float16).T
