@@ -10,7 +10,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use simak::layout::MlaTiled;
+use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::TiledSpec;
 use simak::ops::detess::HeadSpec;
 use simak::ops::{
@@ -20,8 +20,8 @@ use simak::{Port, a65};
 
 use crate::plan::{self, Planned};
 use crate::{
-    Failure, SIMAK_ERROR_CAPACITY, Tensor, clone_handle, free_handle, guard, read,
-    simak_dequant_params, simak_error, simak_mla_tiled_v2, simak_tensor,
+    Failure, SIMAK_ERROR_CAPACITY, Tensor, clone_handle, free_handle, guard, put, read,
+    simak_channels, simak_dequant_params, simak_error, simak_mla_tiled_v2, simak_tensor,
 };
 
 /// A checked Detess plan, prepared for the A65 (opaque; immutable; shareable between
@@ -685,6 +685,48 @@ pub unsafe extern "C" fn simak_place_heads(
             // `count` values; `k < count`.
             unsafe { offsets.wrapping_add(k).write_unaligned(offset) };
         }
+        Ok(())
+    };
+    // SAFETY: `error` is null or writable by this function's contract.
+    unsafe { guard(error, body) }
+}
+
+/// The channel encoding a model archive names with its two flags (SPEC §12.1):
+/// (`align_c16`, `cblock`) = (0, 0) Compact, (1, 0) PadTo16, (1, 1) CBlock16; writes the
+/// `simak_channels` code to `*channels`.
+///
+/// Returns 0, or 0x222 for (0, 1), which names no encoding; 0x601 for a flag other than 0
+/// or 1; 0x603 for a NULL `channels`. Nothing is written on failure.
+///
+/// # Safety
+///
+/// `channels` is NULL or writable; `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_channels_from_flags(
+    align_c16: u32,
+    cblock: u32,
+    channels: *mut u32,
+    error: *mut simak_error,
+) -> u32 {
+    let body = || {
+        let flag = |v: u32, name: &str| match v {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(Failure::invalid_enum(format!(
+                "`{name}` is {other}, not 0 or 1"
+            ))),
+        };
+        let encoding = Channels::from_flags(flag(align_c16, "align_c16")?, flag(cblock, "cblock")?)?;
+        if channels.is_null() {
+            return Err(Failure::null("channels"));
+        }
+        let code = match encoding {
+            Channels::Compact => simak_channels::SIMAK_CHANNELS_COMPACT,
+            Channels::PadTo16 => simak_channels::SIMAK_CHANNELS_PAD_TO_16,
+            Channels::CBlock16 => simak_channels::SIMAK_CHANNELS_CBLOCK16,
+        };
+        // SAFETY: `channels` is not null (checked) and writable by this function's contract.
+        unsafe { put(channels, code as u32) };
         Ok(())
     };
     // SAFETY: `error` is null or writable by this function's contract.

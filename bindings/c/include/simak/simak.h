@@ -1180,6 +1180,23 @@ uint32_t simak_place_heads(uint64_t buffer_bytes,
                            struct simak_error *error);
 
 /*
+ The channel encoding a model archive names with its two flags (SPEC §12.1):
+ (`align_c16`, `cblock`) = (0, 0) Compact, (1, 0) PadTo16, (1, 1) CBlock16; writes the
+ `simak_channels` code to `*channels`.
+
+ Returns 0, or 0x222 for (0, 1), which names no encoding; 0x601 for a flag other than 0
+ or 1; 0x603 for a NULL `channels`. Nothing is written on failure.
+
+ # Safety
+
+ `channels` is NULL or writable; `error` NULL or writable.
+ */
+uint32_t simak_channels_from_flags(uint32_t align_c16,
+                                   uint32_t cblock,
+                                   uint32_t *channels,
+                                   struct simak_error *error);
+
+/*
  Checks `plan` for the EV74 (each span at most 2^32 - 1 bytes: 0x301, 0x302) and writes
  its relocatable Quant v1 descriptor (both address slots 0) into `packet`. No device work
  runs.
