@@ -524,6 +524,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
         include.clone(),
         format!("-I{}", s(&tests.join("c"))),
         s(&cpp.join("wrapper_test.cpp")),
+        s(&cpp.join("output_side_test.cpp")),
         s(&seeds.join("ev74_quant.cpp")),
         s(&seeds.join("a65_quant.cpp")),
         s(&seeds.join("ev74_casttess.cpp")),

@@ -1,6 +1,7 @@
 /*
  * simak: FP32 / BF16 / FP16 tensors into what the ML accelerator reads: the C ABI of
- * libsimak (Quant, CastTess, QuantTess on the A65; the EV74 descriptor codec).
+ * libsimak (Quant, CastTess, QuantTess on the A65; the output side, Detess, DetessCast,
+ * DetessDequant and Dequant, on the A65; the EV74 descriptor codec).
  *
  * Every function that can fail returns its status code (0 on success; the stable codes
  * of docs/errors.md) and fills `error` when it is not NULL. Plans are immutable,
