@@ -716,7 +716,8 @@ pub unsafe extern "C" fn simak_channels_from_flags(
                 "`{name}` is {other}, not 0 or 1"
             ))),
         };
-        let encoding = Channels::from_flags(flag(align_c16, "align_c16")?, flag(cblock, "cblock")?)?;
+        let encoding =
+            Channels::from_flags(flag(align_c16, "align_c16")?, flag(cblock, "cblock")?)?;
         if channels.is_null() {
             return Err(Failure::null("channels"));
         }

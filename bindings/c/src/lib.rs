@@ -680,6 +680,29 @@ mod test {
     }
 
     #[test]
+    fn output_side_codes_extend_the_old_ones() {
+        // Appended dtype codes; the encodings' first codes are `pad_to_16`'s values.
+        assert_eq!(dtype_code(DType::I16), 6);
+        assert_eq!(dtype_code(DType::I32), 7);
+        for code in 1..=7 {
+            if code != 2 {
+                assert_eq!(dtype_code(dtype(code, "t").unwrap()), code);
+            }
+        }
+        assert_eq!(dtype(8, "t").unwrap_err().code, SIMAK_ERROR_INVALID_ENUM);
+        assert_eq!(simak_channels::SIMAK_CHANNELS_COMPACT as u32, 0);
+        assert_eq!(simak_channels::SIMAK_CHANNELS_PAD_TO_16 as u32, 1);
+        let mut l = simak_mla_tiled_v2_default();
+        l.channels = 2;
+        l.tile_align = 1;
+        let layout = layout_v2(&l).unwrap();
+        assert_eq!(layout.channels, Channels::CBlock16);
+        assert_eq!(layout.tile_align, TileAlign::Bytes1);
+        l.tile_align = 8;
+        assert_eq!(layout_v2(&l).unwrap_err().code, SIMAK_ERROR_INVALID_ENUM);
+    }
+
+    #[test]
     fn a_panic_becomes_the_internal_code_with_its_message() {
         let mut report = error_report(0, "");
         // SAFETY: `report` is a live, writable simak_error.
