@@ -19,6 +19,36 @@
 #[cfg(feature = "cli")]
 pub mod cli;
 
+pub mod sweeps {
+    //! Full sweeps run once, in the `test` step of `cargo xtask test` (opt-level 3 on the
+    //! host). The `nosimd` step and the `cross` step (AArch64 under qemu) set
+    //! `SIMAK_SWEEPS=sampled`: a test whose sweep is long then checks a fixed, spread
+    //! sample of the same cases (the same assertions, fewer of them).
+
+    /// The environment variable the `nosimd` and `cross` steps set to `sampled`.
+    pub const VAR: &str = "SIMAK_SWEEPS";
+
+    /// `false` when [`VAR`] is `sampled`: run a spread sample instead of the full sweep.
+    pub fn full() -> bool {
+        std::env::var_os(VAR).is_none_or(|v| v != "sampled")
+    }
+
+    /// Every `k`-th item of `items` (always the first and the last) when sweeps are
+    /// sampled, else every item.
+    pub fn pick<T: Clone>(items: &[T], k: usize) -> Vec<T> {
+        if full() || items.len() <= 2 {
+            return items.to_vec();
+        }
+        let last = items.len() - 1;
+        items
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i % k.max(1) == 0 || i == last)
+            .map(|(_, x)| x.clone())
+            .collect()
+    }
+}
+
 pub mod oracle {
     //! The independent f64 Quant oracle.
 

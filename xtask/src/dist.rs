@@ -406,6 +406,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
     let libdir = format!("-L{}", s(&lib));
     let data = s(&root.join("tests").join("data"));
     let c_test = s(&tests.join("c").join("capi_test.c"));
+    let c_output_side = s(&tests.join("c").join("output_side.c"));
     let header = s(&host.join("include").join("simak").join("simak.h"));
     let hpp = s(&host.join("include").join("simak").join("simak.hpp"));
     let exe = |name: &str| s(&work.join(name));
@@ -449,6 +450,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
         args.extend([
             inc.to_owned(),
             c_test.clone(),
+            c_output_side.clone(),
             "-o".to_owned(),
             exe(name),
             libdir.to_owned(),
@@ -522,6 +524,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
         include.clone(),
         format!("-I{}", s(&tests.join("c"))),
         s(&cpp.join("wrapper_test.cpp")),
+        s(&cpp.join("output_side_test.cpp")),
         s(&seeds.join("ev74_quant.cpp")),
         s(&seeds.join("a65_quant.cpp")),
         s(&seeds.join("ev74_casttess.cpp")),

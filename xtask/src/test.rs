@@ -71,7 +71,8 @@ pub(crate) const STEPS: &[Step] = &[
             "--features",
             "simak/scalar-only",
         ],
-        env: &[],
+        // Full sweeps run in the `test` step only (simak_tests::sweeps).
+        env: &[("SIMAK_SWEEPS", "sampled")],
         requires: &[],
     },
     Step {
@@ -112,6 +113,8 @@ pub(crate) const STEPS: &[Step] = &[
             "simak-tests",
         ],
         env: &[
+            // Full sweeps run in the `test` step only (simak_tests::sweeps).
+            ("SIMAK_SWEEPS", "sampled"),
             (
                 "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
                 "aarch64-linux-gnu-gcc",
@@ -898,8 +901,8 @@ mod tests {
         );
         assert_eq!(
             describe(step("nosimd")),
-            "cargo test --no-fail-fast -p simak -p simak-cli -p simak-tests \
-             -p simak-qualify --features simak/scalar-only"
+            "SIMAK_SWEEPS=\"sampled\" cargo test --no-fail-fast -p simak -p simak-cli \
+             -p simak-tests -p simak-qualify --features simak/scalar-only"
         );
         assert_eq!(
             describe(step("sweep")),

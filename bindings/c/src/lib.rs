@@ -25,7 +25,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use simak::ev74::{BindError, DecodeError, RepresentError};
-use simak::layout::{Channels, MlaTiled, TileAxis};
+use simak::layout::{Channels, MlaTiled, TileAlign, TileAxis};
 use simak::ops::quant::{Params, Rounding};
 use simak::{AdmissionError, DType, DynSpec, MAX_RANK, Port};
 
@@ -33,11 +33,14 @@ use simak::{AdmissionError, DType, DynSpec, MAX_RANK, Port};
 mod quant;
 // CastTess and QuantTess.
 mod tess;
+// Detess, DetessCast, DetessDequant and Dequant: the output side (SPEC §12).
+mod detess;
 // The EV74 codec.
 mod ev74;
 // The plan handles' generic bodies (no exported items).
 mod plan;
 
+pub use detess::*;
 pub use ev74::*;
 pub use quant::*;
 pub use tess::*;
@@ -45,7 +48,8 @@ pub use tess::*;
 const _: () = assert!(MAX_RANK == 6, "simak_tensor holds six extents");
 
 /// Input element type or output element type of a tensor (`simak_tensor::dtype`). The codes
-/// of the float types are the EV74 wire codes; `SIMAK_DTYPE_I8` = 5 is an API code only.
+/// of the float types are the EV74 wire codes; the integer codes (5 to 7) are API codes
+/// only. Codes are never renumbered: new ones are appended.
 #[repr(u32)]
 #[allow(non_camel_case_types, reason = "the C name")]
 #[derive(Debug, Clone, Copy)]
@@ -56,8 +60,30 @@ pub enum simak_dtype {
     SIMAK_DTYPE_F32 = 3,
     /// IEEE binary16, 2 bytes, little-endian.
     SIMAK_DTYPE_F16 = 4,
-    /// Signed 8-bit integer (Quant and QuantTess outputs only).
+    /// Signed 8-bit integer (Quant and QuantTess outputs; the inputs of Detess,
+    /// DetessDequant and Dequant).
     SIMAK_DTYPE_I8 = 5,
+    /// Signed 16-bit integer, little-endian (the output side only: Detess, DetessDequant
+    /// and Dequant inputs, SPEC §12).
+    SIMAK_DTYPE_I16 = 6,
+    /// Signed 32-bit integer, little-endian (the output side only, as `SIMAK_DTYPE_I16`).
+    SIMAK_DTYPE_I32 = 7,
+}
+
+/// Channel encoding of an MLA tiled layout (`simak_mla_tiled_v2::channels`, SPEC §12.1).
+/// The first two codes are the values of `simak_mla_tiled::pad_to_16`.
+#[repr(u32)]
+#[allow(non_camel_case_types, reason = "the C name")]
+#[derive(Debug, Clone, Copy)]
+pub enum simak_channels {
+    /// `sc = tc'`: exactly the tile's channels (a model archive's flags (false, false)).
+    SIMAK_CHANNELS_COMPACT = 0,
+    /// `sc = roundup(tc', 16)`, zero channels padding each plane ((true, false), SiMa's
+    /// "padded HWC C16").
+    SIMAK_CHANNELS_PAD_TO_16 = 1,
+    /// `sc = roundup(tc', 16)` stored as 16-channel blocks, for each block each pixel's
+    /// `E` planes of 16 bytes ((true, true)). Output side only (the Detess ops' inputs).
+    SIMAK_CHANNELS_CBLOCK16 = 2,
 }
 
 /// Integer rounding of the binary32 product (`simak_quant_params::rounding`, SPEC §3).
@@ -144,6 +170,38 @@ pub struct simak_mla_tiled {
     pub pad_to_16: u32,
 }
 
+/// The MLA tiled layout with the output side's fields (SPEC §12.1): `simak_mla_tiled` plus
+/// the channel encoding (CBlock16 included) and the tile alignment. The layout of the
+/// Detess ops' tiled inputs; `simak_mla_tiled` stays as it is for CastTess and QuantTess.
+#[repr(C)]
+#[allow(non_camel_case_types, reason = "the C name")]
+#[derive(Debug, Clone, Copy)]
+pub struct simak_mla_tiled_v2 {
+    /// The logical axis playing each role, in the order D, H, W, C; -1 absent.
+    pub axes: [i32; 4],
+    /// Tile extents of D, H, W, C in elements (1 for an absent role).
+    pub tile: [u32; 4],
+    /// A `simak_channels` code.
+    pub channels: u32,
+    /// Each tile's size in bytes is rounded up to this: 16 (SPEC §5) or 1 (no per-tile
+    /// padding: MLA outputs in Compact encoding, e.g. SiMa's BF16 `[2,3,33]` tile of 396
+    /// bytes).
+    pub tile_align: u32,
+}
+
+/// Dequantization parameters of one head (SPEC §12.2): `y = (q - zero_point) / multiplier`,
+/// each step rounded once to binary32, then to the output dtype.
+#[repr(C)]
+#[allow(non_camel_case_types, reason = "the C name")]
+#[derive(Debug, Clone, Copy)]
+pub struct simak_dequant_params {
+    /// The binary32 bits of the multiplier `s` of SPEC §3 (finite, > 0, subnormals allowed:
+    /// the number Quant multiplies by; dequantization divides by it).
+    pub multiplier_bits: u32,
+    /// Zero point: INT8 [-128, 127], INT16 [-32768, 32767], INT32 any.
+    pub zero_point: i32,
+}
+
 /// What a failing call reports: the stable code of docs/errors.md (0: success) and a
 /// NUL-terminated message in English (truncated to fit).
 #[repr(C)]
@@ -181,6 +239,27 @@ pub extern "C" fn simak_mla_tiled_default() -> simak_mla_tiled {
         axes: [-1; 4],
         tile: [1; 4],
         pad_to_16: 0,
+    }
+}
+
+/// The default output-side layout: every role absent (-1), tiles 1, compact channels,
+/// tile alignment 16.
+#[unsafe(no_mangle)]
+pub extern "C" fn simak_mla_tiled_v2_default() -> simak_mla_tiled_v2 {
+    simak_mla_tiled_v2 {
+        axes: [-1; 4],
+        tile: [1; 4],
+        channels: simak_channels::SIMAK_CHANNELS_COMPACT as u32,
+        tile_align: 16,
+    }
+}
+
+/// `simak_dequant_params` for `multiplier` and zero point 0.
+#[unsafe(no_mangle)]
+pub extern "C" fn simak_dequant_params_default(multiplier: f32) -> simak_dequant_params {
+    simak_dequant_params {
+        multiplier_bits: multiplier.to_bits(),
+        zero_point: 0,
     }
 }
 
@@ -362,9 +441,8 @@ pub(crate) fn dtype_code(dtype: DType) -> u32 {
         DType::F32 => simak_dtype::SIMAK_DTYPE_F32 as u32,
         DType::F16 => simak_dtype::SIMAK_DTYPE_F16 as u32,
         DType::I8 => simak_dtype::SIMAK_DTYPE_I8 as u32,
-        // No C op takes these yet (the Detess ops' C entries are issue 25's scope 5):
-        // code 0 names no dtype.
-        DType::I16 | DType::I32 => 0,
+        DType::I16 => simak_dtype::SIMAK_DTYPE_I16 as u32,
+        DType::I32 => simak_dtype::SIMAK_DTYPE_I32 as u32,
     }
 }
 
@@ -375,10 +453,13 @@ fn dtype(code: u32, what: &str) -> Result<DType, Failure> {
         3 => DType::F32,
         4 => DType::F16,
         5 => DType::I8,
+        6 => DType::I16,
+        7 => DType::I32,
         _ => {
             return Err(Failure::invalid_enum(format!(
                 "`{what}` dtype code {code} is not one of SIMAK_DTYPE_BF16 (1), \
-                 SIMAK_DTYPE_F32 (3), SIMAK_DTYPE_F16 (4), SIMAK_DTYPE_I8 (5)"
+                 SIMAK_DTYPE_F32 (3), SIMAK_DTYPE_F16 (4), SIMAK_DTYPE_I8 (5), \
+                 SIMAK_DTYPE_I16 (6), SIMAK_DTYPE_I32 (7)"
             )));
         }
     })
@@ -453,20 +534,26 @@ impl Tensor {
         self.dtype
     }
 
-    /// A tiled output takes no strides: the layout places its bytes.
-    pub(crate) fn tiled_output(self) -> Result<Tensor, Failure> {
+    /// A tiled port takes no strides: the layout places its bytes (0x205 for the input,
+    /// 0x206 for the output).
+    pub(crate) fn tiled(self, port: Port) -> Result<Tensor, Failure> {
         match self.strides {
             None => Ok(self),
             Some(_) => Err(Failure::new(
                 AdmissionError::StridesRank {
-                    port: Port::Output,
+                    port,
                     extents: self.rank,
                     strides: self.rank,
                 }
                 .code(),
-                "the tiled output takes no strides (its `strides` must be NULL): the \
-                 layout places its bytes"
-                    .to_owned(),
+                format!(
+                    "the tiled {} takes no strides (its `strides` must be NULL): the \
+                     layout places its bytes",
+                    match port {
+                        Port::Input => "input",
+                        Port::Output => "output",
+                    }
+                ),
             )),
         }
     }
@@ -497,10 +584,10 @@ pub(crate) fn params(p: &simak_quant_params) -> Result<(Params, bool), Failure> 
     Ok((params, p.flags & SIMAK_PLAN_EXACT != 0))
 }
 
-/// The library's layout of the caller's.
-pub(crate) fn layout(l: &simak_mla_tiled) -> Result<MlaTiled, Failure> {
+/// The library's role axes of the caller's (-1 absent).
+fn role_axes(roles: &[i32; 4]) -> Result<[Option<u8>; 4], Failure> {
     let mut axes = [None; 4];
-    for ((slot, &axis), role) in axes.iter_mut().zip(&l.axes).zip(TileAxis::ALL) {
+    for ((slot, &axis), role) in axes.iter_mut().zip(roles).zip(TileAxis::ALL) {
         *slot = match axis {
             -1 => None,
             0..=255 => Some(axis as u8),
@@ -515,6 +602,12 @@ pub(crate) fn layout(l: &simak_mla_tiled) -> Result<MlaTiled, Failure> {
             }
         };
     }
+    Ok(axes)
+}
+
+/// The library's layout of the caller's.
+pub(crate) fn layout(l: &simak_mla_tiled) -> Result<MlaTiled, Failure> {
+    let axes = role_axes(&l.axes)?;
     let channels = match l.pad_to_16 {
         0 => Channels::Compact,
         1 => Channels::PadTo16,
@@ -525,6 +618,32 @@ pub(crate) fn layout(l: &simak_mla_tiled) -> Result<MlaTiled, Failure> {
         }
     };
     Ok(MlaTiled::new(axes, l.tile, channels))
+}
+
+/// The library's layout of the caller's output-side layout.
+pub(crate) fn layout_v2(l: &simak_mla_tiled_v2) -> Result<MlaTiled, Failure> {
+    let axes = role_axes(&l.axes)?;
+    let channels = match l.channels {
+        0 => Channels::Compact,
+        1 => Channels::PadTo16,
+        2 => Channels::CBlock16,
+        other => {
+            return Err(Failure::invalid_enum(format!(
+                "channels code {other} is not one of SIMAK_CHANNELS_COMPACT (0), \
+                 SIMAK_CHANNELS_PAD_TO_16 (1), SIMAK_CHANNELS_CBLOCK16 (2)"
+            )));
+        }
+    };
+    let tile_align = match l.tile_align {
+        16 => TileAlign::Bytes16,
+        1 => TileAlign::Bytes1,
+        other => {
+            return Err(Failure::invalid_enum(format!(
+                "tile_align is {other}, not 16 or 1 (bytes)"
+            )));
+        }
+    };
+    Ok(MlaTiled::new(axes, l.tile, channels).with_tile_align(tile_align))
 }
 
 /// The route name as a C string owned by the plan.
@@ -558,6 +677,29 @@ mod test {
             simak_dtype::SIMAK_DTYPE_F16 as u32,
             DType::F16.wire_code().unwrap()
         );
+    }
+
+    #[test]
+    fn output_side_codes_extend_the_old_ones() {
+        // Appended dtype codes; the encodings' first codes are `pad_to_16`'s values.
+        assert_eq!(dtype_code(DType::I16), 6);
+        assert_eq!(dtype_code(DType::I32), 7);
+        for code in 1..=7 {
+            if code != 2 {
+                assert_eq!(dtype_code(dtype(code, "t").unwrap()), code);
+            }
+        }
+        assert_eq!(dtype(8, "t").unwrap_err().code, SIMAK_ERROR_INVALID_ENUM);
+        assert_eq!(simak_channels::SIMAK_CHANNELS_COMPACT as u32, 0);
+        assert_eq!(simak_channels::SIMAK_CHANNELS_PAD_TO_16 as u32, 1);
+        let mut l = simak_mla_tiled_v2_default();
+        l.channels = 2;
+        l.tile_align = 1;
+        let layout = layout_v2(&l).unwrap();
+        assert_eq!(layout.channels, Channels::CBlock16);
+        assert_eq!(layout.tile_align, TileAlign::Bytes1);
+        l.tile_align = 8;
+        assert_eq!(layout_v2(&l).unwrap_err().code, SIMAK_ERROR_INVALID_ENUM);
     }
 
     #[test]

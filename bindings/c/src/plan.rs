@@ -1,16 +1,18 @@
 //! The plan handles of every A65 op, written once: the [`PlanHandle`] trait that maps each
-//! opaque C plan type (`simak_quant_plan`, `simak_casttess_plan`, `simak_quanttess_plan`)
-//! to its op marker and its [`Planned`] state, and the generic bodies of the `*_plan_new`,
+//! opaque C plan type (`simak_quant_plan`, `simak_casttess_plan`, `simak_quanttess_plan`,
+//! `simak_detess_plan`, `simak_detesscast_plan`, `simak_detessdequant_plan`,
+//! `simak_dequant_plan`) to its op marker and its [`Planned`] state, and the generic bodies of the `*_plan_new`,
 //! `*_execute`, `*_plan_implementation`, `*_plan_input_span` and output-size functions,
 //! which the op modules' thin `extern "C"` functions call.
 
 use std::ffi::{CString, c_char, c_void};
 
 use simak::a65::{self, HostOp};
-use simak::ops::{CastTess, Quant, QuantTess};
+use simak::ops::{CastTess, Dequant, Detess, DetessCast, DetessDequant, Quant, QuantTess};
 
 use crate::{
-    Failure, borrow, c_name, guard, into_handle, put, simak_casttess_plan, simak_error,
+    Failure, borrow, c_name, guard, into_handle, put, simak_casttess_plan, simak_dequant_plan,
+    simak_detess_plan, simak_detesscast_plan, simak_detessdequant_plan, simak_error,
     simak_quant_plan, simak_quanttess_plan,
 };
 
@@ -69,6 +71,10 @@ plan_handles!(
     simak_quant_plan: Quant,
     simak_casttess_plan: CastTess,
     simak_quanttess_plan: QuantTess,
+    simak_detess_plan: Detess,
+    simak_detesscast_plan: DetessCast,
+    simak_detessdequant_plan: DetessDequant,
+    simak_dequant_plan: Dequant,
 );
 
 /// The body of every `*_plan_new`: sets `*plan` to NULL, then `read` copies the caller's
@@ -176,7 +182,7 @@ pub(crate) unsafe fn input_span<H: PlanHandle>(plan: *const H) -> u64 {
 }
 
 /// Bytes of output storage the plan accesses: the strided span or the tiled capacity (0
-/// for an empty plan or a NULL plan).
+/// for an empty plan or a NULL plan). (`input_span` of a tiled input is its capacity.)
 ///
 /// # Safety
 ///

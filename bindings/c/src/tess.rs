@@ -4,6 +4,7 @@
 
 use std::ffi::{c_char, c_void};
 
+use simak::Port;
 use simak::a65;
 use simak::layout::MlaTiled;
 use simak::ops::casttess::TiledSpec;
@@ -49,7 +50,7 @@ impl Tiled {
         // SAFETY: the caller's contract.
         let input = unsafe { Tensor::read(input, "input", 1) }?;
         // SAFETY: the caller's contract.
-        let output = unsafe { Tensor::read(output, "output", 1) }?.tiled_output()?;
+        let output = unsafe { Tensor::read(output, "output", 1) }?.tiled(Port::Output)?;
         // SAFETY: the caller's contract.
         let layout = crate::layout(&unsafe { read(layout, "layout") }?)?;
         Ok(Tiled {

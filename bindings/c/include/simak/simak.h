@@ -1,6 +1,7 @@
 /*
  * simak: FP32 / BF16 / FP16 tensors into what the ML accelerator reads: the C ABI of
- * libsimak (Quant, CastTess, QuantTess on the A65; the EV74 descriptor codec).
+ * libsimak (Quant, CastTess, QuantTess on the A65; the output side, Detess, DetessCast,
+ * DetessDequant and Dequant, on the A65; the EV74 descriptor codec).
  *
  * Every function that can fail returns its status code (0 on success; the stable codes
  * of docs/errors.md) and fills `error` when it is not NULL. Plans are immutable,
@@ -76,7 +77,8 @@
 
 /*
  Input element type or output element type of a tensor (`simak_tensor::dtype`). The codes
- of the float types are the EV74 wire codes; `SIMAK_DTYPE_I8` = 5 is an API code only.
+ of the float types are the EV74 wire codes; the integer codes (5 to 7) are API codes
+ only. Codes are never renumbered: new ones are appended.
  */
 enum simak_dtype
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -96,9 +98,19 @@ enum simak_dtype
    */
   SIMAK_DTYPE_F16 = 4,
   /*
-   Signed 8-bit integer (Quant and QuantTess outputs only).
+   Signed 8-bit integer (Quant and QuantTess outputs; the inputs of Detess,
+   DetessDequant and Dequant).
    */
   SIMAK_DTYPE_I8 = 5,
+  /*
+   Signed 16-bit integer, little-endian (the output side only: Detess, DetessDequant
+   and Dequant inputs, SPEC §12).
+   */
+  SIMAK_DTYPE_I16 = 6,
+  /*
+   Signed 32-bit integer, little-endian (the output side only, as `SIMAK_DTYPE_I16`).
+   */
+  SIMAK_DTYPE_I32 = 7,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -142,10 +154,66 @@ typedef uint32_t simak_rounding;
 #endif // __cplusplus
 
 /*
+ Channel encoding of an MLA tiled layout (`simak_mla_tiled_v2::channels`, SPEC §12.1).
+ The first two codes are the values of `simak_mla_tiled::pad_to_16`.
+ */
+enum simak_channels
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /*
+   `sc = tc'`: exactly the tile's channels (a model archive's flags (false, false)).
+   */
+  SIMAK_CHANNELS_COMPACT = 0,
+  /*
+   `sc = roundup(tc', 16)`, zero channels padding each plane ((true, false), SiMa's
+   "padded HWC C16").
+   */
+  SIMAK_CHANNELS_PAD_TO_16 = 1,
+  /*
+   `sc = roundup(tc', 16)` stored as 16-channel blocks, for each block each pixel's
+   `E` planes of 16 bytes ((true, true)). Output side only (the Detess ops' inputs).
+   */
+  SIMAK_CHANNELS_CBLOCK16 = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum simak_channels simak_channels;
+#else
+typedef uint32_t simak_channels;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
  A checked CastTess plan, prepared for the A65 (opaque; immutable; shareable between
  threads).
  */
 typedef struct simak_casttess_plan simak_casttess_plan;
+
+/*
+ A checked Dequant plan, prepared for the A65 (opaque; immutable; shareable between
+ threads).
+ */
+typedef struct simak_dequant_plan simak_dequant_plan;
+
+/*
+ A checked Detess plan, prepared for the A65 (opaque; immutable; shareable between
+ threads).
+ */
+typedef struct simak_detess_plan simak_detess_plan;
+
+/*
+ A checked DetessCast plan, prepared for the A65 (opaque; immutable; shareable between
+ threads).
+ */
+typedef struct simak_detesscast_plan simak_detesscast_plan;
+
+/*
+ A checked DetessDequant plan, prepared for the A65 (opaque; immutable; shareable between
+ threads).
+ */
+typedef struct simak_detessdequant_plan simak_detessdequant_plan;
 
 /*
  A checked Quant plan, prepared for the A65 (opaque; immutable; shareable between
@@ -201,6 +269,48 @@ typedef struct simak_mla_tiled {
 } simak_mla_tiled;
 
 /*
+ The MLA tiled layout with the output side's fields (SPEC §12.1): `simak_mla_tiled` plus
+ the channel encoding (CBlock16 included) and the tile alignment. The layout of the
+ Detess ops' tiled inputs; `simak_mla_tiled` stays as it is for CastTess and QuantTess.
+ */
+typedef struct simak_mla_tiled_v2 {
+  /*
+   The logical axis playing each role, in the order D, H, W, C; -1 absent.
+   */
+  int32_t axes[4];
+  /*
+   Tile extents of D, H, W, C in elements (1 for an absent role).
+   */
+  uint32_t tile[4];
+  /*
+   A `simak_channels` code.
+   */
+  uint32_t channels;
+  /*
+   Each tile's size in bytes is rounded up to this: 16 (SPEC §5) or 1 (no per-tile
+   padding: MLA outputs in Compact encoding, e.g. SiMa's BF16 `[2,3,33]` tile of 396
+   bytes).
+   */
+  uint32_t tile_align;
+} simak_mla_tiled_v2;
+
+/*
+ Dequantization parameters of one head (SPEC §12.2): `y = (q - zero_point) / multiplier`,
+ each step rounded once to binary32, then to the output dtype.
+ */
+typedef struct simak_dequant_params {
+  /*
+   The binary32 bits of the multiplier `s` of SPEC §3 (finite, > 0, subnormals allowed:
+   the number Quant multiplies by; dequantization divides by it).
+   */
+  uint32_t multiplier_bits;
+  /*
+   Zero point: INT8 [-128, 127], INT16 [-32768, 32767], INT32 any.
+   */
+  int32_t zero_point;
+} simak_dequant_params;
+
+/*
  A tensor port: `rank` (0 to 6) logical `extents` in elements (slots from `rank` on are
  ignored), optional byte `strides` and the `dtype` (a `simak_dtype` code).
  */
@@ -238,6 +348,25 @@ typedef struct simak_error {
    */
   char message[256];
 } simak_error;
+
+/*
+ One head of a multi-head OFM buffer (SPEC §12.1): its span in bytes (its plan's
+ `*_plan_input_capacity`) and, when `has_offset` is 1, an explicit byte offset.
+ */
+typedef struct simak_ofm_head {
+  /*
+   The head's span in bytes.
+   */
+  uint64_t span;
+  /*
+   The explicit byte offset (read only when `has_offset` is 1).
+   */
+  uint64_t offset;
+  /*
+   1: `offset` is the head's offset; 0: the sum of the spans of the heads before it.
+   */
+  uint32_t has_offset;
+} simak_ofm_head;
 
 /*
  One DMA-BUF relocation for `simak_ev74_*_relocate` (SPEC §6): the address slot at byte
@@ -406,6 +535,17 @@ struct simak_quant_params simak_quant_params_default(float multiplier);
  The default layout: every role absent (-1), tiles 1, compact channels.
  */
 struct simak_mla_tiled simak_mla_tiled_default(void);
+
+/*
+ The default output-side layout: every role absent (-1), tiles 1, compact channels,
+ tile alignment 16.
+ */
+struct simak_mla_tiled_v2 simak_mla_tiled_v2_default(void);
+
+/*
+ `simak_dequant_params` for `multiplier` and zero point 0.
+ */
+struct simak_dequant_params simak_dequant_params_default(float multiplier);
 
 /*
  Admits a Quant request and prepares it for the A65 (SPEC §2, §3, §6): `input` (F32, BF16
@@ -676,6 +816,386 @@ struct simak_quanttess_plan *simak_quanttess_plan_clone(const struct simak_quant
  `plan` is NULL or a live handle, not used afterwards.
  */
 void simak_quanttess_plan_free(struct simak_quanttess_plan *plan);
+
+/*
+ Admits a Detess request and prepares it for the A65 (SPEC §12, §12.1, §6): the tiled
+ `input` (I8, I16, I32 or BF16; rank 1 to 6; the logical extents; `strides` NULL) in the
+ `layout`, the `output` (the input's dtype and extents, contiguous or strided: NHWC,
+ NCHW or any order is a choice of byte strides). On success `*plan` is a new handle
+ (free it with `simak_detess_plan_free`); on failure it is NULL.
+
+ Returns 0, or the admission code of docs/errors.md: 5 / 0x201 a dtype, 0x202 extents
+ that differ, 0x205 strides on the tiled input, 43 / 44 / 47 the layout's axes and tile
+ extents, 0x224 a PadTo16 or CBlock16 C tile extent that is neither C nor a multiple of
+ 16; 0x601 for an unknown dtype, `channels` or `tile_align` value; 0x603 when `input`,
+ `output`, `layout` or `plan` is NULL.
+
+ # Safety
+
+ Each pointer is NULL or valid for its type (`strides` for `rank` values); `error` is
+ NULL or writable.
+ */
+uint32_t simak_detess_plan_new(const struct simak_tensor *input,
+                               const struct simak_tensor *output,
+                               const struct simak_mla_tiled_v2 *layout,
+                               struct simak_detess_plan **plan,
+                               struct simak_error *error);
+
+/*
+ Bytes of the tiled input: the head's span in the OFM (the layout's capacity, padding
+ included). 0 for an empty plan or a NULL plan.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint64_t simak_detess_plan_input_capacity(const struct simak_detess_plan *plan);
+
+/*
+ Bytes of output storage the plan accesses (0 for an empty plan or a NULL plan).
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint64_t simak_detess_plan_output_span(const struct simak_detess_plan *plan);
+
+/*
+ Reads the tiled head `input` into the strided `output` (SPEC §12.1, §6), synchronously
+ on the calling thread, without allocating and independent of the FP environment.
+
+ `input` holds the head's bytes from its first tile (at least
+ `simak_detess_plan_input_capacity`, aligned to 16 bytes for tile alignment 16, to the
+ element size for 1); padding bytes are never read. `output` holds at least
+ `simak_detess_plan_output_span` bytes; only the bytes elements map to are written. An
+ empty plan needs no storage (any pointers, even NULL) and writes nothing.
+
+ Checked before anything is read or written, in this order: a NULL plan (0x603), a NULL
+ `input` (0x409), a NULL `output` (0x40a), then input capacity (0x401), alignment
+ (0x403), address overflow (0x405), the same for the output (0x402, 0x404, 0x406),
+ overlapping ports (0x407).
+
+ # Safety
+
+ `plan` is NULL or a live handle. When every check passes, `input` must be readable for
+ `input_bytes` bytes and `output` readable and writable for `output_bytes` bytes, and no
+ other thread may write the input or access the output until the call returns. `error`
+ is NULL or writable.
+ */
+uint32_t simak_detess_execute(const struct simak_detess_plan *plan,
+                              const void *input,
+                              size_t input_bytes,
+                              void *output,
+                              size_t output_bytes,
+                              struct simak_error *error);
+
+/*
+ The diagnostic name of the selected A65 level, e.g. "x86_64-avx2" (not an API
+ contract); owned by the plan. NULL for a NULL plan.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+const char *simak_detess_plan_implementation(const struct simak_detess_plan *plan);
+
+/*
+ Shares `plan` (one more reference; free each handle once). NULL for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+struct simak_detess_plan *simak_detess_plan_clone(const struct simak_detess_plan *plan);
+
+/*
+ Releases one reference to `plan`. Nothing for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle, not used afterwards.
+ */
+void simak_detess_plan_free(struct simak_detess_plan *plan);
+
+/*
+ Admits a DetessCast request and prepares it for the A65 (SPEC §12): as
+ `simak_detess_plan_new` with a BF16 `input` and an F32 `output`; each value is `bits <<
+ 16` of its BF16 pattern (every pattern, NaN payloads kept).
+
+ # Safety
+
+ As `simak_detess_plan_new`.
+ */
+uint32_t simak_detesscast_plan_new(const struct simak_tensor *input,
+                                   const struct simak_tensor *output,
+                                   const struct simak_mla_tiled_v2 *layout,
+                                   struct simak_detesscast_plan **plan,
+                                   struct simak_error *error);
+
+/*
+ Bytes of the tiled input (the head's span). 0 for an empty or NULL plan.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint64_t simak_detesscast_plan_input_capacity(const struct simak_detesscast_plan *plan);
+
+/*
+ Bytes of output storage the plan accesses (0 for an empty plan or a NULL plan).
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint64_t simak_detesscast_plan_output_span(const struct simak_detesscast_plan *plan);
+
+/*
+ Reads the tiled BF16 head into the strided FP32 `output` (SPEC §12): buffers and checks
+ as `simak_detess_execute`.
+
+ # Safety
+
+ As `simak_detess_execute`.
+ */
+uint32_t simak_detesscast_execute(const struct simak_detesscast_plan *plan,
+                                  const void *input,
+                                  size_t input_bytes,
+                                  void *output,
+                                  size_t output_bytes,
+                                  struct simak_error *error);
+
+/*
+ The diagnostic name of the selected A65 level; owned by the plan. NULL for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+const char *simak_detesscast_plan_implementation(const struct simak_detesscast_plan *plan);
+
+/*
+ Shares `plan` (one more reference; free each handle once). NULL for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+struct simak_detesscast_plan *simak_detesscast_plan_clone(const struct simak_detesscast_plan *plan);
+
+/*
+ Releases one reference to `plan`. Nothing for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle, not used afterwards.
+ */
+void simak_detesscast_plan_free(struct simak_detesscast_plan *plan);
+
+/*
+ Admits a DetessDequant request and prepares it for the A65 (SPEC §12, §12.2): as
+ `simak_detess_plan_new` with an I8, I16 or I32 `input`, an F32, F16 or BF16 `output`
+ and the dequantization `params`; exactly Dequant of Detess. The A65 builds the table of
+ every value here for I8 (256 entries) and I16 (65,536).
+
+ Returns as `simak_detess_plan_new`, and 13 / 14 for a multiplier that is not finite or
+ not > 0, 0x223 for a zero point outside the input dtype's range; 0x603 also for a NULL
+ `params`.
+
+ # Safety
+
+ As `simak_detess_plan_new`; `params` NULL or valid.
+ */
+uint32_t simak_detessdequant_plan_new(const struct simak_tensor *input,
+                                      const struct simak_tensor *output,
+                                      const struct simak_mla_tiled_v2 *layout,
+                                      const struct simak_dequant_params *params,
+                                      struct simak_detessdequant_plan **plan,
+                                      struct simak_error *error);
+
+/*
+ Bytes of the tiled input (the head's span). 0 for an empty or NULL plan.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint64_t simak_detessdequant_plan_input_capacity(const struct simak_detessdequant_plan *plan);
+
+/*
+ Bytes of output storage the plan accesses (0 for an empty plan or a NULL plan).
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint64_t simak_detessdequant_plan_output_span(const struct simak_detessdequant_plan *plan);
+
+/*
+ Reads and dequantizes the tiled head into the strided float `output` (SPEC §12.2):
+ buffers and checks as `simak_detess_execute`; never fails because of the FP
+ environment.
+
+ # Safety
+
+ As `simak_detess_execute`.
+ */
+uint32_t simak_detessdequant_execute(const struct simak_detessdequant_plan *plan,
+                                     const void *input,
+                                     size_t input_bytes,
+                                     void *output,
+                                     size_t output_bytes,
+                                     struct simak_error *error);
+
+/*
+ The diagnostic name of the selected A65 level; owned by the plan. NULL for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+const char *simak_detessdequant_plan_implementation(const struct simak_detessdequant_plan *plan);
+
+/*
+ Shares `plan` (one more reference; free each handle once). NULL for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+struct simak_detessdequant_plan *simak_detessdequant_plan_clone(const struct simak_detessdequant_plan *plan);
+
+/*
+ Releases one reference to `plan`. Nothing for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle, not used afterwards.
+ */
+void simak_detessdequant_plan_free(struct simak_detessdequant_plan *plan);
+
+/*
+ Admits a Dequant request and prepares it for the A65 (SPEC §2, §12.2, §6): `input` (I8,
+ I16 or I32, contiguous or strided, rank 0 to 6), `output` (F32, F16 or BF16, contiguous
+ or strided, the same extents), `params`. On success `*plan` is a new handle (free it
+ with `simak_dequant_plan_free`); on failure it is NULL.
+
+ Returns 0, or the admission code of docs/errors.md (5 / 0x201 a dtype, 13 / 14 the
+ multiplier, 0x223 the zero point, 0x202 the extents, the stride codes); 0x601 for an
+ unknown dtype; 0x603 when `input`, `output`, `params` or `plan` is NULL.
+
+ # Safety
+
+ Each pointer is NULL or valid for its type (`strides` for `rank` values); `error` is
+ NULL or writable.
+ */
+uint32_t simak_dequant_plan_new(const struct simak_tensor *input,
+                                const struct simak_tensor *output,
+                                const struct simak_dequant_params *params,
+                                struct simak_dequant_plan **plan,
+                                struct simak_error *error);
+
+/*
+ Bytes of input storage the plan accesses (0 for an empty plan or a NULL plan).
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint64_t simak_dequant_plan_input_span(const struct simak_dequant_plan *plan);
+
+/*
+ Bytes of output storage the plan accesses (0 for an empty plan or a NULL plan).
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint64_t simak_dequant_plan_output_span(const struct simak_dequant_plan *plan);
+
+/*
+ Dequantizes `input` into `output` (SPEC §12.2, §6), synchronously on the calling thread,
+ without allocating; never fails because of the FP environment. Buffers and checks as
+ `simak_quant_execute` (the input aligned to its element size), without 0x408.
+
+ # Safety
+
+ As `simak_quant_execute`.
+ */
+uint32_t simak_dequant_execute(const struct simak_dequant_plan *plan,
+                               const void *input,
+                               size_t input_bytes,
+                               void *output,
+                               size_t output_bytes,
+                               struct simak_error *error);
+
+/*
+ The diagnostic name of the selected A65 level; owned by the plan. NULL for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+const char *simak_dequant_plan_implementation(const struct simak_dequant_plan *plan);
+
+/*
+ Shares `plan` (one more reference; free each handle once). NULL for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+struct simak_dequant_plan *simak_dequant_plan_clone(const struct simak_dequant_plan *plan);
+
+/*
+ Releases one reference to `plan`. Nothing for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle, not used afterwards.
+ */
+void simak_dequant_plan_free(struct simak_dequant_plan *plan);
+
+/*
+ Places `heads_len` (1 to 32) heads in an OFM buffer of `buffer_bytes` bytes (SPEC
+ §12.1): writes each head's byte offset to `offsets[k]` (explicit, or by default the sum
+ of the spans of the heads before it) after checking every head against the buffer and
+ the others. An empty head (span 0) may sit at the end and overlaps nothing. Nothing is
+ written to `offsets` on failure.
+
+ Returns 0, or 0x225 for no heads or more than 32, 0x226 an offset at or past the end,
+ 0x227 a head that runs past the end, 0x228 two heads that overlap; 0x609 when
+ `offsets_len` is below `heads_len`; 0x601 for a `has_offset` other than 0 or 1; 0x603
+ when `heads` (with `heads_len` > 0) or `offsets` is NULL.
+
+ # Safety
+
+ `heads` is NULL or readable for `heads_len` values; `offsets` NULL or writable for
+ `offsets_len` values; `error` NULL or writable.
+ */
+uint32_t simak_place_heads(uint64_t buffer_bytes,
+                           const struct simak_ofm_head *heads,
+                           size_t heads_len,
+                           uint64_t *offsets,
+                           size_t offsets_len,
+                           struct simak_error *error);
+
+/*
+ The channel encoding a model archive names with its two flags (SPEC §12.1):
+ (`align_c16`, `cblock`) = (0, 0) Compact, (1, 0) PadTo16, (1, 1) CBlock16; writes the
+ `simak_channels` code to `*channels`.
+
+ Returns 0, or 0x222 for (0, 1), which names no encoding; 0x601 for a flag other than 0
+ or 1; 0x603 for a NULL `channels`. Nothing is written on failure.
+
+ # Safety
+
+ `channels` is NULL or writable; `error` NULL or writable.
+ */
+uint32_t simak_channels_from_flags(uint32_t align_c16,
+                                   uint32_t cblock,
+                                   uint32_t *channels,
+                                   struct simak_error *error);
 
 /*
  Checks `plan` for the EV74 (each span at most 2^32 - 1 bytes: 0x301, 0x302) and writes

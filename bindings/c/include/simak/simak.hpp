@@ -7,6 +7,14 @@
  *     simak::a65::{quant, casttess, quanttess}   Params, prepare, execute, check_inference
  *     simak::ev74::{quant, casttess}             encode_relocatable, bind, validate
  *
+ * and the output side (SPEC §12: reading the MLA's outputs back), in the same shape:
+ *
+ *     simak::ops::{detess, detesscast, detessdequant, dequant}   Request, Params, Plan,
+ *                                                                check_inference
+ *     simak::a65::{detess, detesscast, detessdequant, dequant}   prepare, execute,
+ *                                                                check_inference
+ *     simak::ops::detess::place_heads, simak::channels_from_flags
+ *
  * RAII over the C handles, no exceptions: fallible calls return std::variant<T, Error> or
  * Status. A Plan shares its handle (a reference-counted clone in the C ABI), so a Prepared
  * may outlive the variant it came from; plans are immutable and may be used from several
@@ -20,9 +28,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "simak.h"
 
@@ -34,6 +44,9 @@ enum class DType : std::uint32_t {
     Float32 = SIMAK_DTYPE_F32,
     Float16 = SIMAK_DTYPE_F16,
     Int8 = SIMAK_DTYPE_I8,
+    /* The output side only (Detess, DetessDequant and Dequant inputs, SPEC §12). */
+    Int16 = SIMAK_DTYPE_I16,
+    Int32 = SIMAK_DTYPE_I32,
 };
 
 /* Integer rounding of the binary32 product (SPEC §3). */
@@ -44,8 +57,17 @@ enum class Rounding : std::uint32_t {
     TowardNegative = SIMAK_ROUNDING_TOWARD_NEGATIVE,
 };
 
-/* Stored channels of an MlaTiled tile: exactly, or padded with zeros to a multiple of 16. */
-enum class Channels : std::uint32_t { Compact = 0, PadTo16 = 1 };
+/* Stored channels of an MlaTiled tile: exactly, padded to a multiple of 16, or as 16-channel
+ * blocks (CBlock16: the MLA's outputs only, SPEC §12.1). */
+enum class Channels : std::uint32_t {
+    Compact = SIMAK_CHANNELS_COMPACT,
+    PadTo16 = SIMAK_CHANNELS_PAD_TO_16,
+    CBlock16 = SIMAK_CHANNELS_CBLOCK16,
+};
+
+/* What each tile's size is rounded up to: 16 bytes (SPEC §5; the only value the input-side
+ * ops accept) or 1 (no per-tile padding: the MLA's outputs in Compact encoding). */
+enum class TileAlign : std::uint32_t { Bytes16 = 16, Bytes1 = 1 };
 
 /* A failure: the stable code of docs/errors.md and a message. */
 class Error {
@@ -149,12 +171,15 @@ struct Strided {
     Strides bytes;
 };
 
-/* The MlaTiled layout (SPEC §5): the logical axis of each role D, H, W, C (-1 absent), the
- * tile extents and the channel mode. */
+/* The MlaTiled layout (SPEC §5, §12.1): the logical axis of each role D, H, W, C (-1
+ * absent), the tile extents, the channel encoding and the tile alignment. CastTess and
+ * QuantTess write Compact or PadTo16 with alignment 16; the Detess ops read all three
+ * encodings and both alignments. */
 struct MlaTiled {
     std::array<int, 4> axes{{-1, -1, -1, -1}};
     std::array<std::uint32_t, 4> tile_shape{{1, 1, 1, 1}};
     Channels channels = Channels::Compact;
+    TileAlign tile_align = TileAlign::Bytes16;
 };
 
 /* A tensor port: shape, dtype, and a contiguous, strided or MlaTiled layout. */
@@ -245,12 +270,63 @@ inline std::variant<simak_tensor, Error> tiled_port(const TensorSpec &spec, sima
                      "TensorSpec(shape, dtype, MlaTiled{...}) (SPEC §5)");
     }
     const MlaTiled &t = spec.tiled();
+    if (t.channels == Channels::CBlock16) {
+        return Error(0x220,
+                     "CastTess and QuantTess write Compact or PadTo16 tiles; CBlock16 is the "
+                     "MLA's output encoding only (SPEC §12.1)");
+    }
+    if (t.tile_align != TileAlign::Bytes16) {
+        return Error(0x221,
+                     "CastTess and QuantTess write tiles aligned to 16 bytes; tile alignment 1 "
+                     "is the MLA's outputs' only (SPEC §12.1)");
+    }
     for (std::size_t k = 0; k < 4; ++k) {
         layout.axes[k] = t.axes[k];
         layout.tile[k] = t.tile_shape[k];
     }
     layout.pad_to_16 = static_cast<std::uint32_t>(t.channels);
     return spec.raw();
+}
+
+/* The C views of a request with an MlaTiled input (the Detess ops): the tiled input, its
+ * layout, the strided output. */
+struct UntiledPorts {
+    simak_tensor input;
+    simak_tensor output;
+    simak_mla_tiled_v2 layout;
+};
+
+/* The C views of an MlaTiled input port and a strided output port. A contiguous or strided
+ * input spec is refused with the C ABI's codes (0x603 the missing layout, 0x205 strides)
+ * and a message naming the real problem. */
+inline std::variant<UntiledPorts, Error> untiled_ports(const TensorSpec &input,
+                                                       const TensorSpec &output) {
+    if (input.kind() == TensorSpec::Kind::Strided) {
+        return Error(0x205, "a tiled input takes no strides: give it an MlaTiled layout");
+    }
+    if (input.kind() == TensorSpec::Kind::Contiguous) {
+        return Error(0x603,
+                     "the input spec is contiguous, but Detess, DetessCast and DetessDequant read "
+                     "only MlaTiled inputs: give the input spec an MlaTiled layout, "
+                     "TensorSpec(shape, dtype, MlaTiled{...}) (SPEC §12.1)");
+    }
+    auto out = strided_port(output, false);
+    if (auto *e = std::get_if<Error>(&out)) return *e;
+    UntiledPorts ports{input.raw(), std::get<simak_tensor>(out), simak_mla_tiled_v2_default()};
+    const MlaTiled &t = input.tiled();
+    for (std::size_t k = 0; k < 4; ++k) {
+        ports.layout.axes[k] = t.axes[k];
+        ports.layout.tile[k] = t.tile_shape[k];
+    }
+    ports.layout.channels = static_cast<std::uint32_t>(t.channels);
+    ports.layout.tile_align = static_cast<std::uint32_t>(t.tile_align);
+    return ports;
+}
+
+inline simak_dequant_params dequant_params_of(float multiplier, std::int32_t zero_point) {
+    simak_dequant_params p = simak_dequant_params_default(multiplier);
+    p.zero_point = zero_point;
+    return p;
 }
 
 inline simak_quant_params params_of(float multiplier, std::int32_t zero_point, Rounding rounding) {
@@ -423,7 +499,226 @@ inline std::variant<Plan, Error> check_inference(const Request &request) {
 
 }  // namespace quanttess
 
+namespace detess {
+
+/* Detess has no parameters. */
+struct Params {};
+
+/* A Detess request: one MlaTiled input (I8, I16, I32 or BF16; the layout with its
+ * encoding and tile alignment), one output of the same dtype, contiguous or strided. */
+struct Request {
+    std::array<TensorSpec, 1> inputs;
+    std::array<TensorSpec, 1> outputs;
+    Params params;
+};
+
+/* A checked Detess plan (shared, immutable). */
+class Plan {
+public:
+    explicit Plan(simak_detess_plan *handle) noexcept : handle_(handle) {}
+    const simak_detess_plan *get() const noexcept { return handle_.get(); }
+    /* Bytes of the tiled input: the head's span in the OFM, padding included. */
+    std::uint64_t input_capacity() const noexcept { return simak_detess_plan_input_capacity(get()); }
+    std::uint64_t output_span() const noexcept { return simak_detess_plan_output_span(get()); }
+
+private:
+    simak::detail::Handle<simak_detess_plan, simak_detess_plan_clone, simak_detess_plan_free>
+        handle_;
+};
+
+/* Admits a Detess request (SPEC §12, §12.1). */
+inline std::variant<Plan, Error> check_inference(const Request &request) {
+    auto ports = simak::detail::untiled_ports(request.inputs[0], request.outputs[0]);
+    if (auto *e = std::get_if<Error>(&ports)) return *e;
+    auto &p = std::get<simak::detail::UntiledPorts>(ports);
+    simak_detess_plan *plan = nullptr;
+    simak_error error;
+    if (simak_detess_plan_new(&p.input, &p.output, &p.layout, &plan, &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return Plan(plan);
+}
+
+/* One head of a multi-head OFM: its span (its plan's input_capacity) and an optional
+ * explicit byte offset (by default the sum of the spans of the heads before it). */
+struct Head {
+    std::uint64_t span;
+    std::optional<std::uint64_t> offset;
+};
+
+/* Places 1 to 32 heads in an OFM of `buffer_bytes` bytes (SPEC §12.1): each head's byte
+ * offset, every head checked against the buffer and the others (codes 0x225 to 0x228). */
+inline std::variant<std::vector<std::uint64_t>, Error> place_heads(
+    std::uint64_t buffer_bytes, const std::vector<Head> &heads) {
+    std::vector<simak_ofm_head> raw(heads.size());
+    for (std::size_t k = 0; k < heads.size(); ++k) {
+        raw[k].span = heads[k].span;
+        raw[k].offset = heads[k].offset.value_or(0);
+        raw[k].has_offset = heads[k].offset.has_value() ? 1u : 0u;
+    }
+    std::vector<std::uint64_t> offsets(heads.size() == 0 ? 1 : heads.size());
+    simak_error error;
+    if (simak_place_heads(buffer_bytes, raw.data(), raw.size(), offsets.data(), offsets.size(),
+                          &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return offsets;
+}
+
+}  // namespace detess
+
+namespace detesscast {
+
+/* DetessCast has no parameters. */
+struct Params {};
+
+/* A DetessCast request: one BF16 MlaTiled input, one F32 output (contiguous or strided). */
+struct Request {
+    std::array<TensorSpec, 1> inputs;
+    std::array<TensorSpec, 1> outputs;
+    Params params;
+};
+
+/* A checked DetessCast plan (shared, immutable). */
+class Plan {
+public:
+    explicit Plan(simak_detesscast_plan *handle) noexcept : handle_(handle) {}
+    const simak_detesscast_plan *get() const noexcept { return handle_.get(); }
+    std::uint64_t input_capacity() const noexcept {
+        return simak_detesscast_plan_input_capacity(get());
+    }
+    std::uint64_t output_span() const noexcept { return simak_detesscast_plan_output_span(get()); }
+
+private:
+    simak::detail::Handle<simak_detesscast_plan, simak_detesscast_plan_clone,
+                          simak_detesscast_plan_free>
+        handle_;
+};
+
+/* Admits a DetessCast request (SPEC §12). */
+inline std::variant<Plan, Error> check_inference(const Request &request) {
+    auto ports = simak::detail::untiled_ports(request.inputs[0], request.outputs[0]);
+    if (auto *e = std::get_if<Error>(&ports)) return *e;
+    auto &p = std::get<simak::detail::UntiledPorts>(ports);
+    simak_detesscast_plan *plan = nullptr;
+    simak_error error;
+    if (simak_detesscast_plan_new(&p.input, &p.output, &p.layout, &plan, &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return Plan(plan);
+}
+
+}  // namespace detesscast
+
+namespace dequant {
+
+/* Dequantization parameters of one head (SPEC §12.2): y = (q - zero_point) / multiplier,
+ * each step rounded once to binary32; `multiplier` is the number Quant multiplies by. */
+struct Params {
+    float multiplier;
+    std::int32_t zero_point = 0;
+};
+
+/* A Dequant request: one input (I8, I16, I32), one output (F32, F16, BF16), both
+ * contiguous or strided, the parameters. */
+struct Request {
+    std::array<TensorSpec, 1> inputs;
+    std::array<TensorSpec, 1> outputs;
+    Params params;
+};
+
+/* A checked Dequant plan (shared, immutable). */
+class Plan {
+public:
+    explicit Plan(simak_dequant_plan *handle) noexcept : handle_(handle) {}
+    const simak_dequant_plan *get() const noexcept { return handle_.get(); }
+    std::uint64_t input_span() const noexcept { return simak_dequant_plan_input_span(get()); }
+    std::uint64_t output_span() const noexcept { return simak_dequant_plan_output_span(get()); }
+
+private:
+    simak::detail::Handle<simak_dequant_plan, simak_dequant_plan_clone, simak_dequant_plan_free>
+        handle_;
+};
+
+/* Admits a Dequant request (SPEC §2, §12.2). */
+inline std::variant<Plan, Error> check_inference(const Request &request) {
+    auto in = simak::detail::strided_port(request.inputs[0], true);
+    if (auto *e = std::get_if<Error>(&in)) return *e;
+    auto out = simak::detail::strided_port(request.outputs[0], false);
+    if (auto *e = std::get_if<Error>(&out)) return *e;
+    simak_dequant_params p =
+        simak::detail::dequant_params_of(request.params.multiplier, request.params.zero_point);
+    simak_dequant_plan *plan = nullptr;
+    simak_error error;
+    if (simak_dequant_plan_new(&std::get<simak_tensor>(in), &std::get<simak_tensor>(out), &p,
+                               &plan, &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return Plan(plan);
+}
+
+}  // namespace dequant
+
+namespace detessdequant {
+
+/* DetessDequant takes the Dequant parameters. */
+using Params = dequant::Params;
+
+/* A DetessDequant request: one MlaTiled input (I8, I16, I32), one output (F32, F16, BF16;
+ * contiguous or strided), the parameters. Exactly Dequant of Detess. */
+struct Request {
+    std::array<TensorSpec, 1> inputs;
+    std::array<TensorSpec, 1> outputs;
+    Params params;
+};
+
+/* A checked DetessDequant plan (shared, immutable). */
+class Plan {
+public:
+    explicit Plan(simak_detessdequant_plan *handle) noexcept : handle_(handle) {}
+    const simak_detessdequant_plan *get() const noexcept { return handle_.get(); }
+    std::uint64_t input_capacity() const noexcept {
+        return simak_detessdequant_plan_input_capacity(get());
+    }
+    std::uint64_t output_span() const noexcept {
+        return simak_detessdequant_plan_output_span(get());
+    }
+
+private:
+    simak::detail::Handle<simak_detessdequant_plan, simak_detessdequant_plan_clone,
+                          simak_detessdequant_plan_free>
+        handle_;
+};
+
+/* Admits a DetessDequant request (SPEC §12, §12.1, §12.2). */
+inline std::variant<Plan, Error> check_inference(const Request &request) {
+    auto ports = simak::detail::untiled_ports(request.inputs[0], request.outputs[0]);
+    if (auto *e = std::get_if<Error>(&ports)) return *e;
+    auto &u = std::get<simak::detail::UntiledPorts>(ports);
+    simak_dequant_params p =
+        simak::detail::dequant_params_of(request.params.multiplier, request.params.zero_point);
+    simak_detessdequant_plan *plan = nullptr;
+    simak_error error;
+    if (simak_detessdequant_plan_new(&u.input, &u.output, &u.layout, &p, &plan, &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return Plan(plan);
+}
+
+}  // namespace detessdequant
+
 }  // namespace ops
+
+/* The channel encoding a model archive names with its flags (align_c16, cblock) (SPEC
+ * §12.1): (false, true) names none (0x222). */
+inline std::variant<Channels, Error> channels_from_flags(bool align_c16, bool cblock) {
+    std::uint32_t code = 0;
+    simak_error error;
+    if (simak_channels_from_flags(align_c16 ? 1u : 0u, cblock ? 1u : 0u, &code, &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return static_cast<Channels>(code);
+}
 
 namespace a65 {
 
@@ -554,6 +849,143 @@ inline Status execute(const Prepared &prepared, const std::array<ConstHostBuffer
 }
 
 }  // namespace quanttess
+
+/* The output side (SPEC §12). execute checks the buffers (null, capacity, alignment,
+ * address overflow, overlap) before anything is read or written, and never fails because
+ * of the FP environment. A head of a multi-head OFM is given as its own bytes:
+ * ConstHostBuffer{ofm + offset, ofm_bytes - offset}. */
+namespace detess {
+
+using Params = ops::detess::Params;
+
+class Prepared {
+public:
+    explicit Prepared(ops::detess::Plan plan) noexcept : plan_(std::move(plan)) {}
+    const ops::detess::Plan &plan() const noexcept { return plan_; }
+    const simak_detess_plan *get() const noexcept { return plan_.get(); }
+    const char *implementation() const noexcept {
+        return simak_detess_plan_implementation(get());
+    }
+
+private:
+    ops::detess::Plan plan_;
+};
+
+inline Prepared prepare(const ops::detess::Plan &plan) { return Prepared(plan); }
+
+inline std::variant<Prepared, Error> check_inference(const ops::detess::Request &request) {
+    auto checked = ops::detess::check_inference(request);
+    if (auto *e = std::get_if<Error>(&checked)) return *e;
+    return Prepared(std::get<ops::detess::Plan>(std::move(checked)));
+}
+
+/* The tiled head (at least input_capacity() bytes, 16-byte aligned for tile
+ * alignment 16) into the output (at least output_span() bytes). */
+inline Status execute(const Prepared &prepared, const std::array<ConstHostBuffer, 1> &inputs,
+                      const std::array<HostBuffer, 1> &outputs) {
+    return detail::run(simak_detess_execute, prepared, inputs, outputs);
+}
+
+}  // namespace detess
+
+namespace detesscast {
+
+using Params = ops::detesscast::Params;
+
+class Prepared {
+public:
+    explicit Prepared(ops::detesscast::Plan plan) noexcept : plan_(std::move(plan)) {}
+    const ops::detesscast::Plan &plan() const noexcept { return plan_; }
+    const simak_detesscast_plan *get() const noexcept { return plan_.get(); }
+    const char *implementation() const noexcept {
+        return simak_detesscast_plan_implementation(get());
+    }
+
+private:
+    ops::detesscast::Plan plan_;
+};
+
+inline Prepared prepare(const ops::detesscast::Plan &plan) { return Prepared(plan); }
+
+inline std::variant<Prepared, Error> check_inference(const ops::detesscast::Request &request) {
+    auto checked = ops::detesscast::check_inference(request);
+    if (auto *e = std::get_if<Error>(&checked)) return *e;
+    return Prepared(std::get<ops::detesscast::Plan>(std::move(checked)));
+}
+
+/* As detess::execute; FP32 output, `bits << 16`. */
+inline Status execute(const Prepared &prepared, const std::array<ConstHostBuffer, 1> &inputs,
+                      const std::array<HostBuffer, 1> &outputs) {
+    return detail::run(simak_detesscast_execute, prepared, inputs, outputs);
+}
+
+}  // namespace detesscast
+
+namespace detessdequant {
+
+using Params = ops::detessdequant::Params;
+
+class Prepared {
+public:
+    explicit Prepared(ops::detessdequant::Plan plan) noexcept : plan_(std::move(plan)) {}
+    const ops::detessdequant::Plan &plan() const noexcept { return plan_; }
+    const simak_detessdequant_plan *get() const noexcept { return plan_.get(); }
+    const char *implementation() const noexcept {
+        return simak_detessdequant_plan_implementation(get());
+    }
+
+private:
+    ops::detessdequant::Plan plan_;
+};
+
+inline Prepared prepare(const ops::detessdequant::Plan &plan) { return Prepared(plan); }
+
+inline std::variant<Prepared, Error> check_inference(const ops::detessdequant::Request &request) {
+    auto checked = ops::detessdequant::check_inference(request);
+    if (auto *e = std::get_if<Error>(&checked)) return *e;
+    return Prepared(std::get<ops::detessdequant::Plan>(std::move(checked)));
+}
+
+/* As detess::execute; dequantized per SPEC §12.2. */
+inline Status execute(const Prepared &prepared, const std::array<ConstHostBuffer, 1> &inputs,
+                      const std::array<HostBuffer, 1> &outputs) {
+    return detail::run(simak_detessdequant_execute, prepared, inputs, outputs);
+}
+
+}  // namespace detessdequant
+
+namespace dequant {
+
+using Params = ops::dequant::Params;
+
+class Prepared {
+public:
+    explicit Prepared(ops::dequant::Plan plan) noexcept : plan_(std::move(plan)) {}
+    const ops::dequant::Plan &plan() const noexcept { return plan_; }
+    const simak_dequant_plan *get() const noexcept { return plan_.get(); }
+    const char *implementation() const noexcept {
+        return simak_dequant_plan_implementation(get());
+    }
+
+private:
+    ops::dequant::Plan plan_;
+};
+
+inline Prepared prepare(const ops::dequant::Plan &plan) { return Prepared(plan); }
+
+inline std::variant<Prepared, Error> check_inference(const ops::dequant::Request &request) {
+    auto checked = ops::dequant::check_inference(request);
+    if (auto *e = std::get_if<Error>(&checked)) return *e;
+    return Prepared(std::get<ops::dequant::Plan>(std::move(checked)));
+}
+
+/* Codes (input_span() bytes, aligned to their size) into the output. */
+inline Status execute(const Prepared &prepared, const std::array<ConstHostBuffer, 1> &inputs,
+                      const std::array<HostBuffer, 1> &outputs) {
+    return detail::run(simak_dequant_execute, prepared, inputs, outputs);
+}
+
+}  // namespace dequant
 
 }  // namespace a65
 

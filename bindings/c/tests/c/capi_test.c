@@ -4,6 +4,9 @@
  *
  * Usage: capi_test DATA_DIR   (the repository's tests/data)
  *
+ * The output side (Detess, DetessCast, DetessDequant, Dequant) is tested in output_side.c,
+ * linked into this program.
+ *
  * Results on the MiniLM tensors are compared with the independent oracles of oracle.h, never
  * with simak itself; every refusal is checked for its code and for leaving the output
  * untouched. The last line is "N passed, M failed"; the exit status is 1 on any failure.
@@ -17,6 +20,7 @@
 #include <simak/simak.h>
 
 #include "oracle.h"
+#include "output_side.h"
 
 #if defined(__x86_64__)
 #include <xmmintrin.h>
@@ -907,6 +911,7 @@ int main(int argc, char **argv) {
     ev74_codec();
     fp_environment();
     shared_plans();
+    output_side_tests(&passed, &failed);
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

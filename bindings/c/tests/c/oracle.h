@@ -12,6 +12,13 @@
  *   infinity. (simak instead adds 0x7fff plus the round bit to the binary32 bits.)
  * - MlaTiled: bytes written in storage order by plain loops over the tiles of a 2-D
  *   [W, C] tensor (simak computes offsets from weighted tile tables).
+ * - The MLA's output layouts (SPEC §12.1): bytes written in storage order by one small loop
+ *   nest per channel encoding (Compact and PadTo16: pixel, plane, channel; CBlock16: block,
+ *   pixel, plane, lane) over the tiles of [N, H, W, C]; padding gets a junk byte, so a
+ *   reader that reads padding into a result is caught.
+ * - Dequantization (SPEC §12.2): q - zp in int64, converted to float by C, divided by the
+ *   multiplier in binary32 (simak instead runs an integer division of the significands);
+ *   FP16 and BF16 by the quantum-and-rint rounding of oracle_bf16.
  *
  * The oracles must run in the default FP environment (round to nearest, gradual underflow).
  */
@@ -142,6 +149,137 @@ ORACLE_API unsigned char *oracle_tiled_2d(size_t W, size_t C, size_t tw, size_t 
     cap = pos;
     *len = cap;
     return out;
+}
+
+/* ---- SPEC §12: the MLA's output layouts and dequantization ---- */
+
+/* Channel encodings as simak_channels. */
+enum { ORACLE_COMPACT = 0, ORACLE_PAD16 = 1, ORACLE_CBLOCK16 = 2 };
+
+/* An output-side layout of a logical [N, H, W, C] tensor: N frames (the outer axis), the
+ * roles H, W, C (D absent), tiles th x tw x tc, the encoding, the tile alignment (16 or 1)
+ * and the element size E (1, 2 or 4). */
+typedef struct oracle_mla {
+    size_t n, h, w, c;
+    size_t th, tw, tc;
+    int channels;
+    size_t align;
+    size_t e;
+} oracle_mla;
+
+/* The test data: the E little-endian bytes of element (n, h, w, c) under `seed` (a hash;
+ * every bit pattern occurs, NaN patterns for BF16 included). */
+ORACLE_API void oracle_value_bytes(unsigned seed, size_t n, size_t h, size_t w, size_t c, size_t e,
+                               unsigned char *bytes) {
+    uint32_t x = (uint32_t)(n * 1000003u + h * 7919u + w * 131u + c * 17u) + seed * 2654435761u;
+    size_t k;
+    x ^= x >> 15;
+    x *= 0x2c1b3c6du;
+    x ^= x >> 12;
+    x *= 0x297a2d39u;
+    x ^= x >> 15;
+    for (k = 0; k < e; ++k) bytes[k] = (unsigned char)(x >> (8 * k));
+}
+
+ORACLE_API size_t oracle_min(size_t a, size_t b) { return a < b ? a : b; }
+
+/* The tiled bytes of `m` holding oracle_value_bytes(seed, ...), padding channels and tile
+ * padding set to `pad`; `*len` gets the capacity. With `out` NULL only the capacity is
+ * computed (and NULL returned); else `out` is filled and returned. */
+ORACLE_API unsigned char *oracle_mla_fill(const oracle_mla *m, unsigned seed, unsigned char pad,
+                                          unsigned char *out, size_t *len) {
+    size_t pos = 0, n, ct, ht, wt, h, w, c, p, b, l;
+    unsigned char v[4];
+    for (n = 0; n < m->n; ++n)
+        for (ct = 0; ct * m->tc < m->c; ++ct)
+            for (ht = 0; ht * m->th < m->h; ++ht)
+                for (wt = 0; wt * m->tw < m->w; ++wt) {
+                    size_t c0 = ct * m->tc, h0 = ht * m->th, w0 = wt * m->tw, start = pos;
+                    size_t tcp = oracle_min(m->tc, m->c - c0), thp = oracle_min(m->th, m->h - h0);
+                    size_t twp = oracle_min(m->tw, m->w - w0);
+                    size_t sc = m->channels == ORACLE_COMPACT ? tcp : (tcp + 15) / 16 * 16;
+                    if (m->channels != ORACLE_CBLOCK16) {
+                        for (h = 0; h < thp; ++h)
+                            for (w = 0; w < twp; ++w)
+                                for (p = 0; p < m->e; ++p)
+                                    for (c = 0; c < sc; ++c) {
+                                        unsigned char byte = pad;
+                                        if (c < tcp) {
+                                            oracle_value_bytes(seed, n, h0 + h, w0 + w, c0 + c, m->e, v);
+                                            byte = v[p];
+                                        }
+                                        if (out) out[pos] = byte;
+                                        ++pos;
+                                    }
+                    } else {
+                        for (b = 0; b < sc / 16; ++b)
+                            for (h = 0; h < thp; ++h)
+                                for (w = 0; w < twp; ++w)
+                                    for (p = 0; p < m->e; ++p)
+                                        for (l = 0; l < 16; ++l) {
+                                            unsigned char byte = pad;
+                                            c = b * 16 + l;
+                                            if (c < tcp) {
+                                                oracle_value_bytes(seed, n, h0 + h, w0 + w, c0 + c,
+                                                               m->e, v);
+                                                byte = v[p];
+                                            }
+                                            if (out) out[pos] = byte;
+                                            ++pos;
+                                        }
+                    }
+                    while ((pos - start) % m->align != 0) {
+                        if (out) out[pos] = pad;
+                        ++pos;
+                    }
+                }
+    *len = pos;
+    return out;
+}
+
+/* The sign-extended integer of E little-endian bytes. */
+ORACLE_API int64_t oracle_int(const unsigned char *bytes, size_t e) {
+    if (e == 1) return (int8_t)bytes[0];
+    if (e == 2) return (int16_t)(uint16_t)(bytes[0] | bytes[1] << 8);
+    return (int32_t)((uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 |
+                     (uint32_t)bytes[3] << 24);
+}
+
+/* IEEE binary16 of a binary32 value: nearest-even, subnormals kept, overflow to infinity. */
+ORACLE_API uint16_t oracle_f16(float y) {
+    double x = (double)y, ax = fabs(x), r, quantum;
+    uint16_t sign = signbit(x) ? 0x8000 : 0, bits;
+    int e;
+    if (isnan(x)) return (uint16_t)(sign | 0x7e00);
+    if (isinf(x)) return (uint16_t)(sign | 0x7c00);
+    if (ax == 0.0) return sign;
+    frexp(ax, &e); /* ax = m * 2^e, m in [0.5, 1): 11 significant bits below 2^e */
+    quantum = ldexp(1.0, e - 11 < -24 ? -24 : e - 11);
+    r = rint(ax / quantum) * quantum;
+    if (r > 65504.0) return (uint16_t)(sign | 0x7c00);
+    if (r < ldexp(1.0, -14)) {
+        bits = (uint16_t)(r / ldexp(1.0, -24)); /* 1024 is the smallest normal, 0x0400 */
+    } else {
+        double m = frexp(r, &e);
+        bits = (uint16_t)((unsigned)(e - 1 + 15) << 10 | (unsigned)((m * 2.0 - 1.0) * 1024.0));
+    }
+    return (uint16_t)(sign | bits);
+}
+
+/* SPEC §12.2 for one code: the output bits (binary32, or binary16 / BF16 in the low 16
+ * bits) of q with zero point zp and multiplier s, for an output dtype code as simak_dtype. */
+ORACLE_API uint32_t oracle_dequant(int64_t q, int32_t zp, float s, int out_dtype) {
+    int64_t d = q - (int64_t)zp;
+    volatile float x = (float)d; /* step 2: one rounding */
+    volatile float y = x / s;     /* step 3: one binary32 division */
+    uint32_t bits;
+    float yy = y;
+    if (out_dtype == ORACLE_F32) {
+        memcpy(&bits, &yy, 4);
+        return bits;
+    }
+    if (out_dtype == ORACLE_F16) return oracle_f16(yy);
+    return oracle_bf16((double)yy);
 }
 
 /* A tensor of a safetensors file: dtype code, shape, and its bytes (into the file). */

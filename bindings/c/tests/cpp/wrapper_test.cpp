@@ -1,7 +1,8 @@
 // The C++17 wrapper (simak.hpp) as a C++ user meets it, built against the installed headers
 // and library by `cargo xtask capi`: the seeds' three examples (../seeds), then execution
 // through the wrapper on the repository's MiniLM tensors against the independent oracles of
-// ../c/oracle.h, the wrapper's errors, and plan sharing.
+// ../c/oracle.h, the wrapper's errors, and plan sharing; the output side (Detess, DetessCast,
+// DetessDequant, Dequant) in output_side_test.cpp.
 //
 // Usage: wrapper_test DATA_DIR. The last line is "N passed, M failed".
 #include <simak/simak.hpp>
@@ -15,6 +16,8 @@
 
 simak::Status seed_ev74_quant();
 simak::Status seed_ev74_casttess();
+// The output side (output_side_test.cpp), adding to the counts.
+void output_side_tests(int &passed, int &failed);
 simak::Status seed_a65_quant(const std::array<simak::ConstHostBuffer, 1> &input_views,
                              const std::array<simak::HostBuffer, 1> &output_views);
 
@@ -282,6 +285,7 @@ int main(int argc, char **argv) {
     seeds();
     real_data(argv[1]);
     errors_and_sharing();
+    output_side_tests(passed, failed);
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
