@@ -145,6 +145,23 @@ pub fn parse_zero_point(text: &str) -> Result<i32, ParamError> {
     Ok(narrow)
 }
 
+/// Parses a dequantization zero point (SPEC §12.2): any 32-bit integer here; its range for
+/// the input dtype (INT8 [-128, 127], INT16 [-32768, 32767], INT32 any) is the library's
+/// rule ([`AdmissionError::DequantZeroPoint`], checked with the dtype).
+///
+/// # Errors
+///
+/// A message naming `--zero-point` when the text is not an integer or is outside `i32`.
+pub fn parse_dequant_zero_point(text: &str) -> Result<i32, String> {
+    let value: i64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("--zero-point {text:?} is not an integer"))?;
+    i32::try_from(value).map_err(|_| {
+        format!("--zero-point {text:?} is outside the 32-bit integers (the widest dtype, INT32)")
+    })
+}
+
 /// The exact decimal value of a binary32 (every digit, no rounding).
 ///
 /// A binary32 is `s · 2^e` with an integer `s`; for `e < 0` it has exactly `-e` digits after
