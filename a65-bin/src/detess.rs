@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use safetensors::Dtype as StDtype;
 use serde::Serialize;
 use simak::a65;
-use simak::layout::{Channels, MlaTiled, TileAlign};
+use simak::layout::{MlaTiled, TileAlign};
 use simak::ops::casttess::TiledSpec;
 use simak::ops::dequant::Params;
 use simak::ops::detess::{HeadSpec, MAX_HEADS, place_heads};
@@ -23,9 +23,9 @@ use simak::{AdmissionError, DType, DynSpec};
 use crate::error::{CliError, bad_file};
 use crate::output::{Format, StOut, Staged, Target, same_file};
 use crate::params::{
-    AxesArg, ParamError, U64List, check_output_order, exact_decimal, parse_axes,
+    AxesArg, ChannelsArg, ParamError, U64List, check_output_order, exact_decimal, parse_axes,
     parse_dequant_zero_point, parse_multiplier, parse_output_order, parse_tess_shape, parse_tile,
-    permuted_output, threads_parser,
+    parse_tile_align, permuted_output, threads_parser,
 };
 use crate::report::{self, Context, Done, shape_text};
 
@@ -75,7 +75,7 @@ pub struct DetessArgs {
     tile: Option<[u32; 4]>,
     /// Channel encoding of the head (SPEC §12.1).
     #[arg(long, value_enum, value_name = "ENCODING", conflicts_with = "heads")]
-    channels: Option<OfmChannels>,
+    channels: Option<ChannelsArg>,
     /// Tile alignment in bytes [default: 1 for compact, 16 for pad16 and cblock16].
     #[arg(long, value_name = "16|1", value_parser = parse_tile_align, conflicts_with = "heads")]
     tile_align: Option<TileAlign>,
@@ -115,27 +115,6 @@ pub struct DetessArgs {
     /// Threads per head (1 to 256).
     #[arg(long, value_name = "N", value_parser = threads_parser(), default_value_t = 1)]
     threads: u64,
-}
-
-/// The channel encoding of an MLA output (SPEC §12.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OfmChannels {
-    /// Each pixel stores exactly the tile's channels (usually with --tile-align 1).
-    Compact,
-    /// Each pixel's channels padded to a multiple of 16 (SiMa's "padded HWC C16").
-    Pad16,
-    /// 16-channel blocks: for each block, every pixel's 16 channels.
-    Cblock16,
-}
-
-impl From<OfmChannels> for Channels {
-    fn from(c: OfmChannels) -> Self {
-        match c {
-            OfmChannels::Compact => Channels::Compact,
-            OfmChannels::Pad16 => Channels::PadTo16,
-            OfmChannels::Cblock16 => Channels::CBlock16,
-        }
-    }
 }
 
 /// The stored dtype of an MLA output.
@@ -183,31 +162,27 @@ impl From<OutDType> for DType {
     }
 }
 
-/// Parses `--tile-align`: 16 or 1.
-///
-/// # Errors
-///
-/// Any other text.
-pub fn parse_tile_align(text: &str) -> Result<TileAlign, String> {
-    match text.trim() {
-        "16" => Ok(TileAlign::Bytes16),
-        "1" => Ok(TileAlign::Bytes1),
-        other => Err(format!(
-            "tile alignment {other:?} is neither 16 nor 1 (bytes)"
-        )),
-    }
+/// A library refusal in words with its stable code (docs/errors.md): decimal for the
+/// descriptor rules (1 to 255), hex above.
+pub fn coded(e: &AdmissionError) -> String {
+    format!("{e} ({})", code_text(e.code()))
 }
 
-/// A library refusal in words with its stable code (docs/errors.md).
-pub fn coded(e: &AdmissionError) -> String {
-    format!("{e} (code 0x{:03x})", e.code())
+/// `code 13` for a descriptor rule's code, `code 0x224` above 255 (as docs/errors.md
+/// writes them).
+fn code_text(code: u32) -> String {
+    if code <= 255 {
+        format!("code {code}")
+    } else {
+        format!("code 0x{code:03x}")
+    }
 }
 
 /// A refused `--multiplier` / `--zero-point` in words, with the library rule's code.
 fn param_text(e: &ParamError) -> String {
     match e {
         ParamError::MultiplierRule { rule, .. } | ParamError::ZeroPointRule { rule, .. } => {
-            format!("{e} (code 0x{:03x})", rule.code())
+            format!("{e} ({})", code_text(rule.code()))
         }
         other => other.to_string(),
     }
@@ -220,7 +195,7 @@ struct HeadArg {
     shape: Vec<u64>,
     axes: Option<AxesArg>,
     tile: [u32; 4],
-    channels: OfmChannels,
+    channels: ChannelsArg,
     tile_align: Option<TileAlign>,
     dtype: OfmDType,
     offset: Option<u64>,
@@ -242,7 +217,7 @@ impl HeadArg {
             a
         });
         let align = self.tile_align.unwrap_or(match self.channels {
-            OfmChannels::Compact => TileAlign::Bytes1,
+            ChannelsArg::Compact => TileAlign::Bytes1,
             _ => TileAlign::Bytes16,
         });
         MlaTiled::new(axes, self.tile, self.channels.into()).with_tile_align(align)
@@ -289,7 +264,7 @@ fn parse_head(text: &str) -> Result<HeadArg, String> {
             }
             "channels" => {
                 dup(channels.is_some())?;
-                channels = Some(OfmChannels::from_str(value, false).map_err(|_| {
+                channels = Some(ChannelsArg::from_str(value, false).map_err(|_| {
                     format!("channels: {value:?} is none of compact, pad16, cblock16")
                 })?);
             }

@@ -10,7 +10,7 @@
 use std::fmt;
 
 use clap::{Args, ValueEnum};
-use simak::layout::{Channels, MlaTiled};
+use simak::layout::{Channels, MlaTiled, TileAlign};
 use simak::ops::quant::{Multiplier, Rounding};
 use simak::{AdmissionError, DType};
 
@@ -452,13 +452,16 @@ pub fn parse_tess_shape(text: &str) -> Result<U64List, String> {
     parse_tiled_shape(text).map(U64List)
 }
 
-/// Channel mode of the MlaTiled layout.
+/// Channel mode of the MlaTiled layout (SPEC §5, §12.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ChannelsArg {
     /// Each pixel stores exactly the tile's channels.
     Compact,
     /// Each pixel's channels are padded with zeros to a multiple of 16.
     Pad16,
+    /// 16-channel blocks, for each block every pixel's 16 channels (the MLA's outputs only:
+    /// detess and layout; casttess and quanttess refuse it).
+    Cblock16,
 }
 
 impl From<ChannelsArg> for Channels {
@@ -466,7 +469,23 @@ impl From<ChannelsArg> for Channels {
         match c {
             ChannelsArg::Compact => Channels::Compact,
             ChannelsArg::Pad16 => Channels::PadTo16,
+            ChannelsArg::Cblock16 => Channels::CBlock16,
         }
+    }
+}
+
+/// Parses `--tile-align`: 16 or 1 (bytes, SPEC §12.1).
+///
+/// # Errors
+///
+/// Any other text.
+pub fn parse_tile_align(text: &str) -> Result<TileAlign, String> {
+    match text.trim() {
+        "16" => Ok(TileAlign::Bytes16),
+        "1" => Ok(TileAlign::Bytes1),
+        other => Err(format!(
+            "tile alignment {other:?} is neither 16 nor 1 (bytes)"
+        )),
     }
 }
 
