@@ -688,15 +688,7 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
         })
         .collect();
     let mut offsets = vec![0u64; specs.len()];
-    place_heads(buffer, &specs, &mut offsets).map_err(|e| {
-        bad_file(
-            input,
-            format!("{} ({buffer} bytes; head spans {})", coded(&e), {
-                let spans: Vec<String> = specs.iter().map(|s| s.span.to_string()).collect();
-                spans.join(", ")
-            }),
-        )
-    })?;
+    place_heads(buffer, &specs, &mut offsets).map_err(|e| bad_file(input, coded(&e)))?;
     for (r, &o) in rows.iter_mut().zip(&offsets) {
         r.offset = o;
     }

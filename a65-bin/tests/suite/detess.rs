@@ -193,7 +193,7 @@ fn npy_bytes(path: &Path) -> (Vec<u64>, String, Vec<u8>) {
     let bytes = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let npy = npyz::NpyFile::new(&bytes[..]).expect("npy");
     let shape = npy.shape().to_vec();
-    let descr = npy.dtype().descr();
+    let descr = npy.dtype().descr().trim_matches('\'').to_owned();
     let elem: usize = descr[2..].parse().expect("descr size");
     let n: u64 = shape.iter().product();
     let header_len = bytes.len() - n as usize * elem;
@@ -596,4 +596,142 @@ fn bad_inputs_are_refused_with_their_codes_and_write_nothing() {
     let o2 = simak(&same);
     assert_eq!(o2.status.code(), Some(2), "{}", stderr_of(&o2));
     assert_eq!(fs::read(&ofm).unwrap(), bytes, "the input was not touched");
+}
+
+/// Writes a C-order `.npy` of `T`.
+fn write_npy<T: npyz::AutoSerialize + Clone>(path: &Path, shape: &[u64], data: &[T]) {
+    use npyz::WriterBuilder;
+    let mut bytes = Vec::new();
+    {
+        let mut w = npyz::WriteOptions::<T>::new()
+            .default_dtype()
+            .shape(shape)
+            .writer(&mut bytes)
+            .begin_nd()
+            .expect("npy header");
+        w.extend(data.iter().cloned()).expect("npy data");
+        w.finish().expect("npy end");
+    }
+    fs::write(path, bytes).expect("write npy");
+}
+
+#[test]
+fn dequant_reads_int16_and_int32_and_writes_out_dtype() {
+    let tmp = dir();
+    let m = 0.1f32;
+    let i16s: Vec<i16> = vec![i16::MIN, -1, 0, 1, 12345, i16::MAX];
+    let i32s: Vec<i32> = vec![
+        i32::MIN,
+        i32::MAX,
+        (1 << 24) + 1,
+        -(1 << 24) - 1,
+        1 << 24,
+        -7,
+    ];
+    let a = tmp.path().join("a16.npy");
+    let b = tmp.path().join("a32.npy");
+    write_npy(&a, &[2, 3], &i16s);
+    write_npy(&b, &[3, 2], &i32s);
+    let q16: Vec<i64> = i16s.iter().map(|&v| i64::from(v)).collect();
+    let q32: Vec<i64> = i32s.iter().map(|&v| i64::from(v)).collect();
+    for (input, q, zp) in [(&a, &q16, -32768i64), (&b, &q32, 5)] {
+        for (out_dtype, descr) in [("f32", "<f4"), ("f16", "<f2")] {
+            let out = tmp.path().join(format!("y-{out_dtype}.npy"));
+            let run = simak(&[
+                "dequant",
+                path_str(input),
+                "--output",
+                path_str(&out),
+                "--multiplier",
+                "0.1",
+                "--zero-point",
+                &zp.to_string(),
+                "--out-dtype",
+                out_dtype,
+                "-q",
+            ]);
+            assert_success(&run);
+            let (_, d, data) = npy_bytes(&out);
+            assert_eq!(d, descr);
+            let want: Vec<u8> = q
+                .iter()
+                .flat_map(|&q| {
+                    let y = dequant_ref(q, zp, m);
+                    if out_dtype == "f32" {
+                        y.to_le_bytes().to_vec()
+                    } else {
+                        half::f16::from_f32(y).to_le_bytes().to_vec()
+                    }
+                })
+                .collect();
+            assert!(data == want, "{} {out_dtype}", input.display());
+        }
+    }
+    // A safetensors I16 tensor with its parameters in metadata, to BF16.
+    let st_in = tmp.path().join("in.safetensors");
+    let raw: Vec<u8> = i16s.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let view =
+        safetensors::tensor::TensorView::new(safetensors::Dtype::I16, vec![6], &raw).expect("view");
+    let meta = std::collections::HashMap::from([
+        (
+            "simak.t.multiplier_bits".to_owned(),
+            format!("0x{:08x}", m.to_bits()),
+        ),
+        ("simak.t.zero_point".to_owned(), "3".to_owned()),
+    ]);
+    let bytes = safetensors::serialize([("t", view)], Some(meta)).expect("serialize");
+    fs::write(&st_in, bytes).unwrap();
+    let st_out = tmp.path().join("out.safetensors");
+    assert_success(&simak(&[
+        "dequant",
+        path_str(&st_in),
+        "--output",
+        path_str(&st_out),
+        "--tensor",
+        "t",
+        "--out-dtype",
+        "bf16",
+        "-q",
+    ]));
+    let bytes = fs::read(&st_out).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let t = file.tensor("t").unwrap();
+    assert_eq!(t.dtype(), safetensors::Dtype::BF16);
+    let want: Vec<u8> = q16
+        .iter()
+        .flat_map(|&q| half::bf16::from_f32(dequant_ref(q, 3, m)).to_le_bytes())
+        .collect();
+    assert!(t.data() == want.as_slice());
+    // A zero point outside INT16: the library's rule and code, nothing written.
+    let out = tmp.path().join("bad.npy");
+    let run = simak(&[
+        "dequant",
+        path_str(&a),
+        "--output",
+        path_str(&out),
+        "--multiplier",
+        "0.1",
+        "--zero-point",
+        "40000",
+    ]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        stderr_of(&run).contains("(code 0x223)"),
+        "{}",
+        stderr_of(&run)
+    );
+    assert!(!out.exists());
+    // bfloat16 into a .npy: refused before any work.
+    let run = simak(&[
+        "dequant",
+        path_str(&a),
+        "--output",
+        path_str(&out),
+        "--multiplier",
+        "0.1",
+        "--out-dtype",
+        "bf16",
+    ]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(!out.exists());
 }
