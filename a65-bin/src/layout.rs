@@ -375,8 +375,9 @@ fn esc(text: &str) -> String {
 
 /// Draws the physical buffer as rows of 16 bytes. Each byte a logical element maps to is
 /// colored by the element's row-major index (hue) and byte plane (light: low byte, dark:
-/// high byte), labelled with its coordinates; padding bytes are grey. Every tile starts a
-/// row (tiles are multiples of 16 bytes); a line and a label mark each tile.
+/// high byte), labelled with its coordinates; padding bytes are grey. A tile of tile
+/// alignment 16 starts a row; one of alignment 1 may start inside a row. An outline and a
+/// label mark each tile.
 /// Height of a byte cell of the SVG, in pixels.
 const CELL_HEIGHT: u64 = 34;
 /// Font size of a cell's coordinate label, in pixels.
@@ -577,12 +578,31 @@ fn svg(view: &TiledView, dtype: &str) -> String {
     }
     for_each_tile(view, |t| {
         let y = TOP + (t.offset / 16) * CELL;
-        let h = t.bytes.div_ceil(16) * CELL;
-        let _ = writeln!(
-            s,
-            r##"<rect x="{LEFT}" y="{y}" width="{}" height="{h}" fill="none" stroke="black" stroke-width="2"/>"##,
-            16 * cw
-        );
+        if t.offset % 16 == 0 && t.bytes % 16 == 0 {
+            let h = t.bytes / 16 * CELL;
+            let _ = writeln!(
+                s,
+                r##"<rect x="{LEFT}" y="{y}" width="{}" height="{h}" fill="none" stroke="black" stroke-width="2"/>"##,
+                16 * cw
+            );
+        } else {
+            // Tile alignment 1 (SPEC §12.1): a tile may start or end inside a row; outline
+            // its part of each row it touches.
+            let end = t.offset + t.bytes;
+            let mut at = t.offset;
+            while at < end {
+                let row_end = (at / 16 + 1) * 16;
+                let stop = end.min(row_end);
+                let _ = writeln!(
+                    s,
+                    r##"<rect x="{}" y="{}" width="{}" height="{CELL}" fill="none" stroke="black" stroke-width="2"/>"##,
+                    LEFT + (at % 16) * cw,
+                    TOP + (at / 16) * CELL,
+                    (stop - at) * cw
+                );
+                at = stop;
+            }
+        }
         let _ = writeln!(
             s,
             r##"<text x="{}" y="{}" font-size="10">outer {} tile {} ({} B)</text>"##,
