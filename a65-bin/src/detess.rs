@@ -382,6 +382,8 @@ struct HeadRow {
     dtype: &'static str,
     output_shape: Vec<u64>,
     output_dtype: &'static str,
+    #[serde(skip)]
+    out: DType,
     #[serde(skip_serializing_if = "Option::is_none")]
     multiplier_bits: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -400,17 +402,6 @@ pub struct DetessSummary {
     op: &'static str,
     outputs: Vec<String>,
     heads: Vec<HeadRow>,
-}
-
-fn dtype_name(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "f32",
-        DType::BF16 => "bf16",
-        DType::F16 => "f16",
-        DType::I8 => "i8",
-        DType::I16 => "i16",
-        DType::I32 => "i32",
-    }
 }
 
 fn st_dtype(d: DType) -> StDtype {
@@ -660,9 +651,10 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
             tile: layout.tile,
             channels: layout.channels.name(),
             tile_align: layout.tile_align.bytes(),
-            dtype: dtype_name(dtype),
+            dtype: dtype.name(),
             output_shape: out_shape,
-            output_dtype: dtype_name(out),
+            output_dtype: out.name(),
+            out,
             multiplier_bits: params.as_ref().map(|m| format!("0x{:08x}", m.bits)),
             multiplier: params.as_ref().map(|m| exact_decimal(m.bits)),
             zero_point: params.as_ref().map(|_| zp),
@@ -732,7 +724,7 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
                     (
                         r.name.clone(),
                         StOut::Converted {
-                            dtype: st_dtype(dtype_of(r.output_dtype)),
+                            dtype: st_dtype(r.out),
                             shape: r.output_shape.iter().map(|&e| e as usize).collect(),
                             data,
                         },
@@ -761,23 +753,12 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
     Ok(Done::new(summary, staged))
 }
 
-fn dtype_of(name: &str) -> DType {
-    match name {
-        "f32" => DType::F32,
-        "bf16" => DType::BF16,
-        "f16" => DType::F16,
-        "i8" => DType::I8,
-        "i16" => DType::I16,
-        _ => DType::I32,
-    }
-}
-
 /// Stages one head's `.npy` (its output dtype, the output shape in C order).
 fn stage_npy(t: &Target, r: &HeadRow, data: &[u8]) -> Result<Staged, CliError> {
     let shape = &r.output_shape;
     let order = npyz::Order::C;
     let body = |w: &mut dyn std::io::Write| w.write_all(data);
-    match dtype_of(r.output_dtype) {
+    match r.out {
         DType::I8 => t.stage_npy::<i8>(shape, order, body),
         DType::I16 => t.stage_npy::<i16>(shape, order, body),
         DType::I32 => t.stage_npy::<i32>(shape, order, body),

@@ -28,6 +28,26 @@ struct Head {
     e: usize,
 }
 
+/// A head of `shape` (row-major) with the roles `axes`, `tile`, encoding, tile alignment
+/// and element size.
+fn head(
+    shape: Vec<u64>,
+    axes: [Option<usize>; 4],
+    tile: [u64; 4],
+    enc: Enc,
+    align: u64,
+    e: usize,
+) -> Head {
+    Head {
+        shape,
+        axes,
+        tile,
+        enc,
+        align,
+        e,
+    }
+}
+
 impl Head {
     fn elements(&self) -> u64 {
         self.shape.iter().product()
@@ -160,32 +180,32 @@ fn dir() -> tempfile::TempDir {
 fn heads() -> Vec<Head> {
     vec![
         // INT8 CBlock16 with boundary tiles on H, W and C (20 = 16 + 4), frames first.
-        Head {
-            shape: vec![2, 5, 7, 20],
-            axes: [None, Some(1), Some(2), Some(3)],
-            tile: [1, 3, 4, 16],
-            enc: Enc::CBlock16,
-            align: 16,
-            e: 1,
-        },
+        head(
+            vec![2, 5, 7, 20],
+            [None, Some(1), Some(2), Some(3)],
+            [1, 3, 4, 16],
+            Enc::CBlock16,
+            16,
+            1,
+        ),
         // INT16 PadTo16, C = 18 in one C tile (stored 32), channels before space.
-        Head {
-            shape: vec![18, 3, 5],
-            axes: [None, Some(1), Some(2), Some(0)],
-            tile: [1, 2, 5, 18],
-            enc: Enc::Pad16,
-            align: 16,
-            e: 2,
-        },
+        head(
+            vec![18, 3, 5],
+            [None, Some(1), Some(2), Some(0)],
+            [1, 2, 5, 18],
+            Enc::Pad16,
+            16,
+            2,
+        ),
         // INT32 Compact, tile alignment 1, boundary tiles on W and C.
-        Head {
-            shape: vec![3, 7, 5],
-            axes: [None, Some(0), Some(1), Some(2)],
-            tile: [1, 2, 3, 2],
-            enc: Enc::Compact,
-            align: 1,
-            e: 4,
-        },
+        head(
+            vec![3, 7, 5],
+            [None, Some(0), Some(1), Some(2)],
+            [1, 2, 3, 2],
+            Enc::Compact,
+            1,
+            4,
+        ),
     ]
 }
 
@@ -225,14 +245,14 @@ fn oracle_sizes_match_simas_fixtures() {
     // The oracle itself against SiMa's public sizes (SPEC §12.1), so that it can fail.
     let size = |shape: Vec<u64>, tile: [u64; 4], enc, align, e| {
         let n: u64 = shape.iter().product();
-        Head {
+        head(
             shape,
-            axes: [None, Some(0), Some(1), Some(2)],
+            [None, Some(0), Some(1), Some(2)],
             tile,
             enc,
             align,
             e,
-        }
+        )
         .encode(&vec![0; n as usize])
         .len()
     };
@@ -294,22 +314,22 @@ fn multi_head_ofm_to_safetensors_with_bf16_and_output_order() {
     // A BF16 Compact head of SiMa's fixture shape (396 bytes), then an INT8 CBlock16 head
     // at an explicit, later offset (a gap the CLI must skip), both stored as NCHW-like
     // permutations of HWC: numpy.transpose(x, (2, 0, 1)).
-    let bf = Head {
-        shape: vec![2, 3, 33],
-        axes: [None, Some(0), Some(1), Some(2)],
-        tile: [1, 2, 3, 33],
-        enc: Enc::Compact,
-        align: 1,
-        e: 2,
-    };
-    let q = Head {
-        shape: vec![4, 3, 17],
-        axes: [None, Some(0), Some(1), Some(2)],
-        tile: [1, 4, 2, 16],
-        enc: Enc::CBlock16,
-        align: 16,
-        e: 1,
-    };
+    let bf = head(
+        vec![2, 3, 33],
+        [None, Some(0), Some(1), Some(2)],
+        [1, 2, 3, 33],
+        Enc::Compact,
+        1,
+        2,
+    );
+    let q = head(
+        vec![4, 3, 17],
+        [None, Some(0), Some(1), Some(2)],
+        [1, 4, 2, 16],
+        Enc::CBlock16,
+        16,
+        1,
+    );
     let vb = codes(bf.elements(), 2, 7);
     let vq = codes(q.elements(), 1, 8);
     let mut ofm_bytes = bf.encode(&vb);
@@ -420,14 +440,14 @@ fn detess_dequant_and_cast_match_the_formula() {
         }
     }
     // --cast: a BF16 PadTo16 head as float32, every pattern's bits shifted left by 16.
-    let h = Head {
-        shape: vec![3, 4, 21],
-        axes: [None, Some(0), Some(1), Some(2)],
-        tile: [1, 2, 4, 21],
-        enc: Enc::Pad16,
-        align: 16,
-        e: 2,
-    };
+    let h = head(
+        vec![3, 4, 21],
+        [None, Some(0), Some(1), Some(2)],
+        [1, 2, 4, 21],
+        Enc::Pad16,
+        16,
+        2,
+    );
     let v = codes(h.elements(), 2, 99);
     fs::write(&ofm, h.encode(&v)).unwrap();
     let o = tmp.path().join("cast.npy");
@@ -474,14 +494,14 @@ fn refused(args: &[&str], code: Option<&str>, out: &Path) {
 fn bad_inputs_are_refused_with_their_codes_and_write_nothing() {
     let tmp = dir();
     // INT8 [4, 4, 20] CBlock16 in tiles (1, 4, 4, 16): two C tiles of 16 * 16 bytes each.
-    let h = Head {
-        shape: vec![4, 4, 20],
-        axes: [None, Some(0), Some(1), Some(2)],
-        tile: [1, 4, 4, 16],
-        enc: Enc::CBlock16,
-        align: 16,
-        e: 1,
-    };
+    let h = head(
+        vec![4, 4, 20],
+        [None, Some(0), Some(1), Some(2)],
+        [1, 4, 4, 16],
+        Enc::CBlock16,
+        16,
+        1,
+    );
     let bytes = h.encode(&codes(h.elements(), 1, 3));
     assert_eq!(bytes.len(), 512);
     let ofm = tmp.path().join("ofm.bin");
