@@ -216,37 +216,64 @@ pub fn run_untile(args: UntileArgs, ctx: &Context) -> Result<Done<UntileSummary>
     let planes = view.planes();
     let elements = view.elements();
     let bar = ctx.progress("untile", 1, elements);
-    let logical = untile_in_pieces(&view, &tiled, &|n| bar.inc(n)).map_err(|e| match e {
-        UntileFailure::OutOfMemory => bad_file(
-            input,
-            format!(
-                "cannot allocate the logical tensor ({} bytes): out of memory",
-                elements.saturating_mul(planes as u64)
-            ),
-        ),
-        UntileFailure::Library(e) => CliError::Internal(anyhow!("untile: {e}")),
-        UntileFailure::Piece(e) => CliError::Internal(anyhow!("untile: a piece: {e}")),
-    })?;
-    bar.finish_and_clear();
     let shape = sidecar.shape.clone();
-    let (staged, npy_dtype) = if planes == 2 {
-        // BF16 → FP32 is exact: the bits shifted left by 16.
-        let staged = target.stage_npy::<f32>(&shape, npyz::Order::C, |w| {
-            let mut buf = Vec::with_capacity(64 << 10);
-            for block in logical.chunks(32 << 10) {
-                buf.clear();
-                for pair in block.chunks_exact(2) {
-                    let bits = u32::from(u16::from_le_bytes([pair[0], pair[1]])) << 16;
-                    buf.extend_from_slice(&bits.to_le_bytes());
-                }
-                w.write_all(&buf)?;
-            }
-            Ok(())
-        })?;
-        (staged, "float32")
+    let oom = |bytes: u64| {
+        bad_file(
+            input,
+            format!("cannot allocate the logical tensor ({bytes} bytes): out of memory"),
+        )
+    };
+    // The library's Detess ops (SPEC §12: untile is Detess at offset 0): CastTess BF16
+    // straight to FP32 (DetessCast), QuantTess INT8 unchanged (Detess).
+    let detessed = detess_buffer(&view, &tiled).map_err(|e| match e {
+        UntileFailure::OutOfMemory => oom(elements.saturating_mul(4)),
+        UntileFailure::Library(e) => CliError::Internal(anyhow!("untile: {e}")),
+        UntileFailure::Piece(e) => CliError::Internal(anyhow!("untile: {e}")),
+        UntileFailure::Execute(e) => CliError::Internal(anyhow!("untile: {e}")),
+    })?;
+    let (staged, npy_dtype) = if let Some(values) = detessed {
+        bar.inc(elements);
+        bar.finish_and_clear();
+        if planes == 2 {
+            let staged =
+                target.stage_npy::<f32>(&shape, npyz::Order::C, |w| w.write_all(&values))?;
+            (staged, "float32")
+        } else {
+            let staged =
+                target.stage_npy::<i8>(&shape, npyz::Order::C, |w| w.write_all(&values))?;
+            (staged, "int8")
+        }
     } else {
-        let staged = target.stage_npy::<i8>(&shape, npyz::Order::C, |w| w.write_all(&logical))?;
-        (staged, "int8")
+        // A PadTo16 layout whose C tile is neither C nor a multiple of 16: SPEC §5's
+        // input-side layouts allow it, the Detess ops' c16 rule does not (SPEC §12.1); the
+        // layout's own untile reads it.
+        let logical = untile_in_pieces(&view, &tiled, &|n| bar.inc(n)).map_err(|e| match e {
+            UntileFailure::OutOfMemory => oom(elements.saturating_mul(planes as u64)),
+            UntileFailure::Library(e) => CliError::Internal(anyhow!("untile: {e}")),
+            UntileFailure::Piece(e) => CliError::Internal(anyhow!("untile: a piece: {e}")),
+            UntileFailure::Execute(e) => CliError::Internal(anyhow!("untile: {e}")),
+        })?;
+        bar.finish_and_clear();
+        if planes == 2 {
+            // BF16 → FP32 is exact: the bits shifted left by 16.
+            let staged = target.stage_npy::<f32>(&shape, npyz::Order::C, |w| {
+                let mut buf = Vec::with_capacity(64 << 10);
+                for block in logical.chunks(32 << 10) {
+                    buf.clear();
+                    for pair in block.chunks_exact(2) {
+                        let bits = u32::from(u16::from_le_bytes([pair[0], pair[1]])) << 16;
+                        buf.extend_from_slice(&bits.to_le_bytes());
+                    }
+                    w.write_all(&buf)?;
+                }
+                Ok(())
+            })?;
+            (staged, "float32")
+        } else {
+            let staged =
+                target.stage_npy::<i8>(&shape, npyz::Order::C, |w| w.write_all(&logical))?;
+            (staged, "int8")
+        }
     };
     let summary = UntileSummary {
         command: "untile",
@@ -286,6 +313,70 @@ impl report::Summary for UntileSummary {
     }
 }
 
+/// The row-major values of a simak tiled buffer through the library's Detess ops (SPEC
+/// §12): BF16 (two planes) as FP32 by DetessCast, INT8 unchanged by Detess. `None` when
+/// the Detess ops do not admit the layout (the c16 tile-channel rule of SPEC §12.1, which
+/// SPEC §5's input-side PadTo16 layouts need not follow).
+fn detess_buffer(
+    view: &simak::layout::TiledView,
+    tiled: &[u8],
+) -> Result<Option<Vec<u8>>, UntileFailure> {
+    use simak::ops::detess::DynRequest;
+    let shape = &view.extents()[..view.rank()];
+    let bf16 = view.planes() == 2;
+    let request = DynRequest {
+        input: simak::ops::casttess::TiledSpec {
+            extents: shape,
+            dtype: if bf16 { DType::BF16 } else { DType::I8 },
+            layout: *view.layout(),
+        },
+        output: simak::DynSpec::contiguous(shape, if bf16 { DType::F32 } else { DType::I8 }),
+    };
+    let plan = if bf16 {
+        simak::ops::detesscast::check_inference_dyn(&request).map(|p| {
+            let prepared = simak::a65::detesscast::prepare(&p);
+            (
+                p.output().span(),
+                Box::new(move |i: &[u8], o: &mut [u8]| {
+                    simak::a65::detesscast::execute(&prepared, i, o)
+                })
+                    as Box<dyn Fn(&[u8], &mut [u8]) -> Result<(), simak::a65::ExecuteError>>,
+            )
+        })
+    } else {
+        simak::ops::detess::check_inference_dyn(&request).map(|p| {
+            let prepared = simak::a65::detess::prepare(&p);
+            (
+                p.output().span(),
+                Box::new(move |i: &[u8], o: &mut [u8]| simak::a65::detess::execute(&prepared, i, o))
+                    as Box<dyn Fn(&[u8], &mut [u8]) -> Result<(), simak::a65::ExecuteError>>,
+            )
+        })
+    };
+    let (span, run) = match plan {
+        Ok(p) => p,
+        Err(simak::AdmissionError::C16TileChannels { .. }) => return Ok(None),
+        Err(e) => return Err(UntileFailure::Piece(e)),
+    };
+    let capacity = tiled.len();
+    // The tiled bytes at a 16-byte aligned address (SPEC §12.1).
+    let copy;
+    let input = if tiled.as_ptr().align_offset(16) == 0 {
+        tiled
+    } else {
+        let mut v = simak::ev74::sim::try_zeroed::<u8>(capacity + 16)
+            .map_err(|_| UntileFailure::OutOfMemory)?;
+        let skew = v.as_ptr().align_offset(16).min(16);
+        v[skew..skew + capacity].copy_from_slice(tiled);
+        copy = v;
+        &copy[skew..skew + capacity]
+    };
+    let mut out = simak::ev74::sim::try_zeroed::<u8>(span as usize)
+        .map_err(|_| UntileFailure::OutOfMemory)?;
+    run(input, &mut out).map_err(UntileFailure::Execute)?;
+    Ok(Some(out))
+}
+
 /// Why [`untile_in_pieces`] failed.
 enum UntileFailure {
     /// The logical tensor or a piece's buffer could not be allocated.
@@ -294,6 +385,8 @@ enum UntileFailure {
     Library(simak::layout::UntileError),
     /// A piece's layout was refused (an internal failure: pieces follow the admitted view).
     Piece(simak::AdmissionError),
+    /// The Detess op refused the buffers (an internal failure: they were built for it).
+    Execute(simak::a65::ExecuteError),
 }
 
 /// The logical row-major bytes of `tiled` under `view`, untiled piece by piece (the pieces

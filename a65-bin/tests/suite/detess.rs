@@ -755,3 +755,50 @@ fn dequant_reads_int16_and_int32_and_writes_out_dtype() {
     assert_eq!(run.status.code(), Some(2));
     assert!(!out.exists());
 }
+
+#[test]
+fn untile_reads_simaks_own_buffers_through_detess_and_the_c16_exception() {
+    // BF16-exact values through casttess and back through untile: the layout with C tile 5
+    // = C goes through DetessCast; PadTo16 with a C tile of 2 for C = 5 breaks the Detess
+    // ops' c16 rule (SPEC §12.1) and is read by the layout's own untile. Both give x back.
+    let tmp = dir();
+    let x: Vec<f32> = (0..4 * 6 * 5).map(|i| (i as f32) - 50.0).collect();
+    let input = tmp.path().join("x.npy");
+    write_npy(&input, &[4, 6, 5], &x);
+    for (k, (tile, channels)) in [
+        ("1,3,4,5", "pad16"),
+        ("1,3,4,2", "pad16"),
+        ("1,3,4,2", "compact"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let buf = tmp.path().join(format!("t{k}.bin"));
+        assert_success(&simak(&[
+            "casttess",
+            "--input",
+            path_str(&input),
+            "--output",
+            path_str(&buf),
+            "--axes",
+            "-1,0,1,2",
+            "--tile",
+            tile,
+            "--channels",
+            channels,
+            "-q",
+        ]));
+        let back = tmp.path().join(format!("t{k}.npy"));
+        assert_success(&simak(&[
+            "untile",
+            path_str(&buf),
+            "--output",
+            path_str(&back),
+            "-q",
+        ]));
+        let (shape, descr, data) = npy_bytes(&back);
+        assert_eq!((shape, descr.as_str()), (vec![4, 6, 5], "<f4"));
+        let want: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert!(data == want, "{tile} {channels}");
+    }
+}
