@@ -318,6 +318,7 @@ pub fn run(
         channels: match args.channels {
             ChannelsArg::Compact => "compact",
             ChannelsArg::Pad16 => "pad16",
+            ChannelsArg::Cblock16 => "cblock16",
         },
         elements: n,
         output_bytes: capacity,

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use simak::MAX_RANK;
-use simak::layout::{TileAxis, TiledView};
+use simak::layout::{TileAlign, TileAxis, TiledView};
 
 use crate::error::{CliError, bad_file};
 use crate::output::{Format, Target};
-use crate::params::{LayoutFlags, U64List, layout_rule, parse_tess_shape};
+use crate::params::{LayoutFlags, U64List, layout_rule, parse_tess_shape, parse_tile_align};
 use crate::report::{self, Context, Done, shape_text};
 
 /// Largest physical buffer (bytes) `--svg` draws: 1024 rows of 16 bytes.
@@ -20,8 +20,9 @@ pub const SVG_MAX_BYTES: u64 = 16384;
 /// Print the MlaTiled tile grid of a shape (and optionally draw it as SVG).
 #[derive(Debug, Args)]
 #[command(
-    long_about = "Print the MlaTiled tile grid of a shape (SPEC §5): the role of each \
-    axis, tile counts, the tile classes (full and boundary tiles) with their extents and \
+    long_about = "Print the MlaTiled tile grid of a shape (SPEC §5, and the MLA's \
+    output layouts of §12.1: --channels compact, pad16 or cblock16, --tile-align 16 or 1, \
+    --dtype bf16, i8, i16 or i32): the role of each axis, tile counts, the tile classes (full and boundary tiles) with their extents and \
     byte sizes, bytes per outer index, capacity, and the first tiles in storage order \
     with their byte offsets. --svg FILE draws the physical buffer as rows of 16 bytes, \
     each byte labelled with the logical element (and byte plane) stored there, padding \
@@ -36,6 +37,10 @@ pub struct LayoutArgs {
     /// Element storage.
     #[arg(long, value_enum, default_value_t = TiledDType::Bf16)]
     dtype: TiledDType,
+    /// Tile alignment in bytes: 16 (SPEC §5, the input side) or 1 (MLA outputs in Compact
+    /// encoding, SPEC §12.1).
+    #[arg(long, value_name = "16|1", value_parser = parse_tile_align, default_value = "16")]
+    tile_align: TileAlign,
     /// How many tiles to list in storage order.
     #[arg(long, value_name = "N", default_value_t = 8)]
     tiles: usize,
@@ -44,21 +49,37 @@ pub struct LayoutArgs {
     svg: Option<PathBuf>,
 }
 
-/// Element storage of a layout: BF16 (CastTess, two byte planes) or INT8 (QuantTess).
+/// Element storage of a layout: BF16 (CastTess, MLA outputs), INT8 (QuantTess, MLA
+/// outputs), INT16 or INT32 (MLA outputs, SPEC §12.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TiledDType {
     /// bfloat16: two byte planes per pixel (CastTess).
     Bf16,
     /// int8: one byte plane (QuantTess).
     I8,
+    /// int16: two byte planes (MLA outputs).
+    I16,
+    /// int32: four byte planes (MLA outputs).
+    I32,
 }
 
 impl TiledDType {
-    /// Byte planes per element: 2 (BF16) or 1 (INT8).
+    /// Byte planes per element: 1, 2 or 4.
     fn planes(self) -> u8 {
         match self {
-            TiledDType::Bf16 => 2,
             TiledDType::I8 => 1,
+            TiledDType::Bf16 | TiledDType::I16 => 2,
+            TiledDType::I32 => 4,
+        }
+    }
+
+    /// The dtype's name.
+    fn name(self) -> &'static str {
+        match self {
+            TiledDType::Bf16 => "bf16",
+            TiledDType::I8 => "i8",
+            TiledDType::I16 => "i16",
+            TiledDType::I32 => "i32",
         }
     }
 }
@@ -112,10 +133,6 @@ pub struct LayoutSummary {
     svg: Option<String>,
 }
 
-fn dtype_name(planes: usize) -> &'static str {
-    if planes == 2 { "bf16" } else { "i8" }
-}
-
 /// The ≤ 16 tile classes (full or boundary tile per role) that occur, with their count per
 /// outer index: the library's [`TiledView::tile_classes`].
 fn classes(view: &TiledView) -> Vec<Class> {
@@ -165,6 +182,7 @@ pub fn run(args: LayoutArgs, _ctx: &Context) -> Result<Done<LayoutSummary>, CliE
     let view = args
         .layout
         .layout()
+        .with_tile_align(args.tile_align)
         .admit(shape, args.dtype.planes())
         .map_err(|e| bad(layout_rule(e)))?;
     let svg_target = match &args.svg {
@@ -200,7 +218,7 @@ pub fn run(args: LayoutArgs, _ctx: &Context) -> Result<Done<LayoutSummary>, CliE
     let summary = LayoutSummary {
         command: "layout",
         shape: shape.clone(),
-        dtype: dtype_name(view.planes()),
+        dtype: args.dtype.name(),
         planes: view.planes(),
         channels: view.channels().name(),
         roles,
@@ -222,7 +240,7 @@ pub fn run(args: LayoutArgs, _ctx: &Context) -> Result<Done<LayoutSummary>, CliE
     };
     let staged = match &svg_target {
         Some(target) => {
-            let text = svg(&view);
+            let text = svg(&view, args.dtype.name());
             vec![target.stage(|w| w.write_all(text.as_bytes()))?]
         }
         None => Vec::new(),
@@ -357,8 +375,9 @@ fn esc(text: &str) -> String {
 
 /// Draws the physical buffer as rows of 16 bytes. Each byte a logical element maps to is
 /// colored by the element's row-major index (hue) and byte plane (light: low byte, dark:
-/// high byte), labelled with its coordinates; padding bytes are grey. Every tile starts a
-/// row (tiles are multiples of 16 bytes); a line and a label mark each tile.
+/// high byte), labelled with its coordinates; padding bytes are grey. A tile of tile
+/// alignment 16 starts a row; one of alignment 1 may start inside a row. An outline and a
+/// label mark each tile.
 /// Height of a byte cell of the SVG, in pixels.
 const CELL_HEIGHT: u64 = 34;
 /// Font size of a cell's coordinate label, in pixels.
@@ -386,7 +405,7 @@ fn cell_width(chars: usize) -> u64 {
         .max(34)
 }
 
-fn svg(view: &TiledView) -> String {
+fn svg(view: &TiledView, dtype: &str) -> String {
     const CELL: u64 = CELL_HEIGHT;
     const LEFT: u64 = 64;
     const TOP: u64 = 64;
@@ -439,7 +458,7 @@ fn svg(view: &TiledView) -> String {
         .collect();
     let title = format!(
         "MlaTiled {} shape {} axes {} tile {} {}: {} bytes",
-        dtype_name(planes),
+        dtype,
         shape_text(&extents[..rank]),
         axes.join(" "),
         shape_text(&layout.tile.map(u64::from)),
@@ -448,6 +467,8 @@ fn svg(view: &TiledView) -> String {
     );
     let legend = if planes == 2 {
         "cell: the element's logical coordinates in axis order (hover for the axis names: d h w c roles, oN outer axes); light = low byte, dark = high byte; grey = zero padding"
+    } else if planes == 4 {
+        "cell: the element's logical coordinates in axis order (hover for the axis names: d h w c roles, oN outer axes); b0 (light) = least significant byte .. b3; grey = zero padding"
     } else {
         "cell: the element's logical coordinates in axis order (hover for the axis names: d h w c roles, oN outer axes); grey = zero padding"
     };
@@ -522,20 +543,25 @@ fn svg(view: &TiledView) -> String {
                     .map(|(n, i)| format!("{n}={i}"))
                     .collect();
                 let plane_name = match (planes, plane) {
-                    (1, _) => "int8",
-                    (_, 0) => "low byte",
-                    _ => "high byte",
+                    (1, _) => "int8".to_owned(),
+                    (2, 0) => "low byte".to_owned(),
+                    (2, _) => "high byte".to_owned(),
+                    (_, p) => format!("byte {p} (least significant first)"),
                 };
                 let _ = writeln!(
                     s,
                     r##"<g><title>byte {offset}: element ({}) {plane_name}</title><rect x="{x}" y="{y}" width="{cw}" height="{CELL}" fill="hsl({hue},70%,{light}%)" stroke="white"/>{label}{}</g>"##,
                     esc(&named.join(", ")),
-                    if planes == 2 {
+                    if planes > 1 {
                         format!(
                             r##"<text x="{}" y="{}" font-size="7" text-anchor="middle" fill="#333">{}</text>"##,
                             x + cw / 2,
                             y + CELL - 3,
-                            if *plane == 0 { "lo" } else { "hi" }
+                            match (planes, *plane) {
+                                (2, 0) => "lo".to_owned(),
+                                (2, _) => "hi".to_owned(),
+                                (_, p) => format!("b{p}"),
+                            }
                         )
                     } else {
                         String::new()
@@ -552,12 +578,31 @@ fn svg(view: &TiledView) -> String {
     }
     for_each_tile(view, |t| {
         let y = TOP + (t.offset / 16) * CELL;
-        let h = t.bytes.div_ceil(16) * CELL;
-        let _ = writeln!(
-            s,
-            r##"<rect x="{LEFT}" y="{y}" width="{}" height="{h}" fill="none" stroke="black" stroke-width="2"/>"##,
-            16 * cw
-        );
+        if t.offset % 16 == 0 && t.bytes % 16 == 0 {
+            let h = t.bytes / 16 * CELL;
+            let _ = writeln!(
+                s,
+                r##"<rect x="{LEFT}" y="{y}" width="{}" height="{h}" fill="none" stroke="black" stroke-width="2"/>"##,
+                16 * cw
+            );
+        } else {
+            // Tile alignment 1 (SPEC §12.1): a tile may start or end inside a row; outline
+            // its part of each row it touches.
+            let end = t.offset + t.bytes;
+            let mut at = t.offset;
+            while at < end {
+                let row_end = (at / 16 + 1) * 16;
+                let stop = end.min(row_end);
+                let _ = writeln!(
+                    s,
+                    r##"<rect x="{}" y="{}" width="{}" height="{CELL}" fill="none" stroke="black" stroke-width="2"/>"##,
+                    LEFT + (at % 16) * cw,
+                    TOP + (at / 16) * CELL,
+                    (stop - at) * cw
+                );
+                at = stop;
+            }
+        }
         let _ = writeln!(
             s,
             r##"<text x="{}" y="{}" font-size="10">outer {} tile {} ({} B)</text>"##,
@@ -582,7 +627,7 @@ mod test {
     #[test]
     fn spec_example_svg_maps_twelve_bytes() {
         let view = crate::tess::test::spec_example();
-        let text = svg(&view);
+        let text = svg(&view, "bf16");
         assert_eq!(text.matches("zero padding</title>").count(), 4);
         assert_eq!(text.matches("low byte</title>").count(), 6);
         assert_eq!(text.matches("high byte</title>").count(), 6);
@@ -645,7 +690,7 @@ mod test {
             let view = MlaTiled::new(axes, tile, Channels::Compact)
                 .admit(shape, 2)
                 .unwrap();
-            let text = svg(&view);
+            let text = svg(&view, "bf16");
             let boxes = text_boxes(&text);
             let width: f64 = text
                 .split("width=\"")

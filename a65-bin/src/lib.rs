@@ -9,6 +9,7 @@
 pub mod bench;
 pub mod bench_tess;
 pub mod demo;
+pub mod detess;
 pub mod engine;
 pub mod error;
 pub mod layout;

@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 use simak_cli::error::CliError;
 use simak_cli::packet::{EncodeCommand, PacketCommand};
 use simak_cli::report::{self, Context, finish};
-use simak_cli::{bench, bench_tess, demo, layout, packet, qualify, quant, tess, untile};
+use simak_cli::{bench, bench_tess, demo, detess, layout, packet, qualify, quant, tess, untile};
 
 /// Quantize FP32 / BF16 / FP16 tensors to INT8 exactly as the simak accelerator
 /// library does.
@@ -59,6 +59,7 @@ enum Command {
     Quanttess(tess::QuantTessArgs),
     Untile(untile::UntileArgs),
     Dequant(untile::DequantArgs),
+    Detess(detess::DetessArgs),
     Layout(layout::LayoutArgs),
     /// Encode and decode EV74 descriptors (SPEC §7).
     #[command(subcommand)]
@@ -85,6 +86,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Quanttess(args) => finish(ctx, tess::run_quanttess(args, ctx)?),
         Command::Untile(args) => finish(ctx, untile::run_untile(args, ctx)?),
         Command::Dequant(args) => finish(ctx, untile::run_dequant(args, ctx)?),
+        Command::Detess(args) => finish(ctx, detess::run(args, ctx)?),
         Command::Layout(args) => finish(ctx, layout::run(args, ctx)?),
         Command::Packet(PacketCommand::Decode(args)) => finish(ctx, packet::run_decode(args, ctx)?),
         Command::Packet(PacketCommand::Encode(EncodeCommand::Quant(args))) => {

@@ -10,7 +10,7 @@
 use std::fmt;
 
 use clap::{Args, ValueEnum};
-use simak::layout::{Channels, MlaTiled};
+use simak::layout::{Channels, MlaTiled, TileAlign};
 use simak::ops::quant::{Multiplier, Rounding};
 use simak::{AdmissionError, DType};
 
@@ -143,6 +143,23 @@ pub fn parse_zero_point(text: &str) -> Result<i32, ParamError> {
         return Err(rule(narrow));
     }
     Ok(narrow)
+}
+
+/// Parses a dequantization zero point (SPEC §12.2): any 32-bit integer here; its range for
+/// the input dtype (INT8 [-128, 127], INT16 [-32768, 32767], INT32 any) is the library's
+/// rule ([`AdmissionError::DequantZeroPoint`], checked with the dtype).
+///
+/// # Errors
+///
+/// A message naming `--zero-point` when the text is not an integer or is outside `i32`.
+pub fn parse_dequant_zero_point(text: &str) -> Result<i32, String> {
+    let value: i64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("--zero-point {text:?} is not an integer"))?;
+    i32::try_from(value).map_err(|_| {
+        format!("--zero-point {text:?} is outside the 32-bit integers (the widest dtype, INT32)")
+    })
 }
 
 /// The exact decimal value of a binary32 (every digit, no rounding).
@@ -435,13 +452,16 @@ pub fn parse_tess_shape(text: &str) -> Result<U64List, String> {
     parse_tiled_shape(text).map(U64List)
 }
 
-/// Channel mode of the MlaTiled layout.
+/// Channel mode of the MlaTiled layout (SPEC §5, §12.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ChannelsArg {
     /// Each pixel stores exactly the tile's channels.
     Compact,
     /// Each pixel's channels are padded with zeros to a multiple of 16.
     Pad16,
+    /// 16-channel blocks, for each block every pixel's 16 channels (the MLA's outputs only:
+    /// detess and layout; casttess and quanttess refuse it).
+    Cblock16,
 }
 
 impl From<ChannelsArg> for Channels {
@@ -449,7 +469,23 @@ impl From<ChannelsArg> for Channels {
         match c {
             ChannelsArg::Compact => Channels::Compact,
             ChannelsArg::Pad16 => Channels::PadTo16,
+            ChannelsArg::Cblock16 => Channels::CBlock16,
         }
+    }
+}
+
+/// Parses `--tile-align`: 16 or 1 (bytes, SPEC §12.1).
+///
+/// # Errors
+///
+/// Any other text.
+pub fn parse_tile_align(text: &str) -> Result<TileAlign, String> {
+    match text.trim() {
+        "16" => Ok(TileAlign::Bytes16),
+        "1" => Ok(TileAlign::Bytes1),
+        other => Err(format!(
+            "tile alignment {other:?} is neither 16 nor 1 (bytes)"
+        )),
     }
 }
 

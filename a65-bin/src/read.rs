@@ -231,6 +231,8 @@ pub fn read_npy_as<'a>(
         (None, TypeChar::Float, 4) => DType::F32,
         (None, TypeChar::Float, 2) => DType::F16,
         (None, TypeChar::Int, 1) => DType::I8,
+        (None, TypeChar::Int, 2) => DType::I16,
+        (None, TypeChar::Int, 4) => DType::I32,
         (None, ..) if void2 => {
             return Err(bad_file(
                 file,

@@ -11,9 +11,10 @@ use serde::Serialize;
 use simak::DType;
 use simak::layout::{Channels, MlaTiled};
 
+use crate::detess::OutDType;
 use crate::error::{CliError, bad_file, bad_tensor};
 use crate::output::{Format, StOut, Staged, Target, same_file};
-use crate::params::{distinct, exact_decimal, parse_multiplier, parse_zero_point};
+use crate::params::{distinct, exact_decimal, parse_dequant_zero_point, parse_multiplier};
 use crate::read::{StFile, read_npy, st_dtype};
 use crate::report::{self, Context, Done, shape_text};
 use crate::tess::{Sidecar, buffer_crc32, sidecar_path, tile_pieces};
@@ -215,37 +216,64 @@ pub fn run_untile(args: UntileArgs, ctx: &Context) -> Result<Done<UntileSummary>
     let planes = view.planes();
     let elements = view.elements();
     let bar = ctx.progress("untile", 1, elements);
-    let logical = untile_in_pieces(&view, &tiled, &|n| bar.inc(n)).map_err(|e| match e {
-        UntileFailure::OutOfMemory => bad_file(
-            input,
-            format!(
-                "cannot allocate the logical tensor ({} bytes): out of memory",
-                elements.saturating_mul(planes as u64)
-            ),
-        ),
-        UntileFailure::Library(e) => CliError::Internal(anyhow!("untile: {e}")),
-        UntileFailure::Piece(e) => CliError::Internal(anyhow!("untile: a piece: {e}")),
-    })?;
-    bar.finish_and_clear();
     let shape = sidecar.shape.clone();
-    let (staged, npy_dtype) = if planes == 2 {
-        // BF16 → FP32 is exact: the bits shifted left by 16.
-        let staged = target.stage_npy::<f32>(&shape, npyz::Order::C, |w| {
-            let mut buf = Vec::with_capacity(64 << 10);
-            for block in logical.chunks(32 << 10) {
-                buf.clear();
-                for pair in block.chunks_exact(2) {
-                    let bits = u32::from(u16::from_le_bytes([pair[0], pair[1]])) << 16;
-                    buf.extend_from_slice(&bits.to_le_bytes());
-                }
-                w.write_all(&buf)?;
-            }
-            Ok(())
-        })?;
-        (staged, "float32")
+    let oom = |bytes: u64| {
+        bad_file(
+            input,
+            format!("cannot allocate the logical tensor ({bytes} bytes): out of memory"),
+        )
+    };
+    // The library's Detess ops (SPEC §12: untile is Detess at offset 0): CastTess BF16
+    // straight to FP32 (DetessCast), QuantTess INT8 unchanged (Detess).
+    let detessed = detess_buffer(&view, &tiled).map_err(|e| match e {
+        UntileFailure::OutOfMemory => oom(elements.saturating_mul(4)),
+        UntileFailure::Library(e) => CliError::Internal(anyhow!("untile: {e}")),
+        UntileFailure::Piece(e) => CliError::Internal(anyhow!("untile: {e}")),
+        UntileFailure::Execute(e) => CliError::Internal(anyhow!("untile: {e}")),
+    })?;
+    let (staged, npy_dtype) = if let Some(values) = detessed {
+        bar.inc(elements);
+        bar.finish_and_clear();
+        if planes == 2 {
+            let staged =
+                target.stage_npy::<f32>(&shape, npyz::Order::C, |w| w.write_all(&values))?;
+            (staged, "float32")
+        } else {
+            let staged =
+                target.stage_npy::<i8>(&shape, npyz::Order::C, |w| w.write_all(&values))?;
+            (staged, "int8")
+        }
     } else {
-        let staged = target.stage_npy::<i8>(&shape, npyz::Order::C, |w| w.write_all(&logical))?;
-        (staged, "int8")
+        // A PadTo16 layout whose C tile is neither C nor a multiple of 16: SPEC §5's
+        // input-side layouts allow it, the Detess ops' c16 rule does not (SPEC §12.1); the
+        // layout's own untile reads it.
+        let logical = untile_in_pieces(&view, &tiled, &|n| bar.inc(n)).map_err(|e| match e {
+            UntileFailure::OutOfMemory => oom(elements.saturating_mul(planes as u64)),
+            UntileFailure::Library(e) => CliError::Internal(anyhow!("untile: {e}")),
+            UntileFailure::Piece(e) => CliError::Internal(anyhow!("untile: a piece: {e}")),
+            UntileFailure::Execute(e) => CliError::Internal(anyhow!("untile: {e}")),
+        })?;
+        bar.finish_and_clear();
+        if planes == 2 {
+            // BF16 → FP32 is exact: the bits shifted left by 16.
+            let staged = target.stage_npy::<f32>(&shape, npyz::Order::C, |w| {
+                let mut buf = Vec::with_capacity(64 << 10);
+                for block in logical.chunks(32 << 10) {
+                    buf.clear();
+                    for pair in block.chunks_exact(2) {
+                        let bits = u32::from(u16::from_le_bytes([pair[0], pair[1]])) << 16;
+                        buf.extend_from_slice(&bits.to_le_bytes());
+                    }
+                    w.write_all(&buf)?;
+                }
+                Ok(())
+            })?;
+            (staged, "float32")
+        } else {
+            let staged =
+                target.stage_npy::<i8>(&shape, npyz::Order::C, |w| w.write_all(&logical))?;
+            (staged, "int8")
+        }
     };
     let summary = UntileSummary {
         command: "untile",
@@ -285,6 +313,70 @@ impl report::Summary for UntileSummary {
     }
 }
 
+/// The row-major values of a simak tiled buffer through the library's Detess ops (SPEC
+/// §12): BF16 (two planes) as FP32 by DetessCast, INT8 unchanged by Detess. `None` when
+/// the Detess ops do not admit the layout (the c16 tile-channel rule of SPEC §12.1, which
+/// SPEC §5's input-side PadTo16 layouts need not follow).
+fn detess_buffer(
+    view: &simak::layout::TiledView,
+    tiled: &[u8],
+) -> Result<Option<Vec<u8>>, UntileFailure> {
+    use simak::ops::detess::DynRequest;
+    let shape = &view.extents()[..view.rank()];
+    let bf16 = view.planes() == 2;
+    let request = DynRequest {
+        input: simak::ops::casttess::TiledSpec {
+            extents: shape,
+            dtype: if bf16 { DType::BF16 } else { DType::I8 },
+            layout: *view.layout(),
+        },
+        output: simak::DynSpec::contiguous(shape, if bf16 { DType::F32 } else { DType::I8 }),
+    };
+    let plan = if bf16 {
+        simak::ops::detesscast::check_inference_dyn(&request).map(|p| {
+            let prepared = simak::a65::detesscast::prepare(&p);
+            (
+                p.output().span(),
+                Box::new(move |i: &[u8], o: &mut [u8]| {
+                    simak::a65::detesscast::execute(&prepared, i, o)
+                })
+                    as Box<dyn Fn(&[u8], &mut [u8]) -> Result<(), simak::a65::ExecuteError>>,
+            )
+        })
+    } else {
+        simak::ops::detess::check_inference_dyn(&request).map(|p| {
+            let prepared = simak::a65::detess::prepare(&p);
+            (
+                p.output().span(),
+                Box::new(move |i: &[u8], o: &mut [u8]| simak::a65::detess::execute(&prepared, i, o))
+                    as Box<dyn Fn(&[u8], &mut [u8]) -> Result<(), simak::a65::ExecuteError>>,
+            )
+        })
+    };
+    let (span, run) = match plan {
+        Ok(p) => p,
+        Err(simak::AdmissionError::C16TileChannels { .. }) => return Ok(None),
+        Err(e) => return Err(UntileFailure::Piece(e)),
+    };
+    let capacity = tiled.len();
+    // The tiled bytes at a 16-byte aligned address (SPEC §12.1).
+    let copy;
+    let input = if tiled.as_ptr().align_offset(16) == 0 {
+        tiled
+    } else {
+        let mut v = simak::ev74::sim::try_zeroed::<u8>(capacity + 16)
+            .map_err(|_| UntileFailure::OutOfMemory)?;
+        let skew = v.as_ptr().align_offset(16).min(16);
+        v[skew..skew + capacity].copy_from_slice(tiled);
+        copy = v;
+        &copy[skew..skew + capacity]
+    };
+    let mut out = simak::ev74::sim::try_zeroed::<u8>(span as usize)
+        .map_err(|_| UntileFailure::OutOfMemory)?;
+    run(input, &mut out).map_err(UntileFailure::Execute)?;
+    Ok(Some(out))
+}
+
 /// Why [`untile_in_pieces`] failed.
 enum UntileFailure {
     /// The logical tensor or a piece's buffer could not be allocated.
@@ -293,6 +385,8 @@ enum UntileFailure {
     Library(simak::layout::UntileError),
     /// A piece's layout was refused (an internal failure: pieces follow the admitted view).
     Piece(simak::AdmissionError),
+    /// The Detess op refused the buffers (an internal failure: they were built for it).
+    Execute(simak::a65::ExecuteError),
 }
 
 /// The logical row-major bytes of `tiled` under `view`, untiled piece by piece (the pieces
@@ -350,17 +444,20 @@ fn untile_in_pieces(
     Ok(logical)
 }
 
-/// Turn INT8 back into FP32: (q - zero_point) / multiplier.
+/// Turn INT8 / INT16 / INT32 back into floats: (q - zero_point) / multiplier.
 #[derive(Debug, Args)]
 #[command(
-    long_about = "Turn INT8 back into FP32 as x = (q - zero_point) / multiplier: q - \
-    zero_point is an exact integer in binary32 and the division is one binary32 division \
-    (round to nearest-even). .npy: an int8 array with --multiplier and --zero-point \
-    (default 0); the output is a float32 .npy of the same shape and order. \
-    .safetensors: every I8 tensor carrying simak.<tensor>.multiplier_bits metadata (as \
-    written by `simak quant`), or those named with --tensor, with their own zero point; \
-    the output has F32 tensors, the other tensors copied, and the input's metadata less \
-    the simak.<tensor>.* keys of the dequantized tensors."
+    long_about = "Turn INT8, INT16 or INT32 back into FP32 (or FP16, BF16 with --out-dtype) \
+    as x = (q - zero_point) / multiplier (SPEC §12.2): q - zero_point rounded once to \
+    binary32 (exact for INT8 and INT16), then one binary32 division (round to \
+    nearest-even), then the output dtype's rounding. .npy: an int8, int16 or int32 array \
+    with --multiplier and --zero-point (default 0; in the input dtype's range); the output \
+    is a .npy of the same shape and order (float32 or float16: .npy cannot hold \
+    bfloat16). .safetensors: every I8 tensor carrying simak.<tensor>.multiplier_bits \
+    metadata (as written by `simak quant`), or those named with --tensor (I8, I16 or I32), \
+    with their own zero point; the output has the dequantized tensors in --out-dtype, the \
+    other tensors copied, and the input's metadata less the simak.<tensor>.* keys of the \
+    dequantized tensors. Library refusals carry their code (docs/errors.md)."
 )]
 pub struct DequantArgs {
     /// An int8 .npy, or a .safetensors file written by `simak quant`.
@@ -375,33 +472,76 @@ pub struct DequantArgs {
     /// The multiplier M the data was quantized with (.npy only).
     #[arg(long, value_name = "M", allow_hyphen_values = true)]
     multiplier: Option<String>,
-    /// The zero point (.npy only) [default: 0].
+    /// The zero point (.npy only) [default: 0]; in the input dtype's range.
     #[arg(long, value_name = "Z", allow_hyphen_values = true)]
     zero_point: Option<String>,
+    /// The output dtype.
+    #[arg(long, value_enum, value_name = "DTYPE", default_value_t = OutDType::F32)]
+    out_dtype: OutDType,
 }
 
-/// The FP32 little-endian bytes of INT8 `q`, `(q - zero_point) / multiplier` rounded once
-/// to binary32 by the library's [`simak::dequant::Dequant`], advancing `bar` every 2^20
-/// elements.
+/// Elements dequantized per call (the progress bar advances by as many).
+const DEQUANT_CHUNK: usize = 1 << 20;
+
+/// The `out` little-endian bytes of the `dtype` codes `q` (INT8, INT16 or INT32,
+/// little-endian), dequantized by the library's Dequant op on the A65 (SPEC §12.2),
+/// advancing `bar` every 2^20 elements.
 ///
 /// # Errors
 ///
-/// The library's admission error for a multiplier or zero point it does not admit, and the
-/// out-of-memory error when the output cannot be allocated (as
-/// [`crate::engine::EngineError`]).
+/// The library's refusal of the parameters, with its code (a zero point outside the
+/// dtype's range), and the out-of-memory error when the output cannot be allocated.
 fn dequant_bytes(
     q: &[u8],
+    dtype: DType,
+    out: DType,
     zero_point: i32,
     multiplier_bits: u32,
     bar: &indicatif::ProgressBar,
-) -> Result<Vec<u8>, crate::engine::EngineError> {
-    let dequant = simak::dequant::Dequant::new(multiplier_bits, zero_point)?;
-    let mut out = crate::engine::try_zeroed("the FP32 output", q.len().saturating_mul(4))?;
-    for (qs, xs) in q.chunks(1 << 20).zip(out.chunks_mut(4 << 20)) {
-        dequant.run(qs, xs)?;
-        bar.inc(qs.len() as u64);
+) -> Result<Vec<u8>, String> {
+    use simak::ops::dequant::{DynRequest, Params, check_inference_dyn};
+    let (e, o) = (dtype.size(), out.size());
+    let n = q.len() / e;
+    let plan = |len: usize| {
+        let extents = [len as u64];
+        check_inference_dyn(&DynRequest {
+            input: simak::DynSpec::contiguous(&extents, dtype),
+            output: simak::DynSpec::contiguous(&extents, out),
+            params: Params::from_bits(multiplier_bits).with_zero_point(zero_point),
+        })
+        .map(|p| simak::a65::dequant::prepare(&p))
+        .map_err(|e| crate::detess::coded(&e))
+    };
+    let full = plan(DEQUANT_CHUNK.min(n))?;
+    let mut y = crate::engine::try_zeroed("the dequantized output", n.saturating_mul(o))
+        .map_err(|e| e.to_string())?;
+    // The codes at an address aligned to their size (a safetensors tensor may sit at any
+    // offset).
+    let copy;
+    let q = if q.as_ptr().align_offset(e) == 0 {
+        q
+    } else {
+        let mut v =
+            crate::engine::try_zeroed("the codes", q.len() + e).map_err(|e| e.to_string())?;
+        let skew = v.as_ptr().align_offset(e).min(e);
+        v[skew..skew + q.len()].copy_from_slice(q);
+        copy = v;
+        &copy[skew..skew + q.len()]
+    };
+    for (qs, ys) in q
+        .chunks(DEQUANT_CHUNK * e)
+        .zip(y.chunks_mut(DEQUANT_CHUNK * o))
+    {
+        let len = qs.len() / e;
+        let prepared = if len == DEQUANT_CHUNK.min(n) {
+            full.clone()
+        } else {
+            plan(len)?
+        };
+        simak::a65::dequant::execute(&prepared, qs, ys).map_err(|e| format!("internal: {e}"))?;
+        bar.inc(len as u64);
     }
-    Ok(out)
+    Ok(y)
 }
 
 #[derive(Debug, Serialize)]
@@ -421,6 +561,7 @@ pub struct DequantSummary {
     input: String,
     output: String,
     format: &'static str,
+    out_dtype: &'static str,
     tensors: Vec<DequantRow>,
     copied: Vec<String>,
 }
@@ -440,16 +581,17 @@ fn row(name: String, shape: &[u64], bits: u32, zero_point: i32) -> DequantRow {
 ///
 /// # Errors
 ///
-/// Bad input (exit 2): unsupported file, non-INT8 data, missing or conflicting parameters,
+/// Bad input (exit 2): unsupported file, non-integer data, missing or conflicting parameters,
 /// missing `simak.<t>.*` metadata; internal otherwise.
 pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSummary>, CliError> {
     let input = args.input.as_path();
+    let out = DType::from(args.out_dtype);
     let multiplier = match &args.multiplier {
         Some(t) => Some(parse_multiplier(t).map_err(|e| bad_file(input, e))?),
         None => None,
     };
     let zero_point = match &args.zero_point {
-        Some(t) => Some(parse_zero_point(t).map_err(|e| bad_file(input, e))?),
+        Some(t) => Some(parse_dequant_zero_point(t).map_err(|e| bad_file(input, e))?),
         None => None,
     };
     let tensors = distinct(args.tensors)?;
@@ -463,7 +605,7 @@ pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSumma
         _ => {
             return Err(bad_file(
                 input,
-                "unsupported input file type (dequant reads int8 .npy files and .safetensors files written by simak quant)",
+                "unsupported input file type (dequant reads int8, int16 and int32 .npy files and .safetensors files written by simak quant)",
             ));
         }
     };
@@ -490,6 +632,12 @@ pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSumma
                 "--tensor applies to .safetensors inputs only (a .npy file holds one tensor)",
             ));
         }
+        if out == DType::BF16 {
+            return Err(bad_file(
+                &args.output,
+                "a .npy file cannot hold bfloat16: write a .safetensors output, or --out-dtype f32 or f16",
+            ));
+        }
         let Some(m) = &multiplier else {
             return Err(bad_file(
                 input,
@@ -497,13 +645,23 @@ pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSumma
             ));
         };
         let zp = zero_point.unwrap_or(0);
-        let array = read_npy(input, &bytes, &[DType::I8], "dequant takes int8 .npy files")?;
-        let bar = ctx.progress("dequant", 1, array.data.as_slice().len() as u64);
-        let data = dequant_bytes(array.data.as_slice(), zp, m.bits, &bar)
+        let array = read_npy(
+            input,
+            &bytes,
+            &[DType::I8, DType::I16, DType::I32],
+            "dequant takes int8, int16 and int32 .npy files",
+        )?;
+        let bar = ctx.progress("dequant", 1, array.shape.iter().product());
+        let data = dequant_bytes(array.data.as_slice(), array.dtype, out, zp, m.bits, &bar)
             .map_err(|e| bad_file(input, e))?;
         bar.finish_and_clear();
         let shape = array.shape.clone();
-        let staged = target.stage_npy::<f32>(&shape, array.order(), |w| w.write_all(&data))?;
+        let body = |w: &mut dyn std::io::Write| w.write_all(&data);
+        let staged = if out == DType::F16 {
+            target.stage_npy::<half::f16>(&shape, array.order(), body)?
+        } else {
+            target.stage_npy::<f32>(&shape, array.order(), body)?
+        };
         let name = crate::read::file_name(input);
         (vec![row(name, &shape, m.bits, zp)], Vec::new(), staged)
     } else {
@@ -513,13 +671,14 @@ pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSumma
                 "--multiplier and --zero-point apply to .npy inputs; a .safetensors file's parameters come from its simak.<tensor>.* metadata",
             ));
         }
-        dequant_safetensors(input, &tensors, ctx, &target, &bytes)?
+        dequant_safetensors(input, &tensors, out, ctx, &target, &bytes)?
     };
     let summary = DequantSummary {
         command: "dequant",
         input: input.display().to_string(),
         output: args.output.display().to_string(),
         format,
+        out_dtype: out.name(),
         tensors: rows,
         copied,
     };
@@ -529,8 +688,8 @@ pub fn run_dequant(args: DequantArgs, ctx: &Context) -> Result<Done<DequantSumma
 impl report::Summary for DequantSummary {
     fn text(&self) -> String {
         let mut text = format!(
-            "simak dequant: {} ({}) -> {}: x = (q - zero_point) / multiplier in binary32\n",
-            self.input, self.format, self.output
+            "simak dequant: {} ({}) -> {}: x = (q - zero_point) / multiplier in binary32, as {}\n",
+            self.input, self.format, self.output, self.out_dtype
         );
         for r in &self.tensors {
             text.push_str(&format!(
@@ -550,9 +709,20 @@ impl report::Summary for DequantSummary {
     }
 }
 
+/// The integer dtypes `simak dequant` reads from a safetensors file.
+fn int_dtype(dtype: StDtype) -> Option<DType> {
+    match dtype {
+        StDtype::I8 => Some(DType::I8),
+        StDtype::I16 => Some(DType::I16),
+        StDtype::I32 => Some(DType::I32),
+        _ => None,
+    }
+}
+
 fn dequant_safetensors(
     file: &Path,
     tensors: &[String],
+    out: DType,
     ctx: &Context,
     target: &Target,
     bytes: &[u8],
@@ -582,11 +752,14 @@ fn dequant_safetensors(
     } else {
         for name in tensors {
             let v = st.named(name)?;
-            if st_dtype(v.dtype()) != Some(DType::I8) {
+            if int_dtype(v.dtype()).is_none() {
                 return Err(bad_tensor(
                     file,
                     name,
-                    format!("dtype {} is not supported (dequant takes I8)", v.dtype()),
+                    format!(
+                        "dtype {} is not supported (dequant takes I8, I16 and I32)",
+                        v.dtype()
+                    ),
                 ));
             }
             if !has_params(name) {
@@ -631,16 +804,21 @@ fn dequant_safetensors(
                 ),
             )
         })?;
-        let zp = parse_zero_point(zp_text)
+        let zp = parse_dequant_zero_point(zp_text)
             .map_err(|e| bad_tensor(file, name, format!("{zp_key}: {e}")))?;
+        let dtype = int_dtype(v.dtype()).unwrap_or(DType::I8);
         let shape: Vec<u64> = v.shape().iter().map(|&e| e as u64).collect();
         rows.push(row(name.clone(), &shape, m.bits, zp));
         outputs.push((
             name.clone(),
             StOut::Converted {
-                dtype: StDtype::F32,
+                dtype: match out {
+                    DType::F16 => StDtype::F16,
+                    DType::BF16 => StDtype::BF16,
+                    _ => StDtype::F32,
+                },
                 shape: v.shape().to_vec(),
-                data: dequant_bytes(v.data(), zp, m.bits, &bar)
+                data: dequant_bytes(v.data(), dtype, out, zp, m.bits, &bar)
                     .map_err(|e| bad_tensor(file, name, e))?,
             },
         ));
@@ -669,14 +847,22 @@ mod test {
     #[test]
     fn dequant_bytes_are_the_library_division() {
         let bar = indicatif::ProgressBar::hidden();
-        let bytes = dequant_bytes(&[10, 0x80, 1], 3, 0.5f32.to_bits(), &bar).unwrap();
+        let bytes = dequant_bytes(
+            &[10, 0x80, 1],
+            DType::I8,
+            DType::F32,
+            3,
+            0.5f32.to_bits(),
+            &bar,
+        )
+        .unwrap();
         let values: Vec<f32> = bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
             .collect();
         // (10 - 3) / 0.5, (-128 - 3) / 0.5, (1 - 3) / 0.5: exact in binary32.
         assert_eq!(values, [14.0, -262.0, -4.0]);
-        assert!(dequant_bytes(&[1], 0, 0f32.to_bits(), &bar).is_err());
+        assert!(dequant_bytes(&[1], DType::I8, DType::F32, 200, 0.5f32.to_bits(), &bar).is_err());
         assert_eq!(
             default_untile_output(Path::new("a/out.bin")),
             PathBuf::from("a/out.npy")

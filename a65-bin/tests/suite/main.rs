@@ -8,6 +8,7 @@ mod common;
 mod bench;
 mod bounded_reads;
 mod cli;
+mod detess;
 mod docs;
 mod ev74;
 mod fuzz_regressions;

@@ -28,8 +28,8 @@ use simak_core::ops::Dequant as DequantOp;
 use simak_core::ops::dequant::Plan;
 
 use super::untess::{Dequant, Lanes, StridedWalk, with_dequant};
-use super::walk::Traversal;
-use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
+use super::walk::{StridedPart, Traversal, strided_needs, strided_parts};
+use super::{HostOp, Level, LevelError, PortNeed};
 
 /// The prepared state of a Dequant plan ([`HostOp::State`]): level, traversal and the
 /// per-plan table (INT8: 256 entries, INT16: 65,536).
@@ -41,43 +41,21 @@ pub struct State {
     dequant: Dequant,
 }
 
-/// A Dequant plan prepared for the A65.
-pub type Prepared = super::Prepared<DequantOp>;
-
-/// One piece of a split Dequant call.
-pub type Piece<'a> = super::Piece<'a, DequantOp>;
+output_side_api!(
+    DequantOp,
+    "Dequant",
+    /// Dequant over checked buffers (the generic [`a65::execute`](super::execute)): `input`
+    /// from its first element (at least `plan.input().span()` bytes, aligned to the element
+    /// size), `output` at least `plan.output().span()` bytes. Output bytes no element maps to
+    /// are never written.
+    ///
+    /// # Errors
+    ///
+    /// As [`a65::execute`](super::execute), checked before any write (never
+    /// [`ExecuteError::FpEnvironment`](super::ExecuteError::FpEnvironment)).
+);
 
 one_call!(dequant);
-
-/// Prepares `plan` at the fastest level this CPU offers, building its table. Reads no
-/// tensor data.
-pub fn prepare(plan: &Plan) -> Prepared {
-    Prepared::new(plan)
-}
-
-/// Prepares `plan` at a forced [`Level`] (the same bytes at every level).
-///
-/// # Errors
-///
-/// [`LevelError::NotDetected`]; [`LevelError::NoKernel`] at `x86_64-avx512vbmi` and
-/// `aarch64-neon-fp16`.
-pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
-    Prepared::at(plan, level)
-}
-
-/// Dequant over checked buffers (the generic [`a65::execute`](super::execute)): `input`
-/// from its first element (at least `plan.input().span()` bytes, aligned to the element
-/// size), `output` at least `plan.output().span()` bytes. Output bytes no element maps to
-/// are never written.
-///
-/// # Errors
-///
-/// As [`a65::execute`](super::execute), checked before any write (never
-/// [`ExecuteError::FpEnvironment`]).
-#[inline]
-pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
-    super::execute(prepared, input, output)
-}
 
 fn state(plan: &Plan, lanes: Lanes) -> State {
     State {
@@ -100,12 +78,7 @@ fn walk(s: &State, t: &Traversal, input: &[u8], output: &mut [u8]) {
 }
 
 /// The part of a split Dequant call: its traversal and its share of the buffers.
-#[derive(Debug)]
-pub struct Part<'a> {
-    traversal: Traversal,
-    input: &'a [u8],
-    output: &'a mut [u8],
-}
+pub type Part<'a> = StridedPart<'a>;
 
 /// Dequant on the A65 (SPEC §12.2). Pieces split the axis with the largest output stride;
 /// their output byte ranges are disjoint.
@@ -140,16 +113,7 @@ impl HostOp for DequantOp {
     /// The accessed spans, the input aligned to its element size, the output unaligned.
     #[inline]
     fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
-        (
-            PortNeed {
-                span: plan.input().span(),
-                align: plan.input().dtype().size(),
-            },
-            PortNeed {
-                span: plan.output().span(),
-                align: 1,
-            },
-        )
+        strided_needs(plan.input(), plan.output())
     }
 
     #[inline]
@@ -167,25 +131,7 @@ impl HostOp for DequantOp {
         input: &'a [u8],
         output: &'a mut [u8],
     ) -> Vec<Part<'a>> {
-        let splits: Vec<(Traversal, usize, usize)> = state.traversal.split(parts).collect();
-        let mut out = Vec::with_capacity(splits.len());
-        let mut rest = output;
-        let mut rest_start = 0usize;
-        for (k, &(traversal, in_offset, out_offset)) in splits.iter().enumerate() {
-            let (_, from) = std::mem::take(&mut rest).split_at_mut(out_offset - rest_start);
-            let len = splits
-                .get(k + 1)
-                .map_or(from.len(), |next| next.2 - out_offset);
-            let (head, tail) = from.split_at_mut(len);
-            rest = tail;
-            rest_start = out_offset + len;
-            out.push(Part {
-                traversal,
-                input: &input[in_offset..],
-                output: head,
-            });
-        }
-        out
+        strided_parts(&state.traversal, parts, input, output)
     }
 
     fn run_part(state: &State, part: &mut Part<'_>) {

@@ -29,135 +29,47 @@
 use simak_core::ops::Detess as DetessOp;
 use simak_core::ops::detess::Plan;
 
-use super::untess::{self, Copy, Geometry, Lanes, TiledPart, TiledWalk};
-use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
+use simak_core::layout::TiledView;
+use simak_core::{DType, View};
 
-/// The prepared state of a Detess plan ([`HostOp::State`]): level and geometry.
-#[derive(Debug, Clone, Copy)]
-pub struct State {
-    plan: Plan,
-    lanes: Lanes,
-    geometry: Geometry,
-}
+use super::untess::{Copy, TiledCall, TiledOp, TiledState};
 
-/// A Detess plan prepared for the A65.
-pub type Prepared = super::Prepared<DetessOp>;
+/// The prepared state of a Detess plan ([`HostOp::State`](super::HostOp::State)): level
+/// and geometry.
+pub type State = TiledState<DetessOp>;
 
-/// One piece of a split Detess call: a range of the output's slowest axis.
-pub type Piece<'a> = super::Piece<'a, DetessOp>;
+output_side_api!(
+    DetessOp,
+    "Detess",
+    /// Detess over checked buffers (the generic [`a65::execute`](super::execute)): `input`
+    /// the head's bytes (at least `plan.input().capacity()`, aligned to 16 for tile alignment
+    /// 16, to the element size otherwise), `output` the strided output's storage (at least
+    /// `plan.output().span()` bytes).
+    ///
+    /// # Errors
+    ///
+    /// As [`a65::execute`](super::execute): capacity, alignment, address overflow, overlap,
+    /// checked before any write.
+);
 
 one_call!(detess);
 
-/// Prepares `plan` at the fastest level this CPU offers. Reads no tensor data.
-pub fn prepare(plan: &Plan) -> Prepared {
-    Prepared::new(plan)
-}
-
-/// Prepares `plan` at a forced [`Level`] (the same bytes at every level).
-///
-/// # Errors
-///
-/// [`LevelError::NotDetected`]; [`LevelError::NoKernel`] at `x86_64-avx512vbmi` and
-/// `aarch64-neon-fp16`.
-pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
-    Prepared::at(plan, level)
-}
-
-/// Detess over checked buffers (the generic [`a65::execute`](super::execute)): `input`
-/// the head's bytes (at least `plan.input().capacity()`, aligned to 16 for tile alignment
-/// 16, to the element size otherwise), `output` the strided output's storage (at least
-/// `plan.output().span()` bytes).
-///
-/// # Errors
-///
-/// As [`a65::execute`](super::execute): capacity, alignment, address overflow, overlap,
-/// checked before any write.
-#[inline]
-pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
-    super::execute(prepared, input, output)
-}
-
-fn state(plan: &Plan, lanes: Lanes) -> State {
-    State {
-        plan: *plan,
-        lanes,
-        geometry: Geometry::new(plan.input(), plan.output()),
-    }
-}
-
-/// Runs the walk over `ranges` with the copy of the plan's element size.
-fn walk(s: &State, input: &[u8], output: &mut [u8], out_base: usize, ranges: untess::Ranges) {
-    let g = &s.geometry;
-    macro_rules! go {
-        ($e:literal) => {
-            s.lanes.run(TiledWalk {
-                g,
-                conv: &Copy::<$e>,
-                input,
-                output,
-                out_base,
-                ranges,
-            })
-        };
-    }
-    match s.plan.input_dtype().size() {
-        1 => go!(1),
-        2 => go!(2),
-        _ => go!(4),
-    }
-}
-
 /// Detess on the A65 (SPEC §12): tiled in, strided out, the bytes of each element
-/// unchanged. Parts split the output's slowest axis.
-impl HostOp for DetessOp {
-    type State = State;
-    type Part<'a> = TiledPart<'a>;
+/// unchanged, by the copy of the plan's element size.
+impl TiledOp for DetessOp {
+    type Conv = ();
 
-    fn prepare(plan: &Plan) -> State {
-        state(plan, Lanes::auto())
+    fn ports(plan: &Plan) -> (&TiledView, DType, &View) {
+        (plan.input(), plan.input_dtype(), plan.output())
     }
 
-    fn prepare_at(plan: &Plan, level: Level) -> Result<State, LevelError> {
-        Ok(state(plan, Lanes::at(level, "detess", plan.input_dtype())?))
-    }
+    fn conv(_plan: &Plan) {}
 
-    #[inline]
-    fn plan(state: &State) -> &Plan {
-        &state.plan
-    }
-
-    fn implementation(state: &State) -> &'static str {
-        state.lanes.level().name()
-    }
-
-    fn level(state: &State) -> Level {
-        state.lanes.level()
-    }
-
-    #[inline]
-    fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
-        untess::needs(plan.input(), plan.output())
-    }
-
-    #[inline]
-    fn uses_fp(_state: &State) -> bool {
-        false
-    }
-
-    fn run(state: &State, input: &[u8], output: &mut [u8]) {
-        walk(state, input, output, 0, state.geometry.full());
-    }
-
-    fn partition<'a>(
-        state: &State,
-        parts: usize,
-        input: &'a [u8],
-        output: &'a mut [u8],
-    ) -> Vec<TiledPart<'a>> {
-        untess::tiled_parts(&state.geometry, parts, input, output)
-    }
-
-    fn run_part(state: &State, part: &mut TiledPart<'_>) {
-        walk(state, part.input, part.output, part.out_base, part.ranges);
+    fn walk(s: &State, call: TiledCall<'_>) {
+        match s.plan.input_dtype().size() {
+            1 => s.lanes.run(call.by(&Copy::<1>)),
+            2 => s.lanes.run(call.by(&Copy::<2>)),
+            _ => s.lanes.run(call.by(&Copy::<4>)),
+        }
     }
 }

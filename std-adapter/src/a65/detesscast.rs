@@ -29,121 +29,37 @@
 use simak_core::ops::DetessCast as DetessCastOp;
 use simak_core::ops::detesscast::Plan;
 
-use super::untess::{self, Cast, Geometry, Lanes, TiledPart, TiledWalk};
-use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
+use simak_core::layout::TiledView;
+use simak_core::{DType, View};
 
-/// The prepared state of a DetessCast plan ([`HostOp::State`]): level and geometry.
-#[derive(Debug, Clone, Copy)]
-pub struct State {
-    plan: Plan,
-    lanes: Lanes,
-    geometry: Geometry,
-}
+use super::untess::{Cast, TiledCall, TiledOp, TiledState};
 
-/// A DetessCast plan prepared for the A65.
-pub type Prepared = super::Prepared<DetessCastOp>;
+/// The prepared state of a DetessCast plan ([`HostOp::State`](super::HostOp::State)):
+/// level and geometry.
+pub type State = TiledState<DetessCastOp>;
 
-/// One piece of a split DetessCast call: a range of the output's slowest axis.
-pub type Piece<'a> = super::Piece<'a, DetessCastOp>;
+output_side_api!(
+    DetessCastOp,
+    "DetessCast",
+    /// DetessCast over checked buffers (the generic [`a65::execute`](super::execute)); buffers
+    /// as for [`a65::detess::execute`](super::detess::execute).
+    ///
+    /// # Errors
+    ///
+    /// As [`a65::execute`](super::execute), checked before any write.
+);
 
-/// Prepares `plan` at the fastest level this CPU offers. Reads no tensor data.
-pub fn prepare(plan: &Plan) -> Prepared {
-    Prepared::new(plan)
-}
+/// DetessCast on the A65 (SPEC §12): `bits << 16` per element.
+impl TiledOp for DetessCastOp {
+    type Conv = ();
 
-/// Prepares `plan` at a forced [`Level`] (the same bytes at every level).
-///
-/// # Errors
-///
-/// [`LevelError::NotDetected`]; [`LevelError::NoKernel`] at `x86_64-avx512vbmi` and
-/// `aarch64-neon-fp16`.
-pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
-    Prepared::at(plan, level)
-}
-
-/// DetessCast over checked buffers (the generic [`a65::execute`](super::execute)); buffers
-/// as for [`a65::detess::execute`](super::detess::execute).
-///
-/// # Errors
-///
-/// As [`a65::execute`](super::execute), checked before any write.
-#[inline]
-pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
-    super::execute(prepared, input, output)
-}
-
-fn state(plan: &Plan, lanes: Lanes) -> State {
-    State {
-        plan: *plan,
-        lanes,
-        geometry: Geometry::new(plan.input(), plan.output()),
-    }
-}
-
-fn walk(s: &State, input: &[u8], output: &mut [u8], out_base: usize, ranges: untess::Ranges) {
-    s.lanes.run(TiledWalk {
-        g: &s.geometry,
-        conv: &Cast,
-        input,
-        output,
-        out_base,
-        ranges,
-    });
-}
-
-/// DetessCast on the A65 (SPEC §12). Parts split the output's slowest axis.
-impl HostOp for DetessCastOp {
-    type State = State;
-    type Part<'a> = TiledPart<'a>;
-
-    fn prepare(plan: &Plan) -> State {
-        state(plan, Lanes::auto())
+    fn ports(plan: &Plan) -> (&TiledView, DType, &View) {
+        (plan.input(), plan.input_dtype(), plan.output())
     }
 
-    fn prepare_at(plan: &Plan, level: Level) -> Result<State, LevelError> {
-        Ok(state(
-            plan,
-            Lanes::at(level, "detess_cast", plan.input_dtype())?,
-        ))
-    }
+    fn conv(_plan: &Plan) {}
 
-    #[inline]
-    fn plan(state: &State) -> &Plan {
-        &state.plan
-    }
-
-    fn implementation(state: &State) -> &'static str {
-        state.lanes.level().name()
-    }
-
-    fn level(state: &State) -> Level {
-        state.lanes.level()
-    }
-
-    #[inline]
-    fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
-        untess::needs(plan.input(), plan.output())
-    }
-
-    #[inline]
-    fn uses_fp(_state: &State) -> bool {
-        false
-    }
-
-    fn run(state: &State, input: &[u8], output: &mut [u8]) {
-        walk(state, input, output, 0, state.geometry.full());
-    }
-
-    fn partition<'a>(
-        state: &State,
-        parts: usize,
-        input: &'a [u8],
-        output: &'a mut [u8],
-    ) -> Vec<TiledPart<'a>> {
-        untess::tiled_parts(&state.geometry, parts, input, output)
-    }
-
-    fn run_part(state: &State, part: &mut TiledPart<'_>) {
-        walk(state, part.input, part.output, part.out_base, part.ranges);
+    fn walk(s: &State, call: TiledCall<'_>) {
+        s.lanes.run(call.by(&Cast));
     }
 }

@@ -35,131 +35,43 @@
 use simak_core::ops::DetessDequant as DetessDequantOp;
 use simak_core::ops::detessdequant::Plan;
 
-use super::untess::{self, Dequant, Geometry, Lanes, TiledPart, TiledWalk, with_dequant};
-use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
+use simak_core::layout::TiledView;
+use simak_core::{DType, View};
 
-/// The prepared state of a DetessDequant plan ([`HostOp::State`]): level, geometry and
-/// the per-plan table (INT8: 256 entries, INT16: 65,536).
-#[derive(Debug, Clone)]
-pub struct State {
-    plan: Plan,
-    lanes: Lanes,
-    geometry: Geometry,
-    dequant: Dequant,
-}
+use super::untess::{Dequant, TiledCall, TiledOp, TiledState, with_dequant};
 
-/// A DetessDequant plan prepared for the A65.
-pub type Prepared = super::Prepared<DetessDequantOp>;
+/// The prepared state of a DetessDequant plan ([`HostOp::State`](super::HostOp::State)):
+/// level, geometry and the per-plan table (INT8: 256 entries, INT16: 65,536).
+pub type State = TiledState<DetessDequantOp>;
 
-/// One piece of a split DetessDequant call: a range of the output's slowest axis.
-pub type Piece<'a> = super::Piece<'a, DetessDequantOp>;
+output_side_api!(
+    DetessDequantOp,
+    "DetessDequant",
+    /// DetessDequant over checked buffers (the generic [`a65::execute`](super::execute));
+    /// buffers as for [`a65::detess::execute`](super::detess::execute).
+    ///
+    /// # Errors
+    ///
+    /// As [`a65::execute`](super::execute), checked before any write (never
+    /// [`ExecuteError::FpEnvironment`](super::ExecuteError::FpEnvironment)).
+);
 
 one_call!(detessdequant);
 
-/// Prepares `plan` at the fastest level this CPU offers, building its table. Reads no
-/// tensor data.
-pub fn prepare(plan: &Plan) -> Prepared {
-    Prepared::new(plan)
-}
+/// DetessDequant on the A65 (SPEC §12.2): the dequantization of the plan's parameters,
+/// by its table (INT8, INT16) or per element (INT32).
+impl TiledOp for DetessDequantOp {
+    type Conv = Dequant;
 
-/// Prepares `plan` at a forced [`Level`] (the same bytes at every level).
-///
-/// # Errors
-///
-/// [`LevelError::NotDetected`]; [`LevelError::NoKernel`] at `x86_64-avx512vbmi` and
-/// `aarch64-neon-fp16`.
-pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
-    Prepared::at(plan, level)
-}
-
-/// DetessDequant over checked buffers (the generic [`a65::execute`](super::execute));
-/// buffers as for [`a65::detess::execute`](super::detess::execute).
-///
-/// # Errors
-///
-/// As [`a65::execute`](super::execute), checked before any write (never
-/// [`ExecuteError::FpEnvironment`]).
-#[inline]
-pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
-    super::execute(prepared, input, output)
-}
-
-fn state(plan: &Plan, lanes: Lanes) -> State {
-    State {
-        plan: *plan,
-        lanes,
-        geometry: Geometry::new(plan.input(), plan.output()),
-        dequant: Dequant::new(plan.params()),
-    }
-}
-
-fn walk(s: &State, input: &[u8], output: &mut [u8], out_base: usize, ranges: untess::Ranges) {
-    let g = &s.geometry;
-    with_dequant!(s.lanes, &s.dequant, s.plan.output().dtype(), |c| {
-        TiledWalk {
-            g,
-            conv: c,
-            input,
-            output,
-            out_base,
-            ranges,
-        }
-    });
-}
-
-/// DetessDequant on the A65 (SPEC §12.2). Parts split the output's slowest axis.
-impl HostOp for DetessDequantOp {
-    type State = State;
-    type Part<'a> = TiledPart<'a>;
-
-    fn prepare(plan: &Plan) -> State {
-        state(plan, Lanes::auto())
+    fn ports(plan: &Plan) -> (&TiledView, DType, &View) {
+        (plan.input(), plan.input_dtype(), plan.output())
     }
 
-    fn prepare_at(plan: &Plan, level: Level) -> Result<State, LevelError> {
-        Ok(state(
-            plan,
-            Lanes::at(level, "detess_dequant", plan.input_dtype())?,
-        ))
+    fn conv(plan: &Plan) -> Dequant {
+        Dequant::new(plan.params())
     }
 
-    #[inline]
-    fn plan(state: &State) -> &Plan {
-        &state.plan
-    }
-
-    fn implementation(state: &State) -> &'static str {
-        state.lanes.level().name()
-    }
-
-    fn level(state: &State) -> Level {
-        state.lanes.level()
-    }
-
-    #[inline]
-    fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
-        untess::needs(plan.input(), plan.output())
-    }
-
-    #[inline]
-    fn uses_fp(_state: &State) -> bool {
-        false
-    }
-
-    fn run(state: &State, input: &[u8], output: &mut [u8]) {
-        walk(state, input, output, 0, state.geometry.full());
-    }
-
-    fn partition<'a>(
-        state: &State,
-        parts: usize,
-        input: &'a [u8],
-        output: &'a mut [u8],
-    ) -> Vec<TiledPart<'a>> {
-        untess::tiled_parts(&state.geometry, parts, input, output)
-    }
-
-    fn run_part(state: &State, part: &mut TiledPart<'_>) {
-        walk(state, part.input, part.output, part.out_base, part.ranges);
+    fn walk(s: &State, call: TiledCall<'_>) {
+        with_dequant!(s.lanes, &s.conv, s.plan.output().dtype(), |c| call.by(c));
     }
 }

@@ -42,6 +42,52 @@ macro_rules! one_call {
     };
 }
 
+/// The public names of an output-side op's module `a65::<op>` (SPEC §12), aliases of the
+/// generic ones for the op marker `$marker` (titled `$title` in the docs): `Prepared`,
+/// `Piece`, `prepare`, `prepare_at` and `execute`, the last documented by the attributes
+/// given (which buffers it takes). Expects `Plan` in scope.
+macro_rules! output_side_api {
+    ($marker:ident, $title:literal, $(#[$execute:meta])*) => {
+        #[doc = concat!("A ", $title, " plan prepared for the A65.")]
+        pub type Prepared = super::Prepared<$marker>;
+
+        #[doc = concat!("One piece of a split ", $title, " call ([`split`](super::split)): ")]
+        /// a disjoint range of the output, along its slowest axis.
+        pub type Piece<'a> = super::Piece<'a, $marker>;
+
+        /// Prepares `plan` at the fastest level this CPU offers (a dequantizing op builds
+        /// its table of every code here). Reads no tensor data.
+        pub fn prepare(plan: &Plan) -> Prepared {
+            Prepared::new(plan)
+        }
+
+        /// Prepares `plan` at a forced [`Level`](super::Level) (the same bytes at every
+        /// level).
+        ///
+        /// # Errors
+        ///
+        /// [`LevelError::NotDetected`](super::LevelError::NotDetected);
+        /// [`LevelError::NoKernel`](super::LevelError::NoKernel) at `x86_64-avx512vbmi`
+        /// and `aarch64-neon-fp16`.
+        pub fn prepare_at(
+            plan: &Plan,
+            level: super::Level,
+        ) -> Result<Prepared, super::LevelError> {
+            Prepared::at(plan, level)
+        }
+
+        $(#[$execute])*
+        #[inline]
+        pub fn execute(
+            prepared: &Prepared,
+            input: &[u8],
+            output: &mut [u8],
+        ) -> Result<(), super::ExecuteError> {
+            super::execute(prepared, input, output)
+        }
+    };
+}
+
 mod arch;
 pub mod casttess;
 pub mod dequant;

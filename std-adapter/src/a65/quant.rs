@@ -13,7 +13,7 @@ use simak_core::ops::quant::Plan;
 use simak_core::ops::Quant as QuantOp;
 
 use super::arch::{self, Route};
-use super::walk::Traversal;
+use super::walk::{Traversal, strided_needs, strided_parts};
 use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
 
 /// [`execute`] over raw pointers, for the C ABI: the generic
@@ -239,12 +239,7 @@ impl Prepared {
 
 /// The part of a split Quant call ([`HostOp::Part`]): its traversal and its share of the
 /// call's buffers (from its first input element and first output byte).
-#[derive(Debug)]
-pub struct Part<'a> {
-    traversal: Traversal,
-    input: &'a [u8],
-    output: &'a mut [u8],
-}
+pub type Part<'a> = super::walk::StridedPart<'a>;
 
 /// Quant on the A65: strided FP32 / BF16 / FP16 in, strided INT8 out (SPEC §3, §6, §10).
 /// Pieces are split along the axis with the largest output stride, so fewer than `parts`
@@ -306,16 +301,7 @@ impl HostOp for QuantOp {
     /// The accessed spans, the input aligned to its element size, the output unaligned.
     #[inline]
     fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
-        (
-            PortNeed {
-                span: plan.input().span(),
-                align: plan.input().dtype().size(),
-            },
-            PortNeed {
-                span: plan.output().span(),
-                align: 1,
-            },
-        )
+        strided_needs(plan.input(), plan.output())
     }
 
     #[inline]
@@ -339,25 +325,7 @@ impl HostOp for QuantOp {
         input: &'a [u8],
         output: &'a mut [u8],
     ) -> Vec<Part<'a>> {
-        let splits: Vec<(Traversal, usize, usize)> = state.traversal.split(parts).collect();
-        let mut out = Vec::with_capacity(splits.len());
-        let mut rest = output;
-        let mut rest_start = 0usize;
-        for (k, &(traversal, in_offset, out_offset)) in splits.iter().enumerate() {
-            let (_, from_piece) = std::mem::take(&mut rest).split_at_mut(out_offset - rest_start);
-            let len = splits
-                .get(k + 1)
-                .map_or(from_piece.len(), |next| next.2 - out_offset);
-            let (head, tail) = from_piece.split_at_mut(len);
-            rest = tail;
-            rest_start = out_offset + len;
-            out.push(Part {
-                traversal,
-                input: &input[in_offset..],
-                output: head,
-            });
-        }
-        out
+        strided_parts(&state.traversal, parts, input, output)
     }
 
     fn run_part(state: &State, part: &mut Part<'_>) {

@@ -10,11 +10,16 @@
 //! with §12.1's byte formula. Padding is never read. Parts of a threaded call restrict one
 //! logical axis (the output's slowest) to a range, so each part owns one contiguous range
 //! of output bytes.
+//!
+//! The tiled ops implement [`TiledOp`] (their ports, per-plan conversion data and walk);
+//! their [`HostOp`] is written once over it, with the state [`TiledState`].
+
+use core::fmt;
 
 use simak_core::layout::{Channels, TileAlign, TiledView};
-use simak_core::{MAX_RANK, View};
+use simak_core::ops::Op;
+use simak_core::{DType, MAX_RANK, View};
 
-use super::PortNeed;
 #[cfg(target_arch = "aarch64")]
 use super::arch::isa::Neon;
 #[cfg(target_arch = "x86_64")]
@@ -22,6 +27,8 @@ use super::arch::isa::{Avx2, Avx512, Sse41};
 use super::arch::isa::{Isa, Kernel};
 use super::level::{Level, LevelError};
 use super::walk::Traversal;
+use super::walk::carve;
+use super::{HostOp, PortNeed};
 
 /// Converts runs of elements: element `i` of a run has byte plane `p` (least significant
 /// first) at `src[i · in_stride + p · plane_stride]` and is written at
@@ -170,11 +177,7 @@ impl Lanes {
     ///
     /// [`LevelError::NotDetected`] when this CPU lacks it; [`LevelError::NoKernel`] for
     /// `x86_64-avx512vbmi` and `aarch64-neon-fp16`, which these ops have no kernel at.
-    pub fn at(
-        level: Level,
-        op: &'static str,
-        dtype: simak_core::DType,
-    ) -> Result<Lanes, LevelError> {
+    pub fn at(level: Level, op: &'static str, dtype: DType) -> Result<Lanes, LevelError> {
         level.check_detected()?;
         let no = LevelError::NoKernel { level, op, dtype };
         match level {
@@ -349,14 +352,28 @@ impl Geometry {
     }
 }
 
-/// A tiled walk of `g` over `ranges`: `output` starts at output byte `out_base`.
+/// A tiled call's geometry, buffers and covered ranges (all of a call, or one part's):
+/// `output` starts at output byte `out_base`.
+pub struct TiledCall<'a> {
+    pub(crate) g: &'a Geometry,
+    pub(crate) input: &'a [u8],
+    pub(crate) output: &'a mut [u8],
+    pub(crate) out_base: usize,
+    pub(crate) ranges: Ranges,
+}
+
+impl<'a> TiledCall<'a> {
+    /// The walk of this call with the conversion `conv`, to run at a level.
+    #[inline(always)]
+    pub(crate) fn by<C: Convert>(self, conv: &'a C) -> TiledWalk<'a, C> {
+        TiledWalk { call: self, conv }
+    }
+}
+
+/// A tiled call with its conversion: a [`Body`].
 pub(crate) struct TiledWalk<'a, C> {
-    pub g: &'a Geometry,
-    pub conv: &'a C,
-    pub input: &'a [u8],
-    pub output: &'a mut [u8],
-    pub out_base: usize,
-    pub ranges: Ranges,
+    call: TiledCall<'a>,
+    conv: &'a C,
 }
 
 impl<C: Convert> Body for TiledWalk<'_, C> {
@@ -370,12 +387,15 @@ impl<C: Convert> Body for TiledWalk<'_, C> {
 #[inline(always)]
 fn walk_tiles<C: Convert>(w: TiledWalk<'_, C>) {
     let TiledWalk {
-        g,
+        call:
+            TiledCall {
+                g,
+                input,
+                output,
+                out_base,
+                ranges,
+            },
         conv,
-        input,
-        output,
-        out_base,
-        ranges,
     } = w;
     let e = g.e;
     // Per role: the covered range of its axis (absent role: [0, 1)).
@@ -546,7 +566,7 @@ fn tile<C: Convert>(
 /// What a tiled input and strided output need (SPEC §6, §12.1): the input its capacity,
 /// aligned to 16 bytes for tile alignment 16 and to the element size otherwise; the output
 /// its span, unaligned.
-pub(crate) fn needs(input: &TiledView, output: &View) -> (PortNeed, PortNeed) {
+fn needs(input: &TiledView, output: &View) -> (PortNeed, PortNeed) {
     (
         PortNeed {
             span: input.capacity(),
@@ -640,7 +660,7 @@ pub(crate) fn table<const N: usize>(t: &[u32]) -> &[u32; N] {
 pub(crate) struct Int32<const OUT: usize> {
     pub zero_point: i32,
     pub multiplier_bits: u32,
-    pub output: simak_core::DType,
+    pub output: DType,
     pub fp: bool,
 }
 
@@ -661,8 +681,8 @@ impl<const OUT: usize> Convert for Int32<OUT> {
             dequant::div_f32_bits(x, self.multiplier_bits)
         };
         match self.output {
-            simak_core::DType::F16 => u32::from(dequant::f32_to_f16_bits(y)),
-            simak_core::DType::BF16 => u32::from(cast::f32_to_bf16(y)),
+            DType::F16 => u32::from(dequant::f32_to_f16_bits(y)),
+            DType::BF16 => u32::from(cast::f32_to_bf16(y)),
             _ => y,
         }
     }
@@ -671,7 +691,7 @@ impl<const OUT: usize> Convert for Int32<OUT> {
 /// The dequantization of a plan, prepared once: a table for INT8 and INT16 codes, the
 /// parameters for INT32.
 #[derive(Debug, Clone)]
-pub(crate) enum Dequant {
+pub enum Dequant {
     /// 256 (INT8) or 65,536 (INT16) output bit patterns, indexed by the code's bytes.
     Table(Box<[u32]>),
     /// INT32: computed per element.
@@ -685,12 +705,12 @@ impl Dequant {
     /// Builds the table for `params` (SPEC §12.2, exact integer arithmetic).
     pub fn new(params: &simak_core::ops::dequant::CheckedParams) -> Dequant {
         match params.input_dtype() {
-            simak_core::DType::I8 => Dequant::Table(
+            DType::I8 => Dequant::Table(
                 (0..=255u8)
                     .map(|b| params.value(i32::from(b as i8)))
                     .collect(),
             ),
-            simak_core::DType::I16 => Dequant::Table(
+            DType::I16 => Dequant::Table(
                 (0..=u16::MAX)
                     .map(|b| params.value(i32::from(b as i16)))
                     .collect(),
@@ -766,35 +786,151 @@ pub(crate) fn fp_ok() -> bool {
 /// One part of a split tiled call: a range of the output's slowest axis, its output bytes.
 #[derive(Debug)]
 pub struct TiledPart<'a> {
-    pub(crate) ranges: Ranges,
-    pub(crate) out_base: usize,
-    pub(crate) input: &'a [u8],
-    pub(crate) output: &'a mut [u8],
-}
-
-/// Splits a tiled call's output into the parts of [`Geometry::split`].
-pub(crate) fn tiled_parts<'a>(
-    g: &Geometry,
-    parts: usize,
+    ranges: Ranges,
+    out_base: usize,
     input: &'a [u8],
     output: &'a mut [u8],
-) -> Vec<TiledPart<'a>> {
-    let splits = g.split(parts);
-    let mut out = Vec::with_capacity(splits.len());
-    let mut rest = output;
-    let mut rest_start = 0usize;
-    for (k, &(ranges, base)) in splits.iter().enumerate() {
-        let (_, from) = std::mem::take(&mut rest).split_at_mut(base - rest_start);
-        let len = splits.get(k + 1).map_or(from.len(), |next| next.1 - base);
-        let (head, tail) = from.split_at_mut(len);
-        rest = tail;
-        rest_start = base + len;
-        out.push(TiledPart {
-            ranges,
-            out_base: base,
-            input,
-            output: head,
-        });
+}
+
+/// A tiled output-side op (Detess, DetessCast, DetessDequant): what differs between them.
+/// Their [`HostOp`] (prepared state, forced levels, spans, parts) is written once over it.
+pub trait TiledOp: Op {
+    /// Per-plan conversion data that `prepare` builds: none, or DetessDequant's table.
+    type Conv: Clone + fmt::Debug + Send + Sync;
+
+    /// The plan's tiled input, its dtype and the strided output.
+    fn ports(plan: &Self::Plan) -> (&TiledView, DType, &View);
+
+    /// Builds the conversion data of `plan`.
+    fn conv(plan: &Self::Plan) -> Self::Conv;
+
+    /// Runs `call` at the state's level with the plan's conversion.
+    fn walk(state: &TiledState<Self>, call: TiledCall<'_>);
+}
+
+/// The prepared state of a tiled output-side op ([`HostOp::State`]): the plan, the level,
+/// the geometry and the op's conversion data ([`TiledOp::Conv`]).
+pub struct TiledState<O: TiledOp> {
+    pub(crate) plan: O::Plan,
+    pub(crate) lanes: Lanes,
+    pub(crate) geometry: Geometry,
+    pub(crate) conv: O::Conv,
+}
+
+impl<O: TiledOp> Clone for TiledState<O> {
+    fn clone(&self) -> Self {
+        TiledState {
+            conv: self.conv.clone(),
+            ..*self
+        }
     }
-    out
+}
+
+impl<O: TiledOp> core::marker::Copy for TiledState<O> where O::Conv: core::marker::Copy {}
+
+impl<O: TiledOp> fmt::Debug for TiledState<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TiledState")
+            .field("plan", &self.plan)
+            .field("lanes", &self.lanes)
+            .field("geometry", &self.geometry)
+            .field("conv", &self.conv)
+            .finish()
+    }
+}
+
+impl<O: TiledOp> TiledState<O> {
+    fn new(plan: &O::Plan, lanes: Lanes) -> Self {
+        let (input, _, output) = O::ports(plan);
+        TiledState {
+            plan: *plan,
+            lanes,
+            geometry: Geometry::new(input, output),
+            conv: O::conv(plan),
+        }
+    }
+
+    /// Runs the walk over `ranges` of the call's buffers.
+    #[inline]
+    fn walk(&self, input: &[u8], output: &mut [u8], out_base: usize, ranges: Ranges) {
+        O::walk(
+            self,
+            TiledCall {
+                g: &self.geometry,
+                input,
+                output,
+                out_base,
+                ranges,
+            },
+        );
+    }
+}
+
+/// A tiled output-side op on the A65 (SPEC §12): tiled in, strided out, integer code only
+/// (never an FP-environment check). Parts split the output's slowest axis; each owns one
+/// contiguous range of output bytes.
+impl<O: TiledOp> HostOp for O {
+    type State = TiledState<O>;
+    type Part<'a> = TiledPart<'a>;
+
+    fn prepare(plan: &O::Plan) -> TiledState<O> {
+        TiledState::new(plan, Lanes::auto())
+    }
+
+    fn prepare_at(plan: &O::Plan, level: Level) -> Result<TiledState<O>, LevelError> {
+        let lanes = Lanes::at(level, O::NAME, O::ports(plan).1)?;
+        Ok(TiledState::new(plan, lanes))
+    }
+
+    #[inline]
+    fn plan(state: &TiledState<O>) -> &O::Plan {
+        &state.plan
+    }
+
+    fn implementation(state: &TiledState<O>) -> &'static str {
+        state.lanes.level().name()
+    }
+
+    fn level(state: &TiledState<O>) -> Level {
+        state.lanes.level()
+    }
+
+    #[inline]
+    fn needs(plan: &O::Plan) -> (PortNeed, PortNeed) {
+        let (input, _, output) = O::ports(plan);
+        needs(input, output)
+    }
+
+    #[inline]
+    fn uses_fp(_state: &TiledState<O>) -> bool {
+        false
+    }
+
+    fn run(state: &TiledState<O>, input: &[u8], output: &mut [u8]) {
+        state.walk(input, output, 0, state.geometry.full());
+    }
+
+    fn partition<'a>(
+        state: &TiledState<O>,
+        parts: usize,
+        input: &'a [u8],
+        output: &'a mut [u8],
+    ) -> Vec<TiledPart<'a>> {
+        let splits = state.geometry.split(parts);
+        let starts: Vec<usize> = splits.iter().map(|s| s.1).collect();
+        splits
+            .into_iter()
+            .zip(carve(output, &starts))
+            .map(|((ranges, out_base), output)| TiledPart {
+                ranges,
+                out_base,
+                input,
+                output,
+            })
+            .collect()
+    }
+
+    fn run_part(state: &TiledState<O>, part: &mut TiledPart<'_>) {
+        state.walk(part.input, part.output, part.out_base, part.ranges);
+    }
 }

@@ -211,3 +211,63 @@ impl Traversal {
         }
     }
 }
+
+/// What a strided input and a strided output need (SPEC §6): each its span; the input
+/// aligned to its element size, the output unaligned.
+pub(crate) fn strided_needs(input: &View, output: &View) -> (super::PortNeed, super::PortNeed) {
+    (
+        super::PortNeed {
+            span: input.span(),
+            align: input.dtype().size(),
+        },
+        super::PortNeed {
+            span: output.span(),
+            align: 1,
+        },
+    )
+}
+
+/// Cuts `output` into disjoint ranges starting at the ascending byte offsets `starts`:
+/// each runs to the next start, the last to the end of `output` (bytes before the first
+/// start belong to none).
+pub(crate) fn carve<'a>(output: &'a mut [u8], starts: &[usize]) -> Vec<&'a mut [u8]> {
+    let mut out = Vec::with_capacity(starts.len());
+    let mut rest = output;
+    for &start in starts.iter().rev() {
+        let (head, tail) = core::mem::take(&mut rest).split_at_mut(start);
+        out.push(tail);
+        rest = head;
+    }
+    out.reverse();
+    out
+}
+
+/// One part of a split strided call (Quant, Dequant): its traversal and its share of the
+/// call's buffers, from its first input element and its first output byte.
+#[derive(Debug)]
+pub struct StridedPart<'a> {
+    pub(crate) traversal: Traversal,
+    pub(crate) input: &'a [u8],
+    pub(crate) output: &'a mut [u8],
+}
+
+/// Splits a strided call over `t` into the parts of [`Traversal::split`], in output order;
+/// their output byte ranges are disjoint.
+pub(crate) fn strided_parts<'a>(
+    t: &Traversal,
+    parts: usize,
+    input: &'a [u8],
+    output: &'a mut [u8],
+) -> Vec<StridedPart<'a>> {
+    let splits: Vec<(Traversal, usize, usize)> = t.split(parts).collect();
+    let starts: Vec<usize> = splits.iter().map(|s| s.2).collect();
+    splits
+        .into_iter()
+        .zip(carve(output, &starts))
+        .map(|((traversal, at, _), output)| StridedPart {
+            traversal,
+            input: &input[at..],
+            output,
+        })
+        .collect()
+}
