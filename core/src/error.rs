@@ -211,6 +211,8 @@ pub enum AdmissionError {
         /// The earlier head it overlaps.
         other: usize,
     },
+    /// A Preproc frame or parameter rule (SPEC §13; codes 0x240..=0x25f).
+    Preproc(crate::ops::preproc::PreprocError),
 }
 
 impl AdmissionError {
@@ -270,6 +272,7 @@ impl AdmissionError {
             AdmissionError::HeadOffset { .. } => 0x226,
             AdmissionError::HeadSpan { .. } => 0x227,
             AdmissionError::HeadOverlap { .. } => 0x228,
+            AdmissionError::Preproc(e) => e.code(),
         }
     }
 }
@@ -386,6 +389,7 @@ impl fmt::Display for AdmissionError {
             AdmissionError::HeadOverlap { head, other } => {
                 write!(f, "head {head} overlaps head {other}")
             }
+            AdmissionError::Preproc(e) => e.fmt(f),
         }
     }
 }

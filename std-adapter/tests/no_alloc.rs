@@ -2,7 +2,8 @@
 //! allocation made on the calling thread while A65 Quant runs, on every route and traversal
 //! shape (contiguous runs, carry walker, on-stack panels, element path), and while A65
 //! CastTess and QuantTess run, on every level and on packed, padded, planar and
-//! H-contiguous inputs, fused and general paths.
+//! H-contiguous inputs, fused and general paths; and while Preproc runs, for every format
+//! and output, at every level.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -315,4 +316,55 @@ fn detess_ops_allocate_nothing_during_execute() {
             }
         }
     }
+}
+
+#[test]
+fn preproc_allocates_nothing_during_execute() {
+    use simak::ops::preproc::{self, Border, Format, Frame, Normalize, Output, Request};
+
+    let mut runs = 0;
+    for format in Format::ALL {
+        let c = format.channels() as u32;
+        let tiled = Output::default_layout(false, [1, 3, 5, c], Channels::PadTo16);
+        for output in [
+            Output::F32 { strides: None },
+            Output::I8 {
+                strides: None,
+                params: Params::new(40.0),
+            },
+            Output::QuantTess {
+                layout: tiled,
+                params: Params::new(40.0),
+            },
+            Output::CastTess { layout: tiled },
+        ] {
+            let plan = preproc::check_inference(&Request {
+                frame: Frame::packed(format, 6, 10),
+                normalize: Normalize::DEFAULT,
+                bgr: true,
+                border: Border {
+                    top: 1,
+                    bottom: 1,
+                    left: 2,
+                    right: 0,
+                },
+                pad_value: &[114],
+                output,
+            })
+            .expect("admits");
+            let frame = vec![0x3cu8; plan.input_span() as usize];
+            let mut out = vec![0u8; plan.output_span() as usize + 16];
+            let at = (16 - out.as_ptr() as usize % 16) % 16;
+            let span = plan.output_span() as usize;
+            for level in Level::detected() {
+                let p = a65::preproc::prepare_at(&plan, level).expect("every level");
+                let n = allocations_during(|| {
+                    a65::preproc::execute(&p, &frame, &mut out[at..at + span]).unwrap()
+                });
+                assert_eq!(n, 0, "{format} at {level} allocated {n} times");
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs >= 28);
 }

@@ -114,6 +114,7 @@ fn host_row(ty: &str, debug: &str, code: u32) -> String {
 /// compile until it is added there, next to its example.
 fn host_examples() -> Vec<(&'static str, String, u32)> {
     use AdmissionError as A;
+    use simak::ops::preproc::PreprocError as P;
     let (i, o) = (Port::Input, Port::Output);
     let admission = [
         A::DType {
@@ -223,7 +224,44 @@ fn host_examples() -> Vec<(&'static str, String, u32)> {
             buffer: 100,
         },
         A::HeadOverlap { head: 1, other: 0 },
+        A::Preproc(P::OddSize {
+            format: simak::ops::preproc::Format::NV12,
+            height: 3,
+            width: 4,
+        }),
+        A::Preproc(P::RowStride {
+            plane: 1,
+            stride: 3,
+            required: 4,
+        }),
+        A::Preproc(P::PlaneOverlap { plane: 1, other: 0 }),
+        A::Preproc(P::FrameStride {
+            stride: 3,
+            required: 4,
+        }),
+        A::Preproc(P::NotFinite {
+            param: simak::ops::preproc::Param::Mean,
+            index: 0,
+            bits: 0x7fc0_0000,
+        }),
+        A::Preproc(P::DivisorNotPositive { bits: 0 }),
+        A::Preproc(P::StdZero { index: 0 }),
+        A::Preproc(P::ChannelCount {
+            param: simak::ops::preproc::Param::Std,
+            given: 2,
+            channels: 3,
+        }),
     ];
+    let _: fn(P) = |e| match e {
+        P::OddSize { .. }
+        | P::RowStride { .. }
+        | P::PlaneOverlap { .. }
+        | P::FrameStride { .. }
+        | P::NotFinite { .. }
+        | P::DivisorNotPositive { .. }
+        | P::StdZero { .. }
+        | P::ChannelCount { .. } => {}
+    };
     let _: fn(A) = |e| match e {
         A::DType { .. }
         | A::Rank { .. }
@@ -249,7 +287,8 @@ fn host_examples() -> Vec<(&'static str, String, u32)> {
         | A::HeadCount { .. }
         | A::HeadOffset { .. }
         | A::HeadSpan { .. }
-        | A::HeadOverlap { .. } => {}
+        | A::HeadOverlap { .. }
+        | A::Preproc(_) => {}
     };
     let represent = [
         RepresentError::Span {

@@ -6,4 +6,5 @@
 
 pub mod cast;
 pub mod dequant;
+pub mod preproc;
 pub mod quant;

@@ -87,6 +87,7 @@ pub mod dequant;
 pub mod detess;
 pub mod detesscast;
 pub mod detessdequant;
+pub mod preproc;
 pub mod quant;
 pub mod quanttess;
 
@@ -195,6 +196,14 @@ op_marker!(
     Dequant,
     dequant,
     "dequant"
+);
+
+op_marker!(
+    /// Preproc: 8-bit camera frames → the normalized tensor of SPEC §13 as FP32, INT8
+    /// (strided or tiled) or BF16 (tiled) (plan [`preproc::Plan`]).
+    Preproc,
+    preproc,
+    "preproc"
 );
 
 #[cfg(test)]

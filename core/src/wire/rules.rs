@@ -630,9 +630,8 @@ impl From<AdmissionError> for DecodeError {
             | AdmissionError::HeadCount { .. }
             | AdmissionError::HeadOffset { .. }
             | AdmissionError::HeadSpan { .. }
-            | AdmissionError::HeadOverlap { .. }) => {
-                DecodeError::Inadmissible { code: other.code() }
-            }
+            | AdmissionError::HeadOverlap { .. }
+            | AdmissionError::Preproc(_)) => DecodeError::Inadmissible { code: other.code() },
         }
     }
 }

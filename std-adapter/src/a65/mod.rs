@@ -96,6 +96,7 @@ pub mod detesscast;
 pub mod detessdequant;
 pub mod level;
 mod op;
+pub mod preproc;
 pub mod quant;
 pub mod quanttess;
 mod raw;

@@ -34,6 +34,7 @@ mod ev74_transpose;
 mod fp_routes;
 mod fuzz_regressions;
 mod levels;
+mod preproc;
 mod quanttess_exact;
 mod raw_entry;
 mod routes;

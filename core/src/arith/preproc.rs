@@ -1,0 +1,224 @@
+//! The arithmetic of Preproc (SPEC §13): OpenCV's BT.601 fixed-point YUV → RGB and the
+//! per-channel normalization `n = f32(f32(f32(p) / divisor) − mean) / std`, each step
+//! rounded once to binary32, nearest-even, with gradual underflow.
+//!
+//! Integer code only: the results do not depend on the host FP environment, so the A65
+//! tables, the EV74 firmware and any reference agree bit for bit.
+
+use crate::arith::dequant::div_f32_bits;
+
+/// OpenCV's BT.601 limited-range YUV → RGB in fixed point (SPEC §13; the formula of
+/// `cv2.cvtColor(..., COLOR_YUV2RGB_NV12 / _I420)`): returns `[R, G, B]`.
+///
+/// `y = max(0, Y − 16)·1220542`; `R = sat_u8((y + 2^19 + 1673527·(V − 128)) >> 20)`;
+/// `G = sat_u8((y + 2^19 − 852492·(V − 128) − 409993·(U − 128)) >> 20)`;
+/// `B = sat_u8((y + 2^19 + 2116026·(U − 128)) >> 20)`, `>>` arithmetic.
+///
+/// ```
+/// use simak_core::arith::preproc::yuv_to_rgb;
+/// assert_eq!(yuv_to_rgb(16, 128, 128), [0, 0, 0]);
+/// assert_eq!(yuv_to_rgb(235, 128, 128), [255, 255, 255]);
+/// ```
+#[inline(always)]
+pub const fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [u8; 3] {
+    let luma = if y > 16 {
+        (y as i32 - 16) * 1_220_542
+    } else {
+        0
+    };
+    let (u, v) = (u as i32 - 128, v as i32 - 128);
+    let base = luma + (1 << 19);
+    [
+        sat_u8((base + 1_673_527 * v) >> 20),
+        sat_u8((base - 852_492 * v - 409_993 * u) >> 20),
+        sat_u8((base + 2_116_026 * u) >> 20),
+    ]
+}
+
+/// Saturates to [0, 255].
+#[inline(always)]
+const fn sat_u8(x: i32) -> u8 {
+    if x < 0 {
+        0
+    } else if x > 255 {
+        255
+    } else {
+        x as u8
+    }
+}
+
+/// The normalization of SPEC §13 for one 8-bit value `p` of one output channel, as
+/// binary32 bits: `n = f32(f32(f32(p) / divisor) − mean) / std`, each step rounded once
+/// to binary32, nearest-even, subnormal results kept, overflow to ±∞.
+///
+/// `divisor_bits` is a finite binary32 > 0, `mean_bits` finite, `std_bits` finite and
+/// nonzero (Preproc admission guarantees it); outside that domain the result is
+/// unspecified. Signed zeros follow IEEE 754 (`0 / −s` is −0).
+///
+/// ```
+/// use simak_core::arith::preproc::normalize;
+/// let n = |p, d: f32, m: f32, s: f32| f32::from_bits(normalize(p, d.to_bits(), m.to_bits(), s.to_bits()));
+/// assert_eq!(n(51, 255.0, 0.0, 1.0), 51.0f32 / 255.0);
+/// assert_eq!(n(200, 1.0, 0.0, 1.0), 200.0);
+/// assert_eq!(n(0, 255.0, 0.0, -1.0).to_bits(), 0x8000_0000);
+/// ```
+pub const fn normalize(p: u8, divisor_bits: u32, mean_bits: u32, std_bits: u32) -> u32 {
+    let scaled = div_f32_bits(u8_to_f32_bits(p), divisor_bits);
+    let centred = sub_f32_bits(scaled, mean_bits);
+    let sign = (centred ^ std_bits) & 0x8000_0000;
+    let magnitude = centred & 0x7fff_ffff;
+    if magnitude == 0 {
+        sign
+    } else if magnitude >= 0x7f80_0000 {
+        sign | 0x7f80_0000
+    } else {
+        div_f32_bits(magnitude, std_bits & 0x7fff_ffff) | sign
+    }
+}
+
+/// The binary32 bits of `p` (exact).
+const fn u8_to_f32_bits(p: u8) -> u32 {
+    if p == 0 {
+        return 0;
+    }
+    let len = 8 - p.leading_zeros();
+    // p = 1.f × 2^(len − 1): the mantissa is p shifted to 24 bits without its top bit.
+    let mantissa = ((p as u32) << (24 - len)) & 0x007f_ffff;
+    ((126 + len) << 23) | mantissa
+}
+
+/// A finite binary32 as (negative, significand, exponent): value = significand · 2^exponent.
+const fn split(bits: u32) -> (bool, u64, i32) {
+    let field = ((bits >> 23) & 0xff) as i32;
+    let mantissa = (bits & 0x007f_ffff) as u64;
+    let negative = bits & 0x8000_0000 != 0;
+    if field == 0 {
+        (negative, mantissa, -149)
+    } else {
+        (negative, mantissa | 1 << 23, field - 150)
+    }
+}
+
+/// `a − b` rounded once to binary32, nearest-even, gradual underflow, overflow to ±∞, for
+/// binary32 bits `a` (finite or infinite) and `b` (finite). An exact zero difference is
+/// +0 (−0 only for `−0 − +0`), as IEEE 754 in round-to-nearest.
+pub const fn sub_f32_bits(a: u32, b: u32) -> u32 {
+    if a & 0x7fff_ffff >= 0x7f80_0000 {
+        return a;
+    }
+    let (an, am, ae) = split(a);
+    let (bn, bm, be) = split(b);
+    let bn = !bn; // a − b = a + (−b)
+    match (am == 0, bm == 0) {
+        (true, true) => return if an && bn { 0x8000_0000 } else { 0 },
+        (false, true) => return a,
+        (true, false) => return b ^ 0x8000_0000,
+        (false, false) => {}
+    }
+    // When the exponents differ by more than 60, the larger operand is normal and the
+    // smaller is below a quarter of its smallest neighbouring gap: the result is the larger.
+    if ae - be > 60 {
+        return a;
+    }
+    if be - ae > 60 {
+        return b ^ 0x8000_0000;
+    }
+    let e = if ae < be { ae } else { be };
+    let sa = ((am as i128) << (ae - e)) * if an { -1 } else { 1 };
+    let sb = ((bm as i128) << (be - e)) * if bn { -1 } else { 1 };
+    let sum = sa + sb;
+    if sum == 0 {
+        return 0;
+    }
+    round_f32(sum < 0, sum.unsigned_abs(), e)
+}
+
+/// `magnitude · 2^exp` (magnitude < 2^100, nonzero) rounded once to binary32,
+/// nearest-even, subnormals kept, overflow to ∞, with the given sign.
+const fn round_f32(negative: bool, magnitude: u128, exp: i32) -> u32 {
+    let sign = if negative { 0x8000_0000 } else { 0 };
+    let len = 128 - magnitude.leading_zeros() as i32;
+    let top = len - 1 + exp;
+    let quantum = if top - 23 > -149 { top - 23 } else { -149 };
+    let shift = quantum - exp;
+    let rounded: u128 = if shift <= 0 {
+        // Exact: fewer than 24 significant bits above the quantum.
+        magnitude << (-shift) as u32
+    } else if shift > 100 {
+        // The value is below 2^(exp + 100) ≤ 2^(quantum − 1) / 2^(shift − 101): under half.
+        0
+    } else {
+        let kept = magnitude >> shift as u32;
+        let rest = magnitude & ((1u128 << shift as u32) - 1);
+        let half = 1u128 << (shift as u32 - 1);
+        let up = rest > half || (rest == half && kept & 1 == 1);
+        kept + up as u128
+    };
+    if rounded == 0 {
+        return sign;
+    }
+    let magnitude = if quantum == -149 && rounded <= 1 << 23 {
+        rounded as u32
+    } else {
+        let (n, q) = if rounded == 1 << 24 {
+            (1u128 << 23, quantum + 1)
+        } else {
+            (rounded, quantum)
+        };
+        let field = q + 150;
+        if field >= 0xff {
+            0x7f80_0000
+        } else {
+            ((field as u32) << 23) | (n as u32 & 0x007f_ffff)
+        }
+    };
+    sign | magnitude
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn u8_values_are_exact() {
+        for p in 0..=255u8 {
+            assert_eq!(u8_to_f32_bits(p), (p as f32).to_bits());
+        }
+    }
+
+    #[test]
+    fn subtraction_matches_the_hardware_on_edge_cases() {
+        let values = [
+            0.0f32,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            1.0e-45,
+            -1.0e-45,
+            1.1754942e-38,
+            1.1754944e-38,
+            3.4028235e38,
+            -3.4028235e38,
+            0.485,
+            0.229,
+            123.675,
+            1.0e-30,
+            1.0e30,
+            16777216.0,
+            16777217.0,
+            0.003921569,
+            f32::INFINITY,
+        ];
+        for &a in &values {
+            for &b in &values[..values.len() - 1] {
+                let want = a - b;
+                assert_eq!(
+                    sub_f32_bits(a.to_bits(), b.to_bits()),
+                    want.to_bits(),
+                    "{a:e} - {b:e}"
+                );
+            }
+        }
+    }
+}

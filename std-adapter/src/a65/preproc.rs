@@ -1,0 +1,526 @@
+//! A65 Preproc: 8-bit camera frames → FP32 (strided), INT8 (Quant strided, QuantTess
+//! `MlaTiled`) or BF16 (CastTess `MlaTiled`) over borrowed host buffers (SPEC §13, §6,
+//! §10).
+//!
+//! `prepare` builds, once per plan, a table of the 256 results per output channel: the
+//! FP32 bits of [`Plan::value_bits`](simak_core::ops::preproc::Plan::value_bits), that
+//! value through Quant's exact element function (SPEC §3), or through §4's FP32 → BF16 rule.
+//! Every output byte is then a table entry of the pixel's raw 8-bit value (the YUV step is
+//! OpenCV's integer formula, [`yuv_to_rgb`](simak_core::arith::preproc::yuv_to_rgb)), so
+//! the result equals the existing op run on the FP32 tensor of SPEC §13 byte for byte (the
+//! equivalence rule). Everything is integer code: no FP environment check.
+//!
+//! This first version has one portable path, run at every [`Level`] (`prepare_at` accepts
+//! every level this CPU has; [`Prepared::level`](super::Prepared::level) reports
+//! `scalar`). No heap allocation during `execute`.
+//!
+//! ```
+//! use simak::a65;
+//! use simak::ops::preproc::{check_inference, Border, Format, Frame, Normalize, Output, Request};
+//!
+//! let plan = check_inference(&Request {
+//!     frame: Frame::packed(Format::BGR8, 1, 2),
+//!     normalize: Normalize { divisor: 1.0, ..Normalize::DEFAULT },
+//!     bgr: false,
+//!     border: Border { top: 0, bottom: 0, left: 1, right: 0 },
+//!     pad_value: &[7],
+//!     output: Output::F32 { strides: None },
+//! })?;
+//! let prepared = a65::preproc::prepare(&plan);
+//! let frame = [1u8, 2, 3, 4, 5, 6]; // two BGR pixels
+//! let mut out = [0u8; 3 * 3 * 4];
+//! a65::preproc::execute(&prepared, &frame, &mut out)?;
+//! let values: Vec<f32> = out.chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+//! assert_eq!(values, [7.0, 7.0, 7.0, 3.0, 2.0, 1.0, 6.0, 5.0, 4.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use core::fmt;
+use core::ops::Range;
+
+use simak_core::arith::cast::f32_to_bf16;
+use simak_core::layout::{TILE_ALIGN, TiledView};
+use simak_core::ops::Preproc as PreprocOp;
+use simak_core::ops::preproc::{Plan, PlanOutput};
+use simak_core::{DType, View};
+
+use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
+
+/// [`execute`] over raw pointers, for the C ABI: the generic
+/// [`execute_raw`](super::execute_raw) (SPEC §6), the op inferred from the `Prepared`.
+pub use super::raw::execute_raw;
+
+/// A Preproc plan prepared for the A65: the per-channel tables built once.
+pub type Prepared = super::Prepared<PreprocOp>;
+
+/// One piece of a split Preproc call ([`Prepared::split`](super::Prepared::split)).
+pub type Piece<'a> = super::Piece<'a, PreprocOp>;
+
+/// The diagnostic name of the portable path.
+const IMPLEMENTATION: &str = "preproc-portable";
+
+/// The 256 results per output channel (output bytes little-endian in a `u32`).
+#[derive(Clone)]
+struct Tables([[u32; 256]; 3]);
+
+impl fmt::Debug for Tables {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Tables(3 × 256)")
+    }
+}
+
+/// The prepared state of a Preproc plan ([`HostOp::State`]): the plan and its tables.
+/// Opaque; held by [`Prepared`].
+#[derive(Debug, Clone)]
+pub struct State {
+    plan: Plan,
+    tables: Tables,
+}
+
+/// Prepares `plan`: builds the per-channel tables (SPEC §13). Reads no frame data.
+pub fn prepare(plan: &Plan) -> Prepared {
+    Prepared::new(plan)
+}
+
+/// Prepares `plan` at a forced [`Level`]: the same portable path at every level this CPU
+/// has (the same bytes, SPEC §10).
+///
+/// # Errors
+///
+/// [`LevelError::NotDetected`] when this CPU lacks the level.
+pub fn prepare_at(plan: &Plan, level: Level) -> Result<Prepared, LevelError> {
+    Prepared::at(plan, level)
+}
+
+/// Admission and preparation in one call:
+/// `prepare(&simak::ops::preproc::check_inference(request)?)`.
+///
+/// # Errors
+///
+/// The admission error.
+pub fn check_inference(
+    request: &simak_core::ops::preproc::Request<'_>,
+) -> Result<Prepared, simak_core::AdmissionError> {
+    Ok(prepare(&simak_core::ops::preproc::check_inference(
+        request,
+    )?))
+}
+
+/// Runs the call `prepared` describes (the generic [`a65::execute`](super::execute) for
+/// Preproc).
+///
+/// `input` holds the frame buffer from its start (at least `plan.input_span()` bytes, any
+/// alignment); `output` holds the output port's storage: at least `plan.output_span()`
+/// bytes, 4-byte aligned for FP32, 16-byte aligned for the tiled outputs. Only the bytes
+/// elements map to are written (strided), or exactly the first `capacity` bytes, padding
+/// 0x00 included (tiled). An empty plan writes nothing. Allocates nothing.
+///
+/// # Errors
+///
+/// Checked before any write, in this order: [`ExecuteError::Capacity`],
+/// [`ExecuteError::Misaligned`], [`ExecuteError::AddressOverflow`] (input, then output),
+/// [`ExecuteError::Overlap`]. On error nothing was written.
+#[inline]
+pub fn execute(prepared: &Prepared, input: &[u8], output: &mut [u8]) -> Result<(), ExecuteError> {
+    super::execute(prepared, input, output)
+}
+
+/// What the state writes per element.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// Strided, `bytes` per element (4 for FP32, 1 for INT8).
+    Strided { bytes: usize },
+    /// Tiled, `planes` byte planes (1 for INT8, 2 for BF16).
+    Tiled { planes: usize },
+}
+
+fn kind(plan: &Plan) -> Kind {
+    match plan.output() {
+        PlanOutput::F32(_) => Kind::Strided { bytes: 4 },
+        PlanOutput::I8(..) => Kind::Strided { bytes: 1 },
+        PlanOutput::QuantTess(..) => Kind::Tiled { planes: 1 },
+        PlanOutput::CastTess(_) => Kind::Tiled { planes: 2 },
+    }
+}
+
+/// The per-channel tables of `plan` (SPEC §13's equivalence: the existing op's result on
+/// the FP32 value of each raw byte).
+fn tables(plan: &Plan) -> Tables {
+    let mut t = [[0u32; 256]; 3];
+    for (c, row) in t.iter_mut().enumerate().take(plan.channels()) {
+        for (p, slot) in row.iter_mut().enumerate() {
+            let bits = plan.value_bits(c, p as u8);
+            *slot = match plan.output() {
+                PlanOutput::F32(_) => bits,
+                PlanOutput::I8(_, q) | PlanOutput::QuantTess(_, q) => {
+                    let k = q.kernels(DType::F32);
+                    u32::from((k.element)(q.multiplier(), q.zero_point(), bits) as u8)
+                }
+                PlanOutput::CastTess(_) => u32::from(f32_to_bf16(bits)),
+            };
+        }
+    }
+    Tables(t)
+}
+
+/// The logical slot (n, y, x, c) of each output axis: rank 3 has no n.
+fn slot_of(plan: &Plan, axis: usize) -> usize {
+    axis + 4 - plan.output_extents().len()
+}
+
+/// Output extents per slot (n, y, x, c), n = 1 without a batch.
+fn extents4(plan: &Plan) -> [usize; 4] {
+    let mut e = [1usize; 4];
+    for (axis, &x) in plan.output_extents().iter().enumerate() {
+        e[slot_of(plan, axis)] = x as usize;
+    }
+    e
+}
+
+/// Strides per slot (n, y, x, c) of a strided output view.
+fn strides4(plan: &Plan, view: &View) -> [usize; 4] {
+    let mut s = [0usize; 4];
+    for axis in 0..plan.output_extents().len() {
+        s[slot_of(plan, axis)] = view.strides()[axis] as usize;
+    }
+    s
+}
+
+/// A one-pixel cache of raw pixel values over the call's input.
+struct Pixels<'a> {
+    plan: &'a Plan,
+    input: &'a [u8],
+    key: (usize, usize, usize),
+    raw: [u8; 3],
+}
+
+impl<'a> Pixels<'a> {
+    fn new(plan: &'a Plan, input: &'a [u8]) -> Self {
+        Pixels {
+            plan,
+            input,
+            key: (usize::MAX, 0, 0),
+            raw: [0; 3],
+        }
+    }
+
+    #[inline]
+    fn get(&mut self, n: usize, y: usize, x: usize) -> [u8; 3] {
+        if self.key != (n, y, x) {
+            self.key = (n, y, x);
+            self.raw = self.plan.pixel(self.input, n as u64, y as u64, x as u64);
+        }
+        self.raw
+    }
+}
+
+/// Writes the strided elements whose slot indices lie in `ranges` into `out`, which
+/// starts at byte `base` of the output port.
+fn run_strided(
+    state: &State,
+    bytes: usize,
+    input: &[u8],
+    out: &mut [u8],
+    ranges: &[Range<usize>; 4],
+    base: usize,
+) {
+    let plan = &state.plan;
+    let view = match plan.output() {
+        PlanOutput::F32(v) | PlanOutput::I8(v, _) => v,
+        _ => return,
+    };
+    let [sn, sy, sx, sc] = strides4(plan, view);
+    let mut pixels = Pixels::new(plan, input);
+    let t = &state.tables.0;
+    for n in ranges[0].clone() {
+        for y in ranges[1].clone() {
+            for x in ranges[2].clone() {
+                let raw = pixels.get(n, y, x);
+                // The part's slice starts at `base`, at or before every element it owns
+                // (the C axis too may be the one cut).
+                let at = n * sn + y * sy + x * sx;
+                for c in ranges[3].clone() {
+                    let v = t[c][usize::from(raw[c])].to_le_bytes();
+                    let o = at + c * sc - base;
+                    out[o..o + bytes].copy_from_slice(&v[..bytes]);
+                }
+            }
+        }
+    }
+}
+
+/// Writes tiles `tiles` (storage order) into `out`, which starts at the first of them.
+fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: Range<u64>) {
+    let plan = &state.plan;
+    let view: &TiledView = match plan.output() {
+        PlanOutput::QuantTess(v, _) | PlanOutput::CastTess(v) => v,
+        _ => return,
+    };
+    let layout = view.layout();
+    let outer_axes = view.outer_axes();
+    let extents = view.extents();
+    let t = &state.tables.0;
+    let mut pixels = Pixels::new(plan, input);
+    // Unit steps per role, as slot vectors.
+    let mut role_slot = [None; 4];
+    for (r, axis) in layout.axes.iter().enumerate() {
+        role_slot[r] = axis.map(|a| slot_of(plan, usize::from(a)));
+    }
+    let mut pos = 0usize;
+    let skip = usize::try_from(tiles.start).unwrap_or(usize::MAX);
+    let take = usize::try_from(tiles.end - tiles.start).unwrap_or(usize::MAX);
+    for tile in view.tiles().skip(skip).take(take) {
+        // The slot index of the tile's first element.
+        let mut first = [0usize; 4];
+        let mut outer = tile.outer;
+        for &a in outer_axes.iter().rev() {
+            let e = extents[usize::from(a)];
+            first[slot_of(plan, usize::from(a))] = (outer % e) as usize;
+            outer /= e;
+        }
+        for (r, slot) in role_slot.iter().enumerate() {
+            if let Some(s) = *slot {
+                first[s] = (tile.index[r] * u64::from(view.tile()[r])) as usize;
+            }
+        }
+        let [td, th, tw, tc] = tile.extents.map(|e| e as usize);
+        let sc = view.stored_channels(tc as u64).unwrap_or(tc as u64) as usize;
+        let pixel_bytes = sc * planes;
+        let data = td * th * tw * pixel_bytes;
+        let size = tile.bytes as usize;
+        let dst = &mut out[pos..pos + size];
+        let mut k = 0usize;
+        for d in 0..td {
+            for h in 0..th {
+                for w in 0..tw {
+                    let mut idx = first;
+                    for (r, i) in [(0, d), (1, h), (2, w)] {
+                        if let Some(s) = role_slot[r] {
+                            idx[s] += i;
+                        }
+                    }
+                    let px = &mut dst[k * pixel_bytes..(k + 1) * pixel_bytes];
+                    for ch in 0..tc {
+                        let mut e = idx;
+                        if let Some(s) = role_slot[3] {
+                            e[s] += ch;
+                        }
+                        let raw = pixels.get(e[0], e[1], e[2]);
+                        let v = t[e[3]][usize::from(raw[e[3]])];
+                        for (p, plane) in px.chunks_exact_mut(sc).enumerate() {
+                            plane[ch] = (v >> (8 * p)) as u8;
+                        }
+                    }
+                    for plane in px.chunks_exact_mut(sc) {
+                        plane[tc..].fill(0);
+                    }
+                    k += 1;
+                }
+            }
+        }
+        dst[data..].fill(0);
+        pos += size;
+    }
+}
+
+/// One part of a split Preproc call: its share of the output (disjoint bytes) and what it
+/// covers.
+pub struct Part<'a> {
+    input: &'a [u8],
+    output: &'a mut [u8],
+    work: Work,
+}
+
+#[derive(Debug, Clone)]
+enum Work {
+    /// Strided: slot index ranges, and the output byte the part's slice starts at.
+    Strided {
+        ranges: [Range<usize>; 4],
+        base: usize,
+    },
+    /// Tiled: tiles in storage order.
+    Tiled { tiles: Range<u64> },
+}
+
+impl fmt::Debug for Part<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Part")
+            .field("output_bytes", &self.output.len())
+            .field("work", &self.work)
+            .finish()
+    }
+}
+
+fn run_work(state: &State, input: &[u8], output: &mut [u8], work: &Work) {
+    match (kind(&state.plan), work) {
+        (Kind::Strided { bytes }, Work::Strided { ranges, base }) => {
+            run_strided(state, bytes, input, output, ranges, *base);
+        }
+        (Kind::Tiled { planes }, Work::Tiled { tiles }) => {
+            run_tiled(state, planes, input, output, tiles.clone());
+        }
+        _ => {}
+    }
+}
+
+/// Preproc on the A65 (SPEC §13): the per-channel tables, one portable walker for strided
+/// outputs and one for tiled outputs. Parts: strided outputs are cut along the output
+/// axis of largest stride (its slabs are disjoint byte ranges by the nonoverlap proof),
+/// tiled outputs into consecutive whole tiles.
+impl HostOp for PreprocOp {
+    type State = State;
+    type Part<'a> = Part<'a>;
+
+    fn prepare(plan: &Plan) -> State {
+        State {
+            plan: *plan,
+            tables: tables(plan),
+        }
+    }
+
+    fn prepare_at(plan: &Plan, level: Level) -> Result<State, LevelError> {
+        level.check_detected()?;
+        Ok(Self::prepare(plan))
+    }
+
+    #[inline]
+    fn plan(state: &State) -> &Plan {
+        &state.plan
+    }
+
+    fn implementation(_: &State) -> &'static str {
+        IMPLEMENTATION
+    }
+
+    fn level(_: &State) -> Level {
+        Level::Scalar
+    }
+
+    /// The frame buffer's span (byte-aligned); the output span (FP32: 4-byte aligned,
+    /// INT8: 1) or tiled capacity (16-byte aligned).
+    fn needs(plan: &Plan) -> (PortNeed, PortNeed) {
+        let align = match plan.output() {
+            PlanOutput::F32(_) => 4,
+            PlanOutput::I8(..) => 1,
+            _ => TILE_ALIGN as usize,
+        };
+        (
+            PortNeed {
+                span: plan.input_span(),
+                align: 1,
+            },
+            PortNeed {
+                span: plan.output_span(),
+                align,
+            },
+        )
+    }
+
+    fn uses_fp(_: &State) -> bool {
+        false
+    }
+
+    fn run(state: &State, input: &[u8], output: &mut [u8]) {
+        run_work(state, input, output, &whole(&state.plan));
+    }
+
+    fn partition<'a>(
+        state: &State,
+        parts: usize,
+        input: &'a [u8],
+        output: &'a mut [u8],
+    ) -> Vec<Part<'a>> {
+        let plan = &state.plan;
+        let parts = parts.max(1);
+        let mut out = Vec::new();
+        match plan.output() {
+            PlanOutput::F32(view) | PlanOutput::I8(view, _) => {
+                let e = extents4(plan);
+                let s = strides4(plan, view);
+                // The axis of largest stride among those of extent > 1.
+                let Some(axis) = (0..4).filter(|&a| e[a] > 1).max_by_key(|&a| s[a]) else {
+                    out.push(Part {
+                        input,
+                        output,
+                        work: whole(plan),
+                    });
+                    return out;
+                };
+                let span = view.span() as usize;
+                let rest = span - (e[axis] - 1) * s[axis];
+                let count = parts.min(e[axis]);
+                let mut remaining = output;
+                let mut at = 0usize;
+                for k in 0..count {
+                    let (i0, i1) = (e[axis] * k / count, e[axis] * (k + 1) / count);
+                    let (lo, hi) = (i0 * s[axis], (i1 - 1) * s[axis] + rest);
+                    let (_, from) = core::mem::take(&mut remaining).split_at_mut(lo - at);
+                    let (mine, tail) = from.split_at_mut(hi - lo);
+                    remaining = tail;
+                    at = hi;
+                    let mut ranges = [0..e[0], 0..e[1], 0..e[2], 0..e[3]];
+                    ranges[axis] = i0..i1;
+                    out.push(Part {
+                        input,
+                        output: mine,
+                        work: Work::Strided { ranges, base: lo },
+                    });
+                }
+            }
+            PlanOutput::QuantTess(view, _) | PlanOutput::CastTess(view) => {
+                let total = view.outer_count() * view.tiles_per_outer();
+                let count = (parts as u64).min(total.max(1));
+                let bounds: Vec<u64> = (0..=count).map(|k| total * k / count).collect();
+                // Byte offsets of the boundary tiles, in one walk.
+                let mut offsets = Vec::with_capacity(bounds.len());
+                let mut next = 0usize;
+                for (i, tile) in view.tiles().enumerate() {
+                    while next < bounds.len() && bounds[next] == i as u64 {
+                        offsets.push(tile.offset as usize);
+                        next += 1;
+                    }
+                }
+                while offsets.len() < bounds.len() {
+                    offsets.push(view.capacity() as usize);
+                }
+                let mut remaining = output;
+                for k in 0..count as usize {
+                    if bounds[k] == bounds[k + 1] {
+                        continue;
+                    }
+                    let (mine, tail) =
+                        core::mem::take(&mut remaining).split_at_mut(offsets[k + 1] - offsets[k]);
+                    remaining = tail;
+                    out.push(Part {
+                        input,
+                        output: mine,
+                        work: Work::Tiled {
+                            tiles: bounds[k]..bounds[k + 1],
+                        },
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn run_part(state: &State, part: &mut Part<'_>) {
+        run_work(state, part.input, part.output, &part.work);
+    }
+}
+
+/// The work of the whole call.
+fn whole(plan: &Plan) -> Work {
+    match plan.output() {
+        PlanOutput::F32(_) | PlanOutput::I8(..) => {
+            let e = extents4(plan);
+            Work::Strided {
+                ranges: [0..e[0], 0..e[1], 0..e[2], 0..e[3]],
+                base: 0,
+            }
+        }
+        PlanOutput::QuantTess(v, _) | PlanOutput::CastTess(v) => Work::Tiled {
+            tiles: 0..v.outer_count() * v.tiles_per_outer(),
+        },
+    }
+}
