@@ -387,7 +387,9 @@ fn every_value_of_every_channel_matches_the_existing_ops() {
 /// The integer formula on all 2^24 (Y, U, V) triples against the restatement above.
 #[test]
 fn yuv_formula_on_every_triple() {
-    for y in 0..=255u8 {
+    // Every Y outside the `test` step is every 7th (simak_tests::sweeps), U and V whole.
+    let all: Vec<u8> = (0..=255).collect();
+    for y in simak_tests::sweeps::pick(&all, 7) {
         for u in 0..=255u8 {
             for v in 0..=255u8 {
                 let got = yuv_to_rgb(y, u, v);
@@ -515,7 +517,9 @@ fn random_params(rng: &mut Rng) -> Params {
 fn random_frames_match_the_existing_ops() {
     let mut rng = Rng::new(0x26_0026);
     let mut runs = 0;
-    for case in 0..140 {
+    // 28 cases outside the `test` step (every format four times; simak_tests::sweeps).
+    let cases = if simak_tests::sweeps::full() { 140 } else { 28 };
+    for case in 0..cases {
         let format = Format::ALL[case % Format::ALL.len()];
         let even = format.is_yuv();
         let dim = |rng: &mut Rng, max: u64| {
@@ -596,7 +600,7 @@ fn random_frames_match_the_existing_ops() {
             &threads,
         );
     }
-    assert!(runs >= 140 * 3);
+    assert!(runs >= cases * 3);
 }
 
 /// The frame, parameter and output-port rules, each with its code (the execute checks,
