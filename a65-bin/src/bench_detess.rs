@@ -12,8 +12,8 @@
 //! | `bf16` | 60×80×256 BF16 | (1, 60, 80, 16) | PadTo16 | DetessCast → FP32 |
 //! | `classifier` | 1×1000 INT8 | one tile | Compact, tile alignment 1 | DetessDequant → FP32 |
 //!
-//! DetessDequant runs with multiplier 0.5 and zero point 3 (the peers' Quant parameters)
-//! on codes from PCG32; the BF16 head holds the peers' N(0, 100) values.
+//! DetessDequant runs with multiplier 21.5 (not a power of two, so `1/s` is inexact) and
+//! zero point 3 on codes from PCG32; the BF16 head holds the peers' N(0, 100) values.
 //!
 //! The same-traffic kernel ([`simak::a65::reference::widen`]) reads the OFM's element
 //! bytes once in order and writes the output bytes once (INT8 → FP32 value, BF16 → FP32
@@ -293,7 +293,7 @@ fn measure(w: DetessWorkload, levels: &[Level], reps: usize) -> Result<WorkloadF
                 dtype,
                 layout: layout_of(tile),
                 output,
-                params: Params::new(0.5).with_zero_point(3),
+                params: Params::new(21.5).with_zero_point(3),
             })
             .map(HeadPlan::Dequant)
         }

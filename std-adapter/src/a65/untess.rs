@@ -551,6 +551,14 @@ fn channel_tiles_together<C: Convert>(
     let sc_full = g.stored(tile_c);
     let sc_last = g.stored(tc_of(nc - 1));
     let slab = slab_bytes(g, sc_full);
+    // Tiles of 16 channels stored as 16 (the last may hold fewer), every channel covered,
+    // packed output channels: one fixed pattern per pixel.
+    let blocks16 = tile_c == 16
+        && sc_full == 16
+        && sc_last == 16
+        && scs_packed::<C>(g)
+        && c_lo == 0
+        && c_hi == g.role_extent[3];
     // Offsets of the current spatial tile inside a full slab and inside the last one.
     let (mut off_full, mut off_last) = (0usize, 0usize);
     let [sd, sh, sw, scs] = g.role_stride;
@@ -582,6 +590,23 @@ fn channel_tiles_together<C: Convert>(
                             for w in lo[2]..hi[2] {
                                 let k = (d * th + h) * tw + w;
                                 let to_pix = out_tile.wrapping_add(d * sd + h * sh + w * sw);
+                                if blocks16 {
+                                    // Every channel tile: 16 stored channels at byte
+                                    // k·16·E of its tile (PadTo16, CBlock16 alike), all
+                                    // channels covered, packed output channels.
+                                    let base = off_full + k * 16 * e;
+                                    let out_pix =
+                                        &mut output[to_pix..][..g.role_extent[3] * C::OUT];
+                                    for (ic, y) in out_pix.chunks_mut(16 * C::OUT).enumerate() {
+                                        let from = &src[ic * slab + base..];
+                                        if y.len() == 16 * C::OUT {
+                                            conv.block16(from, 16, y);
+                                        } else {
+                                            conv.run(from, 1, 16, y.len() / C::OUT, y, C::OUT);
+                                        }
+                                    }
+                                    continue;
+                                }
                                 for ic in ic_lo..ic_hi {
                                     let last = ic == nc - 1;
                                     let (at, size, sc) = if last {
@@ -612,6 +637,12 @@ fn channel_tiles_together<C: Convert>(
             }
         }
     }
+}
+
+/// Whether the output's channel stride is one output element.
+#[inline(always)]
+fn scs_packed<C: Convert>(g: &Geometry) -> bool {
+    g.role_stride[3] == C::OUT
 }
 
 /// Channels `lo..hi` of pixel `k` of one tile (`src` its bytes, `npix` pixels, `sc`
@@ -736,25 +767,18 @@ fn tile<C: Convert>(
                 for w in lo[2]..hi[2] {
                     let k = (d * th + h) * tw + w;
                     let to_pix = out_tile.wrapping_add(d * sd + h * sh + w * sw);
-                    let mut c = lo[3];
-                    while c < hi[3] {
-                        // A run stays inside one 16-channel block for CBlock16.
-                        let end = if g.cblock {
-                            hi[3].min((c / 16 + 1) * 16)
-                        } else {
-                            hi[3]
-                        };
-                        let from = k * pix_stride + chan_at(c);
-                        conv.run(
-                            &src[from..],
-                            1,
-                            plane_stride,
-                            end - c,
-                            &mut output[to_pix.wrapping_add(c * scs)..],
-                            scs,
-                        );
-                        c = end;
-                    }
+                    pixel(
+                        g,
+                        conv,
+                        src,
+                        td * th * tw,
+                        sc,
+                        k,
+                        lo[3],
+                        hi[3],
+                        output,
+                        to_pix,
+                    );
                 }
             }
         }
@@ -835,8 +859,12 @@ impl Convert for Cast {
             .try_into()
             .unwrap_or_else(|_| unreachable!("64 bytes"));
         let (lo, hi) = (&src[..16], &src[plane_stride..plane_stride + 16]);
-        for ((y, &l), &h) in out.chunks_exact_mut(4).zip(lo).zip(hi) {
-            y.copy_from_slice(&[0, 0, l, h]);
+        let mut y = [0u32; 16];
+        for ((y, &l), &h) in y.iter_mut().zip(lo).zip(hi) {
+            *y = u32::from(l) << 16 | u32::from(h) << 24;
+        }
+        for (o, y) in out.chunks_exact_mut(4).zip(y) {
+            o.copy_from_slice(&y.to_le_bytes());
         }
     }
 
