@@ -85,6 +85,9 @@ impl Head {
     }
 }
 
+/// One prepared level: runs the op on `threads` threads, `true` on success.
+type Run = Box<dyn Fn(usize, &[u8], &mut [u8]) -> bool>;
+
 fn f32s(bytes: &[u8]) -> Vec<u32> {
     bytes
         .chunks_exact(4)
@@ -169,51 +172,50 @@ fn whole_block_heads_match_the_byte_formula() {
             };
             let output = TensorSpec::strided(shape, out_strides, DType::F32);
             let mut want = vec![0u32; n];
-            let prepared: Vec<(String, Box<dyn Fn(usize, &[u8], &mut [u8]) -> bool>)> =
-                if head.e == 1 {
-                    let (m, zp) = (21.5f32, -7i32);
-                    for (i, a) in at.iter().enumerate() {
-                        let q = f64::from(ofm[a[0]] as i8) - f64::from(zp);
-                        want[order(i)] = ((q / f64::from(m)) as f32).to_bits();
-                    }
-                    let plan = detessdequant::check_inference(&detessdequant::Request {
-                        dtype: DType::I8,
-                        layout: head.layout_spec(),
-                        output,
-                        params: Params::new(m).with_zero_point(zp),
+            let prepared: Vec<(String, Run)> = if head.e == 1 {
+                let (m, zp) = (21.5f32, -7i32);
+                for (i, a) in at.iter().enumerate() {
+                    let q = f64::from(ofm[a[0]] as i8) - f64::from(zp);
+                    want[order(i)] = ((q / f64::from(m)) as f32).to_bits();
+                }
+                let plan = detessdequant::check_inference(&detessdequant::Request {
+                    dtype: DType::I8,
+                    layout: head.layout_spec(),
+                    output,
+                    params: Params::new(m).with_zero_point(zp),
+                })
+                .expect("admits");
+                Level::detected()
+                    .into_iter()
+                    .filter_map(|l| a65::detessdequant::prepare_at(&plan, l).ok())
+                    .map(|p| {
+                        let name = p.implementation().to_owned();
+                        let f: Run =
+                            Box::new(move |t, i, o| a65::execute_threaded(&p, t, i, o).is_ok());
+                        (name, f)
                     })
-                    .expect("admits");
-                    Level::detected()
-                        .into_iter()
-                        .filter_map(|l| a65::detessdequant::prepare_at(&plan, l).ok())
-                        .map(|p| {
-                            let name = p.implementation().to_owned();
-                            let f: Box<dyn Fn(usize, &[u8], &mut [u8]) -> bool> =
-                                Box::new(move |t, i, o| a65::execute_threaded(&p, t, i, o).is_ok());
-                            (name, f)
-                        })
-                        .collect()
-                } else {
-                    for (i, a) in at.iter().enumerate() {
-                        want[order(i)] = (u32::from(ofm[a[0]]) | u32::from(ofm[a[1]]) << 8) << 16;
-                    }
-                    let plan = detesscast::check_inference(&detess::Request {
-                        dtype: DType::BF16,
-                        layout: head.layout_spec(),
-                        output,
+                    .collect()
+            } else {
+                for (i, a) in at.iter().enumerate() {
+                    want[order(i)] = (u32::from(ofm[a[0]]) | u32::from(ofm[a[1]]) << 8) << 16;
+                }
+                let plan = detesscast::check_inference(&detess::Request {
+                    dtype: DType::BF16,
+                    layout: head.layout_spec(),
+                    output,
+                })
+                .expect("admits");
+                Level::detected()
+                    .into_iter()
+                    .filter_map(|l| a65::detesscast::prepare_at(&plan, l).ok())
+                    .map(|p| {
+                        let name = p.implementation().to_owned();
+                        let f: Run =
+                            Box::new(move |t, i, o| a65::execute_threaded(&p, t, i, o).is_ok());
+                        (name, f)
                     })
-                    .expect("admits");
-                    Level::detected()
-                        .into_iter()
-                        .filter_map(|l| a65::detesscast::prepare_at(&plan, l).ok())
-                        .map(|p| {
-                            let name = p.implementation().to_owned();
-                            let f: Box<dyn Fn(usize, &[u8], &mut [u8]) -> bool> =
-                                Box::new(move |t, i, o| a65::execute_threaded(&p, t, i, o).is_ok());
-                            (name, f)
-                        })
-                        .collect()
-                };
+                    .collect()
+            };
             assert!(!prepared.is_empty());
             for (name, run) in &prepared {
                 for threads in 1..=3 {
