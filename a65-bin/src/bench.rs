@@ -47,6 +47,11 @@ pub enum BenchCommand {
     /// workload (multiplier 0.5, zero point 3, nearest-even), frame and flags as for
     /// `bench casttess`; plus a plain read of the input and a memcpy of the output's bytes.
     Quanttess(crate::bench_tess::BenchTessArgs),
+    /// The output-side ops (SPEC §12) on issue 25's MLA output workloads (YOLO three-head
+    /// INT8 CBlock16, SSD 19x19x273 CBlock16, BF16 60x80x256 PadTo16, a 1x1000 INT8
+    /// classifier head), one thread, at every level this CPU runs (or --level), each beside
+    /// a same-traffic kernel at that level, samples interleaved.
+    Detess(crate::bench_detess::BenchDetessArgs),
 }
 
 /// Parses `--level NAME`: a name of the ISA table or `scalar` (`simak::a65::Level`).

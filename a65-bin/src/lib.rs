@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bench;
+pub mod bench_detess;
 pub mod bench_tess;
 pub mod demo;
 pub mod detess;

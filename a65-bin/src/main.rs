@@ -17,7 +17,9 @@ use clap::{Parser, Subcommand};
 use simak_cli::error::CliError;
 use simak_cli::packet::{EncodeCommand, PacketCommand};
 use simak_cli::report::{self, Context, finish};
-use simak_cli::{bench, bench_tess, demo, detess, layout, packet, qualify, quant, tess, untile};
+use simak_cli::{
+    bench, bench_detess, bench_tess, demo, detess, layout, packet, qualify, quant, tess, untile,
+};
 
 /// Quantize FP32 / BF16 / FP16 tensors to INT8 exactly as the simak accelerator
 /// library does.
@@ -104,6 +106,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
             ctx,
             bench_tess::run(bench_tess::TessBench::Quant, args, ctx)?,
         ),
+        Command::Bench(bench::BenchCommand::Detess(args)) => {
+            finish(ctx, bench_detess::run(args, ctx)?)
+        }
         Command::Demo(args) => finish(ctx, demo::run(args, ctx)?),
         Command::Qualify(args) => qualify::run(args, ctx),
     }

@@ -15,8 +15,14 @@
 //!   4 output phases ([`input_phases`], [`QUANT_OUTPUT_PHASES`]), varied independently,
 //!   inside retained allocations, on [`QUANT_PHASE_SHAPE`] = 96.
 //!
+//! - Output side (SPEC §12, A65 only): Detess of the 9 MLA output heads of
+//!   [`OUTPUT_HEADS`], DetessDequant → FP32 of the 7 integer heads, DetessCast of the 2
+//!   BF16 heads, and dense Dequant → FP32 of INT8, INT16 and INT32 at 1000 and 1 Mi
+//!   elements = 9 + 7 + 2 + 6 = 24.
+//!
 //! The Quant address-phase IDs came after the first 780 and are listed after them, so every
-//! earlier ID keeps its place and meaning.
+//! earlier ID keeps its place and meaning; the output-side IDs came after the first 876 and
+//! are listed last.
 //!
 //! QuantTess runs on the A65 only (it has no EV74 entry, SPEC §6).
 
@@ -35,6 +41,14 @@ pub enum Op {
     CastTess,
     /// QuantTess (SPEC §3, §5).
     QuantTess,
+    /// Detess (SPEC §12).
+    Detess,
+    /// DetessCast (SPEC §12).
+    DetessCast,
+    /// DetessDequant (SPEC §12.2).
+    DetessDequant,
+    /// Dequant (SPEC §12.2).
+    Dequant,
 }
 
 impl Op {
@@ -44,6 +58,10 @@ impl Op {
             Op::Quant => "quant",
             Op::CastTess => "casttess",
             Op::QuantTess => "quanttess",
+            Op::Detess => "detess",
+            Op::DetessCast => "detesscast",
+            Op::DetessDequant => "detessdequant",
+            Op::Dequant => "dequant",
         }
     }
 }
@@ -92,6 +110,9 @@ pub enum Profile {
     /// Camera pixels: integers 0..=255 divided by 255 (every FP32 value needs rounding to
     /// BF16), a tie every 16th element.
     Pixels,
+    /// MLA output bytes: every byte of the input buffer uniform (codes of any value, BF16
+    /// patterns of any kind, padding included); Dequant multiplier 21.5, zero point 3.
+    Codes,
 }
 
 impl Profile {
@@ -104,6 +125,7 @@ impl Profile {
             Profile::Underflow => "underflow",
             Profile::Mixed => "mixed",
             Profile::Pixels => "pixels",
+            Profile::Codes => "codes",
         }
     }
 
@@ -115,6 +137,8 @@ impl Profile {
             Profile::Subnormal => (0x3f80_0000, 0),
             // 1/2 with zero point 3 (the peers' workload); pixels: 64 with zero point -64.
             Profile::Pixels => (0x4280_0000, -64),
+            // 21.5: not a power of two, so 1/s is inexact.
+            Profile::Codes => (0x41ac_0000, 3),
             _ => (0x3f00_0000, 3),
         }
     }
@@ -408,6 +432,104 @@ pub const QUANT_PHASE_PROFILES: [Profile; 2] = [Profile::Normal, Profile::Mixed]
 /// needs no alignment, so aligned, one byte, half a cache line, one byte short of a line.
 pub const QUANT_OUTPUT_PHASES: [u32; 4] = [0, 1, 32, 63];
 
+/// An MLA output head of the output-side workloads: HWC, roles H = 0, W = 1, C = 2,
+/// written as a contiguous HWC tensor.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputHead {
+    /// The stored dtype.
+    pub dtype: DType,
+    /// Height, width, channels.
+    pub hwc: [u64; 3],
+    /// Tile extents D, H, W, C.
+    pub tile: [u32; 4],
+    /// Channel encoding.
+    pub channels: Channels,
+    /// Tile alignment in bytes (16 or 1).
+    pub tile_align: u64,
+}
+
+/// The 9 output heads: the three heads of a YOLO-style INT8 OFM (CBlock16, tiles of 16
+/// channels), an SSD head in one CBlock16 tile, a 1×1000 classifier head (Compact,
+/// alignment 1), INT16 PadTo16 and INT32 Compact heads, and two BF16 heads (PadTo16 tiles
+/// of 16 channels, CBlock16 in one tile).
+pub const OUTPUT_HEADS: [OutputHead; 9] = [
+    OutputHead {
+        dtype: DType::I8,
+        hwc: [80, 80, 144],
+        tile: [1, 80, 80, 16],
+        channels: Channels::CBlock16,
+        tile_align: 16,
+    },
+    OutputHead {
+        dtype: DType::I8,
+        hwc: [40, 40, 144],
+        tile: [1, 40, 40, 16],
+        channels: Channels::CBlock16,
+        tile_align: 16,
+    },
+    OutputHead {
+        dtype: DType::I8,
+        hwc: [20, 20, 144],
+        tile: [1, 20, 20, 16],
+        channels: Channels::CBlock16,
+        tile_align: 16,
+    },
+    OutputHead {
+        dtype: DType::I8,
+        hwc: [19, 19, 273],
+        tile: [1, 19, 19, 273],
+        channels: Channels::CBlock16,
+        tile_align: 16,
+    },
+    OutputHead {
+        dtype: DType::I8,
+        hwc: [1, 1, 1000],
+        tile: [1, 1, 1, 1000],
+        channels: Channels::Compact,
+        tile_align: 1,
+    },
+    OutputHead {
+        dtype: DType::I16,
+        hwc: [40, 40, 144],
+        tile: [1, 40, 40, 16],
+        channels: Channels::PadTo16,
+        tile_align: 16,
+    },
+    OutputHead {
+        dtype: DType::I32,
+        hwc: [20, 20, 144],
+        tile: [1, 20, 20, 144],
+        channels: Channels::Compact,
+        tile_align: 1,
+    },
+    OutputHead {
+        dtype: DType::BF16,
+        hwc: [60, 80, 256],
+        tile: [1, 60, 80, 16],
+        channels: Channels::PadTo16,
+        tile_align: 16,
+    },
+    OutputHead {
+        dtype: DType::BF16,
+        hwc: [19, 19, 273],
+        tile: [1, 19, 19, 273],
+        channels: Channels::CBlock16,
+        tile_align: 16,
+    },
+];
+
+/// The dense Dequant shapes (× INT8, INT16, INT32 = 6).
+pub const DEQUANT_SHAPES: [DenseShape; 2] = [
+    DenseShape {
+        name: "1000",
+        shape: &[1000],
+    },
+    DenseShape {
+        name: "1048576",
+        shape: &[1_048_576],
+    },
+];
+
 /// The input dtypes, in ID order.
 pub const DTYPES: [DType; 3] = [DType::F32, DType::BF16, DType::F16];
 
@@ -416,7 +538,7 @@ pub const DTYPES: [DType; 3] = [DType::F32, DType::BF16, DType::F16];
 pub struct Tiled {
     /// Tile extents in D, H, W, C order.
     pub tile: [u32; 4],
-    /// `compact` or `pad16`.
+    /// `compact`, `pad16` or `cblock16`.
     pub channels: &'static str,
 }
 
@@ -456,7 +578,14 @@ pub struct Workload {
     /// Quant zero point (Quant and QuantTess).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zero_point: Option<i32>,
-    /// The backends that run it: `a65`, and `ev74-sim` except for QuantTess.
+    /// The tile alignment in bytes (output-side ops).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tile_align: Option<u64>,
+    /// The output dtype name (output-side ops).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_dtype: Option<&'static str>,
+    /// The backends that run it: `a65`, and `ev74-sim` except for QuantTess and the
+    /// output-side ops.
     pub backends: Vec<&'static str>,
     #[serde(skip)]
     dtype_value: Option<DType>,
@@ -464,6 +593,8 @@ pub struct Workload {
     rounding_value: Option<Rounding>,
     #[serde(skip)]
     channels_value: Option<Channels>,
+    #[serde(skip)]
+    output_dtype_value: Option<DType>,
 }
 
 impl Workload {
@@ -480,6 +611,19 @@ impl Workload {
     /// The channel storage of a tiled workload.
     pub fn channel_mode(&self) -> Channels {
         self.channels_value.unwrap_or(Channels::Compact)
+    }
+
+    /// The output dtype of an output-side workload (FP32 for the others' purposes).
+    pub fn output_dtype_value(&self) -> DType {
+        self.output_dtype_value.unwrap_or(DType::F32)
+    }
+
+    /// Whether the op reads an MLA output layout or writes dequantized values (SPEC §12).
+    pub fn is_output_side(&self) -> bool {
+        matches!(
+            self.op,
+            Op::Detess | Op::DetessCast | Op::DetessDequant | Op::Dequant
+        )
     }
 
     /// Number of elements.
@@ -550,10 +694,13 @@ fn quant(
         profile,
         multiplier_bits: Some(format!("0x{m:08x}")),
         zero_point: Some(zp),
+        tile_align: None,
+        output_dtype: None,
         backends: vec!["a65", "ev74-sim"],
         dtype_value: Some(dtype),
         rounding_value: Some(mode),
         channels_value: None,
+        output_dtype_value: None,
     }
 }
 
@@ -598,6 +745,8 @@ fn tiled(op: Op, kind: Kind, dtype: DType, frame: Frame, phases: (u32, u32)) -> 
         profile,
         multiplier_bits: quant.then(|| format!("0x{m:08x}")),
         zero_point: quant.then_some(zp),
+        tile_align: None,
+        output_dtype: None,
         backends: if quant {
             vec!["a65"]
         } else {
@@ -606,6 +755,86 @@ fn tiled(op: Op, kind: Kind, dtype: DType, frame: Frame, phases: (u32, u32)) -> 
         dtype_value: Some(dtype),
         rounding_value: quant.then_some(Rounding::NearestEven),
         channels_value: Some(frame.channels),
+        output_dtype_value: None,
+    }
+}
+
+/// An output-side workload (A65 only): `head` through `op` into a contiguous HWC tensor
+/// of `out`, or (Dequant) a dense tensor of `shape`.
+fn output_side(
+    op: Op,
+    head: Option<OutputHead>,
+    dense: Option<(DType, DenseShape)>,
+    out: DType,
+) -> Workload {
+    let profile = Profile::Codes;
+    let (m, zp) = profile.params();
+    let dequant = matches!(op, Op::DetessDequant | Op::Dequant);
+    let (dtype, shape, id, tiled, tile_align, input_strides) = match (head, dense) {
+        (Some(h), _) => {
+            let [t0, t1, t2, t3] = h.tile;
+            let id = format!(
+                "{}/ordinary/{}/{}/t{t0}x{t1}x{t2}x{t3}/{}/align{}/{}",
+                op.name(),
+                h.dtype.name(),
+                shape_name(&h.hwc),
+                channels_name(h.channels),
+                h.tile_align,
+                out.name()
+            );
+            let tiled = Tiled {
+                tile: h.tile,
+                channels: channels_name(h.channels),
+            };
+            (
+                h.dtype,
+                h.hwc.to_vec(),
+                id,
+                Some(tiled),
+                Some(h.tile_align),
+                Vec::new(),
+            )
+        }
+        (None, Some((dtype, shape))) => {
+            let id = format!(
+                "{}/dense/{}/{}/{}",
+                op.name(),
+                dtype.name(),
+                shape.name,
+                out.name()
+            );
+            let (strides, _) = PortLayout::PACKED.strides(shape.shape, dtype.size() as u64);
+            (dtype, shape.shape.to_vec(), id, None, None, strides)
+        }
+        (None, None) => unreachable!("a head or a dense shape"),
+    };
+    let (output_strides, _) = PortLayout::PACKED.strides(&shape, out.size() as u64);
+    Workload {
+        id,
+        op,
+        kind: if head.is_some() {
+            Kind::Ordinary
+        } else {
+            Kind::Dense
+        },
+        dtype: dtype.name(),
+        rounding: None,
+        shape,
+        input_strides,
+        output_strides: Some(output_strides),
+        tiled,
+        input_phase: 0,
+        output_phase: 0,
+        profile,
+        multiplier_bits: dequant.then(|| format!("0x{m:08x}")),
+        zero_point: dequant.then_some(zp),
+        tile_align,
+        output_dtype: Some(out.name()),
+        backends: vec!["a65"],
+        dtype_value: Some(dtype),
+        rounding_value: None,
+        channels_value: head.map(|h| h.channels),
+        output_dtype_value: Some(out),
     }
 }
 
@@ -692,6 +921,31 @@ pub fn catalogue() -> Vec<Workload> {
             }
         }
     }
+    // Added after the first 876 IDs (issue 25): listed last.
+    for head in OUTPUT_HEADS {
+        out.push(output_side(Op::Detess, Some(head), None, head.dtype));
+    }
+    for head in OUTPUT_HEADS.iter().filter(|h| h.dtype != DType::BF16) {
+        out.push(output_side(
+            Op::DetessDequant,
+            Some(*head),
+            None,
+            DType::F32,
+        ));
+    }
+    for head in OUTPUT_HEADS.iter().filter(|h| h.dtype == DType::BF16) {
+        out.push(output_side(Op::DetessCast, Some(*head), None, DType::F32));
+    }
+    for dtype in [DType::I8, DType::I16, DType::I32] {
+        for shape in DEQUANT_SHAPES {
+            out.push(output_side(
+                Op::Dequant,
+                None,
+                Some((dtype, shape)),
+                DType::F32,
+            ));
+        }
+    }
     out
 }
 
@@ -733,7 +987,18 @@ mod test {
         assert_eq!(count(Op::QuantTess, Kind::Ordinary), 18);
         assert_eq!(count(Op::QuantTess, Kind::AddressPhase), 48);
         assert_eq!(count(Op::Quant, Kind::AddressPhase), 96);
-        assert_eq!(all.len(), 876);
+        assert_eq!(count(Op::Detess, Kind::Ordinary), 9);
+        assert_eq!(count(Op::DetessDequant, Kind::Ordinary), 7);
+        assert_eq!(count(Op::DetessCast, Kind::Ordinary), 2);
+        assert_eq!(count(Op::Dequant, Kind::Dense), 6);
+        assert_eq!(all.len(), 900);
+        // The output-side IDs come after the first 876, on the A65 only.
+        assert!(all[..876].iter().all(|w| !w.is_output_side()));
+        assert!(
+            all[876..]
+                .iter()
+                .all(|w| w.is_output_side() && w.backends == ["a65"])
+        );
         // The Quant address-phase IDs come after the first 780.
         assert!(
             all[..780]
@@ -741,7 +1006,7 @@ mod test {
                 .all(|w| !w.id.starts_with("quant/address-phase/"))
         );
         assert!(
-            all[780..]
+            all[780..876]
                 .iter()
                 .all(|w| w.op == Op::Quant && w.kind == Kind::AddressPhase)
         );

@@ -21,9 +21,10 @@ use simak::a65;
 use simak::ev74;
 use simak::ev74::runtime::{DeviceBuffer, Executor, ExecutorOptions, SimConfig, SimTransport};
 use simak::layout::MlaTiled;
+use simak::layout::TileAlign;
 use simak::ops::casttess::{self, TiledSpec};
 use simak::ops::quant::{self, Params};
-use simak::ops::quanttess;
+use simak::ops::{dequant, detess, detesscast, detessdequant, quanttess};
 use simak::{DType, DynSpec};
 use simak_tests::bytes::Aligned;
 
@@ -187,6 +188,10 @@ enum Planned {
     Quant(quant::Plan),
     CastTess(casttess::Plan),
     QuantTess(quanttess::Plan),
+    Detess(detess::Plan),
+    DetessCast(detesscast::Plan),
+    DetessDequant(detessdequant::Plan),
+    Dequant(dequant::Plan),
 }
 
 impl Planned {
@@ -195,6 +200,10 @@ impl Planned {
             Planned::Quant(p) => p.input().span(),
             Planned::CastTess(p) => p.input().span(),
             Planned::QuantTess(p) => p.input().span(),
+            Planned::Detess(p) => p.input().capacity(),
+            Planned::DetessCast(p) => p.input().capacity(),
+            Planned::DetessDequant(p) => p.input().capacity(),
+            Planned::Dequant(p) => p.input().span(),
         }
     }
 
@@ -203,6 +212,10 @@ impl Planned {
             Planned::Quant(p) => p.output().span(),
             Planned::CastTess(p) => p.output().capacity(),
             Planned::QuantTess(p) => p.output().capacity(),
+            Planned::Detess(p) => p.output().span(),
+            Planned::DetessCast(p) => p.output().span(),
+            Planned::DetessDequant(p) => p.output().span(),
+            Planned::Dequant(p) => p.output().span(),
         }
     }
 }
@@ -216,7 +229,58 @@ fn plan(w: &Workload) -> Result<(Planned, Vec<u8>), String> {
         .with_rounding(w.rounding_mode());
     let input = DynSpec::strided(&w.shape, &w.input_strides, dtype);
     let refuse = |e: simak::AdmissionError| format!("{}: the library refused it: {e}", w.id);
+    let out_dtype = w.output_dtype_value();
+    let out_spec = DynSpec::strided(
+        &w.shape,
+        w.output_strides.as_deref().unwrap_or(&[]),
+        out_dtype,
+    );
+    let tiled_input = || TiledSpec {
+        extents: &w.shape,
+        dtype,
+        layout: MlaTiled::new(
+            [None, Some(0), Some(1), Some(2)],
+            w.tiled.map_or([1; 4], |t| t.tile),
+            w.channel_mode(),
+        )
+        .with_tile_align(if w.tile_align == Some(1) {
+            TileAlign::Bytes1
+        } else {
+            TileAlign::Bytes16
+        }),
+    };
+    let dq = dequant::Params::from_bits(m).with_zero_point(zp);
     let planned = match w.op {
+        Op::Detess => Planned::Detess(
+            detess::check_inference_dyn(&detess::DynRequest {
+                input: tiled_input(),
+                output: out_spec,
+            })
+            .map_err(refuse)?,
+        ),
+        Op::DetessCast => Planned::DetessCast(
+            detesscast::check_inference_dyn(&detess::DynRequest {
+                input: tiled_input(),
+                output: out_spec,
+            })
+            .map_err(refuse)?,
+        ),
+        Op::DetessDequant => Planned::DetessDequant(
+            detessdequant::check_inference_dyn(&detessdequant::DynRequest {
+                input: tiled_input(),
+                output: out_spec,
+                params: dq,
+            })
+            .map_err(refuse)?,
+        ),
+        Op::Dequant => Planned::Dequant(
+            dequant::check_inference_dyn(&dequant::DynRequest {
+                input,
+                output: out_spec,
+                params: dq,
+            })
+            .map_err(refuse)?,
+        ),
         Op::Quant => {
             let out = w.output_strides.as_deref().unwrap_or(&[]);
             Planned::Quant(
@@ -259,6 +323,14 @@ fn plan(w: &Workload) -> Result<(Planned, Vec<u8>), String> {
             }
         }
     };
+    if w.is_output_side() {
+        // Raw bytes over the whole input (codes, BF16 patterns and tile padding alike).
+        let len = planned.input_span() as usize;
+        let words = values::generate(w.profile, dtype, len.div_ceil(4), values::seed_of(&w.id));
+        let mut bytes: Vec<u8> = words.iter().flat_map(|b| b.to_le_bytes()).collect();
+        bytes.truncate(len);
+        return Ok((planned, bytes));
+    }
     let n = w.elements() as usize;
     let bits = values::generate(w.profile, dtype, n, values::seed_of(&w.id));
     let mut bytes = vec![0u8; planned.input_span() as usize];
@@ -359,6 +431,38 @@ pub fn measure(
                         })?;
                         (prepared.implementation().to_owned(), t)
                     }
+                    Planned::Detess(p) => {
+                        let prepared = a65::detess::prepare(p);
+                        let t = time(reps, || {
+                            a65::execute(&prepared, black_box(input), black_box(output))
+                                .map_err(|e| fail(&e))
+                        })?;
+                        (prepared.implementation().to_owned(), t)
+                    }
+                    Planned::DetessCast(p) => {
+                        let prepared = a65::detesscast::prepare(p);
+                        let t = time(reps, || {
+                            a65::execute(&prepared, black_box(input), black_box(output))
+                                .map_err(|e| fail(&e))
+                        })?;
+                        (prepared.implementation().to_owned(), t)
+                    }
+                    Planned::DetessDequant(p) => {
+                        let prepared = a65::detessdequant::prepare(p);
+                        let t = time(reps, || {
+                            a65::execute(&prepared, black_box(input), black_box(output))
+                                .map_err(|e| fail(&e))
+                        })?;
+                        (prepared.implementation().to_owned(), t)
+                    }
+                    Planned::Dequant(p) => {
+                        let prepared = a65::dequant::prepare(p);
+                        let t = time(reps, || {
+                            a65::execute(&prepared, black_box(input), black_box(output))
+                                .map_err(|e| fail(&e))
+                        })?;
+                        (prepared.implementation().to_owned(), t)
+                    }
                 }
             };
             ("a65-execute", route, t)
@@ -430,6 +534,14 @@ pub fn measure(
                 Planned::QuantTess(_) => {
                     return Err(fail(&"QuantTess has no EV74 entry (A65 only)"));
                 }
+                Planned::Detess(_)
+                | Planned::DetessCast(_)
+                | Planned::DetessDequant(_)
+                | Planned::Dequant(_) => {
+                    return Err(fail(
+                        &"the output-side ops have no EV74 entry here (A65 only)",
+                    ));
+                }
             }
         }
     };
@@ -482,6 +594,14 @@ fn simulated_cycles(
             ev74::casttess::run_sim_with(p, input, &mut out, &options)
         }
         Planned::QuantTess(_) => return Err(fail(&"QuantTess has no EV74 entry (A65 only)")),
+        Planned::Detess(_)
+        | Planned::DetessCast(_)
+        | Planned::DetessDequant(_)
+        | Planned::Dequant(_) => {
+            return Err(fail(
+                &"the output-side ops have no EV74 entry here (A65 only)",
+            ));
+        }
     };
     Ok(run.map_err(|e| fail(&e))?.cost.simulated_cycles)
 }

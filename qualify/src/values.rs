@@ -103,6 +103,8 @@ pub fn generate(profile: Profile, dtype: DType, n: usize, seed: u64) -> Vec<u32>
                     bits_of(dtype, p)
                 }
             }
+            // Uniform bits: the output-side ops take them as raw bytes.
+            Profile::Codes => rng.next_u32(),
         })
         .collect()
 }

@@ -357,3 +357,59 @@ fn bench_quant_level_forces_the_route_and_lists_the_levels() {
         );
     }
 }
+
+#[test]
+fn detess_bench_runs_every_workload_beside_its_reference() {
+    let out = simak(&[
+        "bench", "detess", "--level", "scalar", "--reps", "1", "--json",
+    ]);
+    assert_success(&out);
+    let json: serde_json::Value = serde_json::from_str(&stdout_of(&out)).expect("JSON");
+    assert_eq!(json["levels"], serde_json::json!(["scalar"]), "{json}");
+    let workloads = json["workloads"].as_array().expect("workloads");
+    let names: Vec<&str> = workloads
+        .iter()
+        .map(|w| w["workload"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["yolo", "ssd", "bf16", "classifier"]);
+    // Elements and OFM bytes of issue 25's workloads (SPEC §12.1's sizes).
+    let sizes: Vec<(u64, u64)> = workloads
+        .iter()
+        .map(|w| {
+            (
+                w["elements"].as_u64().unwrap(),
+                w["ofm_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sizes,
+        [
+            (80 * 80 * 144 + 40 * 40 * 144 + 20 * 20 * 144, 1_209_600),
+            (19 * 19 * 273, 103_968),
+            (60 * 80 * 256, 60 * 80 * 256 * 2),
+            (1000, 1000),
+        ]
+    );
+    for w in workloads {
+        let row = &w["rows"][0];
+        assert_eq!(row["level"], "scalar", "{w}");
+        for key in ["median_ns", "reference_median_ns", "ratio_to_reference"] {
+            assert!(row[key].as_f64().unwrap() > 0.0, "{key}: {w}");
+        }
+        assert_eq!(row["ratio_to_best_level"].as_f64(), Some(1.0), "{w}");
+    }
+}
+
+#[test]
+fn detess_bench_refuses_levels_it_cannot_run() {
+    let foreign = foreign_level();
+    refused(
+        &["bench", "detess", "--level", foreign, "--json"],
+        &["bench detess: --level: this CPU lacks level", foreign],
+    );
+    refused(
+        &["bench", "detess", "--workload", "resnet", "--json"],
+        &["--workload", "resnet"],
+    );
+}

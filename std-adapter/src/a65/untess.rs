@@ -60,6 +60,14 @@ pub(crate) trait Convert: Sync {
     ) {
         run_generic(self, src, in_stride, plane_stride, n, out, out_stride);
     }
+
+    /// Converts one whole 16-channel block of one pixel into packed output elements:
+    /// element `i` (< 16) has plane `p` at `src[p · plane_stride + i]` and is written at
+    /// `out[i · OUT..][..OUT]`. [`Convert::run`] unless a conversion has a fixed-size body.
+    #[inline(always)]
+    fn block16(&self, src: &[u8], plane_stride: usize, out: &mut [u8]) {
+        self.run(src, 1, plane_stride, 16, out, Self::OUT);
+    }
 }
 
 /// The portable body of [`Convert::run`]: packed fast paths, then the general gather.
@@ -209,6 +217,14 @@ impl Lanes {
         }
     }
 
+    /// Whether INT8 / INT16 → FP32 dequantization may run as FP division ([`DivF32`]):
+    /// at a SIMD level (the scalar level keeps the exact table path, the reference) and
+    /// only when the calling thread's FP environment is the default (SPEC §12.2).
+    #[inline]
+    pub fn fp_division(self) -> bool {
+        !matches!(self, Lanes::Scalar) && fp_ok()
+    }
+
     /// Runs `body` compiled with this level's features.
     #[inline]
     pub fn run<B: Body>(self, body: B) {
@@ -265,6 +281,10 @@ pub(crate) struct Geometry {
     bytes_per_outer: usize,
     /// Runs go along W (the output's W stride is below its C stride).
     w_runs: bool,
+    /// Channel runs with more than one channel tile: the walk takes the tiles of one
+    /// spatial position together, pixel by pixel (the output is then written in pixel
+    /// order, not once per channel tile).
+    c_inner: bool,
 }
 
 /// Per logical axis, the index range a walk covers.
@@ -285,6 +305,7 @@ impl Geometry {
         }
         let tile = input.tile().map(|t| t as usize);
         let w_runs = tile[2] > 1 && role_stride[2] < role_stride[3] || tile[3] == 1;
+        let counts = input.tile_counts().map(|c| c as usize);
         Geometry {
             rank,
             extents,
@@ -298,7 +319,7 @@ impl Geometry {
                 1
             },
             tile,
-            counts: input.tile_counts().map(|c| c as usize),
+            counts,
             role_extent: input.role_extents().map(|e| e as usize),
             role_axis,
             role_stride,
@@ -306,6 +327,7 @@ impl Geometry {
             n_outer: input.outer_axes().len(),
             bytes_per_outer: input.bytes_per_outer() as usize,
             w_runs,
+            c_inner: !w_runs && counts[3] > 1,
         }
     }
 
@@ -418,7 +440,17 @@ fn walk_tiles<C: Convert>(w: TiledWalk<'_, C>) {
             out_outer += i * g.out_strides[a];
         }
         let mut pos = lin * g.bytes_per_outer;
-        for ic in 0..g.counts[3] {
+        if g.c_inner {
+            channel_tiles_together(
+                g,
+                conv,
+                &input[pos..pos + g.bytes_per_outer],
+                output,
+                out_outer.wrapping_sub(out_base),
+                &role_range,
+            );
+        }
+        for ic in 0..if g.c_inner { 0 } else { g.counts[3] } {
             let tc = g.tile[3].min(g.role_extent[3] - ic * g.tile[3]);
             let sc = g.stored(tc);
             for id in 0..g.counts[0] {
@@ -485,6 +517,223 @@ fn walk_tiles<C: Convert>(w: TiledWalk<'_, C>) {
     }
 }
 
+/// The bytes of the spatial tiles of one channel-tile slab whose tiles store `sc`
+/// channels: per spatial role, `counts − 1` full tiles and one boundary tile (or only full
+/// tiles), each tile's size rounded up to the tile alignment.
+#[inline(always)]
+fn slab_bytes(g: &Geometry, sc: usize) -> usize {
+    // Per spatial role: (number of tiles, extent) of the full and of the boundary tiles.
+    let kinds: [[(usize, usize); 2]; 3] = core::array::from_fn(|r| {
+        let (n, t, x) = (g.counts[r], g.tile[r], g.role_extent[r]);
+        let last = x - (n.max(1) - 1) * t;
+        if n == 0 {
+            [(0, t), (0, t)]
+        } else if last == t {
+            [(n, t), (0, t)]
+        } else {
+            [(n - 1, t), (1, last)]
+        }
+    });
+    let mut total = 0;
+    for &(nd, td) in &kinds[0] {
+        for &(nh, th) in &kinds[1] {
+            for &(nw, tw) in &kinds[2] {
+                total += nd * nh * nw * (td * th * tw * sc * g.e).next_multiple_of(g.align);
+            }
+        }
+    }
+    total
+}
+
+/// One outer index's tiles when [`Geometry::c_inner`]: per spatial tile position (storage
+/// order), per covered pixel, the covered channels of every channel tile at that position
+/// in channel order, so each pixel's output is written at once. `src` is the outer
+/// index's bytes, `out_outer` the output byte of its origin (relative to `output`).
+#[inline(always)]
+fn channel_tiles_together<C: Convert>(
+    g: &Geometry,
+    conv: &C,
+    src: &[u8],
+    output: &mut [u8],
+    out_outer: usize,
+    role_range: &[(usize, usize); 4],
+) {
+    let e = g.e;
+    let nc = g.counts[3];
+    let tile_c = g.tile[3];
+    let (c_lo, c_hi) = role_range[3];
+    if c_lo >= c_hi {
+        return;
+    }
+    let (ic_lo, ic_hi) = (c_lo / tile_c, c_hi.div_ceil(tile_c).min(nc));
+    let tc_of = |ic: usize| tile_c.min(g.role_extent[3] - ic * tile_c);
+    // Full channel tiles store `sc_full` channels, the last `sc_last`.
+    let sc_full = g.stored(tile_c);
+    let sc_last = g.stored(tc_of(nc - 1));
+    let slab = slab_bytes(g, sc_full);
+    // Tiles of 16 channels stored as 16 (the last may hold fewer), every channel covered,
+    // packed output channels: one fixed pattern per pixel.
+    let blocks16 = tile_c == 16
+        && sc_full == 16
+        && sc_last == 16
+        && scs_packed::<C>(g)
+        && c_lo == 0
+        && c_hi == g.role_extent[3];
+    // Offsets of the current spatial tile inside a full slab and inside the last one.
+    let (mut off_full, mut off_last) = (0usize, 0usize);
+    let [sd, sh, sw, scs] = g.role_stride;
+    for id in 0..g.counts[0] {
+        let td = g.tile[0].min(g.role_extent[0] - id * g.tile[0]);
+        for ih in 0..g.counts[1] {
+            let th = g.tile[1].min(g.role_extent[1] - ih * g.tile[1]);
+            for iw in 0..g.counts[2] {
+                let tw = g.tile[2].min(g.role_extent[2] - iw * g.tile[2]);
+                let npix = td * th * tw;
+                let size_full = (npix * sc_full * e).next_multiple_of(g.align);
+                let size_last = (npix * sc_last * e).next_multiple_of(g.align);
+                let origin = [id * g.tile[0], ih * g.tile[1], iw * g.tile[2]];
+                let ext = [td, th, tw];
+                let mut lo = [0usize; 3];
+                let mut hi = [0usize; 3];
+                let mut empty = false;
+                for r in 0..3 {
+                    let (a, b) = role_range[r];
+                    lo[r] = a.saturating_sub(origin[r]);
+                    hi[r] = b.saturating_sub(origin[r]).min(ext[r]);
+                    empty |= lo[r] >= hi[r];
+                }
+                if !empty {
+                    let out_tile = out_outer
+                        .wrapping_add((0..3).map(|r| origin[r] * g.role_stride[r]).sum::<usize>());
+                    for d in lo[0]..hi[0] {
+                        for h in lo[1]..hi[1] {
+                            for w in lo[2]..hi[2] {
+                                let k = (d * th + h) * tw + w;
+                                let to_pix = out_tile.wrapping_add(d * sd + h * sh + w * sw);
+                                if blocks16 {
+                                    // Every channel tile: 16 stored channels at byte
+                                    // k·16·E of its tile (PadTo16, CBlock16 alike), all
+                                    // channels covered, packed output channels.
+                                    let base = off_full + k * 16 * e;
+                                    let out_pix =
+                                        &mut output[to_pix..][..g.role_extent[3] * C::OUT];
+                                    for (ic, y) in out_pix.chunks_mut(16 * C::OUT).enumerate() {
+                                        let from = &src[ic * slab + base..];
+                                        if y.len() == 16 * C::OUT {
+                                            conv.block16(from, 16, y);
+                                        } else {
+                                            conv.run(from, 1, 16, y.len() / C::OUT, y, C::OUT);
+                                        }
+                                    }
+                                    continue;
+                                }
+                                for ic in ic_lo..ic_hi {
+                                    let last = ic == nc - 1;
+                                    let (at, size, sc) = if last {
+                                        (ic * slab + off_last, size_last, sc_last)
+                                    } else {
+                                        (ic * slab + off_full, size_full, sc_full)
+                                    };
+                                    let c0 = ic * tile_c;
+                                    pixel(
+                                        g,
+                                        conv,
+                                        &src[at..at + size],
+                                        npix,
+                                        sc,
+                                        k,
+                                        c_lo.saturating_sub(c0),
+                                        (c_hi - c0).min(tc_of(ic)),
+                                        output,
+                                        to_pix.wrapping_add(c0 * scs),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+                off_full += size_full;
+                off_last += size_last;
+            }
+        }
+    }
+}
+
+/// Whether the output's channel stride is one output element.
+#[inline(always)]
+fn scs_packed<C: Convert>(g: &Geometry) -> bool {
+    g.role_stride[3] == C::OUT
+}
+
+/// Channels `lo..hi` of pixel `k` of one tile (`src` its bytes, `npix` pixels, `sc`
+/// stored channels), channel 0 of the tile written at output byte `to` (relative to
+/// `output`): one run per 16-channel block for CBlock16, else one run.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn pixel<C: Convert>(
+    g: &Geometry,
+    conv: &C,
+    src: &[u8],
+    npix: usize,
+    sc: usize,
+    k: usize,
+    lo: usize,
+    hi: usize,
+    output: &mut [u8],
+    to: usize,
+) {
+    let e = g.e;
+    let scs = g.role_stride[3];
+    if g.cblock {
+        let block = npix * 16 * e;
+        let mut c = lo;
+        if scs == C::OUT {
+            // Whole blocks first (packed output channels): one fixed-size body each.
+            let (first, last) = (lo.div_ceil(16), hi / 16);
+            if first < last {
+                if lo < first * 16 {
+                    let from = (lo / 16) * block + k * 16 * e + lo % 16;
+                    conv.run(
+                        &src[from..],
+                        1,
+                        16,
+                        first * 16 - lo,
+                        &mut output[to.wrapping_add(lo * scs)..],
+                        scs,
+                    );
+                }
+                let out = &mut output[to.wrapping_add(first * 16 * scs)..];
+                for (b, y) in (first..last).zip(out.chunks_exact_mut(16 * C::OUT)) {
+                    conv.block16(&src[b * block + k * 16 * e..], 16, y);
+                }
+                c = last * 16;
+            }
+        }
+        while c < hi {
+            let end = hi.min((c / 16 + 1) * 16);
+            let from = (c / 16) * block + k * 16 * e + c % 16;
+            conv.run(
+                &src[from..],
+                1,
+                16,
+                end - c,
+                &mut output[to.wrapping_add(c * scs)..],
+                scs,
+            );
+            c = end;
+        }
+    } else {
+        conv.run(
+            &src[k * sc * e + lo..],
+            1,
+            sc,
+            hi - lo,
+            &mut output[to.wrapping_add(lo * scs)..],
+            scs,
+        );
+    }
+}
+
 /// One tile's covered part: `src` is the tile's bytes, `out_tile` the output byte of the
 /// tile's origin (relative to `output`); `lo..hi` the covered in-tile range per role.
 #[allow(clippy::too_many_arguments)]
@@ -538,25 +787,18 @@ fn tile<C: Convert>(
                 for w in lo[2]..hi[2] {
                     let k = (d * th + h) * tw + w;
                     let to_pix = out_tile.wrapping_add(d * sd + h * sh + w * sw);
-                    let mut c = lo[3];
-                    while c < hi[3] {
-                        // A run stays inside one 16-channel block for CBlock16.
-                        let end = if g.cblock {
-                            hi[3].min((c / 16 + 1) * 16)
-                        } else {
-                            hi[3]
-                        };
-                        let from = k * pix_stride + chan_at(c);
-                        conv.run(
-                            &src[from..],
-                            1,
-                            plane_stride,
-                            end - c,
-                            &mut output[to_pix.wrapping_add(c * scs)..],
-                            scs,
-                        );
-                        c = end;
-                    }
+                    pixel(
+                        g,
+                        conv,
+                        src,
+                        td * th * tw,
+                        sc,
+                        k,
+                        lo[3],
+                        hi[3],
+                        output,
+                        to_pix,
+                    );
                 }
             }
         }
@@ -630,6 +872,202 @@ impl Convert for Cast {
     fn one(&self, code: u32) -> u32 {
         code << 16
     }
+
+    #[inline(always)]
+    fn block16(&self, src: &[u8], plane_stride: usize, out: &mut [u8]) {
+        let out: &mut [u8; 64] = (&mut out[..64])
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("64 bytes"));
+        let (lo, hi) = (&src[..16], &src[plane_stride..plane_stride + 16]);
+        let mut y = [0u32; 16];
+        for ((y, &l), &h) in y.iter_mut().zip(lo).zip(hi) {
+            *y = u32::from(l) << 16 | u32::from(h) << 24;
+        }
+        for (o, y) in out.chunks_exact_mut(4).zip(y) {
+            o.copy_from_slice(&y.to_le_bytes());
+        }
+    }
+
+    #[inline(always)]
+    fn run(
+        &self,
+        src: &[u8],
+        in_stride: usize,
+        plane_stride: usize,
+        n: usize,
+        out: &mut [u8],
+        out_stride: usize,
+    ) {
+        // A pixel's channels (PadTo16, CBlock16: a plane of low bytes, one of high bytes)
+        // into packed FP32: one loop the level vectorizes.
+        if in_stride == 1 && out_stride == 4 && plane_stride >= n {
+            let (lo, hi) = (&src[..n], &src[plane_stride..plane_stride + n]);
+            for ((y, &l), &h) in out[..4 * n].chunks_exact_mut(4).zip(lo).zip(hi) {
+                y.copy_from_slice(&[0, 0, l, h]);
+            }
+            return;
+        }
+        run_generic(self, src, in_stride, plane_stride, n, out, out_stride);
+    }
+}
+
+/// INT8 (`IN` = 1) or INT16 (`IN` = 2, `N` = 65,536) codes to FP32 in FP arithmetic,
+/// used only when the calling thread's FP environment is the default
+/// ([`Lanes::fp_division`]): with `reciprocal` (`1/s` in binary64), `q − zp` times it in
+/// binary64 rounded once to binary32 — taken only when [`Dequant::new`] found it equal to
+/// the table for every code; otherwise SPEC §12.2's steps in binary32 (`q − zp` exact,
+/// one division rounded to nearest-even with gradual underflow: step 3 itself). Runs of
+/// packed elements are vectorized at the level; other runs read the plan's table (the
+/// same bits).
+pub(crate) struct DivF32<'a, const IN: usize, const N: usize> {
+    pub table: &'a [u32; N],
+    pub zero_point: f32,
+    pub multiplier: f32,
+    pub reciprocal: Option<f64>,
+}
+
+impl<const IN: usize, const N: usize> DivF32<'_, IN, N> {
+    /// The FP32 bits of code `q` (sign-extended).
+    #[inline(always)]
+    fn value(q: f32, zp: f32, s: f32, r: Option<f64>) -> [u8; 4] {
+        match r {
+            Some(r) => ((f64::from(q) - f64::from(zp)) * r) as f32,
+            None => (q - zp) / s,
+        }
+        .to_le_bytes()
+    }
+
+    /// `n` packed INT8 codes into packed FP32.
+    #[inline(always)]
+    fn packed8(src: &[u8], out: &mut [u8], zp: f32, s: f32, r: Option<f64>) {
+        for (y, &q) in out.chunks_exact_mut(4).zip(src) {
+            y.copy_from_slice(&Self::value(f32::from(q as i8), zp, s, r));
+        }
+    }
+
+    /// `n` INT16 codes as a plane of low bytes and one of high bytes into packed FP32.
+    #[inline(always)]
+    fn planes16(lo: &[u8], hi: &[u8], out: &mut [u8], zp: f32, s: f32, r: Option<f64>) {
+        for ((y, &l), &h) in out.chunks_exact_mut(4).zip(lo).zip(hi) {
+            y.copy_from_slice(&Self::value(
+                f32::from(i16::from_le_bytes([l, h])),
+                zp,
+                s,
+                r,
+            ));
+        }
+    }
+}
+
+impl<const IN: usize, const N: usize> Convert for DivF32<'_, IN, N> {
+    const IN: usize = IN;
+    const OUT: usize = 4;
+
+    #[inline(always)]
+    fn block16(&self, src: &[u8], plane_stride: usize, out: &mut [u8]) {
+        let (zp, s) = (self.zero_point, self.multiplier);
+        let out: &mut [u8; 64] = (&mut out[..64])
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("64 bytes"));
+        let mut q = [0f32; 16];
+        if IN == 1 {
+            for (q, &b) in q.iter_mut().zip(&src[..16]) {
+                *q = f32::from(b as i8);
+            }
+        } else {
+            let (lo, hi) = (&src[..16], &src[plane_stride..plane_stride + 16]);
+            for ((q, &l), &h) in q.iter_mut().zip(lo).zip(hi) {
+                *q = f32::from(i16::from_le_bytes([l, h]));
+            }
+        }
+        let mut y = [0f32; 16];
+        match self.reciprocal {
+            Some(r) => {
+                let zp = f64::from(zp);
+                for (y, &q) in y.iter_mut().zip(&q) {
+                    *y = ((f64::from(q) - zp) * r) as f32;
+                }
+            }
+            None => {
+                for (y, &q) in y.iter_mut().zip(&q) {
+                    *y = (q - zp) / s;
+                }
+            }
+        }
+        for (o, y) in out.chunks_exact_mut(4).zip(y) {
+            o.copy_from_slice(&y.to_le_bytes());
+        }
+    }
+
+    #[inline(always)]
+    fn one(&self, code: u32) -> u32 {
+        self.table[code as usize & (N - 1)]
+    }
+
+    #[inline(always)]
+    fn run(
+        &self,
+        src: &[u8],
+        in_stride: usize,
+        plane_stride: usize,
+        n: usize,
+        out: &mut [u8],
+        out_stride: usize,
+    ) {
+        let (zp, s) = (self.zero_point, self.multiplier);
+        if in_stride == 1 && out_stride == 4 {
+            let out = &mut out[..4 * n];
+            if IN == 1 {
+                let src = &src[..n];
+                if let (Ok(src), Ok(out)) = (
+                    <&[u8; 16]>::try_from(src),
+                    <&mut [u8; 64]>::try_from(&mut *out),
+                ) {
+                    // One 16-channel block (PadTo16, CBlock16): a fixed-size body.
+                    let mut y = [0f32; 16];
+                    match self.reciprocal {
+                        Some(r) => {
+                            let zp = f64::from(zp);
+                            for (y, &q) in y.iter_mut().zip(src) {
+                                *y = ((f64::from(q as i8) - zp) * r) as f32;
+                            }
+                        }
+                        None => {
+                            for (y, &q) in y.iter_mut().zip(src) {
+                                *y = (f32::from(q as i8) - zp) / s;
+                            }
+                        }
+                    }
+                    for (o, y) in out.chunks_exact_mut(4).zip(y) {
+                        o.copy_from_slice(&y.to_le_bytes());
+                    }
+                    return;
+                }
+                match self.reciprocal {
+                    Some(r) => Self::packed8(src, out, zp, s, Some(r)),
+                    None => Self::packed8(src, out, zp, s, None),
+                }
+                return;
+            }
+            if plane_stride >= n {
+                let (lo, hi) = (&src[..n], &src[plane_stride..plane_stride + n]);
+                match self.reciprocal {
+                    Some(r) => Self::planes16(lo, hi, out, zp, s, Some(r)),
+                    None => Self::planes16(lo, hi, out, zp, s, None),
+                }
+                return;
+            }
+        }
+        if IN == 2 && plane_stride == 1 && in_stride == 2 && out_stride == 4 {
+            let out = &mut out[..4 * n];
+            for (y, x) in out.chunks_exact_mut(4).zip(src[..2 * n].chunks_exact(2)) {
+                let q = f32::from(i16::from_le_bytes([x[0], x[1]]));
+                y.copy_from_slice(&Self::value(q, zp, s, self.reciprocal));
+            }
+            return;
+        }
+        run_generic(self, src, in_stride, plane_stride, n, out, out_stride);
+    }
 }
 
 /// Dequantization of INT8 (`IN` = 1) or INT16 (`IN` = 2) codes by a table of every value
@@ -692,8 +1130,16 @@ impl<const OUT: usize> Convert for Int32<OUT> {
 /// parameters for INT32.
 #[derive(Debug, Clone)]
 pub enum Dequant {
-    /// 256 (INT8) or 65,536 (INT16) output bit patterns, indexed by the code's bytes.
-    Table(Box<[u32]>),
+    /// 256 (INT8) or 65,536 (INT16) output bit patterns, indexed by the code's bytes;
+    /// with the parameters, for [`DivF32`].
+    Table {
+        table: Box<[u32]>,
+        zero_point: i32,
+        multiplier_bits: u32,
+        /// `1/s` in binary64 when `(q − zp) · (1/s)` rounded to binary32 equals the
+        /// table for every code (checked here, in the default FP environment).
+        reciprocal: Option<f64>,
+    },
     /// INT32: computed per element.
     Int32 {
         zero_point: i32,
@@ -704,17 +1150,39 @@ pub enum Dequant {
 impl Dequant {
     /// Builds the table for `params` (SPEC §12.2, exact integer arithmetic).
     pub fn new(params: &simak_core::ops::dequant::CheckedParams) -> Dequant {
+        let (zero_point, multiplier_bits) = (params.zero_point(), params.multiplier_bits());
+        let build = |codes: Box<[i32]>| {
+            let table: Box<[u32]> = codes.iter().map(|&q| params.value(q)).collect();
+            let r = 1.0 / f64::from(f32::from_bits(multiplier_bits));
+            // Checked only in the default FP environment (the one the FP path runs in).
+            let exact = fp_ok()
+                && r.is_finite()
+                && codes.iter().zip(table.iter()).all(|(&q, &bits)| {
+                    let x = f64::from(q) - f64::from(zero_point);
+                    ((x * r) as f32).to_bits() == bits
+                });
+            (table, exact.then_some(r))
+        };
         match params.input_dtype() {
-            DType::I8 => Dequant::Table(
-                (0..=255u8)
-                    .map(|b| params.value(i32::from(b as i8)))
-                    .collect(),
-            ),
-            DType::I16 => Dequant::Table(
-                (0..=u16::MAX)
-                    .map(|b| params.value(i32::from(b as i16)))
-                    .collect(),
-            ),
+            simak_core::DType::I8 => {
+                let (table, reciprocal) = build((0..=255u8).map(|b| i32::from(b as i8)).collect());
+                Dequant::Table {
+                    table,
+                    zero_point,
+                    multiplier_bits,
+                    reciprocal,
+                }
+            }
+            simak_core::DType::I16 => {
+                let (table, reciprocal) =
+                    build((0..=u16::MAX).map(|b| i32::from(b as i16)).collect());
+                Dequant::Table {
+                    table,
+                    zero_point,
+                    multiplier_bits,
+                    reciprocal,
+                }
+            }
             _ => Dequant::Int32 {
                 zero_point: params.zero_point(),
                 multiplier_bits: params.multiplier_bits(),
@@ -730,20 +1198,49 @@ macro_rules! with_dequant {
         let out_dtype: simak_core::DType = $out;
         let lanes: $crate::a65::untess::Lanes = $lanes;
         let wide = out_dtype == simak_core::DType::F32;
+        let division = wide && lanes.fp_division();
         match $deq {
-            $crate::a65::untess::Dequant::Table(t) if t.len() == 256 && wide => {
+            $crate::a65::untess::Dequant::Table {
+                table: t,
+                zero_point,
+                multiplier_bits,
+                reciprocal,
+            } if division => {
+                // INT8 and INT16 → FP32 at a SIMD level in the default FP environment:
+                // the division itself (the table's bits, SPEC §12.2).
+                let (zero_point, multiplier) =
+                    (*zero_point as f32, f32::from_bits(*multiplier_bits));
+                if t.len() == 256 {
+                    let $c = &$crate::a65::untess::DivF32::<1, 256> {
+                        table: $crate::a65::untess::table(t),
+                        zero_point,
+                        multiplier,
+                        reciprocal: *reciprocal,
+                    };
+                    lanes.run($walk)
+                } else {
+                    let $c = &$crate::a65::untess::DivF32::<2, 65536> {
+                        table: $crate::a65::untess::table(t),
+                        zero_point,
+                        multiplier,
+                        reciprocal: *reciprocal,
+                    };
+                    lanes.run($walk)
+                }
+            }
+            $crate::a65::untess::Dequant::Table { table: t, .. } if t.len() == 256 && wide => {
                 let $c = &$crate::a65::untess::Table::<1, 4, 256>($crate::a65::untess::table(t));
                 lanes.run($walk)
             }
-            $crate::a65::untess::Dequant::Table(t) if t.len() == 256 => {
+            $crate::a65::untess::Dequant::Table { table: t, .. } if t.len() == 256 => {
                 let $c = &$crate::a65::untess::Table::<1, 2, 256>($crate::a65::untess::table(t));
                 lanes.run($walk)
             }
-            $crate::a65::untess::Dequant::Table(t) if wide => {
+            $crate::a65::untess::Dequant::Table { table: t, .. } if wide => {
                 let $c = &$crate::a65::untess::Table::<2, 4, 65536>($crate::a65::untess::table(t));
                 lanes.run($walk)
             }
-            $crate::a65::untess::Dequant::Table(t) => {
+            $crate::a65::untess::Dequant::Table { table: t, .. } => {
                 let $c = &$crate::a65::untess::Table::<2, 2, 65536>($crate::a65::untess::table(t));
                 lanes.run($walk)
             }

@@ -11,6 +11,7 @@ mod tess_common;
 
 mod coalesce;
 mod dequant_exact;
+mod detess_blocks;
 mod detess_cases;
 mod detess_oracle;
 mod dispatch_table;

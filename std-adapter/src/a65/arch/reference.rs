@@ -4,6 +4,10 @@
 //! - [`read`]: reads every byte of the input once (a sum of its 64-bit words).
 //! - [`low_bytes`]: reads each `elem`-byte element and stores its low byte: exactly the
 //!   traffic of a Quant call, with trivial arithmetic.
+//! - [`widen`]: reads each 1- or 2-byte element and stores a 4-byte one (INT8 → FP32
+//!   value, BF16 → FP32 bits): the traffic of an output-side op (SPEC §12) that reads its
+//!   tiled bytes once and writes its output once, as a plain loop compiled at a chosen
+//!   level (through the level's capability token, as the output-side walker is).
 //!
 //! At the `x86_64-avx512` level of the ISA table (detected through its capability token,
 //! `super::isa::Avx512`, as the Quant routes are) both use 64-byte vectors, and
@@ -78,6 +82,69 @@ pub fn low_bytes(elem: usize, input: &[u8], output: &mut [u8]) {
         return;
     }
     low_bytes_portable(elem, input, output);
+}
+
+/// Converts `n = min(input.len() / in_size, output.len() / 4)` elements at `level`, a
+/// plain loop compiled with the level's target features (auto-vectorized): `in_size` 1
+/// reads INT8 codes and stores their value as FP32 (`q as f32`), `in_size` 2 reads BF16
+/// bits and stores the FP32 bits `b << 16`. Reads `n · in_size` bytes, writes `4 · n`.
+///
+/// # Errors
+///
+/// The level's [`LevelError`](crate::a65::LevelError) when this CPU lacks it, or for a
+/// level the output-side walker has no kernel at.
+///
+/// # Panics
+///
+/// When `in_size` is neither 1 nor 2.
+pub fn widen(
+    level: crate::a65::Level,
+    in_size: usize,
+    input: &[u8],
+    output: &mut [u8],
+) -> Result<(), crate::a65::LevelError> {
+    assert!(in_size == 1 || in_size == 2, "element size {in_size}");
+    let dtype = if in_size == 1 {
+        simak_core::DType::I8
+    } else {
+        simak_core::DType::BF16
+    };
+    let lanes = crate::a65::untess::Lanes::at(level, "reference widen", dtype)?;
+    lanes.run(Widen {
+        in_size,
+        input,
+        output,
+    });
+    Ok(())
+}
+
+/// [`widen`]'s loop as a walker body.
+struct Widen<'a> {
+    in_size: usize,
+    input: &'a [u8],
+    output: &'a mut [u8],
+}
+
+impl crate::a65::untess::Body for Widen<'_> {
+    #[inline(always)]
+    fn body(self) {
+        let Widen {
+            in_size,
+            input,
+            output,
+        } = self;
+        if in_size == 1 {
+            for (y, &q) in output.chunks_exact_mut(4).zip(input) {
+                y.copy_from_slice(&f32::from(q as i8).to_le_bytes());
+            }
+        } else {
+            for (y, b) in output.chunks_exact_mut(4).zip(input.chunks_exact(2)) {
+                y.copy_from_slice(
+                    &(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16).to_le_bytes(),
+                );
+            }
+        }
+    }
 }
 
 fn low_bytes_portable(elem: usize, input: &[u8], output: &mut [u8]) {
@@ -187,6 +254,30 @@ mod test {
             super::low_bytes(elem, &input, &mut out[3..]);
             for (k, &b) in out[3..].iter().enumerate() {
                 assert_eq!(b, input[k * elem], "elem {elem} element {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn widen_converts_at_every_level_here() {
+        let input: Vec<u8> = (0..1000 + 5).map(|i| (i * 37 % 251) as u8).collect();
+        for level in crate::a65::Level::ALL {
+            for size in [1usize, 2] {
+                let n = input.len() / size - 3;
+                let mut out = vec![0xeeu8; 4 * n + 5];
+                if super::widen(level, size, &input, &mut out[1..=4 * n]).is_err() {
+                    continue;
+                }
+                assert_eq!((out[0], out[4 * n + 1]), (0xee, 0xee), "{level:?}");
+                for k in 0..n {
+                    let y = u32::from_le_bytes(out[1 + 4 * k..5 + 4 * k].try_into().unwrap());
+                    let want = if size == 1 {
+                        (input[k] as i8 as f32).to_bits()
+                    } else {
+                        (u32::from(input[2 * k]) | u32::from(input[2 * k + 1]) << 8) << 16
+                    };
+                    assert_eq!(y, want, "{level:?} size {size} element {k}");
+                }
             }
         }
     }
