@@ -248,6 +248,11 @@ fn parse_head(text: &str) -> Result<HeadArg, String> {
                 if value.is_empty() {
                     return Err("name: an empty name".to_owned());
                 }
+                if value == "__metadata__" {
+                    return Err(
+                        "name: `__metadata__` is the safetensors header's own key".to_owned()
+                    );
+                }
                 name = Some(value.to_owned());
             }
             "shape" => {

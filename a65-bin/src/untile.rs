@@ -460,7 +460,8 @@ fn untile_in_pieces(
     dequantized tensors. Library refusals carry their code (docs/errors.md)."
 )]
 pub struct DequantArgs {
-    /// An int8 .npy, or a .safetensors file written by `simak quant`.
+    /// An int8, int16 or int32 .npy, or a .safetensors file (as written by `simak quant`,
+    /// or with tensors named by --tensor).
     #[arg(value_name = "INPUT")]
     input: PathBuf,
     /// Output; its format follows the input.

@@ -598,6 +598,19 @@ fn bad_inputs_are_refused_with_their_codes_and_write_nothing() {
         None,
     );
     run(with(f, &["--multiplier", "2", "--out-dtype", "bf16"]), None);
+    // A head named as the safetensors header's own key.
+    refused(
+        &[
+            "detess",
+            f,
+            "--head",
+            &format!("{spec}:name=__metadata__"),
+            "-o",
+            path_str(&xst),
+        ],
+        None,
+        &xst,
+    );
     // The output is the input.
     let same = vec![
         "detess".to_owned(),
