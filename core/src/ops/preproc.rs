@@ -9,9 +9,8 @@
 //! laid out exactly as the existing op lays out an FP32 tensor of that shape.
 //!
 //! Equivalence (SPEC §13): the result is byte-identical to building the FP32 tensor `n`
-//! (YUV → RGB by [`yuv_to_rgb`](crate::arith::preproc::yuv_to_rgb), channel order, border,
-//! [`normalize`](crate::arith::preproc::normalize)) and running Quant, QuantTess or
-//! CastTess on it. [`Plan::value_bits`] gives the FP32 value of every 8-bit input of a
+//! (YUV → RGB by [`yuv_to_rgb`], channel order, border, [`normalize`]) and running Quant,
+//! QuantTess or CastTess on it. [`Plan::value_bits`] gives the FP32 value of every 8-bit input of a
 //! channel, so a table of 256 results per channel is exact.
 //!
 //! ```
