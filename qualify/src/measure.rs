@@ -24,7 +24,7 @@ use simak::layout::MlaTiled;
 use simak::layout::TileAlign;
 use simak::ops::casttess::{self, TiledSpec};
 use simak::ops::quant::{self, Params};
-use simak::ops::{dequant, detess, detesscast, detessdequant, quanttess};
+use simak::ops::{self, dequant, detess, detesscast, detessdequant, quanttess};
 use simak::{DType, DynSpec};
 use simak_tests::bytes::Aligned;
 
@@ -118,12 +118,29 @@ fn cpu_now() -> u128 {
     t.tv_sec as u128 * 1_000_000_000 + t.tv_nsec as u128
 }
 
+/// [`time`]'s figures: samples (ns per call), calls per sample, CPU ns per call.
+type Timing = (Vec<f64>, u64, f64);
+
+/// Prepares `plan` for the A65 at the automatic level and times the generic
+/// [`a65::execute`] on the given ports (every op the same way). Returns the route's name
+/// and [`time`]'s figures.
+fn time_a65<O: a65::HostOp>(
+    plan: &O::Plan,
+    reps: usize,
+    input: &[u8],
+    output: &mut [u8],
+    fail: &dyn Fn(&dyn std::fmt::Display) -> String,
+) -> Result<(String, Timing), String> {
+    let prepared = a65::Prepared::<O>::new(plan);
+    let t = time(reps, || {
+        a65::execute(&prepared, black_box(&*input), black_box(&mut *output)).map_err(|e| fail(&e))
+    })?;
+    Ok((prepared.implementation().to_owned(), t))
+}
+
 /// Times `call`: warm-up, then `reps` samples. Returns (samples ns per call, calls per
 /// sample, CPU ns per call).
-fn time(
-    reps: usize,
-    mut call: impl FnMut() -> Result<(), String>,
-) -> Result<(Vec<f64>, u64, f64), String> {
+fn time(reps: usize, mut call: impl FnMut() -> Result<(), String>) -> Result<Timing, String> {
     let start = Instant::now();
     let mut calls = 0u32;
     while calls < 2 || start.elapsed() < WARM_UP {
@@ -407,62 +424,21 @@ pub fn measure(
                 let input = &input.as_slice()[phase_in..];
                 let output = &mut output.as_mut_slice()[phase_out..];
                 match &planned {
-                    Planned::Quant(p) => {
-                        let prepared = a65::quant::prepare(p);
-                        let t = time(reps, || {
-                            a65::quant::execute(&prepared, black_box(input), black_box(output))
-                                .map_err(|e| fail(&e))
-                        })?;
-                        (prepared.implementation().to_owned(), t)
-                    }
+                    Planned::Quant(p) => time_a65::<ops::Quant>(p, reps, input, output, &fail)?,
                     Planned::CastTess(p) => {
-                        let prepared = a65::casttess::prepare(p);
-                        let t = time(reps, || {
-                            a65::casttess::execute(&prepared, black_box(input), black_box(output))
-                                .map_err(|e| fail(&e))
-                        })?;
-                        (prepared.implementation().to_owned(), t)
+                        time_a65::<ops::CastTess>(p, reps, input, output, &fail)?
                     }
                     Planned::QuantTess(p) => {
-                        let prepared = a65::quanttess::prepare(p);
-                        let t = time(reps, || {
-                            a65::quanttess::execute(&prepared, black_box(input), black_box(output))
-                                .map_err(|e| fail(&e))
-                        })?;
-                        (prepared.implementation().to_owned(), t)
+                        time_a65::<ops::QuantTess>(p, reps, input, output, &fail)?
                     }
-                    Planned::Detess(p) => {
-                        let prepared = a65::detess::prepare(p);
-                        let t = time(reps, || {
-                            a65::execute(&prepared, black_box(input), black_box(output))
-                                .map_err(|e| fail(&e))
-                        })?;
-                        (prepared.implementation().to_owned(), t)
-                    }
+                    Planned::Detess(p) => time_a65::<ops::Detess>(p, reps, input, output, &fail)?,
                     Planned::DetessCast(p) => {
-                        let prepared = a65::detesscast::prepare(p);
-                        let t = time(reps, || {
-                            a65::execute(&prepared, black_box(input), black_box(output))
-                                .map_err(|e| fail(&e))
-                        })?;
-                        (prepared.implementation().to_owned(), t)
+                        time_a65::<ops::DetessCast>(p, reps, input, output, &fail)?
                     }
                     Planned::DetessDequant(p) => {
-                        let prepared = a65::detessdequant::prepare(p);
-                        let t = time(reps, || {
-                            a65::execute(&prepared, black_box(input), black_box(output))
-                                .map_err(|e| fail(&e))
-                        })?;
-                        (prepared.implementation().to_owned(), t)
+                        time_a65::<ops::DetessDequant>(p, reps, input, output, &fail)?
                     }
-                    Planned::Dequant(p) => {
-                        let prepared = a65::dequant::prepare(p);
-                        let t = time(reps, || {
-                            a65::execute(&prepared, black_box(input), black_box(output))
-                                .map_err(|e| fail(&e))
-                        })?;
-                        (prepared.implementation().to_owned(), t)
-                    }
+                    Planned::Dequant(p) => time_a65::<ops::Dequant>(p, reps, input, output, &fail)?,
                 }
             };
             ("a65-execute", route, t)
