@@ -28,6 +28,17 @@
 //!   strides and parameters as the Quant and CastTess cases; the expected buffer is the
 //!   f64 Quant oracle placed by the SPEC §5 layout oracle. A65 only (no EV74 entry).
 //!
+//! - The output side (SPEC §12), A65 only (no EV74 entry): `correct/detess/random/<dtype>/<nnn>`,
+//!   `correct/detesscast/random/bf16/<nnn>` and `correct/detessdequant/random/<dtype>/<nnn>`,
+//!   30 heads per dtype (INT8, INT16, INT32, BF16; one in two converted: BF16 by DetessCast,
+//!   the integers by DetessDequant into FP32, FP16 or BF16 with random multipliers and zero
+//!   points), each a random head of 1–3 frames in every encoding and alignment
+//!   (`simak_tests::detess::random_head`), its OFM bytes random, its output strided with
+//!   gaps; expected from the SPEC §12.1 byte oracle (`simak_tests::detess`) and the exact
+//!   SPEC §12.2 reference (`simak_tests::dequant`). `correct/dequant/random/<dtype>/<nnn>`:
+//!   30 per integer dtype, random shapes and strides on both ports, random codes and
+//!   parameters, every output dtype, against the same exact reference.
+//!
 //! Each case runs on the A65 at every Quant route or CastTess kernel level this CPU has
 //! (`prepare_at`; automatic selection picks one of them) and
 //! on the simulated EV74 (`run_sim`, workers 1 to 4 in turn), into dirty output buffers
@@ -39,10 +50,12 @@ use simak::ev74;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{self, TiledSpec};
 use simak::ops::quant::{self, Params, Rounding};
-use simak::ops::quanttess;
+use simak::ops::{Dequant, Detess, DetessCast, DetessDequant};
+use simak::ops::{dequant, detess, detesscast, detessdequant, quanttess};
 use simak::{DType, DynSpec};
 use simak_tests::bf16_tails;
 use simak_tests::bytes::Aligned;
+use simak_tests::detess::{Head, output_spec, random_head};
 use simak_tests::hcontig::{self, ordered};
 use simak_tests::oracle;
 use simak_tests::rng::Rng;
@@ -64,13 +77,15 @@ pub struct Case {
     /// The stable ID.
     pub id: String,
     /// Group: `quant`, `casttess-random`, `quanttess-random`, `casttess-large`,
-    /// `casttess-hcontig`, `casttess-bf16-tail`, `casttess-empty` or `casttess-sweep`.
+    /// `casttess-hcontig`, `casttess-bf16-tail`, `casttess-empty`, `casttess-sweep`,
+    /// `detess-random`, `detesscast-random`, `detessdequant-random` or `dequant-random`.
     pub group: &'static str,
     /// Input dtype.
     pub dtype: DType,
     /// Logical extents.
     pub shape: Vec<u64>,
-    /// Input byte strides.
+    /// Input byte strides (the output-side Detess cases: the output's, in the head's
+    /// element size; their input is the head's tiled bytes).
     pub strides: Vec<u64>,
     /// What the case converts into.
     pub target: Target,
@@ -129,6 +144,49 @@ pub enum Target {
         /// Parameters.
         params: Params,
     },
+    /// Detess, DetessCast or DetessDequant of one head (A65 only: no EV74 entry).
+    Detess {
+        /// The head (its output strides in its own element size).
+        head: Head,
+        /// The conversion after the read-back.
+        convert: Convert,
+    },
+    /// Dequant into `out` with these output byte strides (A65 only).
+    Dequant {
+        /// Output byte strides.
+        strides: Vec<u64>,
+        /// Output dtype: FP32, FP16 or BF16.
+        out: DType,
+        /// Parameters.
+        params: dequant::Params,
+    },
+}
+
+/// The conversion of an output-side case (SPEC §12).
+#[derive(Debug, Clone, Copy)]
+pub enum Convert {
+    /// Detess: the head's own dtype.
+    None,
+    /// DetessCast: BF16 → FP32.
+    Cast,
+    /// DetessDequant into `out` with `params`.
+    Dequant {
+        /// Output dtype: FP32, FP16 or BF16.
+        out: DType,
+        /// Parameters.
+        params: dequant::Params,
+    },
+}
+
+impl Convert {
+    /// The output dtype for a head of `dtype`.
+    fn out(self, dtype: DType) -> DType {
+        match self {
+            Convert::None => dtype,
+            Convert::Cast => DType::F32,
+            Convert::Dequant { out, .. } => out,
+        }
+    }
 }
 
 /// Input span in bytes of `shape` with byte `strides`, elements of `elem` bytes.
@@ -477,6 +535,89 @@ pub fn catalogue() -> Vec<Case> {
             ev74_rows: None,
         });
     }
+    out.extend(output_side_cases());
+    out
+}
+
+/// Output-side heads per dtype (`detess-random`, `detesscast-random`,
+/// `detessdequant-random`).
+pub const DETESS_PER_DTYPE: usize = 30;
+/// Dequant cases per integer dtype (`dequant-random`).
+pub const DEQUANT_PER_DTYPE: usize = 30;
+
+/// Random output-side parameters for `dtype` (an integer dtype): a multiplier of any
+/// class (normal, power of two, subnormal) and a zero point in the dtype's range (INT32:
+/// within ±10^6 or at the ends).
+fn random_dequant_params(rng: &mut Rng, dtype: DType) -> dequant::Params {
+    let (lo, hi) = dtype.int_range().expect("an integer dtype");
+    let zero_point = match rng.below(4) {
+        0 => lo,
+        1 => hi,
+        _ => rng.range_i64(lo.max(-1_000_000), hi.min(1_000_000)),
+    };
+    dequant::Params::from_bits(random_multiplier(rng)).with_zero_point(zero_point as i32)
+}
+
+/// The output-side cases (SPEC §12): Detess, DetessCast and DetessDequant heads, then
+/// Dequant.
+fn output_side_cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for (d, dtype) in [DType::I8, DType::I16, DType::I32, DType::BF16]
+        .into_iter()
+        .enumerate()
+    {
+        let mut rng = Rng::new(0xde7e_0000 + d as u64);
+        for i in 0..DETESS_PER_DTYPE {
+            let head = random_head(&mut rng, 1 + i % 3, dtype);
+            let convert = match (i % 2, dtype) {
+                (0, _) => Convert::None,
+                (_, DType::BF16) => Convert::Cast,
+                _ => Convert::Dequant {
+                    out: *rng.pick(&[DType::F32, DType::F16, DType::BF16]),
+                    params: random_dequant_params(&mut rng, dtype),
+                },
+            };
+            let (op, group) = match convert {
+                Convert::None => ("detess", "detess-random"),
+                Convert::Cast => ("detesscast", "detesscast-random"),
+                Convert::Dequant { .. } => ("detessdequant", "detessdequant-random"),
+            };
+            out.push(Case {
+                id: format!("correct/{op}/random/{}/{i:03}", dtype.name()),
+                group,
+                dtype,
+                shape: head.shape.iter().map(|&e| e as u64).collect(),
+                strides: head.out_strides.iter().map(|&s| s as u64).collect(),
+                target: Target::Detess { head, convert },
+                seed: Some(rng.next_u64()),
+                ev74_rows: None,
+            });
+        }
+    }
+    for (d, dtype) in [DType::I8, DType::I16, DType::I32].into_iter().enumerate() {
+        let e = dtype.size() as u64;
+        let mut rng = Rng::new(0xdea9_0000 + d as u64);
+        for i in 0..DEQUANT_PER_DTYPE {
+            let shape = random_shape(&mut rng, 0);
+            let strides = random_strides(&mut rng, &shape, e);
+            let out_dtype = *rng.pick(&[DType::F32, DType::F16, DType::BF16]);
+            let out_strides = random_strides(&mut rng, &shape, out_dtype.size() as u64);
+            out.push(Case {
+                id: format!("correct/dequant/random/{}/{i:03}", dtype.name()),
+                group: "dequant-random",
+                dtype,
+                shape,
+                strides,
+                target: Target::Dequant {
+                    strides: out_strides,
+                    out: out_dtype,
+                    params: random_dequant_params(&mut rng, dtype),
+                },
+                seed: Some(rng.next_u64()),
+                ev74_rows: None,
+            });
+        }
+    }
     out
 }
 
@@ -493,14 +634,22 @@ pub struct Mismatch {
 
 /// The input bytes of `case` (the span from its first element).
 fn input_of(case: &Case) -> (Vec<u8>, Vec<u32>) {
+    let mut rng = Rng::new(case.seed.unwrap_or(0));
+    if let Target::Detess { head, .. } = &case.target {
+        // The head's tiled bytes, padding included, all random.
+        return (
+            (0..head.span()).map(|_| rng.next_u32() as u8).collect(),
+            Vec::new(),
+        );
+    }
     let elem = case.dtype.size();
     let len = span(&case.shape, &case.strides, elem as u64) as usize;
     let n: usize = case.shape.iter().product::<u64>() as usize;
-    let mut rng = Rng::new(case.seed.unwrap_or(0));
     // Holes get random bytes: nothing may read them into the result.
     let mut bytes: Vec<u8> = (0..len).map(|_| rng.next_u32() as u8).collect();
     let bits: Vec<u32> = match case.seed {
         None => (0..n as u32).map(|b| b & 0xffff).collect(),
+        Some(_) if case.dtype.is_int() => (0..n).map(|_| rng.next_u32()).collect(),
         Some(_) => (0..n).map(|_| random_bits(&mut rng, case.dtype)).collect(),
     };
     let mut k = 0;
@@ -705,11 +854,102 @@ fn run_case(
             };
             Ok((planted(outputs), 0, capacity))
         }
+        Target::Detess { head, convert } => {
+            let tiled = TiledSpec {
+                extents: &case.shape,
+                dtype: head.dtype,
+                layout: head.layout(),
+            };
+            let out = convert.out(head.dtype);
+            let strides = output_spec(head, out);
+            let output = DynSpec::strided(&case.shape, &strides, out);
+            let out_span = span(&case.shape, &strides, out.size() as u64) as usize;
+            let run = |a65| Outputs {
+                a65,
+                ev74: None,
+                ev74_tess: None,
+            };
+            let outputs = match *convert {
+                Convert::None => {
+                    let plan = detess::check_inference_dyn(&detess::DynRequest {
+                        input: tiled,
+                        output,
+                    })
+                    .map_err(|e| refuse(&e))?;
+                    run(each_level::<Detess>(&plan, input_a65, out_span, workers))
+                }
+                Convert::Cast => {
+                    let plan = detesscast::check_inference_dyn(&detess::DynRequest {
+                        input: tiled,
+                        output,
+                    })
+                    .map_err(|e| refuse(&e))?;
+                    run(each_level::<DetessCast>(
+                        &plan, input_a65, out_span, workers,
+                    ))
+                }
+                Convert::Dequant { params, .. } => {
+                    let plan = detessdequant::check_inference_dyn(&detessdequant::DynRequest {
+                        input: tiled,
+                        output,
+                        params,
+                    })
+                    .map_err(|e| refuse(&e))?;
+                    run(each_level::<DetessDequant>(
+                        &plan, input_a65, out_span, workers,
+                    ))
+                }
+            };
+            Ok((planted(outputs), 0, out_span))
+        }
+        Target::Dequant {
+            strides,
+            out,
+            params,
+        } => {
+            let plan = dequant::check_inference_dyn(&dequant::DynRequest {
+                input: in_spec,
+                output: DynSpec::strided(&case.shape, strides, *out),
+                params: *params,
+            })
+            .map_err(|e| refuse(&e))?;
+            let out_span = plan.output().span() as usize;
+            let outputs = Outputs {
+                a65: each_level::<Dequant>(&plan, input_a65, out_span, workers),
+                ev74: None,
+                ev74_tess: None,
+            };
+            Ok((planted(outputs), 0, out_span))
+        }
     }
 }
 
+/// Runs the plan of an A65-only op at every level this CPU has, on `threads` threads,
+/// into a dirty aligned buffer whose first `out_span` bytes are the output port, followed
+/// by the guard.
+fn each_level<O: a65::HostOp>(
+    plan: &<O as simak::ops::Op>::Plan,
+    input: &[u8],
+    out_span: usize,
+    threads: usize,
+) -> Vec<(String, Result<Vec<u8>, String>)> {
+    each_a65(
+        Level::ALL
+            .iter()
+            .rev()
+            .filter_map(|&l| a65::Prepared::<O>::at(plan, l).ok()),
+        |p| p.implementation().to_owned(),
+        out_span + GUARD,
+        true,
+        |p, out| {
+            a65::execute_threaded(p, threads, input, &mut out[..out_span])
+                .map_err(|e| e.to_string())
+        },
+    )
+}
+
 /// The expected buffer of `case`: fill, then the oracle's bytes.
-fn expected(case: &Case, bits: &[u32], phase: usize, span_len: usize) -> Vec<u8> {
+fn expected(case: &Case, input: &[u8], bits: &[u32], phase: usize, span_len: usize) -> Vec<u8> {
     match &case.target {
         Target::Quant {
             strides, params, ..
@@ -753,7 +993,65 @@ fn expected(case: &Case, bits: &[u32], phase: usize, span_len: usize) -> Vec<u8>
             },
             bits,
         ),
+        Target::Detess { head, convert } => expected_detess(head, *convert, input),
+        Target::Dequant {
+            strides,
+            out,
+            params,
+        } => {
+            let mut want = vec![DIRTY; span_len + GUARD];
+            let size = out.size();
+            let mut k = 0;
+            for_each_offset(&case.shape, strides, |at| {
+                let y = reference(signed(bits[k], case.dtype), params, *out);
+                want[at..at + size].copy_from_slice(&y.to_le_bytes()[..size]);
+                k += 1;
+            });
+            want
+        }
     }
+}
+
+/// The code of the little-endian bits `bits` of an integer `dtype`, sign-extended.
+fn signed(bits: u32, dtype: DType) -> i64 {
+    let shift = 32 - 8 * dtype.size() as u32;
+    i64::from(((bits << shift) as i32) >> shift)
+}
+
+/// The exact SPEC §12.2 result bits of code `q` (`simak_tests::dequant`).
+fn reference(q: i64, params: &dequant::Params, out: DType) -> u32 {
+    simak_tests::dequant::reference(q, i64::from(params.zero_point), params.multiplier_bits, out)
+}
+
+/// The expected output of an output-side case: each element's bytes read from `ofm` at the
+/// SPEC §12.1 oracle's offsets, converted, placed at the output strides; the fill
+/// elsewhere and in the guard.
+fn expected_detess(head: &Head, convert: Convert, ofm: &[u8]) -> Vec<u8> {
+    let (offsets, per_outer) = head.tile_offsets();
+    let e = head.e();
+    let out = convert.out(head.dtype);
+    let strides = output_spec(head, out);
+    let shape: Vec<u64> = head.shape.iter().map(|&x| x as u64).collect();
+    let out_span = span(&shape, &strides, out.size() as u64) as usize;
+    let mut want = vec![DIRTY; out_span + GUARD];
+    head.for_each(|index| {
+        let mut bits = 0u32;
+        for p in 0..e {
+            bits |= u32::from(ofm[head.byte_of(&offsets, per_outer, index, p)]) << (8 * p);
+        }
+        let y = match convert {
+            Convert::None => bits,
+            Convert::Cast => bits << 16,
+            Convert::Dequant { params, .. } => reference(signed(bits, head.dtype), &params, out),
+        };
+        let at: usize = index
+            .iter()
+            .zip(&strides)
+            .map(|(&i, &s)| i * s as usize)
+            .sum();
+        want[at..at + out.size()].copy_from_slice(&y.to_le_bytes()[..out.size()]);
+    });
+    want
 }
 
 /// The expected tiled buffer of `case`: the plain-loop layout oracle over the values
@@ -795,7 +1093,8 @@ pub struct Outcome {
     pub cases: Vec<(String, usize)>,
     /// Cases run in all.
     pub total: usize,
-    /// Cases also run on the simulated EV74 (all but QuantTess, which has no EV74 entry).
+    /// Cases also run on the simulated EV74 (all but QuantTess and the output side, which
+    /// have no EV74 entry).
     pub ev74_cases: usize,
     /// Byte comparisons made (both backends).
     pub bytes_compared: u64,
@@ -825,7 +1124,14 @@ pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome 
                 });
                 phase + first.unwrap_or(0)
             }
-            Target::Tiled(_) | Target::QuantTiled { .. } => 0,
+            Target::Dequant { strides, .. } => {
+                let mut first = None;
+                for_each_offset(&case.shape, strides, |at| {
+                    first = first.or(Some(at));
+                });
+                first.unwrap_or(0)
+            }
+            Target::Tiled(_) | Target::QuantTiled { .. } | Target::Detess { .. } => 0,
         });
         match run_case(case, &input, workers, plant_at) {
             Err(e) => outcome.mismatches.push(Mismatch {
@@ -834,7 +1140,7 @@ pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome 
                 detail: format!("not admitted: {e}"),
             }),
             Ok((outputs, phase, span_len)) => {
-                let want = expected(case, &bits, phase, span_len);
+                let want = expected(case, &input, &bits, phase, span_len);
                 outcome.ev74_cases += usize::from(outputs.ev74.is_some());
                 let ev74_name = format!(
                     "ev74-sim ({})",
@@ -902,6 +1208,10 @@ mod test {
         assert_eq!(count("casttess-bf16-tail"), 4);
         assert_eq!(count("casttess-empty"), 3);
         assert_eq!(count("casttess-sweep"), 4);
+        assert_eq!(count("detess-random"), 4 * DETESS_PER_DTYPE / 2);
+        assert_eq!(count("detesscast-random"), DETESS_PER_DTYPE / 2);
+        assert_eq!(count("detessdequant-random"), 3 * DETESS_PER_DTYPE / 2);
+        assert_eq!(count("dequant-random"), 3 * DEQUANT_PER_DTYPE);
         let mut ids: Vec<&str> = all.iter().map(|c| c.id.as_str()).collect();
         ids.sort_unstable();
         ids.dedup();

@@ -475,6 +475,12 @@ fn case_op(case: &correctness::Case) -> &'static str {
         correctness::Target::Quant { .. } => "quant",
         correctness::Target::Tiled(_) => "casttess",
         correctness::Target::QuantTiled { .. } => "quanttess",
+        correctness::Target::Detess { convert, .. } => match convert {
+            correctness::Convert::None => "detess",
+            correctness::Convert::Cast => "detesscast",
+            correctness::Convert::Dequant { .. } => "detessdequant",
+        },
+        correctness::Target::Dequant { .. } => "dequant",
     }
 }
 

@@ -10,6 +10,12 @@
 //!   thread): a completed submission releases its buffers; a lost completion keeps them
 //!   retained (not mappable, not freed) until `reset` saw the device quiescent.
 //!
+//! - The output side (SPEC §12) at the scalar level: Detess, DetessCast and DetessDequant
+//!   of small random heads against the SPEC §12.1 byte oracle and the exact §12.2
+//!   reference (`simak_tests::detess`, `simak_tests::dequant`).
+//! - Preproc (SPEC §13) at the scalar level: the committed NV12 and I420 frames
+//!   (`tests/data/yuv/`, made with OpenCV) with divisor 1 give OpenCV's RGB bytes as FP32.
+//!
 //! Under Miri the FP control word is passed explicitly (`execute_with_fp_control`): reading
 //! MXCSR is inline assembly, which Miri does not execute. The exact route never needs it.
 
@@ -22,16 +28,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use simak::DynSpec;
 use simak::a65::{self, Level};
 use simak::ev74::quant;
 use simak::ev74::runtime::{
     Executor, Retire, RuntimeError, SimConfig, SimTransport, Transport, TransportError,
 };
+use simak::ops::casttess::TiledSpec;
+use simak::ops::preproc::{self, Border, Format, Frame, Normalize, Output};
 use simak::ops::quant::{Params, Plan, Request, Rounding, check_inference};
+use simak::ops::{Detess, DetessCast, DetessDequant, Preproc, dequant};
+use simak::ops::{detess, detesscast, detessdequant};
 use simak::{DType, TensorSpec};
 use simak_ev74_fw::Command;
 use simak_tests::bytes::Aligned;
+use simak_tests::detess::{Head, output_spec, random_head};
 use simak_tests::oracle;
+use simak_tests::rng::Rng;
 
 /// Elements per side: small under Miri, larger natively.
 const SIDE: u64 = if cfg!(miri) { 10 } else { 24 };
@@ -313,4 +326,161 @@ fn a_lost_completion_keeps_the_buffers_until_reset() {
     assert!(!output_handle.in_flight());
     drop(output_handle);
     assert_eq!(transport.inner.with_device(|d| d.memory.regions()), 0);
+}
+
+/// The elements of `head`'s dense output `dense` (strides `head.out_strides`) placed at
+/// `strides` for elements of `out` bytes, each converted by `f`, in a buffer of `len`
+/// bytes filled with `fill`.
+fn converted(
+    head: &Head,
+    dense: &[u8],
+    strides: &[u64],
+    out: usize,
+    len: usize,
+    fill: u8,
+    f: impl Fn(u32) -> u32,
+) -> Vec<u8> {
+    let e = head.e();
+    let mut want = vec![fill; len];
+    head.for_each(|index| {
+        let i: usize = index
+            .iter()
+            .zip(&head.out_strides)
+            .map(|(i, s)| i * s)
+            .sum();
+        let mut bits = [0u8; 4];
+        bits[..e].copy_from_slice(&dense[i..i + e]);
+        let o: usize = index
+            .iter()
+            .zip(strides)
+            .map(|(&i, &s)| i * s as usize)
+            .sum();
+        want[o..o + out].copy_from_slice(&f(u32::from_le_bytes(bits)).to_le_bytes()[..out]);
+    });
+    want
+}
+
+#[test]
+fn output_side_at_the_scalar_level() {
+    const FILL: u8 = 0x77;
+    const GUARD: usize = 8;
+    let mut rng = Rng::new(0x5c12_0001);
+    for dtype in [DType::I8, DType::I16, DType::I32, DType::BF16] {
+        let head = random_head(&mut rng, 1, dtype);
+        let shape: Vec<u64> = head.shape.iter().map(|&e| e as u64).collect();
+        let raw: Vec<u8> = (0..head.span()).map(|_| rng.next_u32() as u8).collect();
+        let ofm = Aligned::from_slice(&raw);
+        let tiled = TiledSpec {
+            extents: &shape,
+            dtype,
+            layout: head.layout(),
+        };
+        // Detess against the byte oracle.
+        let strides = output_spec(&head, dtype);
+        let plan = detess::check_inference_dyn(&detess::DynRequest {
+            input: tiled,
+            output: DynSpec::strided(&shape, &strides, dtype),
+        })
+        .unwrap();
+        let want = simak_tests::detess::expected(&head, ofm.as_slice(), FILL, GUARD);
+        let span = want.len() - GUARD;
+        let mut got = Aligned::new(want.len(), FILL);
+        let prepared = a65::Prepared::<Detess>::at(&plan, Level::Scalar).unwrap();
+        a65::execute_with_fp_control(
+            &prepared,
+            ofm.as_slice(),
+            &mut got.as_mut_slice()[..span],
+            None,
+        )
+        .unwrap();
+        assert_eq!(got.as_slice(), want.as_slice(), "detess {head:?}");
+        // The conversion: DetessCast for BF16 (`bits << 16`), DetessDequant into FP32 for
+        // the integers (the exact reference).
+        let out = DType::F32;
+        let out_strides = output_spec(&head, out);
+        let output = DynSpec::strided(&shape, &out_strides, out);
+        let mut got: Aligned;
+        let expect = if dtype == DType::BF16 {
+            let plan = detesscast::check_inference_dyn(&detess::DynRequest {
+                input: tiled,
+                output,
+            })
+            .unwrap();
+            let port = plan.output().span() as usize;
+            got = Aligned::new(port + GUARD, FILL);
+            let prepared = a65::Prepared::<DetessCast>::at(&plan, Level::Scalar).unwrap();
+            a65::execute_with_fp_control(
+                &prepared,
+                ofm.as_slice(),
+                &mut got.as_mut_slice()[..port],
+                None,
+            )
+            .unwrap();
+            converted(&head, &want, &out_strides, 4, port + GUARD, FILL, |b| {
+                b << 16
+            })
+        } else {
+            let params = dequant::Params::new(0.37).with_zero_point(-3);
+            let plan = detessdequant::check_inference_dyn(&detessdequant::DynRequest {
+                input: tiled,
+                output,
+                params,
+            })
+            .unwrap();
+            let port = plan.output().span() as usize;
+            got = Aligned::new(port + GUARD, FILL);
+            let prepared = a65::Prepared::<DetessDequant>::at(&plan, Level::Scalar).unwrap();
+            a65::execute_with_fp_control(
+                &prepared,
+                ofm.as_slice(),
+                &mut got.as_mut_slice()[..port],
+                None,
+            )
+            .unwrap();
+            let shift = 32 - 8 * dtype.size() as u32;
+            converted(&head, &want, &out_strides, 4, port + GUARD, FILL, |b| {
+                let q = i64::from(((b << shift) as i32) >> shift);
+                simak_tests::dequant::reference(q, -3, 0.37f32.to_bits(), DType::F32)
+            })
+        };
+        assert_eq!(got.as_slice(), expect.as_slice(), "conversion {head:?}");
+    }
+}
+
+#[test]
+fn preproc_yuv_frames_at_the_scalar_level_give_opencv_bytes() {
+    // 10 × 16 frames and their RGB as decoded by OpenCV (tests/data/yuv/README.md).
+    let frames: [(Format, &[u8], &[u8]); 2] = [
+        (
+            Format::NV12,
+            include_bytes!("../../tests/data/yuv/nv12.yuv"),
+            include_bytes!("../../tests/data/yuv/nv12.rgb"),
+        ),
+        (
+            Format::I420,
+            include_bytes!("../../tests/data/yuv/i420.yuv"),
+            include_bytes!("../../tests/data/yuv/i420.rgb"),
+        ),
+    ];
+    for (format, frame, rgb) in frames {
+        let plan = preproc::check_inference(&preproc::Request {
+            frame: Frame::packed(format, 10, 16),
+            normalize: Normalize {
+                divisor: 1.0,
+                ..Normalize::DEFAULT
+            },
+            bgr: false,
+            border: Border::default(),
+            pad_value: &[0],
+            output: Output::F32 { strides: None },
+        })
+        .unwrap();
+        let prepared = a65::Prepared::<Preproc>::at(&plan, Level::Scalar).unwrap();
+        let mut out = Aligned::new(rgb.len() * 4, 0);
+        a65::execute_with_fp_control(&prepared, frame, out.as_mut_slice(), None).unwrap();
+        for (k, v) in out.as_slice().chunks_exact(4).enumerate() {
+            let got = f32::from_le_bytes(v.try_into().unwrap());
+            assert_eq!(got, f32::from(rgb[k]), "{format:?} value {k}");
+        }
+    }
 }

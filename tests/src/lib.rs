@@ -10,7 +10,8 @@
 //! oracles), [`hcontig`] (the H-contiguous eligibility-boundary cases), [`bf16_tails`] (the
 //! four strided BF16 tail cases of the EV74 exact-width gathers), [`bytes`] (little-endian
 //! encoding and aligned byte buffers), [`lib_run`] (running a request through the
-//! library's A65 path), [`data`] (the files of `tests/data/`, with their origins in its
+//! library's A65 path), [`detess`] (the SPEC §12.1 layout oracle of the output side),
+//! [`dequant`] (the exact SPEC §12.2 reference), [`data`] (the files of `tests/data/`, with their origins in its
 //! README) and [`peer`] (the third-party vectors of `tests/data/peer/`). With the `cli`
 //! feature, `cli` holds the helpers of the suites that run a built programme.
 #![deny(missing_docs)]
@@ -18,6 +19,8 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod dequant;
+pub mod detess;
 
 pub mod sweeps {
     //! Full sweeps run once, in the `test` step of `cargo xtask test` (opt-level 3 on the

@@ -161,6 +161,10 @@ fn the_correctness_catalogue_has_the_documented_counts() {
         ("casttess-bf16-tail", 4),
         ("casttess-empty", 3),
         ("casttess-sweep", 4),
+        ("detess-random", 60),
+        ("detesscast-random", 15),
+        ("detessdequant-random", 45),
+        ("dequant-random", 90),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -176,7 +180,7 @@ fn the_correctness_catalogue_passes_on_both_backends() {
     assert_success(&out);
     let text = stdout_of(&out);
     assert!(
-        text.starts_with("correctness: 2240 cases on a65 (1940 also on ev74-sim)"),
+        text.starts_with("correctness: 2450 cases on a65 (1940 also on ev74-sim)"),
         "{text}"
     );
     assert!(text.trim_end().ends_with("PASSED"), "{text}");
@@ -213,6 +217,9 @@ fn a_planted_mismatch_is_found() {
         ("correct/casttess/sweep/f16/hcontig", 1),
         ("correct/casttess/bf16-tail/outer-pad16", 1),
         ("correct/quanttess/random/f32/011", 0),
+        ("correct/detess/random/i32/004", 0),
+        ("correct/detessdequant/random/i16/001", 0),
+        ("correct/dequant/random/i8/005", 0),
     ] {
         let out = qualify(&["correctness", "--filter", id, "--plant-mismatch", id]);
         assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
@@ -534,9 +541,17 @@ fn correctness_list_names_each_case_op() {
         assert_eq!(Some(op), id.split('/').nth(1), "{id}");
         *ops.entry(op.to_owned()).or_default() += 1;
     }
-    let expect: BTreeMap<String, usize> = [("quant", 900), ("casttess", 1040), ("quanttess", 300)]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
+    let expect: BTreeMap<String, usize> = [
+        ("quant", 900),
+        ("casttess", 1040),
+        ("quanttess", 300),
+        ("detess", 60),
+        ("detesscast", 15),
+        ("detessdequant", 45),
+        ("dequant", 90),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
     assert_eq!(ops, expect);
 }
