@@ -138,14 +138,13 @@ fn time_a65<O: a65::HostOp>(
     Ok((prepared.implementation().to_owned(), t))
 }
 
-/// Runtime latency of `plan` on the simulated EV74 (`device`), `output_len` bytes of output:
-/// the ports at the workload's address phases (0 but for the address-phase cases) inside retained allocations, the
+/// Runtime latency of `plan` on the simulated EV74 (`device`): the ports at the workload's
+/// address phases (0 but for the address-phase cases) inside retained allocations, the
 /// packet bound once, then `reps` samples of submit-to-confirmed-completion.
 fn time_ev74<P>(
     plan: &P,
     w: &Workload,
     input_bytes: &[u8],
-    output_len: u64,
     device: &Device,
     reps: usize,
     fail: &dyn Fn(&dyn std::fmt::Display) -> String,
@@ -156,6 +155,8 @@ where
 {
     let dp = ev74::check_inference(plan).map_err(|e| fail(&e))?;
     let encoded = ev74::encode_relocatable(&dp);
+    // The entry's output span: Quant's accessed span, CastTess's tiled capacity.
+    let output_len = dp.output_span();
     let (i, o) = device.buffers_at(
         input_bytes,
         u64::from(w.input_phase),
@@ -512,24 +513,8 @@ pub fn measure(
             let route = format!("ev74-sim ({workers} workers)");
             cycles = Some(simulated_cycles(&planned, w, &input_bytes, device.workers)?);
             let t = match &planned {
-                Planned::Quant(p) => time_ev74(
-                    p,
-                    w,
-                    &input_bytes,
-                    planned.output_len(),
-                    device,
-                    reps,
-                    &fail,
-                )?,
-                Planned::CastTess(p) => time_ev74(
-                    p,
-                    w,
-                    &input_bytes,
-                    planned.output_len(),
-                    device,
-                    reps,
-                    &fail,
-                )?,
+                Planned::Quant(p) => time_ev74(p, w, &input_bytes, device, reps, &fail)?,
+                Planned::CastTess(p) => time_ev74(p, w, &input_bytes, device, reps, &fail)?,
                 Planned::QuantTess(_) => {
                     return Err(fail(&"QuantTess has no EV74 entry (A65 only)"));
                 }
