@@ -44,13 +44,15 @@
 //! on the simulated EV74 (`run_sim`, workers 1 to 4 in turn), into dirty output buffers
 //! with guard bytes.
 
+use std::ops::Range;
+
 use simak::a65;
 use simak::a65::Level;
 use simak::ev74;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{self, TiledSpec};
 use simak::ops::quant::{self, Params, Rounding};
-use simak::ops::{Dequant, Detess, DetessCast, DetessDequant};
+use simak::ops::{self, Dequant, Detess, DetessCast, DetessDequant};
 use simak::ops::{dequant, detess, detesscast, detessdequant, quanttess};
 use simak::{DType, DynSpec};
 use simak_tests::bf16_tails;
@@ -686,25 +688,34 @@ struct Outputs {
     ev74_tess: Option<ev74::firmware::TessStats>,
 }
 
-/// Runs `run` on a `len`-byte buffer filled with [`DIRTY`] for each prepared A65 plan, named
-/// by its implementation.
-fn each_a65<P>(
-    prepared: impl Iterator<Item = P>,
-    name: impl Fn(&P) -> String,
+/// Runs `plan` at every A65 route or kernel level this CPU has (named by its
+/// implementation), each on a `len`-byte buffer filled with [`DIRTY`] (16-byte aligned when
+/// `aligned`), the output port at `port` of it, on `threads` threads.
+fn each_a65<O: a65::HostOp>(
+    plan: &O::Plan,
+    input: &[u8],
     len: usize,
     aligned: bool,
-    run: impl Fn(&P, &mut [u8]) -> Result<(), String>,
+    port: Range<usize>,
+    threads: usize,
 ) -> Vec<(String, Result<Vec<u8>, String>)> {
-    prepared
+    Level::ALL
+        .iter()
+        .rev()
+        .filter_map(|&l| a65::Prepared::<O>::at(plan, l).ok())
         .map(|p| {
+            let run = |out: &mut [u8]| {
+                a65::execute_threaded(&p, threads, input, &mut out[port.clone()])
+                    .map_err(|e| e.to_string())
+            };
             let got = if aligned {
                 let mut a = Aligned::new(len, DIRTY);
-                run(&p, a.as_mut_slice()).map(|()| a.as_slice().to_vec())
+                run(a.as_mut_slice()).map(|()| a.as_slice().to_vec())
             } else {
                 let mut a = vec![DIRTY; len];
-                run(&p, &mut a).map(|()| a)
+                run(&mut a).map(|()| a)
             };
-            (name(&p), got)
+            (p.implementation().to_owned(), got)
         })
         .collect()
 }
@@ -752,19 +763,7 @@ fn run_case(
             let out_span = plan.output().span() as usize;
             let len = phase + out_span + GUARD;
             let port = *phase..*phase + out_span;
-            let a65 = each_a65(
-                Level::ALL
-                    .iter()
-                    .rev()
-                    .filter_map(|&r| a65::quant::prepare_at(&plan, r).ok()),
-                |p| p.implementation().to_owned(),
-                len,
-                false,
-                |p, out| {
-                    a65::quant::execute(p, input_a65, &mut out[port.clone()])
-                        .map_err(|e| e.to_string())
-                },
-            );
+            let a65 = each_a65::<ops::Quant>(&plan, input_a65, len, false, port.clone(), 1);
             let mut d = vec![DIRTY; len];
             let options = ev74::quant::SimOptions {
                 track_writes: false,
@@ -792,19 +791,8 @@ fn run_case(
             })
             .map_err(|e| refuse(&e))?;
             let capacity = plan.output().capacity() as usize;
-            let a65 = each_a65(
-                Level::ALL
-                    .iter()
-                    .rev()
-                    .filter_map(|&l| a65::casttess::prepare_at(&plan, l).ok()),
-                |p| p.implementation().to_owned(),
-                capacity + GUARD,
-                true,
-                |p, out| {
-                    a65::casttess::execute(p, input_a65, &mut out[..capacity])
-                        .map_err(|e| e.to_string())
-                },
-            );
+            let a65 =
+                each_a65::<ops::CastTess>(&plan, input_a65, capacity + GUARD, true, 0..capacity, 1);
             let mut d = vec![DIRTY; capacity + GUARD];
             let options = ev74::casttess::SimOptions {
                 track_writes: false,
@@ -834,18 +822,13 @@ fn run_case(
             })
             .map_err(|e| refuse(&e))?;
             let capacity = plan.output().capacity() as usize;
-            let a65 = each_a65(
-                Level::ALL
-                    .iter()
-                    .rev()
-                    .filter_map(|&r| a65::quanttess::prepare_at(&plan, r).ok()),
-                |p| p.implementation().to_owned(),
+            let a65 = each_a65::<ops::QuantTess>(
+                &plan,
+                input_a65,
                 capacity + GUARD,
                 true,
-                |p, out| {
-                    a65::quanttess::execute(p, input_a65, &mut out[..capacity])
-                        .map_err(|e| e.to_string())
-                },
+                0..capacity,
+                1,
             );
             let outputs = Outputs {
                 a65,
@@ -928,24 +911,12 @@ fn run_case(
 /// into a dirty aligned buffer whose first `out_span` bytes are the output port, followed
 /// by the guard.
 fn each_level<O: a65::HostOp>(
-    plan: &<O as simak::ops::Op>::Plan,
+    plan: &O::Plan,
     input: &[u8],
     out_span: usize,
     threads: usize,
 ) -> Vec<(String, Result<Vec<u8>, String>)> {
-    each_a65(
-        Level::ALL
-            .iter()
-            .rev()
-            .filter_map(|&l| a65::Prepared::<O>::at(plan, l).ok()),
-        |p| p.implementation().to_owned(),
-        out_span + GUARD,
-        true,
-        |p, out| {
-            a65::execute_threaded(p, threads, input, &mut out[..out_span])
-                .map_err(|e| e.to_string())
-        },
-    )
+    each_a65::<O>(plan, input, out_span + GUARD, true, 0..out_span, threads)
 }
 
 /// The expected buffer of `case`: fill, then the oracle's bytes.

@@ -138,6 +138,71 @@ fn time_a65<O: a65::HostOp>(
     Ok((prepared.implementation().to_owned(), t))
 }
 
+/// Runtime latency of `plan` on the simulated EV74 (`device`): the ports at the workload's
+/// address phases (0 but for the address-phase cases) inside retained allocations, the
+/// packet bound once, then `reps` samples of submit-to-confirmed-completion.
+fn time_ev74<P>(
+    plan: &P,
+    w: &Workload,
+    input_bytes: &[u8],
+    device: &Device,
+    reps: usize,
+    fail: &dyn Fn(&dyn std::fmt::Display) -> String,
+) -> Result<Timing, String>
+where
+    P: ops::OpPlan,
+    P::Op: ev74::NativeEntry,
+{
+    let dp = ev74::check_inference(plan).map_err(|e| fail(&e))?;
+    let encoded = ev74::encode_relocatable(&dp);
+    // The entry's output span: Quant's accessed span, CastTess's tiled capacity.
+    let output_len = dp.output_span();
+    let (i, o) = device.buffers_at(
+        input_bytes,
+        u64::from(w.input_phase),
+        output_len,
+        u64::from(w.output_phase),
+    )?;
+    let e = |e: ev74::runtime::RuntimeError| fail(&e);
+    let input_region = i
+        .region_at(u64::from(w.input_phase), input_bytes.len() as u64)
+        .map_err(e)?;
+    let output_region = o
+        .region_at(u64::from(w.output_phase), output_len)
+        .map_err(e)?;
+    let bound = ev74::bind(&dp, &encoded, input_region, output_region).map_err(|e| fail(&e))?;
+    time(reps, || {
+        device
+            .executor
+            .submit(&bound, &i, &o)
+            .and_then(|c| c.wait(TIMEOUT))
+            .map(drop)
+            .map_err(|e| fail(&e))
+    })
+}
+
+/// One simulated run of `plan` at the workload's address phases with `workers` workers,
+/// writes not tracked (for the cost model's cycles).
+fn run_sim<P>(
+    plan: &P,
+    w: &Workload,
+    input: &[u8],
+    out: &mut [u8],
+    workers: usize,
+) -> Result<ev74::SimRun, ev74::SimError>
+where
+    P: ops::OpPlan,
+    P::Op: ev74::FirmwareEntry,
+{
+    let options = ev74::SimOptions {
+        input_phase: w.input_phase,
+        output_phase: w.output_phase,
+        track_writes: false,
+        ..ev74::SimOptions::new(workers)
+    };
+    ev74::run_sim_with(plan, input, out, &options)
+}
+
 /// Times `call`: warm-up, then `reps` samples. Returns (samples ns per call, calls per
 /// sample, CPU ns per call).
 fn time(reps: usize, mut call: impl FnMut() -> Result<(), String>) -> Result<Timing, String> {
@@ -447,66 +512,9 @@ pub fn measure(
             let device = device.ok_or_else(|| fail(&"no EV74 device connected"))?;
             let route = format!("ev74-sim ({workers} workers)");
             cycles = Some(simulated_cycles(&planned, w, &input_bytes, device.workers)?);
-            match &planned {
-                Planned::Quant(p) => {
-                    let dp = ev74::quant::check_inference(p).map_err(|e| fail(&e))?;
-                    let encoded = ev74::quant::encode_relocatable(&dp);
-                    // The ports sit at their phases (0 but for the address-phase cases)
-                    // inside retained allocations.
-                    let (i, o) = device.buffers_at(
-                        &input_bytes,
-                        u64::from(w.input_phase),
-                        planned.output_len(),
-                        u64::from(w.output_phase),
-                    )?;
-                    let e = |e: ev74::runtime::RuntimeError| fail(&e);
-                    let input_region = i
-                        .region_at(u64::from(w.input_phase), input_bytes.len() as u64)
-                        .map_err(e)?;
-                    let output_region = o
-                        .region_at(u64::from(w.output_phase), planned.output_len())
-                        .map_err(e)?;
-                    let bound = ev74::quant::bind(&dp, &encoded, input_region, output_region)
-                        .map_err(|e| fail(&e))?;
-                    let t = time(reps, || {
-                        device
-                            .executor
-                            .submit(&bound, &i, &o)
-                            .and_then(|c| c.wait(TIMEOUT))
-                            .map(drop)
-                            .map_err(|e| fail(&e))
-                    })?;
-                    ("ev74-runtime", route, t)
-                }
-                Planned::CastTess(p) => {
-                    let dp = ev74::casttess::check_inference(p).map_err(|e| fail(&e))?;
-                    let encoded = ev74::casttess::encode_relocatable(&dp);
-                    // The ports sit at their phases inside retained allocations.
-                    let (i, o) = device.buffers_at(
-                        &input_bytes,
-                        u64::from(w.input_phase),
-                        planned.output_len(),
-                        u64::from(w.output_phase),
-                    )?;
-                    let e = |e: ev74::runtime::RuntimeError| fail(&e);
-                    let input_region = i
-                        .region_at(u64::from(w.input_phase), input_bytes.len() as u64)
-                        .map_err(e)?;
-                    let output_region = o
-                        .region_at(u64::from(w.output_phase), planned.output_len())
-                        .map_err(e)?;
-                    let bound = ev74::casttess::bind(&dp, &encoded, input_region, output_region)
-                        .map_err(|e| fail(&e))?;
-                    let t = time(reps, || {
-                        device
-                            .executor
-                            .submit(&bound, &i, &o)
-                            .and_then(|c| c.wait(TIMEOUT))
-                            .map(drop)
-                            .map_err(|e| fail(&e))
-                    })?;
-                    ("ev74-runtime", route, t)
-                }
+            let t = match &planned {
+                Planned::Quant(p) => time_ev74(p, w, &input_bytes, device, reps, &fail)?,
+                Planned::CastTess(p) => time_ev74(p, w, &input_bytes, device, reps, &fail)?,
                 Planned::QuantTess(_) => {
                     return Err(fail(&"QuantTess has no EV74 entry (A65 only)"));
                 }
@@ -518,7 +526,8 @@ pub fn measure(
                         &"the output-side ops have no EV74 entry here (A65 only)",
                     ));
                 }
-            }
+            };
+            ("ev74-runtime", route, t)
         }
     };
     let mut sorted = samples.clone();
@@ -551,24 +560,8 @@ fn simulated_cycles(
     let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", w.id);
     let mut out = vec![0u8; planned.output_len() as usize];
     let run = match planned {
-        Planned::Quant(p) => {
-            let options = ev74::quant::SimOptions {
-                input_phase: w.input_phase,
-                output_phase: w.output_phase,
-                track_writes: false,
-                ..ev74::quant::SimOptions::new(workers)
-            };
-            ev74::quant::run_sim_with(p, input, &mut out, &options)
-        }
-        Planned::CastTess(p) => {
-            let options = ev74::casttess::SimOptions {
-                input_phase: w.input_phase,
-                output_phase: w.output_phase,
-                track_writes: false,
-                ..ev74::casttess::SimOptions::new(workers)
-            };
-            ev74::casttess::run_sim_with(p, input, &mut out, &options)
-        }
+        Planned::Quant(p) => run_sim(p, w, input, &mut out, workers),
+        Planned::CastTess(p) => run_sim(p, w, input, &mut out, workers),
         Planned::QuantTess(_) => return Err(fail(&"QuantTess has no EV74 entry (A65 only)")),
         Planned::Detess(_)
         | Planned::DetessCast(_)

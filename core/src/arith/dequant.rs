@@ -50,9 +50,9 @@ pub const fn i64_to_f32_bits(d: i64) -> u32 {
     sign | (((127 + exp) << 23) + (kept as u32) - (1 << 23))
 }
 
-/// The significand and exponent of a finite binary32 magnitude: `bits = m · 2^e` with
-/// `m < 2^24` (0 for ±0).
-const fn split(bits: u32) -> (u64, i32) {
+/// The significand and exponent of a finite binary32 magnitude: `|bits| = m · 2^e` with
+/// `m < 2^24` (0 for ±0); the sign bit is ignored.
+pub(crate) const fn split(bits: u32) -> (u64, i32) {
     let field = ((bits >> 23) & 0xff) as i32;
     let mantissa = (bits & 0x007f_ffff) as u64;
     if field == 0 {
@@ -72,23 +72,37 @@ pub const fn div_f32_bits(x: u32, s: u32) -> u32 {
     if mx == 0 || ms == 0 {
         return 0;
     }
-    let sign = x & 0x8000_0000;
-    // x / s = (mx · 2^64 / ms) · 2^(ex − es − 64); the quotient has ≥ 41 significant bits.
+    // x / s = (mx · 2^64 / ms) · 2^(ex − es − 64); the quotient (< 2^88) has ≥ 41
+    // significant bits, and a nonzero remainder is sticky below its lowest bit.
     let dividend = (mx as u128) << 64;
     let quotient = dividend / ms as u128;
     let sticky = !dividend.is_multiple_of(ms as u128);
-    let exp = ex - es - 64;
-    let len = 128 - quotient.leading_zeros() as i32;
+    round_f32(x & 0x8000_0000 != 0, quotient, ex - es - 64, sticky)
+}
+
+/// `magnitude · 2^exp` (`magnitude` nonzero, below 2^100), plus `sticky` nonzero bits
+/// below its lowest bit, rounded once to binary32, nearest-even, subnormals kept,
+/// overflow to ∞, with the given sign. `sticky` only with more than 24 significant bits
+/// in `magnitude` (then the lowest bit is always below the rounding point). The one
+/// rounding step of [`div_f32_bits`] and of Preproc's subtraction
+/// ([`super::preproc::sub_f32_bits`]).
+#[inline(always)]
+pub(crate) const fn round_f32(negative: bool, magnitude: u128, exp: i32, sticky: bool) -> u32 {
+    let sign = if negative { 0x8000_0000 } else { 0 };
+    let len = 128 - magnitude.leading_zeros() as i32;
     let top = len - 1 + exp;
     let quantum = if top - 23 > -149 { top - 23 } else { -149 };
-    let shift = quantum - exp; // ≥ 17
-    let rounded: u128 = if shift >= 128 {
-        // The value is below 2^(exp + 88) ≤ 2^(quantum − 40): under half a quantum.
+    let shift = quantum - exp;
+    let rounded: u128 = if shift <= 0 {
+        // Exact: fewer than 24 significant bits above the quantum.
+        magnitude << (-shift) as u32
+    } else if shift > 100 {
+        // The value is below 2^(exp + 100) ≤ 2^(quantum − 1) / 2^(shift − 101): under half.
         0
     } else {
-        let kept = quotient >> shift;
-        let rest = quotient & ((1u128 << shift) - 1);
-        let half = 1u128 << (shift - 1);
+        let kept = magnitude >> shift as u32;
+        let rest = magnitude & ((1u128 << shift as u32) - 1);
+        let half = 1u128 << (shift as u32 - 1);
         let up = rest > half || (rest == half && (sticky || kept & 1 == 1));
         kept + up as u128
     };
@@ -209,6 +223,47 @@ mod test {
         }
         for d in cases {
             assert_eq!(i64_to_f32_bits(d), (d as f32).to_bits(), "{d}");
+        }
+    }
+
+    #[test]
+    fn division_matches_the_hardware() {
+        // The host's IEEE binary32 division (default environment: nearest-even, subnormals
+        // kept) is the oracle; denominators finite and > 0, numerators finite.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut edges = std::vec![
+            0u32,
+            0x8000_0000,
+            1,
+            0x8000_0001,
+            0x007f_ffff,
+            0x0080_0000,
+            0x7f7f_ffff,
+            0xff7f_ffff,
+            0x3f80_0000,
+            0x4040_0000,
+            0x3eaa_aaab,
+            0x0000_0003,
+        ];
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            edges.push(x as u32);
+        }
+        let finite = |b: u32| b & 0x7f80_0000 != 0x7f80_0000;
+        for (k, &n) in edges.iter().enumerate() {
+            let d = edges[(k * 7 + 3) % edges.len()] & 0x7fff_ffff;
+            if !finite(n) || !finite(d) || d == 0 {
+                continue;
+            }
+            // A zero numerator gives +0 (SPEC §12.2 step 3); an underflow keeps its sign.
+            let want = if n & 0x7fff_ffff == 0 {
+                0
+            } else {
+                (f32::from_bits(n) / f32::from_bits(d)).to_bits()
+            };
+            assert_eq!(div_f32_bits(n, d), want, "{n:#x} / {d:#x}");
         }
     }
 

@@ -5,7 +5,7 @@
 //! Integer code only: the results do not depend on the host FP environment, so the A65
 //! tables, the EV74 firmware and any reference agree bit for bit.
 
-use crate::arith::dequant::div_f32_bits;
+use crate::arith::dequant::{div_f32_bits, round_f32, split};
 
 /// OpenCV's BT.601 limited-range YUV → RGB in fixed point (SPEC §13; the formula of
 /// `cv2.cvtColor(..., COLOR_YUV2RGB_NV12 / _I420)`): returns `[R, G, B]`.
@@ -87,18 +87,6 @@ const fn u8_to_f32_bits(p: u8) -> u32 {
     ((126 + len) << 23) | mantissa
 }
 
-/// A finite binary32 as (negative, significand, exponent): value = significand · 2^exponent.
-const fn split(bits: u32) -> (bool, u64, i32) {
-    let field = ((bits >> 23) & 0xff) as i32;
-    let mantissa = (bits & 0x007f_ffff) as u64;
-    let negative = bits & 0x8000_0000 != 0;
-    if field == 0 {
-        (negative, mantissa, -149)
-    } else {
-        (negative, mantissa | 1 << 23, field - 150)
-    }
-}
-
 /// `a − b` rounded once to binary32, nearest-even, gradual underflow, overflow to ±∞, for
 /// binary32 bits `a` (finite or infinite) and `b` (finite). An exact zero difference is
 /// +0 (−0 only for `−0 − +0`), as IEEE 754 in round-to-nearest.
@@ -106,8 +94,8 @@ pub const fn sub_f32_bits(a: u32, b: u32) -> u32 {
     if a & 0x7fff_ffff >= 0x7f80_0000 {
         return a;
     }
-    let (an, am, ae) = split(a);
-    let (bn, bm, be) = split(b);
+    let (an, (am, ae)) = (a & 0x8000_0000 != 0, split(a));
+    let (bn, (bm, be)) = (b & 0x8000_0000 != 0, split(b));
     let bn = !bn; // a − b = a + (−b)
     match (am == 0, bm == 0) {
         (true, true) => return if an && bn { 0x8000_0000 } else { 0 },
@@ -130,49 +118,7 @@ pub const fn sub_f32_bits(a: u32, b: u32) -> u32 {
     if sum == 0 {
         return 0;
     }
-    round_f32(sum < 0, sum.unsigned_abs(), e)
-}
-
-/// `magnitude · 2^exp` (magnitude < 2^100, nonzero) rounded once to binary32,
-/// nearest-even, subnormals kept, overflow to ∞, with the given sign.
-const fn round_f32(negative: bool, magnitude: u128, exp: i32) -> u32 {
-    let sign = if negative { 0x8000_0000 } else { 0 };
-    let len = 128 - magnitude.leading_zeros() as i32;
-    let top = len - 1 + exp;
-    let quantum = if top - 23 > -149 { top - 23 } else { -149 };
-    let shift = quantum - exp;
-    let rounded: u128 = if shift <= 0 {
-        // Exact: fewer than 24 significant bits above the quantum.
-        magnitude << (-shift) as u32
-    } else if shift > 100 {
-        // The value is below 2^(exp + 100) ≤ 2^(quantum − 1) / 2^(shift − 101): under half.
-        0
-    } else {
-        let kept = magnitude >> shift as u32;
-        let rest = magnitude & ((1u128 << shift as u32) - 1);
-        let half = 1u128 << (shift as u32 - 1);
-        let up = rest > half || (rest == half && kept & 1 == 1);
-        kept + up as u128
-    };
-    if rounded == 0 {
-        return sign;
-    }
-    let magnitude = if quantum == -149 && rounded <= 1 << 23 {
-        rounded as u32
-    } else {
-        let (n, q) = if rounded == 1 << 24 {
-            (1u128 << 23, quantum + 1)
-        } else {
-            (rounded, quantum)
-        };
-        let field = q + 150;
-        if field >= 0xff {
-            0x7f80_0000
-        } else {
-            ((field as u32) << 23) | (n as u32 & 0x007f_ffff)
-        }
-    };
-    sign | magnitude
+    round_f32(sum < 0, sum.unsigned_abs(), e, false)
 }
 
 #[cfg(test)]

@@ -44,6 +44,30 @@ pub struct Request<const R: usize> {
     pub output: TensorSpec<R>,
 }
 
+impl<const R: usize> Request<R> {
+    /// The same request at run-time rank (what every Detess-family `check_inference` admits).
+    pub(crate) fn as_dyn(&self) -> DynRequest<'_> {
+        DynRequest {
+            input: tiled_input(self.dtype, self.layout, &self.output),
+            output: self.output.as_dyn(),
+        }
+    }
+}
+
+/// The tiled input spec of a rank-`R` Detess-family request: the output's extents, the
+/// input's `dtype` and `layout`.
+pub(crate) fn tiled_input<const R: usize>(
+    dtype: DType,
+    layout: MlaTiled,
+    output: &TensorSpec<R>,
+) -> TiledSpec<'_> {
+    TiledSpec {
+        extents: output.extents(),
+        dtype,
+        layout,
+    }
+}
+
 /// An unchecked Detess-family request of run-time rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DynRequest<'a> {
@@ -171,14 +195,7 @@ const fn detess_dtype(d: DType) -> bool {
 ///   is neither C nor a multiple of 16;
 /// - the layout errors of [`TensorSpec::admit`] on the output.
 pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
-    check_inference_dyn(&DynRequest {
-        input: TiledSpec {
-            extents: request.output.extents(),
-            dtype: request.dtype,
-            layout: request.layout,
-        },
-        output: request.output.as_dyn(),
-    })
+    check_inference_dyn(&request.as_dyn())
 }
 
 /// Admits a Detess request of run-time rank: as [`check_inference`].

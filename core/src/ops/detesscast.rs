@@ -18,7 +18,6 @@
 
 use crate::dtype::DType;
 use crate::error::AdmissionError;
-use crate::ops::casttess::TiledSpec;
 use crate::ops::detess::{DynRequest, Ports, Request, admit_ports, ports_accessors};
 
 /// A checked DetessCast plan: owning, immutable, backend-neutral (SPEC §6).
@@ -39,14 +38,7 @@ impl Plan {
 /// As [`crate::ops::detess::check_inference`]; [`AdmissionError::DType`] on the input for
 /// a dtype other than BF16, on the output for one other than F32.
 pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
-    check_inference_dyn(&DynRequest {
-        input: TiledSpec {
-            extents: request.output.extents(),
-            dtype: request.dtype,
-            layout: request.layout,
-        },
-        output: request.output.as_dyn(),
-    })
+    check_inference_dyn(&request.as_dyn())
 }
 
 /// Admits a DetessCast request of run-time rank: as [`check_inference`].

@@ -22,7 +22,7 @@ use crate::error::AdmissionError;
 use crate::layout::MlaTiled;
 use crate::ops::casttess::TiledSpec;
 use crate::ops::dequant::{CheckedParams, Params};
-use crate::ops::detess::{Ports, admit_ports, ports_accessors};
+use crate::ops::detess::{Ports, admit_ports, ports_accessors, tiled_input};
 use crate::tensor::{DynSpec, TensorSpec};
 
 /// An unchecked DetessDequant request over rank-`R` ports (1 ≤ R ≤ 6).
@@ -74,11 +74,7 @@ impl Plan {
 /// [`Params::check`].
 pub fn check_inference<const R: usize>(request: &Request<R>) -> Result<Plan, AdmissionError> {
     check_inference_dyn(&DynRequest {
-        input: TiledSpec {
-            extents: request.output.extents(),
-            dtype: request.dtype,
-            layout: request.layout,
-        },
+        input: tiled_input(request.dtype, request.layout, &request.output),
         output: request.output.as_dyn(),
         params: request.params,
     })
