@@ -1001,7 +1001,13 @@ fn run_call<'py>(
     // from every plane the call reads.
     let outp = unsafe { output_slice(address, len) };
     let elements = plan.elements();
-    let result = match fin.in_place {
+    // In place, the input slice is the bounding span of the planes: an output between
+    // planes (or in a row's padding) would alias it, so such a call gathers instead (the
+    // planes themselves were just checked disjoint from the output).
+    let in_place = fin
+        .in_place
+        .filter(|&(base, _)| !ranges_overlap(base, plan.input_span(), address, len));
+    let result = match in_place {
         Some((base, limit)) => {
             let span = plan.input_span();
             if span > limit {

@@ -525,3 +525,20 @@ def test_opencv_pipeline_int8():
     want = np.clip(np.rint(x * np.float32(40.0)), -128, 127).astype(np.int8)
     got = simak.preprocess(frame, format="nv12", mean=MEAN, std=STD, to="i8", multiplier=40.0)
     same(got, want)
+
+
+def test_output_between_planes_of_one_buffer():
+    # Planes and the output in one device-like buffer: the output lies in the gap between
+    # the Y and UV planes, so it may not be read as part of the frame.
+    rng = np.random.default_rng(8)
+    buf = np.zeros(400, np.uint8)
+    y = buf[0:24].reshape(4, 6)
+    uv = buf[300:312].reshape(2, 6)
+    y[...] = rng.integers(0, 256, y.shape)
+    uv[...] = rng.integers(0, 256, uv.shape)
+    frame = (y.copy(), uv.copy())
+    out = buf[100:172].view(np.int8).reshape(4, 6, 3)
+    got = simak.preprocess((y, uv), format="nv12", to="i8", multiplier=64.0, out=out)
+    assert got is out
+    same(out.copy(), simak.quantize(reference(frame, "nv12"), 64.0))
+    assert np.array_equal(y, frame[0]) and np.array_equal(uv, frame[1])
