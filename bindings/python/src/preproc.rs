@@ -1187,7 +1187,7 @@ impl<'py> Defaults<'py> {
 ///         exactly their bytes, OpenCV's single array), planes packed as in one OpenCV
 ///         array. A frame whose memory geometry differs (strides, separate plane arrays,
 ///         a batch's frame stride) still runs: that call admits its own geometry and builds
-///         its tables again (microseconds).
+///         its tables again (about 0.1 ms).
 ///
 /// Raises:
 ///     SimakError: the admission rules, as :func:`preprocess`; a negative size, stride or
