@@ -20,12 +20,21 @@ hits them alike):
   tile alignment 1) against the NumPy pipeline users write (reshape / transpose /
   ``astype`` / subtract / divide) and the same in PyTorch, all on one thread, with a
   same-traffic NumPy reference (a ``uint8`` -> ``float32`` cast of the dense codes: the
-  same bytes read and written). Every peer's result is checked bit for bit against simak's.
+  same bytes read and written). Every peer's result is checked bit for bit against simak's;
+- camera frames (``--only preproc``, issue 26): ``PreprocPlan.execute(out=)`` and
+  ``simak.preprocess`` on a 1080 x 1920 RGB8 or NV12 frame (ImageNet mean and std) to INT8
+  ``[1080, 1920, 3]`` strided, QuantTess and CastTess (tile (1, 16, 64, 3), compact),
+  against, all on one thread: a same-traffic NumPy kernel (the frame's bytes read, the
+  output's written), the OpenCV pipeline (``cv2.cvtColor`` for NV12, NumPy
+  ``(x / 255 - mean) / std`` in float32, ``rint``/add/``clip``/``astype(int8)`` for INT8,
+  simak's ``quanttess``/``casttess`` on the float32 result for the tiled outputs) and the
+  PyTorch equivalent (``torch.from_numpy``, float division, normalize, ``round``,
+  ``clamp``). The pipelines' results are checked byte for byte against simak's.
 
 Peers are optional imports: a missing one is reported and skipped. Usage:
 
     python bindings/python/bench.py [--reps N] [--quick] [--simak-cli target/release/simak]
-        [--markdown FILE] [--only quant,overhead,casttess,detess]
+        [--markdown FILE] [--only quant,overhead,casttess,detess,preproc]
 
 Run it on an idle machine: the figures are wall-clock medians.
 """
@@ -413,8 +422,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="64 Ki and 1 Mi only, 5 reps")
     ap.add_argument("--simak-cli", type=Path, default=REPO / "target" / "release" / "simak")
     ap.add_argument("--markdown", type=Path, help="also write the tables to this file")
-    ap.add_argument("--only", default="quant,overhead,casttess,detess",
-                    help="comma-separated groups: quant, overhead, casttess, detess")
+    ap.add_argument("--only", default="quant,overhead,casttess,detess,preproc",
+                    help="comma-separated groups: quant, overhead, casttess, detess, preproc")
     ap.add_argument("--clock", choices=["wall", "thread"], default="wall",
                     help="wall time, or the calling thread's CPU time")
     args = ap.parse_args()
@@ -440,6 +449,8 @@ def main() -> None:
         casttess_table(say, reps, peers)
     if "detess" in groups:
         detess_table(say, reps, peers)
+    if "preproc" in groups:
+        preproc_table(say, reps, peers)
     if args.markdown:
         args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -508,6 +519,117 @@ def casttess_table(say, reps: int, peers: dict) -> None:
         ref = f"{fmt_rate(n, r[ref_key])} ({ref_key})" if ref_key else "—"
         ratio = f"{r[ref_key] / r['CastTessPlan.execute(out=)']:.2f}×" if ref_key else "—"
         say(f"| {dtype} | {fmt_rate(n, r['simak.casttess'])} | {fmt_rate(n, r['CastTessPlan.execute(out=)'])} | {ref} | {ratio} |")
+
+
+# Camera frames (issue 26): ImageNet normalization, Quant multiplier and zero point.
+PP_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
+PP_STD = np.array([0.229, 0.224, 0.225], np.float32)
+PP_M = np.float32(40.0)
+PP_ZP = 0
+PP_TILE = (1, 16, 64, 3)
+
+
+def preproc_rows(reps: int, peers: dict) -> list:
+    """One row per (input, output): seconds per call of each candidate."""
+    h, w = 1080, 1920
+    rng = np.random.default_rng(26)
+    frames = {"RGB8": rng.integers(0, 256, (h, w, 3), dtype=np.uint8),
+              "NV12": rng.integers(0, 256, (h * 3 // 2, w), dtype=np.uint8)}
+    try:
+        import cv2
+
+        cv2.setNumThreads(1)
+    except Exception as e:  # an optional peer
+        print(f"# cv2: not available ({type(e).__name__}: {e})", file=sys.stderr)
+        cv2 = None
+    torch = peers.get("torch")
+    rows = []
+    for src, frame in frames.items():
+        fmt = "rgb" if src == "RGB8" else "nv12"
+
+        def to_rgb(frame=frame, src=src):
+            return cv2.cvtColor(frame, cv2.COLOR_YUV2RGB_NV12) if src == "NV12" else frame
+
+        def normalized(frame=frame, to_rgb=to_rgb):
+            return (to_rgb().astype(np.float32) / np.float32(255) - PP_MEAN) / PP_STD
+
+        for to in ("i8", "quanttess", "casttess"):
+            kw = dict(format=fmt, mean=tuple(PP_MEAN.tolist()), std=tuple(PP_STD.tolist()), to=to)
+            if to in ("i8", "quanttess"):
+                kw.update(multiplier=PP_M, zero_point=PP_ZP)
+            if to != "i8":
+                kw.update(tile=PP_TILE)
+            plan = simak.PreprocPlan(h, w, **kw)
+            if to == "i8":
+                out = np.empty((h, w, 3), np.int8)
+            else:
+                buf = np.empty(plan.output_span + 16, np.uint8)
+                off = (-buf.ctypes.data) % 16
+                out = buf[off : off + plan.output_span]
+            want = plan.execute(frame)
+            fns = {"plan": lambda plan=plan, out=out, frame=frame: plan.execute(frame, out=out),
+                   "function": lambda kw=kw, frame=frame: simak.preprocess(frame, **kw)}
+            # Same traffic: the frame's bytes read and the output's written.
+            src_bytes = frame.reshape(-1)
+            dst_bytes = out.reshape(-1).view(np.uint8)
+            fb = src_bytes.size
+
+            def same_traffic(s=src_bytes, d=dst_bytes, fb=fb):
+                np.copyto(d[:fb], s)
+                d[fb:].fill(0)
+
+            fns["same-traffic"] = same_traffic
+
+            def finish_numpy(x, to=to):
+                if to == "i8":
+                    return np.clip(np.rint(x * PP_M) + PP_ZP, -128, 127).astype(np.int8)
+                if to == "quanttess":
+                    return simak.quanttess(x, PP_M, tile=PP_TILE, zero_point=PP_ZP)
+                return simak.casttess(x, tile=PP_TILE)
+
+            if cv2 is not None or src == "RGB8":
+                fns["opencv"] = lambda normalized=normalized, f=finish_numpy: f(normalized())
+            if torch is not None and (cv2 is not None or src == "RGB8"):
+                mean_t = torch.from_numpy(PP_MEAN)
+                std_t = torch.from_numpy(PP_STD)
+
+                def torch_pipe(to_rgb=to_rgb, to=to, mean_t=mean_t, std_t=std_t):
+                    x = (torch.from_numpy(to_rgb()).float() / 255.0 - mean_t) / std_t
+                    if to == "i8":
+                        return torch.clamp(torch.round(x * float(PP_M)) + PP_ZP, -128, 127).to(
+                            torch.int8).numpy()
+                    x = x.numpy()
+                    if to == "quanttess":
+                        return simak.quanttess(x, PP_M, tile=PP_TILE, zero_point=PP_ZP)
+                    return simak.casttess(x, tile=PP_TILE)
+
+                fns["torch"] = torch_pipe
+            for k in ("opencv", "torch"):
+                if k in fns:
+                    got = np.asarray(fns[k]())
+                    if not np.array_equal(got.view(np.uint8), want.view(np.uint8)):
+                        print(f"# preproc {src} -> {to}: {k} differs from simak "
+                              f"({np.count_nonzero(got.view(np.uint8) != want.view(np.uint8))} "
+                              "bytes)", file=sys.stderr)
+            rows.append((src, to, measure(fns, reps)))
+    return rows
+
+
+def preproc_table(say, reps: int, peers: dict) -> None:
+    say()
+    say("Camera frames (issue 26), 1080 × 1920, one thread (cv2.setNumThreads(1), "
+        "torch.set_num_threads(1)); ms per frame (median), ratio = peer / PreprocPlan.execute(out=)")
+    say()
+    say("| input | output | PreprocPlan.execute(out=) | simak.preprocess | same-traffic | OpenCV pipeline | torch pipeline | × OpenCV | × torch | plan / same-traffic |")
+    say("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    names = {"i8": "INT8 strided", "quanttess": "QuantTess (1,16,64,3)",
+             "casttess": "CastTess (1,16,64,3)"}
+    for src, to, r in preproc_rows(reps, peers):
+        cell = lambda k: f"{r[k] * 1e3:.2f}" if k in r else "—"  # noqa: E731
+        ratio = lambda k: f"{r[k] / r['plan']:.1f}×" if k in r else "—"  # noqa: E731
+        say(f"| {src} | {names[to]} | {cell('plan')} | {cell('function')} | "
+            f"{cell('same-traffic')} | {cell('opencv')} | {cell('torch')} | {ratio('opencv')} | "
+            f"{ratio('torch')} | {r['same-traffic'] / r['plan']:.2f}× |")
 
 
 if __name__ == "__main__":

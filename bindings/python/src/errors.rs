@@ -28,6 +28,17 @@ pub(crate) const PY_OFM_OFFSET: u32 = 0x611;
 pub(crate) const PY_OUT_DTYPE: u32 = 0x612;
 /// An `out=` array has another shape than the call's logical shape.
 pub(crate) const PY_OUT_SHAPE: u32 = 0x613;
+/// A Preproc frame or plane array is not `uint8` (a float frame included).
+pub(crate) const PY_FRAME_DTYPE: u32 = 0x618;
+/// A Preproc frame's shape is not its format's (rank, channel count, the rows of a YUV
+/// array, a tuple's plane count or plane shapes), or not the plan's size or batch.
+pub(crate) const PY_FRAME_SHAPE: u32 = 0x619;
+/// An I420 frame in one array whose rows are not exactly W contiguous bytes.
+pub(crate) const PY_FRAME_ROWS: u32 = 0x61a;
+/// A Preproc `to=` without the arguments it needs (INT8 without `multiplier=`) or with
+/// arguments of another output (`multiplier=` for FP32/BF16, `axes=`, `tile=`,
+/// `channels=` for the strided outputs).
+pub(crate) const PY_PREPROC_ARGS: u32 = 0x61b;
 
 /// `SimakError(message)` with `.code`.
 pub(crate) fn simak_error(py: Python<'_>, code: u32, message: impl Into<String>) -> PyErr {

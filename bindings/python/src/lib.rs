@@ -14,7 +14,8 @@
 //! The modules: `errors` (`SimakError` and error conversion), `arrays` (NumPy arrays,
 //! geometry, slices and new buffers), `args` (Python arguments into library values), `run`
 //! (GIL release and threads), one per operation (`quant`, `casttess`, `quanttess`,
-//! `dequant`, `detess`: the three Detess ops, `DetessPlan` and `untile`), `calibrate`
+//! `dequant`, `detess`: the three Detess ops, `DetessPlan` and `untile`; `preproc`:
+//! `preprocess` and `PreprocPlan`), `calibrate`
 //! (absmax calibration), `layout` (`Layout`) and `ev74` (descriptors); this file only
 //! registers them.
 
@@ -27,6 +28,7 @@ mod detess;
 mod errors;
 mod ev74;
 mod layout;
+mod preproc;
 mod quant;
 mod quanttess;
 mod run;
@@ -55,6 +57,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(detess::detess_cast, m)?)?;
     m.add_function(wrap_pyfunction!(detess::detess_dequant, m)?)?;
     m.add_function(wrap_pyfunction!(dequant::dequantize, m)?)?;
+    m.add_function(wrap_pyfunction!(preproc::preprocess, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate::calibrate_absmax, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_quant_encode_relocatable, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_casttess_encode_relocatable, m)?)?;
@@ -64,5 +67,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<casttess::CastTessPlan>()?;
     m.add_class::<layout::Layout>()?;
     m.add_class::<detess::DetessPlan>()?;
+    m.add_class::<preproc::PreprocPlan>()?;
     Ok(())
 }

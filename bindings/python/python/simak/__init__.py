@@ -17,6 +17,9 @@ Operations (``docs/contract.md`` is the normative contract):
   :func:`detess_cast` (BF16 heads to FP32), :func:`detess_dequant` (INT8/INT16/INT32 heads
   to FP32/FP16/BF16 real values) and :class:`DetessPlan` for repeated calls;
 - :func:`dequantize`: INT8/INT16/INT32 back to FP32/FP16/BF16, ``(q - zero_point) / multiplier``;
+- :func:`preprocess`: 8-bit camera frames (RGB8, BGR8, RGBX8, BGRX8, GRAY8, NV12, I420;
+  NumPy ``uint8`` in OpenCV's conventions) to FP32, INT8 or the tiled outputs in one pass
+  (SPEC §13: YUV, channel order, border, normalization), and :class:`PreprocPlan`;
 - :func:`calibrate_absmax`: the absmax multiplier of a tensor, ``127 / max|x|`` over its
   finite elements (1.0 when there is none), as ``simak quant --calibrate absmax`` picks it;
 - :mod:`simak.ev74`: the EV74 descriptors (224-byte Quant v1, 216-byte CastTess v1).
@@ -32,6 +35,7 @@ from ._native import (
     CastTessPlan,
     DetessPlan,
     Layout,
+    PreprocPlan,
     QuantPlan,
     SimakError,
     calibrate_absmax,
@@ -40,6 +44,7 @@ from ._native import (
     detess,
     detess_cast,
     detess_dequant,
+    preprocess,
     quantize,
     quanttess,
     untile,
@@ -62,6 +67,7 @@ __all__ = [
     "CastTessPlan",
     "DetessPlan",
     "Layout",
+    "PreprocPlan",
     "QuantPlan",
     "ROUNDING_MODES",
     "SimakError",
@@ -74,6 +80,7 @@ __all__ = [
     "detess_cast",
     "detess_dequant",
     "ev74",
+    "preprocess",
     "quantize",
     "quanttess",
     "untile",

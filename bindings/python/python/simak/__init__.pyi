@@ -7,6 +7,7 @@ from . import ev74 as ev74
 from ._native import CastTessPlan as CastTessPlan
 from ._native import DetessPlan as DetessPlan
 from ._native import Layout as Layout
+from ._native import PreprocPlan as PreprocPlan
 from ._native import QuantPlan as QuantPlan
 from ._native import SimakError as SimakError
 from ._native import calibrate_absmax as calibrate_absmax
@@ -15,6 +16,7 @@ from ._native import dequantize as dequantize
 from ._native import detess as detess
 from ._native import detess_cast as detess_cast
 from ._native import detess_dequant as detess_dequant
+from ._native import preprocess as preprocess
 from ._native import quantize as quantize
 from ._native import quanttess as quanttess
 from ._native import untile as untile
@@ -28,6 +30,7 @@ __all__ = [
     "CastTessPlan",
     "DetessPlan",
     "Layout",
+    "PreprocPlan",
     "QuantPlan",
     "ROUNDING_MODES",
     "SimakError",
@@ -40,6 +43,7 @@ __all__ = [
     "detess_cast",
     "detess_dequant",
     "ev74",
+    "preprocess",
     "quantize",
     "quanttess",
     "untile",

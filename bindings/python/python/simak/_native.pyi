@@ -320,6 +320,7 @@ __all__ = [
     "quanttess",
     "untile",
     "dequantize",
+    "preprocess",
     "detess",
     "detess_cast",
     "detess_dequant",
@@ -332,4 +333,95 @@ __all__ = [
     "CastTessPlan",
     "Layout",
     "DetessPlan",
+    "PreprocPlan",
 ]
+
+#: Preproc's frame formats (SPEC §13).
+_Format = Literal["rgb", "bgr", "rgbx", "bgrx", "gray", "nv12", "i420"]
+#: Preproc's outputs: FP32 or INT8 (Quant) strided, INT8 (QuantTess) or BF16 (CastTess) tiled.
+_To = Literal["f32", "i8", "quanttess", "casttess"]
+#: A frame: one uint8 array in OpenCV's conventions, or NV12 (Y, UV) / I420 (Y, U, V) planes.
+_Frame = Union[
+    npt.NDArray[np.uint8],
+    Tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]],
+    Tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8], npt.NDArray[np.uint8]],
+]
+#: One value, or one per output channel.
+_PerChannel = Union[float, Sequence[float]]
+
+def preprocess(
+    frame: _Frame,
+    format: _Format = "rgb",
+    mean: _PerChannel = 0.0,
+    std: _PerChannel = 1.0,
+    divisor: float = 255.0,
+    bgr: bool = False,
+    border: Tuple[int, int, int, int] = (0, 0, 0, 0),
+    pad_value: Union[int, Sequence[int]] = 0,
+    to: _To = "f32",
+    multiplier: Optional[_Multiplier] = None,
+    zero_point: int = 0,
+    rounding: _Rounding = "nearest-even",
+    axes: Optional[_Axes] = None,
+    tile: Optional[_Tile] = None,
+    channels: _Channels = "compact",
+    out: Optional[npt.NDArray[Any]] = None,
+    threads: int = 1,
+) -> npt.NDArray[Any]:
+    """8-bit camera frames to the accelerator's input in one pass (SPEC §13): float32 or
+    int8 ``[H', W', C]`` (``[N, H', W', C]``), or the 16-byte aligned ``uint8`` tiled
+    buffer of quanttess / casttess."""
+
+@final
+class PreprocPlan:
+    """A Preproc call admitted once (format, size, batch, parameters, the 256-entry tables);
+    ``execute`` runs frames of that size."""
+
+    def __new__(
+        cls,
+        height: int,
+        width: int,
+        format: _Format = "nv12",
+        mean: _PerChannel = 0.0,
+        std: _PerChannel = 1.0,
+        divisor: float = 255.0,
+        bgr: bool = False,
+        border: Tuple[int, int, int, int] = (0, 0, 0, 0),
+        pad_value: Union[int, Sequence[int]] = 0,
+        to: _To = "f32",
+        multiplier: Optional[_Multiplier] = None,
+        zero_point: int = 0,
+        rounding: _Rounding = "nearest-even",
+        axes: Optional[_Axes] = None,
+        tile: Optional[_Tile] = None,
+        channels: _Channels = "compact",
+        batch: Optional[int] = None,
+        row_strides: Optional[Sequence[int]] = None,
+    ) -> PreprocPlan: ...
+    def execute(
+        self,
+        frame: _Frame,
+        out: Optional[npt.NDArray[Any]] = None,
+        threads: int = 1,
+    ) -> npt.NDArray[Any]: ...
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def height(self) -> int: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def format(self) -> str: ...
+    @property
+    def to(self) -> str: ...
+    @property
+    def batch(self) -> Optional[int]: ...
+    @property
+    def input_span(self) -> int: ...
+    @property
+    def output_span(self) -> int: ...
+    @property
+    def layout(self) -> Optional[Layout]: ...
+    @property
+    def implementation(self) -> str: ...
+    def __reduce__(self) -> Tuple[type[PreprocPlan], Tuple[Any, ...]]: ...
