@@ -17,6 +17,7 @@ pub mod layout;
 pub mod output;
 pub mod packet;
 pub mod params;
+pub mod preproc;
 pub mod qualify;
 pub mod quant;
 pub mod read;
