@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod bench_detess;
+pub mod bench_preproc;
 pub mod bench_tess;
 pub mod demo;
 pub mod detess;

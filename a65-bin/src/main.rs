@@ -18,8 +18,8 @@ use simak_cli::error::CliError;
 use simak_cli::packet::{EncodeCommand, PacketCommand};
 use simak_cli::report::{self, Context, finish};
 use simak_cli::{
-    bench, bench_detess, bench_tess, demo, detess, layout, packet, preproc, qualify, quant, tess,
-    untile,
+    bench, bench_detess, bench_preproc, bench_tess, demo, detess, layout, packet, preproc, qualify,
+    quant, tess, untile,
 };
 
 /// Quantize FP32 / BF16 / FP16 tensors to INT8 exactly as the simak accelerator
@@ -111,6 +111,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
         ),
         Command::Bench(bench::BenchCommand::Detess(args)) => {
             finish(ctx, bench_detess::run(args, ctx)?)
+        }
+        Command::Bench(bench::BenchCommand::Preproc(args)) => {
+            finish(ctx, bench_preproc::run(args, ctx)?)
         }
         Command::Demo(args) => finish(ctx, demo::run(args, ctx)?),
         Command::Qualify(args) => qualify::run(args, ctx),
