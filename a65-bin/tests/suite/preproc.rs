@@ -287,6 +287,23 @@ fn png_to_tiled_outputs() {
         bf16_of_f32(values[i].to_bits()).to_le_bytes()
     });
     assert!(fs::read(&cast).unwrap() == expect, "casttess bytes");
+    // Three threads (pieces of whole tiles): the same bytes.
+    let cast3 = dir.path().join("cast3.bin");
+    let mut args = common.to_vec();
+    args.extend([
+        "--to",
+        "casttess",
+        "--threads",
+        "3",
+        "--output",
+        path_str(&cast3),
+    ]);
+    let s3 = run_ok(&args);
+    assert_eq!(s3["threads"], 3);
+    assert!(
+        fs::read(&cast3).unwrap() == expect,
+        "casttess bytes, 3 threads"
+    );
 
     let quant = dir.path().join("quant.bin");
     let mut args = common.to_vec();
