@@ -52,6 +52,11 @@ pub enum BenchCommand {
     /// classifier head), one thread, at every level this CPU runs (or --level), each beside
     /// a same-traffic kernel at that level, samples interleaved.
     Detess(crate::bench_detess::BenchDetessArgs),
+    /// Preproc (SPEC §13) of a camera frame (default 1080 x 1920, PCG32 bytes) as RGB8 and
+    /// NV12 to INT8 strided, QuantTess (1,16,64,3) compact and CastTess (1,16,64,3)
+    /// compact, one thread, each beside a same-traffic kernel (read the frame's bytes,
+    /// write the output's), samples interleaved.
+    Preproc(crate::bench_preproc::BenchPreprocArgs),
 }
 
 /// Parses `--level NAME`: a name of the ISA table or `scalar` (`simak::a65::Level`).

@@ -219,10 +219,10 @@ pub struct BenchDetessSummary {
 }
 
 /// A timed kernel: one call per invocation.
-type Kernel<'a> = Box<dyn FnMut() + 'a>;
+pub(crate) type Kernel<'a> = Box<dyn FnMut() + 'a>;
 
 /// Medians per call of `kernels`, samples interleaved (see the module docs).
-fn interleaved(kernels: &mut [Kernel<'_>], reps: usize) -> Vec<(Duration, Duration)> {
+pub(crate) fn interleaved(kernels: &mut [Kernel<'_>], reps: usize) -> Vec<(Duration, Duration)> {
     let inner: Vec<u32> = kernels
         .iter_mut()
         .map(|k| {

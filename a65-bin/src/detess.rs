@@ -179,7 +179,7 @@ fn code_text(code: u32) -> String {
 }
 
 /// A refused `--multiplier` / `--zero-point` in words, with the library rule's code.
-fn param_text(e: &ParamError) -> String {
+pub fn param_text(e: &ParamError) -> String {
     match e {
         ParamError::MultiplierRule { rule, .. } | ParamError::ZeroPointRule { rule, .. } => {
             format!("{e} ({})", code_text(rule.code()))

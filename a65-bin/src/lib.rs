@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod bench_detess;
+pub mod bench_preproc;
 pub mod bench_tess;
 pub mod demo;
 pub mod detess;
@@ -17,6 +18,7 @@ pub mod layout;
 pub mod output;
 pub mod packet;
 pub mod params;
+pub mod preproc;
 pub mod qualify;
 pub mod quant;
 pub mod read;

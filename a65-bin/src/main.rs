@@ -18,7 +18,8 @@ use simak_cli::error::CliError;
 use simak_cli::packet::{EncodeCommand, PacketCommand};
 use simak_cli::report::{self, Context, finish};
 use simak_cli::{
-    bench, bench_detess, bench_tess, demo, detess, layout, packet, qualify, quant, tess, untile,
+    bench, bench_detess, bench_preproc, bench_tess, demo, detess, layout, packet, preproc, qualify,
+    quant, tess, untile,
 };
 
 /// Quantize FP32 / BF16 / FP16 tensors to INT8 exactly as the simak accelerator
@@ -62,6 +63,7 @@ enum Command {
     Untile(untile::UntileArgs),
     Dequant(untile::DequantArgs),
     Detess(detess::DetessArgs),
+    Preproc(preproc::PreprocArgs),
     Layout(layout::LayoutArgs),
     /// Encode and decode EV74 descriptors (SPEC §7).
     #[command(subcommand)]
@@ -89,6 +91,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Untile(args) => finish(ctx, untile::run_untile(args, ctx)?),
         Command::Dequant(args) => finish(ctx, untile::run_dequant(args, ctx)?),
         Command::Detess(args) => finish(ctx, detess::run(args, ctx)?),
+        Command::Preproc(args) => finish(ctx, preproc::run(args, ctx)?),
         Command::Layout(args) => finish(ctx, layout::run(args, ctx)?),
         Command::Packet(PacketCommand::Decode(args)) => finish(ctx, packet::run_decode(args, ctx)?),
         Command::Packet(PacketCommand::Encode(EncodeCommand::Quant(args))) => {
@@ -108,6 +111,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
         ),
         Command::Bench(bench::BenchCommand::Detess(args)) => {
             finish(ctx, bench_detess::run(args, ctx)?)
+        }
+        Command::Bench(bench::BenchCommand::Preproc(args)) => {
+            finish(ctx, bench_preproc::run(args, ctx)?)
         }
         Command::Demo(args) => finish(ctx, demo::run(args, ctx)?),
         Command::Qualify(args) => qualify::run(args, ctx),

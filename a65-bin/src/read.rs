@@ -656,6 +656,151 @@ pub fn decode_image(
     })
 }
 
+/// A decoded photo as 8-bit samples (for `simak preproc`).
+#[derive(Debug)]
+pub struct DecodedU8 {
+    /// `png` or `jpeg`.
+    pub format: &'static str,
+    /// Source color type, e.g. `Rgb8`.
+    pub color: String,
+    /// Height in pixels.
+    pub height: u64,
+    /// Width in pixels.
+    pub width: u64,
+    /// `height · width · 3` RGB samples, or `height · width` gray samples.
+    pub pixels: Vec<u8>,
+}
+
+/// Decodes an 8-bit PNG or JPEG photo under [`IMAGE_MAX_SIDE`] pixels a side and `limit`
+/// bytes to RGB8 (`gray` false: a grayscale photo is replicated, alpha dropped) or GRAY8
+/// (`gray` true: the photo must be grayscale; alpha dropped). JPEG by libjpeg-turbo (as
+/// [`decode_image`]), PNG by the `image` crate.
+///
+/// # Errors
+///
+/// Bad input naming the file: not a PNG or JPEG, malformed, past the limits, a 16-bit
+/// PNG (a frame holds 8-bit samples), a color photo read as gray, a CMYK JPEG.
+pub fn decode_image_u8(
+    file: &Path,
+    bytes: &[u8],
+    gray: bool,
+    limit: u64,
+) -> Result<DecodedU8, CliError> {
+    use image::{ColorType, ImageFormat, ImageReader, Limits};
+    let reader = ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| bad_file(file, format!("cannot read: {e}")))?;
+    let not_gray = |color: &str| {
+        bad_file(
+            file,
+            format!(
+                "--format gray takes a grayscale photo; this one is {color} (use --format rgb)"
+            ),
+        )
+    };
+    match reader.format() {
+        Some(ImageFormat::Jpeg) => {
+            if gray {
+                use turbojpeg::{Colorspace, Decompressor, Image, PixelFormat};
+                let malformed =
+                    |e: turbojpeg::Error| bad_file(file, format!("malformed jpeg image: {e}"));
+                let mut decoder = Decompressor::new().map_err(malformed)?;
+                let header = decoder.read_header(bytes).map_err(malformed)?;
+                if header.colorspace != Colorspace::Gray {
+                    return Err(not_gray("a color jpeg"));
+                }
+                let (width, height) = (header.width, header.height);
+                if width > IMAGE_MAX_SIDE as usize || height > IMAGE_MAX_SIDE as usize {
+                    return Err(bad_file(
+                        file,
+                        format!(
+                            "jpeg image exceeds the decoder limits ({IMAGE_MAX_SIDE} x {IMAGE_MAX_SIDE} pixels): {width} x {height}"
+                        ),
+                    ));
+                }
+                let mut pixels = Vec::new();
+                pixels
+                    .try_reserve_exact(width * height)
+                    .map_err(|_| bad_file(file, "cannot allocate the gray image: out of memory"))?;
+                pixels.resize(width * height, 0);
+                let image = Image {
+                    pixels: pixels.as_mut_slice(),
+                    width,
+                    pitch: width,
+                    height,
+                    format: PixelFormat::GRAY,
+                };
+                decoder.decompress(bytes, image).map_err(malformed)?;
+                return Ok(DecodedU8 {
+                    format: "jpeg",
+                    color: "L8".to_owned(),
+                    height: height as u64,
+                    width: width as u64,
+                    pixels,
+                });
+            }
+            let (width, height, color, pixels) = decode_jpeg_rgb8(file, bytes)?;
+            Ok(DecodedU8 {
+                format: "jpeg",
+                color: color.to_owned(),
+                height: height as u64,
+                width: width as u64,
+                pixels,
+            })
+        }
+        Some(ImageFormat::Png) => {
+            let mut limits = Limits::default();
+            limits.max_image_width = Some(IMAGE_MAX_SIDE);
+            limits.max_image_height = Some(IMAGE_MAX_SIDE);
+            limits.max_alloc = Some(limit);
+            let mut reader = reader;
+            reader.limits(limits);
+            let image = reader.decode().map_err(|e| match e {
+                image::ImageError::Limits(l) => bad_file(
+                    file,
+                    format!(
+                        "png image exceeds the decoder limits ({IMAGE_MAX_SIDE} x {IMAGE_MAX_SIDE} pixels, {} MiB): {l}",
+                        limit >> 20
+                    ),
+                ),
+                other => bad_file(file, format!("malformed png image: {other}")),
+            })?;
+            let color = image.color();
+            if !matches!(
+                color,
+                ColorType::L8 | ColorType::La8 | ColorType::Rgb8 | ColorType::Rgba8
+            ) {
+                return Err(bad_file(
+                    file,
+                    format!(
+                        "a {color:?} png is not an 8-bit frame (preproc reads 8-bit gray and RGB photos)"
+                    ),
+                ));
+            }
+            let (width, height) = (u64::from(image.width()), u64::from(image.height()));
+            let pixels = if gray {
+                if !matches!(color, ColorType::L8 | ColorType::La8) {
+                    return Err(not_gray(&format!("{color:?}")));
+                }
+                image.into_luma8().into_raw()
+            } else {
+                image.into_rgb8().into_raw()
+            };
+            Ok(DecodedU8 {
+                format: "png",
+                color: format!("{color:?}"),
+                height,
+                width,
+                pixels,
+            })
+        }
+        _ => Err(bad_file(
+            file,
+            "not a PNG or JPEG image (the only image formats read)",
+        )),
+    }
+}
+
 /// Writes `(p / scale - mean[c]) / std[c]` (binary32, channel `c = k % 3` of sample `k`) as
 /// little-endian FP32 into `dst`, one sample per 4 bytes.
 fn to_fp32(norm: &Normalize, raw: &mut dyn Iterator<Item = f32>, scale: f32, dst: &mut [u8]) {

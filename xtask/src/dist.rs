@@ -407,6 +407,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
     let data = s(&root.join("tests").join("data"));
     let c_test = s(&tests.join("c").join("capi_test.c"));
     let c_output_side = s(&tests.join("c").join("output_side.c"));
+    let c_preproc = s(&tests.join("c").join("preproc.c"));
     let header = s(&host.join("include").join("simak").join("simak.h"));
     let hpp = s(&host.join("include").join("simak").join("simak.hpp"));
     let exe = |name: &str| s(&work.join(name));
@@ -451,6 +452,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
             inc.to_owned(),
             c_test.clone(),
             c_output_side.clone(),
+            c_preproc.clone(),
             "-o".to_owned(),
             exe(name),
             libdir.to_owned(),
@@ -525,6 +527,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
         format!("-I{}", s(&tests.join("c"))),
         s(&cpp.join("wrapper_test.cpp")),
         s(&cpp.join("output_side_test.cpp")),
+        s(&cpp.join("preproc_test.cpp")),
         s(&seeds.join("ev74_quant.cpp")),
         s(&seeds.join("a65_quant.cpp")),
         s(&seeds.join("ev74_casttess.cpp")),

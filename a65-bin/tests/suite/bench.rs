@@ -413,3 +413,46 @@ fn detess_bench_refuses_levels_it_cannot_run() {
         &["--workload", "resnet"],
     );
 }
+
+/// `simak bench preproc` at a tiny frame: the six workloads (RGB8, NV12 × i8, quanttess,
+/// casttess) with their byte counts (SPEC §13: NV12 is 1.5 bytes a pixel; the tiled
+/// capacities of tile 1,4,6,3 over [4, 6, 3]), positive figures beside the reference.
+#[test]
+fn preproc_bench_runs_every_workload_beside_its_reference() {
+    let json = bench_json("preproc", &["--frame", "4,6", "--reps", "1"]);
+    assert_eq!(json["threads"], 1);
+    assert_eq!(json["frame"], serde_json::json!([4, 6]));
+    let rows = json["rows"].as_array().expect("rows");
+    let got: Vec<(String, String, u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["input"].as_str().unwrap().to_owned(),
+                r["output"].as_str().unwrap().to_owned(),
+                r["frame_bytes"].as_u64().unwrap(),
+                r["output_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, u64, u64)> = [
+        ("rgb", "i8", 72, 72),
+        ("rgb", "quanttess", 72, 80),
+        ("rgb", "casttess", 72, 144),
+        ("nv12", "i8", 36, 72),
+        ("nv12", "quanttess", 36, 80),
+        ("nv12", "casttess", 36, 144),
+    ]
+    .iter()
+    .map(|&(i, o, f, b)| (i.to_owned(), o.to_owned(), f, b))
+    .collect();
+    assert_eq!(got, want);
+    for r in rows {
+        for key in ["median_ns", "reference_median_ns", "ratio_to_reference"] {
+            assert!(r[key].as_f64().unwrap() > 0.0, "{key}: {r}");
+        }
+    }
+    refused(
+        &["bench", "preproc", "--frame", "5,6", "--json"],
+        &["--frame", "even"],
+    );
+}

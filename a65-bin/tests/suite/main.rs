@@ -19,4 +19,5 @@ mod messages;
 mod oom;
 mod output_order;
 mod outputs;
+mod preproc;
 mod tess;

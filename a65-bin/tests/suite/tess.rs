@@ -24,10 +24,10 @@ fn bf16_of_f32(bits: u32) -> u16 {
 
 /// An `MlaTiled` layout as the tests write it: axes (-1 absent), tile, channel mode.
 #[derive(Debug, Clone, Copy)]
-struct Layout {
-    axes: [i64; 4],
-    tile: [u64; 4],
-    pad16: bool,
+pub(crate) struct Layout {
+    pub(crate) axes: [i64; 4],
+    pub(crate) tile: [u64; 4],
+    pub(crate) pad16: bool,
 }
 
 impl Layout {
@@ -46,7 +46,7 @@ impl Layout {
 /// C, D, H, W tiles (W fastest); inside a tile, pixels d, h, w; per pixel `sc` channels as
 /// `planes` byte planes; every tile zero-padded to a multiple of 16 bytes. `value(i)` gives
 /// the byte planes of the element with row-major linear index `i`.
-fn tile_oracle(
+pub(crate) fn tile_oracle(
     shape: &[u64],
     l: &Layout,
     planes: usize,

@@ -35,6 +35,8 @@ mod quant;
 mod tess;
 // Detess, DetessCast, DetessDequant and Dequant: the output side (SPEC §12).
 mod detess;
+// Preproc: 8-bit camera frames (SPEC §13).
+mod preproc;
 // The EV74 codec.
 mod ev74;
 // The plan handles' generic bodies (no exported items).
@@ -42,6 +44,7 @@ mod plan;
 
 pub use detess::*;
 pub use ev74::*;
+pub use preproc::*;
 pub use quant::*;
 pub use tess::*;
 

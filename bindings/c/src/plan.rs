@@ -8,12 +8,12 @@
 use std::ffi::{CString, c_char, c_void};
 
 use simak::a65::{self, HostOp};
-use simak::ops::{CastTess, Dequant, Detess, DetessCast, DetessDequant, Quant, QuantTess};
+use simak::ops::{CastTess, Dequant, Detess, DetessCast, DetessDequant, Preproc, Quant, QuantTess};
 
 use crate::{
     Failure, borrow, c_name, guard, into_handle, put, simak_casttess_plan, simak_dequant_plan,
     simak_detess_plan, simak_detesscast_plan, simak_detessdequant_plan, simak_error,
-    simak_quant_plan, simak_quanttess_plan,
+    simak_preproc_plan, simak_quant_plan, simak_quanttess_plan,
 };
 
 /// What a plan handle of op `O` holds: the plan prepared for the A65 and the selected
@@ -75,6 +75,7 @@ plan_handles!(
     simak_detesscast_plan: DetessCast,
     simak_detessdequant_plan: DetessDequant,
     simak_dequant_plan: Dequant,
+    simak_preproc_plan: Preproc,
 );
 
 /// The body of every `*_plan_new`: sets `*plan` to NULL, then `read` copies the caller's

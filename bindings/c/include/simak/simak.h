@@ -1,7 +1,8 @@
 /*
  * simak: FP32 / BF16 / FP16 tensors into what the ML accelerator reads: the C ABI of
  * libsimak (Quant, CastTess, QuantTess on the A65; the output side, Detess, DetessCast,
- * DetessDequant and Dequant, on the A65; the EV74 descriptor codec).
+ * DetessDequant and Dequant, on the A65; Preproc of 8-bit camera frames on the A65; the EV74
+ * descriptor codec).
  *
  * Every function that can fail returns its status code (0 on success; the stable codes
  * of docs/errors.md) and fills `error` when it is not NULL. Plans are immutable,
@@ -186,6 +187,86 @@ typedef uint32_t simak_channels;
 #endif // __cplusplus
 
 /*
+ A frame's pixel format (`simak_preproc_frame::format`, SPEC §13). Codes are never
+ renumbered.
+ */
+enum simak_preproc_format
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /*
+   Interleaved R, G, B bytes (3 a pixel).
+   */
+  SIMAK_PREPROC_RGB8 = 0,
+  /*
+   Interleaved B, G, R bytes (3 a pixel).
+   */
+  SIMAK_PREPROC_BGR8 = 1,
+  /*
+   Interleaved R, G, B, X bytes (4 a pixel; X ignored).
+   */
+  SIMAK_PREPROC_RGBX8 = 2,
+  /*
+   Interleaved B, G, R, X bytes (4 a pixel; X ignored).
+   */
+  SIMAK_PREPROC_BGRX8 = 3,
+  /*
+   One luma byte a pixel; one output channel.
+   */
+  SIMAK_PREPROC_GRAY8 = 4,
+  /*
+   Plane 0: Y (H rows of W bytes); plane 1: interleaved U, V (H/2 rows of W bytes).
+   Even H and W.
+   */
+  SIMAK_PREPROC_NV12 = 5,
+  /*
+   Planes Y (H rows of W bytes), U and V (H/2 rows of W/2 bytes each). Even H and W.
+   */
+  SIMAK_PREPROC_I420 = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum simak_preproc_format simak_preproc_format;
+#else
+typedef uint32_t simak_preproc_format;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
+ What a Preproc plan writes (`simak_preproc_output::kind`, SPEC §13).
+ */
+enum simak_preproc_to
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /*
+   FP32, strided (the normalized values).
+   */
+  SIMAK_PREPROC_TO_F32 = 0,
+  /*
+   INT8, strided: Quant (SPEC §3) of the normalized values.
+   */
+  SIMAK_PREPROC_TO_I8 = 1,
+  /*
+   INT8 `MlaTiled`: QuantTess (SPEC §3, §5) of the normalized values.
+   */
+  SIMAK_PREPROC_TO_QUANTTESS = 2,
+  /*
+   BF16 `MlaTiled`: CastTess (SPEC §4, §5) of the normalized values.
+   */
+  SIMAK_PREPROC_TO_CASTTESS = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum simak_preproc_to simak_preproc_to;
+#else
+typedef uint32_t simak_preproc_to;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
  A checked CastTess plan, prepared for the A65 (opaque; immutable; shareable between
  threads).
  */
@@ -214,6 +295,12 @@ typedef struct simak_detesscast_plan simak_detesscast_plan;
  threads).
  */
 typedef struct simak_detessdequant_plan simak_detessdequant_plan;
+
+/*
+ A checked Preproc plan, prepared for the A65 (opaque; immutable; shareable between
+ threads).
+ */
+typedef struct simak_preproc_plan simak_preproc_plan;
 
 /*
  A checked Quant plan, prepared for the A65 (opaque; immutable; shareable between
@@ -367,6 +454,146 @@ typedef struct simak_ofm_head {
    */
   uint32_t has_offset;
 } simak_ofm_head;
+
+/*
+ The normalization, channel order and border of a Preproc request (SPEC §13):
+ `n = f32(f32(f32(p) / divisor) − mean_c) / std_c` per output channel c.
+ `simak_preproc_params_default` gives divisor 255, mean 0, std 1, RGB order, no border,
+ pad value 0.
+ */
+typedef struct simak_preproc_params {
+  /*
+   Finite, > 0.
+   */
+  float divisor;
+  /*
+   Means: 1 value (every channel) or one per output channel (3, or 1 for GRAY8), in
+   output channel order. Finite.
+   */
+  float mean[3];
+  /*
+   Values of `mean` given: 1 or the output channel count (others: 0x247).
+   */
+  uint32_t mean_count;
+  /*
+   Standard deviations, as `mean`. Finite, ≠ 0.
+   */
+  float std[3];
+  /*
+   Values of `std` given.
+   */
+  uint32_t std_count;
+  /*
+   The raw 8-bit border value, as `mean`.
+   */
+  uint8_t pad_value[3];
+  /*
+   Values of `pad_value` given.
+   */
+  uint32_t pad_count;
+  /*
+   1: output channels B, G, R; 0: R, G, B (no effect on GRAY8).
+   */
+  uint32_t bgr;
+  /*
+   Border rows above the frame.
+   */
+  uint64_t border_top;
+  /*
+   Border rows below the frame.
+   */
+  uint64_t border_bottom;
+  /*
+   Border columns left of the frame.
+   */
+  uint64_t border_left;
+  /*
+   Border columns right of the frame.
+   */
+  uint64_t border_right;
+} simak_preproc_params;
+
+/*
+ One plane of a frame: byte offset from the frame's start and row stride in bytes.
+ */
+typedef struct simak_preproc_plane {
+  /*
+   Byte offset of the plane's first row from the frame's start.
+   */
+  uint64_t offset;
+  /*
+   Bytes from one row to the next (at least the row's bytes when the plane has more
+   than one row).
+   */
+  uint64_t row_stride;
+} simak_preproc_plane;
+
+/*
+ A frame (or batch of frames) in one input buffer (SPEC §13). `simak_preproc_frame_packed`
+ fills one in OpenCV's single-array layout.
+ */
+typedef struct simak_preproc_frame {
+  /*
+   A `simak_preproc_format` code.
+   */
+  uint32_t format;
+  /*
+   0: one frame, output `[H', W', C]`; 1: a batch of `batch` frames, output
+   `[batch, H', W', C]`.
+   */
+  uint32_t has_batch;
+  /*
+   Height in pixels.
+   */
+  uint64_t height;
+  /*
+   Width in pixels.
+   */
+  uint64_t width;
+  /*
+   Y (or the interleaved plane), then UV (NV12) or U, V (I420); entries past the
+   format's plane count are ignored.
+   */
+  struct simak_preproc_plane planes[3];
+  /*
+   Frames in a batch (`has_batch` 1).
+   */
+  uint64_t batch;
+  /*
+   Bytes from one frame of a batch to the next (ignored for fewer than two frames).
+   */
+  uint64_t frame_stride;
+} simak_preproc_frame;
+
+/*
+ The output of a Preproc request (SPEC §13), over the logical tensor `[H', W', C]` or
+ `[N, H', W', C]`.
+ */
+typedef struct simak_preproc_output {
+  /*
+   A `simak_preproc_to` code.
+   */
+  uint32_t kind;
+  /*
+   Strided outputs (F32, I8): `strides_count` byte strides, one per output axis, or
+   NULL for row-major contiguous. Must be NULL for the tiled outputs.
+   */
+  const uint64_t *strides;
+  /*
+   Values at `strides` (the output's rank, 3 or 4; another count is 0x206).
+   */
+  uint32_t strides_count;
+  /*
+   The Quant parameters (I8, QuantTess; ignored otherwise). `flags` must be 0 or
+   `SIMAK_PLAN_EXACT` (Preproc is integer code either way).
+   */
+  struct simak_quant_params params;
+  /*
+   The tiled layout (QuantTess, CastTess; ignored otherwise). The default roles are
+   axes {-1, 0, 1, 2}, or {-1, 1, 2, 3} for a batch.
+   */
+  struct simak_mla_tiled layout;
+} simak_preproc_output;
 
 /*
  One DMA-BUF relocation for `simak_ev74_*_relocate` (SPEC §6): the address slot at byte
@@ -1196,6 +1423,157 @@ uint32_t simak_channels_from_flags(uint32_t align_c16,
                                    uint32_t cblock,
                                    uint32_t *channels,
                                    struct simak_error *error);
+
+/*
+ The defaults of SPEC §13: divisor 255, mean {0} and std {1} (one value each), pad value
+ {0}, RGB order, no border.
+ */
+struct simak_preproc_params simak_preproc_params_default(void);
+
+/*
+ A frame of `format` (a `simak_preproc_format` code) whose planes are packed back to back
+ with rows of exactly their bytes (OpenCV's single-array layout for NV12 and I420), no
+ batch; the frame stride is the frame's bytes. An unknown format gives a frame with no
+ planes that `simak_preproc_plan_new` refuses (0x601).
+ */
+struct simak_preproc_frame simak_preproc_frame_packed(uint32_t format,
+                                                      uint64_t height,
+                                                      uint64_t width);
+
+/*
+ Admits a Preproc request and prepares it for the A65 (SPEC §13, §6): the `frame`
+ geometry, the `params` (normalization, channel order, border) and the `output`. On
+ success `*plan` is a new handle (free it with `simak_preproc_plan_free`); on failure it
+ is NULL. Reads no frame data.
+
+ Returns 0, or the admission code of docs/errors.md: 0x240..=0x247 for the frame and
+ normalization rules (odd YUV size, short row or frame stride, overlapping planes, a NaN,
+ infinite, zero or negative parameter, a count other than 1 or the channels), the Quant
+ parameter codes (13 to 16) for INT8 outputs, the layout codes (43, 44, 47, 0x205, 0x206)
+ and span overflows; 0x601 for an unknown format, output kind, rounding, channel mode or
+ a 0/1 flag out of range; 0x603 when `frame`, `params`, `output` or `plan` is NULL.
+ `output->strides` NULL means row-major contiguous (`strides_count` is then ignored); a
+ tiled output with strides is 0x206.
+
+ # Safety
+
+ Each pointer is NULL or valid for its type; `output->strides` is NULL or readable for
+ `strides_count` values; `error` is NULL or writable.
+ */
+uint32_t simak_preproc_plan_new(const struct simak_preproc_frame *frame,
+                                const struct simak_preproc_params *params,
+                                const struct simak_preproc_output *output,
+                                struct simak_preproc_plan **plan,
+                                struct simak_error *error);
+
+/*
+ Preprocesses the frame(s) at `input` into `output` as `plan` describes (SPEC §13, §6),
+ synchronously on the calling thread, without allocating.
+
+ `input` is the one buffer holding every plane at its offset (at least
+ `simak_preproc_plan_input_span` bytes, any alignment); `output` holds at least
+ `simak_preproc_plan_output_span` bytes (4-byte aligned for FP32, 16-byte aligned for the
+ tiled outputs). Strided outputs write only the bytes elements map to; tiled outputs
+ write exactly the capacity, padding 0x00 included. An empty plan needs no storage (any
+ pointers, even NULL) and writes nothing.
+
+ Checked before anything is read or written, in this order: a NULL plan (0x603), a NULL
+ `input` (0x409), a NULL `output` (0x40a), then input capacity (0x401), the output's
+ capacity (0x402) and alignment (0x404), address overflow (0x405, 0x406), overlapping
+ buffers (0x407).
+
+ # Safety
+
+ `plan` is NULL or a live handle. When every check passes, `input` must be readable for
+ `input_bytes` bytes and `output` readable and writable for `output_bytes` bytes, and no
+ other thread may write the input or access the output until the call returns. `error`
+ is NULL or writable.
+ */
+uint32_t simak_preproc_execute(const struct simak_preproc_plan *plan,
+                               const void *input,
+                               size_t input_bytes,
+                               void *output,
+                               size_t output_bytes,
+                               struct simak_error *error);
+
+/*
+ The output's logical extents: writes the rank (3 or 4) to `*rank` and the extents
+ `[H', W', C]` or `[N, H', W', C]` to `extents`, which holds `extents_count` values.
+ Nothing is written on failure.
+
+ Returns 0, 0x603 for a NULL `plan`, `extents` or `rank`, 0x609 when `extents_count` is
+ below the rank.
+
+ # Safety
+
+ `plan` is NULL or a live handle; `extents` NULL or writable for `extents_count` values;
+ `rank` NULL or writable; `error` NULL or writable.
+ */
+uint32_t simak_preproc_plan_output_extents(const struct simak_preproc_plan *plan,
+                                           uint64_t *extents,
+                                           size_t extents_count,
+                                           uint32_t *rank,
+                                           struct simak_error *error);
+
+/*
+ The output's element type (a `simak_dtype` code: F32, I8, I8 or BF16 by the output
+ kind); 0 for a NULL plan.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint32_t simak_preproc_plan_output_dtype(const struct simak_preproc_plan *plan);
+
+/*
+ The diagnostic name of the selected A65 route, e.g. "preproc-portable" (not an API
+ contract); owned by the plan. NULL for a NULL plan.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+const char *simak_preproc_plan_implementation(const struct simak_preproc_plan *plan);
+
+/*
+ Bytes of the input buffer the plan reads, from its start (0 for an empty plan or a NULL
+ plan).
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint64_t simak_preproc_plan_input_span(const struct simak_preproc_plan *plan);
+
+/*
+ Bytes of output storage the plan accesses: the strided span or the tiled capacity (0 for
+ an empty plan or a NULL plan).
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+uint64_t simak_preproc_plan_output_span(const struct simak_preproc_plan *plan);
+
+/*
+ Shares `plan`: returns a handle to the same immutable plan (one more reference; free
+ each handle once). NULL for NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle.
+ */
+struct simak_preproc_plan *simak_preproc_plan_clone(const struct simak_preproc_plan *plan);
+
+/*
+ Releases one reference to `plan`; the plan is freed with its last handle. Nothing for
+ NULL.
+
+ # Safety
+
+ `plan` is NULL or a live handle, not used afterwards.
+ */
+void simak_preproc_plan_free(struct simak_preproc_plan *plan);
 
 /*
  Checks `plan` for the EV74 (each span at most 2^32 - 1 bytes: 0x301, 0x302) and writes

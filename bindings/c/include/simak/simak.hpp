@@ -15,6 +15,11 @@
  *                                                                check_inference
  *     simak::ops::detess::place_heads, simak::channels_from_flags
  *
+ * and camera input (SPEC §13: 8-bit frames, normalized, as FP32, INT8 or tiled):
+ *
+ *     simak::ops::preproc   Format, To, Plane, Frame, Border, Request, Plan, check_inference
+ *     simak::a65::preproc   prepare, execute, check_inference
+ *
  * RAII over the C handles, no exceptions: fallible calls return std::variant<T, Error> or
  * Status. A Plan shares its handle (a reference-counted clone in the C ABI), so a Prepared
  * may outlive the variant it came from; plans are immutable and may be used from several
@@ -707,6 +712,174 @@ inline std::variant<Plan, Error> check_inference(const Request &request) {
 
 }  // namespace detessdequant
 
+namespace preproc {
+
+/* A frame's pixel format (SPEC §13); the values are the C ABI's codes. */
+enum class Format : std::uint32_t {
+    RGB8 = SIMAK_PREPROC_RGB8,
+    BGR8 = SIMAK_PREPROC_BGR8,
+    RGBX8 = SIMAK_PREPROC_RGBX8,
+    BGRX8 = SIMAK_PREPROC_BGRX8,
+    GRAY8 = SIMAK_PREPROC_GRAY8,
+    NV12 = SIMAK_PREPROC_NV12,
+    I420 = SIMAK_PREPROC_I420,
+};
+
+/* What the op writes over [H', W', C] (or [N, H', W', C]): FP32 or INT8 (Quant), strided;
+ * INT8 (QuantTess) or BF16 (CastTess), MlaTiled. */
+enum class To : std::uint32_t {
+    F32 = SIMAK_PREPROC_TO_F32,
+    I8 = SIMAK_PREPROC_TO_I8,
+    QuantTess = SIMAK_PREPROC_TO_QUANTTESS,
+    CastTess = SIMAK_PREPROC_TO_CASTTESS,
+};
+
+/* One plane: byte offset from the frame's start and row stride in bytes. */
+struct Plane {
+    std::uint64_t offset = 0;
+    std::uint64_t row_stride = 0;
+};
+
+/* A frame (or batch) in one input buffer: planes Y (or the interleaved plane), then UV
+ * (NV12) or U, V (I420). Frame::packed gives OpenCV's single-array layout. */
+struct Frame {
+    Format format = Format::RGB8;
+    std::uint64_t height = 0;
+    std::uint64_t width = 0;
+    std::array<Plane, 3> planes{};
+    /* A batch of N frames: output [N, H', W', C]. */
+    std::optional<std::uint64_t> batch;
+    std::uint64_t frame_stride = 0;
+
+    static Frame packed(Format format, std::uint64_t height, std::uint64_t width) {
+        simak_preproc_frame f =
+            simak_preproc_frame_packed(static_cast<std::uint32_t>(format), height, width);
+        Frame out;
+        out.format = format;
+        out.height = height;
+        out.width = width;
+        for (std::size_t k = 0; k < 3; ++k) {
+            out.planes[k].offset = f.planes[k].offset;
+            out.planes[k].row_stride = f.planes[k].row_stride;
+        }
+        out.frame_stride = f.frame_stride;
+        return out;
+    }
+};
+
+/* Letterbox margins in output pixels. */
+struct Border {
+    std::uint64_t top = 0, bottom = 0, left = 0, right = 0;
+};
+
+/* A Preproc request (SPEC §13): n = ((p / divisor) - mean_c) / std_c in binary32 per output
+ * channel; mean, std and pad_value hold one value or one per output channel (3, or 1 for
+ * GRAY8). `params` applies to I8 and QuantTess, `layout` to the tiled outputs (default roles
+ * {-1, 0, 1, 2}, or {-1, 1, 2, 3} for a batch), `strides` to the strided outputs (empty:
+ * contiguous). */
+struct Request {
+    Frame frame;
+    float divisor = 255.0f;
+    std::vector<float> mean{0.0f};
+    std::vector<float> std{1.0f};
+    bool bgr = false;
+    Border border;
+    std::vector<std::uint8_t> pad_value{0};
+    To to = To::F32;
+    std::optional<Strides> strides;
+    quant::Params params{0.0f};
+    MlaTiled layout;
+};
+
+/* A checked Preproc plan (shared, immutable). */
+class Plan {
+public:
+    explicit Plan(simak_preproc_plan *handle) noexcept : handle_(handle) {}
+    const simak_preproc_plan *get() const noexcept { return handle_.get(); }
+    /* Bytes of the frame buffer the call reads, and of output storage it writes. */
+    std::uint64_t input_span() const noexcept { return simak_preproc_plan_input_span(get()); }
+    std::uint64_t output_span() const noexcept { return simak_preproc_plan_output_span(get()); }
+    /* The logical output extents [H', W', C] or [N, H', W', C]. */
+    std::vector<std::uint64_t> output_shape() const {
+        std::array<std::uint64_t, 4> e{};
+        std::uint32_t rank = 0;
+        if (simak_preproc_plan_output_extents(get(), e.data(), e.size(), &rank, nullptr) != 0) {
+            return {};
+        }
+        return std::vector<std::uint64_t>(e.begin(), e.begin() + rank);
+    }
+
+private:
+    simak::detail::Handle<simak_preproc_plan, simak_preproc_plan_clone, simak_preproc_plan_free>
+        handle_;
+};
+
+/* Admits a Preproc request (SPEC §13): frame geometry, parameters, output. */
+inline std::variant<Plan, Error> check_inference(const Request &request) {
+    const Request &r = request;
+    simak_preproc_frame f =
+        simak_preproc_frame_packed(static_cast<std::uint32_t>(r.frame.format), 0, 0);
+    f.format = static_cast<std::uint32_t>(r.frame.format);
+    f.height = r.frame.height;
+    f.width = r.frame.width;
+    for (std::size_t k = 0; k < 3; ++k) {
+        f.planes[k].offset = r.frame.planes[k].offset;
+        f.planes[k].row_stride = r.frame.planes[k].row_stride;
+    }
+    f.has_batch = r.frame.batch.has_value() ? 1u : 0u;
+    f.batch = r.frame.batch.value_or(0);
+    f.frame_stride = r.frame.frame_stride;
+    simak_preproc_params p = simak_preproc_params_default();
+    p.divisor = r.divisor;
+    p.mean_count = static_cast<std::uint32_t>(r.mean.size());
+    p.std_count = static_cast<std::uint32_t>(r.std.size());
+    p.pad_count = static_cast<std::uint32_t>(r.pad_value.size());
+    for (std::size_t k = 0; k < 3; ++k) {
+        p.mean[k] = k < r.mean.size() ? r.mean[k] : 0.0f;
+        p.std[k] = k < r.std.size() ? r.std[k] : 0.0f;
+        p.pad_value[k] = k < r.pad_value.size() ? r.pad_value[k] : 0;
+    }
+    p.bgr = r.bgr ? 1u : 0u;
+    p.border_top = r.border.top;
+    p.border_bottom = r.border.bottom;
+    p.border_left = r.border.left;
+    p.border_right = r.border.right;
+    simak_preproc_output o{};
+    o.kind = static_cast<std::uint32_t>(r.to);
+    if (r.strides) {
+        o.strides = r.strides->data();
+        o.strides_count = static_cast<std::uint32_t>(r.strides->size());
+    }
+    o.params = simak::detail::params_of(r.params.multiplier, r.params.zero_point,
+                                        r.params.rounding);
+    o.layout = simak_mla_tiled_default();
+    if (r.to == To::QuantTess || r.to == To::CastTess) {
+        if (r.layout.channels == Channels::CBlock16) {
+            return Error(0x220,
+                         "Preproc writes Compact or PadTo16 tiles; CBlock16 is the MLA's output "
+                         "encoding only (SPEC §12.1)");
+        }
+        if (r.layout.tile_align != TileAlign::Bytes16) {
+            return Error(0x221,
+                         "Preproc writes tiles aligned to 16 bytes; tile alignment 1 is the "
+                         "MLA's outputs' only (SPEC §12.1)");
+        }
+        for (std::size_t k = 0; k < 4; ++k) {
+            o.layout.axes[k] = r.layout.axes[k];
+            o.layout.tile[k] = r.layout.tile_shape[k];
+        }
+        o.layout.pad_to_16 = static_cast<std::uint32_t>(r.layout.channels);
+    }
+    simak_preproc_plan *plan = nullptr;
+    simak_error error;
+    if (simak_preproc_plan_new(&f, &p, &o, &plan, &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return Plan(plan);
+}
+
+}  // namespace preproc
+
 }  // namespace ops
 
 /* The channel encoding a model archive names with its flags (align_c16, cblock) (SPEC
@@ -986,6 +1159,40 @@ inline Status execute(const Prepared &prepared, const std::array<ConstHostBuffer
 }
 
 }  // namespace dequant
+
+namespace preproc {
+
+class Prepared {
+public:
+    explicit Prepared(ops::preproc::Plan plan) noexcept : plan_(std::move(plan)) {}
+    const ops::preproc::Plan &plan() const noexcept { return plan_; }
+    const simak_preproc_plan *get() const noexcept { return plan_.get(); }
+    const char *implementation() const noexcept {
+        return simak_preproc_plan_implementation(get());
+    }
+
+private:
+    ops::preproc::Plan plan_;
+};
+
+inline Prepared prepare(const ops::preproc::Plan &plan) { return Prepared(plan); }
+
+/* Admission and preparation in one call. */
+inline std::variant<Prepared, Error> check_inference(const ops::preproc::Request &request) {
+    auto checked = ops::preproc::check_inference(request);
+    if (auto *e = std::get_if<Error>(&checked)) return *e;
+    return Prepared(std::get<ops::preproc::Plan>(std::move(checked)));
+}
+
+/* inputs[0]: the one buffer holding every plane of the frame(s) (any alignment);
+ * outputs[0]: the output storage (4-byte aligned for F32, 16 for the tiled outputs). NULL
+ * and short buffers are refused before any write. */
+inline Status execute(const Prepared &prepared, const std::array<ConstHostBuffer, 1> &inputs,
+                      const std::array<HostBuffer, 1> &outputs) {
+    return detail::run(simak_preproc_execute, prepared, inputs, outputs);
+}
+
+}  // namespace preproc
 
 }  // namespace a65
 

@@ -21,6 +21,7 @@
 
 #include "oracle.h"
 #include "output_side.h"
+#include "preproc.h"
 
 #if defined(__x86_64__)
 #include <xmmintrin.h>
@@ -912,6 +913,7 @@ int main(int argc, char **argv) {
     fp_environment();
     shared_plans();
     output_side_tests(&passed, &failed);
+    preproc_tests(data_dir, &passed, &failed);
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
