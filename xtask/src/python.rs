@@ -25,8 +25,8 @@ pub(crate) const BUILD_PACKAGES: &[&str] =
     &["maturin>=1.5,<2", "ziglang==0.17.1", "auditwheel>=6,<7"];
 
 /// The test environment: the declared runtime dependencies and the test dependencies
-/// (`[project.optional-dependencies] test`; mypy for the stub check). The wheel comes
-/// on top.
+/// (`[project.optional-dependencies] test`; mypy for the stub check; OpenCV for the
+/// Preproc tests that compare with `cv2.cvtColor`). The wheel comes on top.
 pub(crate) const TEST_PACKAGES: &[&str] = &[
     "numpy>=2",
     "ml_dtypes>=0.2",
@@ -34,6 +34,7 @@ pub(crate) const TEST_PACKAGES: &[&str] = &[
     "safetensors",
     "pillow",
     "mypy",
+    "opencv-python-headless",
 ];
 
 /// The glibc the wheels are linked against, as maturin's `--compatibility` and as the
