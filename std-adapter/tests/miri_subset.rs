@@ -11,8 +11,8 @@
 //!   retained (not mappable, not freed) until `reset` saw the device quiescent.
 //!
 //! - The output side (SPEC §12) at the scalar level: Detess, DetessCast and DetessDequant
-//!   of small random heads against the SPEC §12.1 byte oracle and the exact §12.2
-//!   reference (`simak_tests::detess`, `simak_tests::dequant`).
+//!   of small random heads (DetessDequant from INT8 and INT32) against the SPEC §12.1 byte
+//!   oracle and the exact §12.2 reference (`simak_tests::detess`, `simak_tests::dequant`).
 //! - Preproc (SPEC §13) at the scalar level: the committed NV12 and I420 frames
 //!   (`tests/data/yuv/`, made with OpenCV) with divisor 1 give OpenCV's RGB bytes as FP32.
 //!
@@ -400,6 +400,11 @@ fn output_side_at_the_scalar_level() {
         let out_strides = output_spec(&head, out);
         let output = DynSpec::strided(&shape, &out_strides, out);
         let mut got: Aligned;
+        if dtype == DType::I16 {
+            // DetessDequant's INT16 table has 65,536 entries: too slow under Miri (the
+            // native suites cover it).
+            continue;
+        }
         let expect = if dtype == DType::BF16 {
             let plan = detesscast::check_inference_dyn(&detess::DynRequest {
                 input: tiled,

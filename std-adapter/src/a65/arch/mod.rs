@@ -181,18 +181,20 @@ pub(crate) fn run_fn_for(
 }
 
 /// Reads the calling thread's FP control word: MXCSR on x86-64, FPCR on AArch64; `None`
-/// where there is no FP route.
+/// where there is no FP route, and under Miri, which runs no inline assembly and models
+/// only the default FP environment (so that the output side's preparation, which asks
+/// whether its FP path may be used, runs in the Miri subset).
 #[inline]
 pub(crate) fn read_fp_control() -> Option<u64> {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         Some(x86_64::read_mxcsr() as u64)
     }
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(all(target_arch = "aarch64", not(miri)))]
     {
         Some(aarch64::read_fpcr())
     }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    #[cfg(any(miri, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
     {
         None
     }
