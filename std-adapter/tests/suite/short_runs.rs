@@ -1,7 +1,8 @@
 //! Short runs and tails (issue 24 scope 1): every length 0..=300 at every level this CPU
 //! offers, for Quant (contiguous, strided input, strided output, short rows), CastTess and
 //! QuantTess rows. The kernels run a run's remainder as one more vector step (overlapping
-//! the last whole step, or on a stack copy of a run shorter than one step), so these tests
+//! the last whole step; a run shorter than one step by the level's partial step: masked
+//! loads, overlapping vectors, or a stack copy), so these tests
 //! pin that each length gives the independent oracles' bytes (the f64 Quant oracle of
 //! `simak_tests`, the plain-loop layout and BF16 oracles of `simak_tests::tiled`), that
 //! the exact path agrees, and that no byte past the tensor's output is written (dirty

@@ -11,7 +11,7 @@ use super::super::convert::ConvertLanes;
 use super::super::isa::{Avx2, lanes, ops};
 use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
-use super::{CLAMP_HI, load_partial_128, store_partial_128};
+use super::CLAMP_HI;
 
 lanes! {
     impl QuantLanes for Avx2 with "avx2,f16c" {
@@ -71,65 +71,99 @@ lanes! {
         }
 
         unsafe fn load_step_partial<I: InputFormat>(self, ptr: *const u8, n: usize) -> [__m256; 4] {
-            // `load_four`'s order; each vector's elements below n read by a masked load
-            // (FP32) or loads of exactly their bytes (16-bit formats).
-            let mut v = [_mm256_setzero_ps(); 4];
-            for (j, v) in v.iter_mut().enumerate() {
-                let k = n.saturating_sub(8 * j).min(8);
-                let at = ptr.wrapping_add(8 * j * I::SIZE);
-                *v = match const { Load::of::<I>() } {
-                    // The narrowest width holding the k elements: a masked load waits for
-                    // every earlier store overlapping its whole width (masked-off lanes
-                    // included), such as the previous call's output just past the input.
-                    Load::F32 if k == 0 => _mm256_setzero_ps(),
-                    // SAFETY: the vector's 8 elements are among the first n (caller).
-                    Load::F32 if k == 8 => unsafe { _mm256_loadu_ps(at.cast()) },
-                    Load::F32 if k <= 4 => {
-                        let index = _mm_setr_epi32(0, 1, 2, 3);
-                        let mask = _mm_cmpgt_epi32(_mm_set1_epi32(k as i32), index);
-                        // SAFETY: masked-off elements are not accessed; the others are below
-                        // k of this vector, among the first n (caller).
-                        _mm256_zextps128_ps256(unsafe { _mm_maskload_ps(at.cast(), mask) })
-                    }
-                    Load::F32 => {
-                        let index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-                        let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(k as i32), index);
-                        // SAFETY: as above.
-                        unsafe { _mm256_maskload_ps(at.cast(), mask) }
-                    }
-                    Load::F16 | Load::Bf16 => {
-                        let raw = if k == 8 {
-                            // SAFETY: the vector's 16 bytes are among the first n elements
-                            // (caller).
-                            unsafe { _mm_loadu_si128(at.cast()) }
-                        } else {
-                            // SAFETY: the 2k bytes of elements below k of this vector,
-                            // among the first n (caller).
-                            unsafe { load_partial_128!(at, 2 * k) }
-                        };
-                        match const { Load::of::<I>() } {
-                            Load::F16 => _mm256_cvtph_ps(raw),
-                            _ => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(
-                                _mm256_cvtepu16_epi32(raw),
-                            )),
-                        }
-                    }
-                };
+            if n >= 8 {
+                // Overlapping whole vectors: vector j holds elements o_j..o_j + 8 with
+                // o_j = min(8j, n − 8) (`store_partial` stores them back at o_j), so every
+                // load is a plain one of bytes of the run.
+                let mut v = [_mm256_setzero_ps(); 4];
+                for (j, v) in v.iter_mut().enumerate() {
+                    let at = ptr.wrapping_add((8 * j).min(n - 8) * I::SIZE);
+                    // SAFETY: the vector's 8 elements end at or before element n (caller).
+                    *v = unsafe { <Self as QuantLanes>::load::<I>(self, at) };
+                }
+                return v;
             }
-            v
+            // Fewer than 8 elements: vector 0 holds them (the other lanes and vectors zeros),
+            // read by a masked load (FP32: the narrowest width holding the n elements, since
+            // a masked load waits for every earlier store overlapping its whole width, such
+            // as the previous call's output just past the input) or, for the 16-bit formats,
+            // the n / 2 whole dwords by a masked load and an odd last element by a 2-byte
+            // load blended into its lane (no branch on the byte count).
+            let first = match const { Load::of::<I>() } {
+                Load::F32 if n <= 4 => {
+                    let index = _mm_setr_epi32(0, 1, 2, 3);
+                    let mask = _mm_cmpgt_epi32(_mm_set1_epi32(n as i32), index);
+                    // SAFETY: masked-off elements are not accessed; the others are below n
+                    // (caller).
+                    _mm256_zextps128_ps256(unsafe { _mm_maskload_ps(ptr.cast(), mask) })
+                }
+                Load::F32 => {
+                    let index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                    let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), index);
+                    // SAFETY: as above.
+                    unsafe { _mm256_maskload_ps(ptr.cast(), mask) }
+                }
+                Load::F16 | Load::Bf16 => {
+                    let index = _mm_setr_epi32(0, 1, 2, 3);
+                    let dwords = _mm_set1_epi32((n / 2) as i32);
+                    let mask = _mm_cmpgt_epi32(dwords, index);
+                    // SAFETY: masked-off dwords are not accessed; the others hold elements
+                    // below n (caller).
+                    let mut raw = unsafe { _mm_maskload_epi32(ptr.cast(), mask) };
+                    if n % 2 == 1 {
+                        // SAFETY: element n − 1, below n (caller).
+                        let last = unsafe {
+                            core::ptr::read_unaligned(ptr.wrapping_add(2 * (n - 1)).cast::<u16>())
+                        };
+                        let lane = _mm_cmpeq_epi32(dwords, index);
+                        raw = _mm_or_si128(raw, _mm_and_si128(lane, _mm_set1_epi32(i32::from(last))));
+                    }
+                    match const { Load::of::<I>() } {
+                        Load::F16 => _mm256_cvtph_ps(raw),
+                        _ => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(raw))),
+                    }
+                }
+            };
+            [first, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()]
         }
 
         unsafe fn store_partial(self, ptr: *mut u8, bytes: __m256i, n: usize) {
+            // `load_step_partial`'s arrangement: 8-byte group j at o_j = min(8j, n − 8) for
+            // n ≥ 8 (overlapping groups rewrite the same bytes), else group 0's n bytes.
             let lo = _mm256_castsi256_si128(bytes);
-            if n >= 16 {
-                // SAFETY: 16 of the n writable bytes, then the rest (caller).
-                unsafe { _mm_storeu_si128(ptr.cast(), lo) };
-                let hi = _mm256_extracti128_si256::<1>(bytes);
-                // SAFETY: the remaining n − 16 writable bytes (caller).
-                unsafe { store_partial_128!(ptr.wrapping_add(16), hi, n - 16) };
-            } else {
-                // SAFETY: n < 16 writable bytes (caller).
-                unsafe { store_partial_128!(ptr, lo, n) }
+            let hi = _mm256_extracti128_si256::<1>(bytes);
+            let groups = [
+                _mm_cvtsi128_si64(lo) as u64,
+                _mm_extract_epi64::<1>(lo) as u64,
+                _mm_cvtsi128_si64(hi) as u64,
+                _mm_extract_epi64::<1>(hi) as u64,
+            ];
+            if n >= 8 {
+                for (j, g) in groups.into_iter().enumerate() {
+                    // SAFETY: the group's 8 bytes end at or before byte n, writable (caller).
+                    unsafe {
+                        core::ptr::write_unaligned(ptr.wrapping_add((8 * j).min(n - 8)).cast::<u64>(), g)
+                    };
+                }
+                return;
+            }
+            // n < 8: two overlapping stores of the widest size that fits n.
+            let g = groups[0];
+            if n >= 4 {
+                // SAFETY: bytes 0..4, below n, writable (caller).
+                unsafe { core::ptr::write_unaligned(ptr.cast::<u32>(), g as u32) };
+                let last = (g >> (8 * (n - 4))) as u32;
+                // SAFETY: bytes n − 4..n, writable (caller).
+                unsafe { core::ptr::write_unaligned(ptr.wrapping_add(n - 4).cast::<u32>(), last) };
+            } else if n >= 2 {
+                // SAFETY: bytes 0..2, below n, writable (caller).
+                unsafe { core::ptr::write_unaligned(ptr.cast::<u16>(), g as u16) };
+                let last = (g >> (8 * (n - 2))) as u16;
+                // SAFETY: bytes n − 2..n, writable (caller).
+                unsafe { core::ptr::write_unaligned(ptr.wrapping_add(n - 2).cast::<u16>(), last) };
+            } else if n == 1 {
+                // SAFETY: one writable byte at `ptr` (caller).
+                unsafe { *ptr = g as u8 };
             }
         }
     }
