@@ -585,6 +585,9 @@ fn contiguous_case(
 
 /// Calls per timed sample of a sweep.
 const SWEEP_INNER: u32 = 1000;
+/// Elements of the workload whose route and vector block a sweep reports (whole blocks at
+/// every level).
+const SWEEP_PROBE: usize = 1024;
 
 /// `simak bench quant` with several `--elements`: per N, the median time per call of N
 /// elements and of the next multiple of the route's block, samples of the two taken
@@ -599,15 +602,18 @@ fn sweep(args: &BenchQuantArgs) -> Result<Done<BenchSummary>, CliError> {
     let reps = args.reps as usize;
     let internal = |e: simak::a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
     let mut rows = Vec::new();
-    let (mut route, mut levels, mut block) = (String::new(), Vec::new(), 1);
+    // The route and block of a workload of whole blocks: a one-element call may take the
+    // exact path (automatic selection on x86-64), and is still compared with one block.
+    let probe = contiguous_case(dtype, args.values, SWEEP_PROBE, args.level)?.0;
+    let block = probe.block_elements();
+    let (mut route, mut levels) = (String::new(), Vec::new());
     for &n in &args.elements.0 {
         let n = n as usize;
         let (p, input, mut output) = contiguous_case(dtype, args.values, n, args.level)?;
-        block = p.block_elements();
         let m = n.div_ceil(block) * block;
         let (q, input_m, mut output_m) = contiguous_case(dtype, args.values, m, args.level)?;
         if route.is_empty() {
-            route = p.implementation().to_string();
+            route = probe.implementation().to_string();
             levels = level_names(Level::ALL.into_iter().filter(|&l| {
                 let plan = check_inference(&Request {
                     input: TensorSpec::contiguous([n as u64], dtype),
