@@ -911,64 +911,117 @@ impl Convert for Cast {
     }
 }
 
+/// How [`DivF32`] computes `(q − zp) / s` from the exact binary32 difference `x = q − zp`
+/// (|x| < 2^17): chosen by [`Dequant::new`], which checked the products against the table
+/// for every code.
+#[derive(Debug, Clone, core::marker::Copy, PartialEq)]
+pub enum Scale {
+    /// `x · r` in binary32, `r` the binary32 reciprocal of `s`: taken when it equals the
+    /// table for every code (every power-of-two `s`, and most others).
+    Mul32(f32),
+    /// `x · r` in binary64, `r = 1/s` in binary64, rounded once to binary32: taken when it
+    /// equals the table for every code and the binary32 product does not.
+    Mul64(f64),
+    /// The binary32 division `x / s` itself (SPEC §12.2 step 3, rounded to nearest-even with
+    /// gradual underflow).
+    Div(f32),
+}
+
+/// One of [`Scale`]'s computations as a type, so that each is compiled into its own loop.
+trait ScaleOp: core::marker::Copy {
+    /// The FP32 result of the exact difference `x`.
+    fn apply(self, x: f32) -> f32;
+}
+
+#[derive(Clone, core::marker::Copy)]
+struct Mul32(f32);
+#[derive(Clone, core::marker::Copy)]
+struct Mul64(f64);
+#[derive(Clone, core::marker::Copy)]
+struct Div(f32);
+
+impl ScaleOp for Mul32 {
+    #[inline(always)]
+    fn apply(self, x: f32) -> f32 {
+        x * self.0
+    }
+}
+
+impl ScaleOp for Mul64 {
+    #[inline(always)]
+    fn apply(self, x: f32) -> f32 {
+        (f64::from(x) * self.0) as f32
+    }
+}
+
+impl ScaleOp for Div {
+    #[inline(always)]
+    fn apply(self, x: f32) -> f32 {
+        x / self.0
+    }
+}
+
+/// Runs `$body` (an expression using the [`ScaleOp`] `$op`) with `$scale`'s computation.
+macro_rules! with_scale {
+    ($scale:expr, |$op:ident| $body:expr) => {
+        match $scale {
+            Scale::Mul32(r) => {
+                let $op = Mul32(r);
+                $body
+            }
+            Scale::Mul64(r) => {
+                let $op = Mul64(r);
+                $body
+            }
+            Scale::Div(s) => {
+                let $op = Div(s);
+                $body
+            }
+        }
+    };
+}
+
 /// INT8 (`IN` = 1) or INT16 (`IN` = 2, `N` = 65,536) codes to FP32 in FP arithmetic,
 /// used only when the calling thread's FP environment is the default
-/// ([`Lanes::fp_division`]): with `reciprocal` (`1/s` in binary64), `q − zp` times it in
-/// binary64 rounded once to binary32 — taken only when [`Dequant::new`] found it equal to
-/// the table for every code; otherwise SPEC §12.2's steps in binary32 (`q − zp` exact,
-/// one division rounded to nearest-even with gradual underflow: step 3 itself). Runs of
-/// packed elements are vectorized at the level; other runs read the plan's table (the
-/// same bits).
+/// ([`Lanes::fp_division`]): `q − zp` exact in binary32, then the plan's [`Scale`] (each
+/// gives the table's bits for every code). Runs of packed elements and 16-channel blocks
+/// are vectorized at the level; other runs read the plan's table (the same bits).
 pub(crate) struct DivF32<'a, const IN: usize, const N: usize> {
     pub table: &'a [u32; N],
     pub zero_point: f32,
-    pub multiplier: f32,
-    pub reciprocal: Option<f64>,
+    pub scale: Scale,
 }
 
 impl<const IN: usize, const N: usize> DivF32<'_, IN, N> {
-    /// The FP32 bits of code `q` (sign-extended).
-    #[inline(always)]
-    fn value(q: f32, zp: f32, s: f32, r: Option<f64>) -> [u8; 4] {
-        match r {
-            Some(r) => ((f64::from(q) - f64::from(zp)) * r) as f32,
-            None => (q - zp) / s,
-        }
-        .to_le_bytes()
-    }
-
     /// `n` packed INT8 codes into packed FP32.
     #[inline(always)]
-    fn packed8(src: &[u8], out: &mut [u8], zp: f32, s: f32, r: Option<f64>) {
+    fn packed8<S: ScaleOp>(src: &[u8], out: &mut [u8], zp: f32, op: S) {
         for (y, &q) in out.chunks_exact_mut(4).zip(src) {
-            y.copy_from_slice(&Self::value(f32::from(q as i8), zp, s, r));
+            y.copy_from_slice(&op.apply(f32::from(q as i8) - zp).to_le_bytes());
         }
     }
 
     /// `n` INT16 codes as a plane of low bytes and one of high bytes into packed FP32.
     #[inline(always)]
-    fn planes16(lo: &[u8], hi: &[u8], out: &mut [u8], zp: f32, s: f32, r: Option<f64>) {
+    fn planes16<S: ScaleOp>(lo: &[u8], hi: &[u8], out: &mut [u8], zp: f32, op: S) {
         for ((y, &l), &h) in out.chunks_exact_mut(4).zip(lo).zip(hi) {
-            y.copy_from_slice(&Self::value(
-                f32::from(i16::from_le_bytes([l, h])),
-                zp,
-                s,
-                r,
-            ));
+            let q = f32::from(i16::from_le_bytes([l, h]));
+            y.copy_from_slice(&op.apply(q - zp).to_le_bytes());
         }
     }
-}
 
-impl<const IN: usize, const N: usize> Convert for DivF32<'_, IN, N> {
-    const IN: usize = IN;
-    const OUT: usize = 4;
-
+    /// `n` packed little-endian INT16 codes into packed FP32.
     #[inline(always)]
-    fn block16(&self, src: &[u8], plane_stride: usize, out: &mut [u8]) {
-        let (zp, s) = (self.zero_point, self.multiplier);
-        let out: &mut [u8; 64] = (&mut out[..64])
-            .try_into()
-            .unwrap_or_else(|_| unreachable!("64 bytes"));
+    fn packed16<S: ScaleOp>(src: &[u8], out: &mut [u8], zp: f32, op: S) {
+        for (y, x) in out.chunks_exact_mut(4).zip(src.chunks_exact(2)) {
+            let q = f32::from(i16::from_le_bytes([x[0], x[1]]));
+            y.copy_from_slice(&op.apply(q - zp).to_le_bytes());
+        }
+    }
+
+    /// One 16-channel block: a fixed-size body.
+    #[inline(always)]
+    fn block<S: ScaleOp>(src: &[u8], plane_stride: usize, out: &mut [u8; 64], zp: f32, op: S) {
         let mut q = [0f32; 16];
         if IN == 1 {
             for (q, &b) in q.iter_mut().zip(&src[..16]) {
@@ -981,22 +1034,26 @@ impl<const IN: usize, const N: usize> Convert for DivF32<'_, IN, N> {
             }
         }
         let mut y = [0f32; 16];
-        match self.reciprocal {
-            Some(r) => {
-                let zp = f64::from(zp);
-                for (y, &q) in y.iter_mut().zip(&q) {
-                    *y = ((f64::from(q) - zp) * r) as f32;
-                }
-            }
-            None => {
-                for (y, &q) in y.iter_mut().zip(&q) {
-                    *y = (q - zp) / s;
-                }
-            }
+        for (y, &q) in y.iter_mut().zip(&q) {
+            *y = op.apply(q - zp);
         }
         for (o, y) in out.chunks_exact_mut(4).zip(y) {
             o.copy_from_slice(&y.to_le_bytes());
         }
+    }
+}
+
+impl<const IN: usize, const N: usize> Convert for DivF32<'_, IN, N> {
+    const IN: usize = IN;
+    const OUT: usize = 4;
+
+    #[inline(always)]
+    fn block16(&self, src: &[u8], plane_stride: usize, out: &mut [u8]) {
+        let zp = self.zero_point;
+        let out: &mut [u8; 64] = (&mut out[..64])
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("64 bytes"));
+        with_scale!(self.scale, |op| Self::block(src, plane_stride, out, zp, op));
     }
 
     #[inline(always)]
@@ -1014,56 +1071,28 @@ impl<const IN: usize, const N: usize> Convert for DivF32<'_, IN, N> {
         out: &mut [u8],
         out_stride: usize,
     ) {
-        let (zp, s) = (self.zero_point, self.multiplier);
+        let zp = self.zero_point;
         if in_stride == 1 && out_stride == 4 {
             let out = &mut out[..4 * n];
             if IN == 1 {
                 let src = &src[..n];
-                if let (Ok(src), Ok(out)) = (
-                    <&[u8; 16]>::try_from(src),
-                    <&mut [u8; 64]>::try_from(&mut *out),
-                ) {
+                if let Ok(out) = <&mut [u8; 64]>::try_from(&mut *out) {
                     // One 16-channel block (PadTo16, CBlock16): a fixed-size body.
-                    let mut y = [0f32; 16];
-                    match self.reciprocal {
-                        Some(r) => {
-                            let zp = f64::from(zp);
-                            for (y, &q) in y.iter_mut().zip(src) {
-                                *y = ((f64::from(q as i8) - zp) * r) as f32;
-                            }
-                        }
-                        None => {
-                            for (y, &q) in y.iter_mut().zip(src) {
-                                *y = (f32::from(q as i8) - zp) / s;
-                            }
-                        }
-                    }
-                    for (o, y) in out.chunks_exact_mut(4).zip(y) {
-                        o.copy_from_slice(&y.to_le_bytes());
-                    }
+                    with_scale!(self.scale, |op| Self::block(src, 1, out, zp, op));
                     return;
                 }
-                match self.reciprocal {
-                    Some(r) => Self::packed8(src, out, zp, s, Some(r)),
-                    None => Self::packed8(src, out, zp, s, None),
-                }
+                with_scale!(self.scale, |op| Self::packed8(src, out, zp, op));
                 return;
             }
             if plane_stride >= n {
                 let (lo, hi) = (&src[..n], &src[plane_stride..plane_stride + n]);
-                match self.reciprocal {
-                    Some(r) => Self::planes16(lo, hi, out, zp, s, Some(r)),
-                    None => Self::planes16(lo, hi, out, zp, s, None),
-                }
+                with_scale!(self.scale, |op| Self::planes16(lo, hi, out, zp, op));
                 return;
             }
         }
         if IN == 2 && plane_stride == 1 && in_stride == 2 && out_stride == 4 {
-            let out = &mut out[..4 * n];
-            for (y, x) in out.chunks_exact_mut(4).zip(src[..2 * n].chunks_exact(2)) {
-                let q = f32::from(i16::from_le_bytes([x[0], x[1]]));
-                y.copy_from_slice(&Self::value(q, zp, s, self.reciprocal));
-            }
+            let (src, out) = (&src[..2 * n], &mut out[..4 * n]);
+            with_scale!(self.scale, |op| Self::packed16(src, out, zp, op));
             return;
         }
         run_generic(self, src, in_stride, plane_stride, n, out, out_stride);
@@ -1136,9 +1165,9 @@ pub enum Dequant {
         table: Box<[u32]>,
         zero_point: i32,
         multiplier_bits: u32,
-        /// `1/s` in binary64 when `(q − zp) · (1/s)` rounded to binary32 equals the
-        /// table for every code (checked here, in the default FP environment).
-        reciprocal: Option<f64>,
+        /// How the FP path computes the table's values (checked here against the table
+        /// for every code, in the default FP environment; [`Scale::Div`] needs no check).
+        scale: Scale,
     },
     /// INT32: computed per element.
     Int32 {
@@ -1153,34 +1182,52 @@ impl Dequant {
         let (zero_point, multiplier_bits) = (params.zero_point(), params.multiplier_bits());
         let build = |codes: Box<[i32]>| {
             let table: Box<[u32]> = codes.iter().map(|&q| params.value(q)).collect();
-            let r = 1.0 / f64::from(f32::from_bits(multiplier_bits));
+            let s = f32::from_bits(multiplier_bits);
+            // `x` of every code: q − zp, exact in binary32 (|x| < 2^17).
+            let x = |q: i32| (q - zero_point) as f32;
             // Checked only in the default FP environment (the one the FP path runs in).
-            let exact = fp_ok()
-                && r.is_finite()
-                && codes.iter().zip(table.iter()).all(|(&q, &bits)| {
-                    let x = f64::from(q) - f64::from(zero_point);
-                    ((x * r) as f32).to_bits() == bits
-                });
-            (table, exact.then_some(r))
+            let fp = fp_ok();
+            let r32 = 1.0 / s;
+            let r64 = 1.0 / f64::from(s);
+            let scale = if fp
+                && r32.is_finite()
+                && r32 != 0.0
+                && codes
+                    .iter()
+                    .zip(table.iter())
+                    .all(|(&q, &bits)| (x(q) * r32).to_bits() == bits)
+            {
+                Scale::Mul32(r32)
+            } else if fp
+                && r64.is_finite()
+                && codes
+                    .iter()
+                    .zip(table.iter())
+                    .all(|(&q, &bits)| ((f64::from(x(q)) * r64) as f32).to_bits() == bits)
+            {
+                Scale::Mul64(r64)
+            } else {
+                Scale::Div(s)
+            };
+            (table, scale)
         };
         match params.input_dtype() {
             simak_core::DType::I8 => {
-                let (table, reciprocal) = build((0..=255u8).map(|b| i32::from(b as i8)).collect());
+                let (table, scale) = build((0..=255u8).map(|b| i32::from(b as i8)).collect());
                 Dequant::Table {
                     table,
                     zero_point,
                     multiplier_bits,
-                    reciprocal,
+                    scale,
                 }
             }
             simak_core::DType::I16 => {
-                let (table, reciprocal) =
-                    build((0..=u16::MAX).map(|b| i32::from(b as i16)).collect());
+                let (table, scale) = build((0..=u16::MAX).map(|b| i32::from(b as i16)).collect());
                 Dequant::Table {
                     table,
                     zero_point,
                     multiplier_bits,
-                    reciprocal,
+                    scale,
                 }
             }
             _ => Dequant::Int32 {
@@ -1203,27 +1250,24 @@ macro_rules! with_dequant {
             $crate::a65::untess::Dequant::Table {
                 table: t,
                 zero_point,
-                multiplier_bits,
-                reciprocal,
+                scale,
+                ..
             } if division => {
                 // INT8 and INT16 → FP32 at a SIMD level in the default FP environment:
-                // the division itself (the table's bits, SPEC §12.2).
-                let (zero_point, multiplier) =
-                    (*zero_point as f32, f32::from_bits(*multiplier_bits));
+                // the plan's FP computation (the table's bits, SPEC §12.2).
+                let zero_point = *zero_point as f32;
                 if t.len() == 256 {
                     let $c = &$crate::a65::untess::DivF32::<1, 256> {
                         table: $crate::a65::untess::table(t),
                         zero_point,
-                        multiplier,
-                        reciprocal: *reciprocal,
+                        scale: *scale,
                     };
                     lanes.run($walk)
                 } else {
                     let $c = &$crate::a65::untess::DivF32::<2, 65536> {
                         table: $crate::a65::untess::table(t),
                         zero_point,
-                        multiplier,
-                        reciprocal: *reciprocal,
+                        scale: *scale,
                     };
                     lanes.run($walk)
                 }
