@@ -108,6 +108,13 @@ pub struct MergeArgs {
     /// The merged file to write (.json).
     #[arg(long, short = 'o', value_name = "FILE", required = true)]
     output: PathBuf,
+    /// The parts are rounds of the same selection (`cargo xtask qualify --rounds`): an ID
+    /// in several parts gets their samples concatenated in part order (each part's pairs
+    /// stay aligned when every part took the same --reps), its median, p95 and max
+    /// recomputed and its CPU time per call averaged. Without it an ID in two parts is an
+    /// error.
+    #[arg(long)]
+    concat: bool,
 }
 
 /// Run the correctness catalogue on both backends against the independent oracles, without
@@ -524,7 +531,7 @@ pub fn run_compare(args: CompareArgs) -> Result<Done<QualifySummary>, CliError> 
 /// Bad input (exit 2) for an unreadable part, parts of another backend or commit, an ID in
 /// two parts, or an output the tool refuses.
 pub fn run_merge(args: MergeArgs) -> Result<Done<QualifySummary>, CliError> {
-    merge(&args.parts, &args.output)
+    merge(&args.parts, &args.output, args.concat)
 }
 
 /// Runs `simak-qualify correctness`.
@@ -695,7 +702,7 @@ pub fn run_measure(args: MeasureArgs, ctx: &Context) -> Result<Done<QualifySumma
 }
 
 /// `merge PART... --output FILE`: the parts' results in the order given.
-fn merge(parts: &[PathBuf], output: &Path) -> Result<Done<QualifySummary>, CliError> {
+fn merge(parts: &[PathBuf], output: &Path, concat: bool) -> Result<Done<QualifySummary>, CliError> {
     let mut merged: Option<ResultsFile> = None;
     for p in parts {
         let part = ResultsFile::read(p).map_err(input)?;
@@ -715,14 +722,17 @@ fn merge(parts: &[PathBuf], output: &Path) -> Result<Done<QualifySummary>, CliEr
                     )));
                 }
                 for r in part.results {
-                    if m.results.iter().any(|x| x.id == r.id) {
-                        return Err(input(format!(
-                            "{}: ID {} is in two parts",
-                            p.display(),
-                            r.id
-                        )));
+                    match m.results.iter_mut().find(|x| x.id == r.id) {
+                        Some(x) if concat => concat_samples(x, &r),
+                        Some(_) => {
+                            return Err(input(format!(
+                                "{}: ID {} is in two parts",
+                                p.display(),
+                                r.id
+                            )));
+                        }
+                        None => m.results.push(r),
                     }
-                    m.results.push(r);
                 }
                 m.seconds += part.seconds;
                 m.started_unix = m.started_unix.min(part.started_unix);
@@ -741,9 +751,51 @@ fn merge(parts: &[PathBuf], output: &Path) -> Result<Done<QualifySummary>, CliEr
     ))
 }
 
+/// Appends the samples of `more` (a later round of the same ID) to `into` and recomputes
+/// its figures: median, p95 (nearest rank) and max of all samples, CPU time per call
+/// weighted by each side's sample count.
+fn concat_samples(into: &mut measure::IdResult, more: &measure::IdResult) {
+    let (a, b) = (into.samples_ns.len() as f64, more.samples_ns.len() as f64);
+    if a + b > 0.0 {
+        into.cpu_ns_per_call = (into.cpu_ns_per_call * a + more.cpu_ns_per_call * b) / (a + b);
+    }
+    into.samples_ns.extend_from_slice(&more.samples_ns);
+    let mut sorted = into.samples_ns.clone();
+    sorted.sort_by(f64::total_cmp);
+    into.median_ns = measure::median(&sorted);
+    into.p95_ns = measure::quantile(&sorted, 0.95);
+    into.max_ns = sorted.last().copied().unwrap_or(f64::NAN);
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn concatenated_rounds_pool_the_samples() {
+        let one = |samples: &[f64], cpu: f64| measure::IdResult {
+            id: "quant/x".into(),
+            op: "quant".into(),
+            kind: "dense".into(),
+            measure: "a65-execute".into(),
+            route: "r".into(),
+            elements: 1,
+            calls_per_sample: 10,
+            samples_ns: samples.to_vec(),
+            median_ns: 0.0,
+            p95_ns: 0.0,
+            max_ns: 0.0,
+            cpu_ns_per_call: cpu,
+            entry_to_return_simulated_cycles: None,
+        };
+        let mut a = one(&[5.0, 1.0, 3.0], 2.0);
+        concat_samples(&mut a, &one(&[2.0, 4.0, 9.0], 4.0));
+        // Samples in order taken: the first round's, then the second's (pairs stay aligned).
+        assert_eq!(a.samples_ns, [5.0, 1.0, 3.0, 2.0, 4.0, 9.0]);
+        // Sorted 1 2 3 4 5 9: median (3 + 4) / 2, p95 the 6th of 6, max 9.
+        assert_eq!((a.median_ns, a.p95_ns, a.max_ns), (3.5, 9.0, 9.0));
+        assert_eq!(a.cpu_ns_per_call, 3.0);
+    }
 
     #[test]
     fn chunks_partition_the_selection() {

@@ -53,13 +53,15 @@ Subcommands:
                         in release mode and run it with ARGS in the current folder:
                         measure, list, compare BASE CAND, merge PART..., correctness
                         (`cargo xtask qualify --help` lists their options)
-  qualify --baseline REV [--threshold X] [--chunks N] [-- ARGS]
+  qualify --baseline REV [--threshold X] [--chunks N] [--rounds K] [-- ARGS]
                         the live gate: build REV in a git worktree under
                         target/qualify/baseline/ and the working tree, both in
                         release mode, measure the latency catalogue with the two
                         builds alternating per chunk (N chunks, default one per ID;
                         ARGS go to every measuring run, e.g. --filter, --reps,
-                        --backend), then `simak-qualify compare` the merged results
+                        --backend), K rounds of that (default 1; each ID's samples
+                        of every round pooled, the order flipped per round), then
+                        `simak-qualify compare` the merged results
                         (default threshold 1.05); exit status 3 when the gate fails
                         (docs/qualification.md). A baseline from before
                         simak-qualify existed runs as `simak qualify` with its flags
@@ -126,6 +128,9 @@ pub(crate) struct QualifyOptions {
     pub(crate) threshold: Option<String>,
     /// Chunks of the selection; the builds alternate per chunk. `None`: one per ID.
     pub(crate) chunks: Option<u32>,
+    /// Rounds of the whole chunk loop (at least 1); each ID's samples of every round are
+    /// pooled, so a noisy phase of the machine weighs on one round's pairs only.
+    pub(crate) rounds: u32,
     /// Arguments for every measuring run.
     pub(crate) passthrough: Vec<String>,
 }
@@ -249,6 +254,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
                 baseline: String::new(),
                 threshold: None,
                 chunks: None,
+                rounds: 1,
                 passthrough: Vec::new(),
             };
             let mut rest = rest.iter();
@@ -275,6 +281,14 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
                                     "`--chunks {value}` is not a positive integer"
                                 ))?,
                             );
+                    }
+                    "--rounds" => {
+                        let value = rest.next().ok_or("`--rounds` needs a value")?;
+                        options.rounds = value
+                            .parse()
+                            .ok()
+                            .filter(|&n| n > 0)
+                            .ok_or(format!("`--rounds {value}` is not a positive integer"))?;
                     }
                     "--" => {
                         options.passthrough = rest.by_ref().cloned().collect();
@@ -385,6 +399,7 @@ mod tests {
                 baseline: "main".to_owned(),
                 threshold: None,
                 chunks: None,
+                rounds: 1,
                 passthrough: vec![],
             }))
         );
@@ -397,6 +412,8 @@ mod tests {
                 "1.1",
                 "--chunks",
                 "4",
+                "--rounds",
+                "3",
                 "--",
                 "--filter",
                 "quant/"
@@ -405,6 +422,7 @@ mod tests {
                 baseline: "HEAD~1".to_owned(),
                 threshold: Some("1.1".to_owned()),
                 chunks: Some(4),
+                rounds: 3,
                 passthrough: vec!["--filter".to_owned(), "quant/".to_owned()],
             }))
         );
@@ -424,6 +442,7 @@ mod tests {
         );
         assert!(parse_strs(&["qualify", "--baseline", "x", "--threshold", "-1"]).is_err());
         assert!(parse_strs(&["qualify", "--baseline", "x", "--chunks", "0"]).is_err());
+        assert!(parse_strs(&["qualify", "--baseline", "x", "--rounds", "0"]).is_err());
         assert!(parse_strs(&["qualify", "--baseline", "x", "--reps"]).is_err());
     }
 

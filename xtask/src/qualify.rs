@@ -221,49 +221,79 @@ fn gate(root: &Path, options: &QualifyOptions) -> Result<ExitCode, String> {
         .map_or(0, |d| d.as_secs());
     let dir = qualify.join(format!("gate-{unix}"));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let (mut base_parts, mut cand_parts) = (Vec::new(), Vec::new());
-    for index in 1..=chunks {
-        let base = dir.join(format!("base-{index}.json"));
-        let cand = dir.join(format!("cand-{index}.json"));
-        let mut order = [
-            ("baseline", base_prog, &base_bin, &tree, &base),
-            (
-                "candidate",
-                cand_prog,
-                &cand_bin,
-                &root.to_path_buf(),
-                &cand,
-            ),
-        ];
-        if !baseline_first(index) {
-            order.reverse();
+    let merge = |parts: &[PathBuf], merged: &Path, concat: bool| {
+        let mut command = Command::new(&cand_bin);
+        command.args(cand_prog.mode("merge")).arg("-q");
+        if concat {
+            command.arg("--concat");
         }
-        for (what, programme, bin, cwd, file) in order {
-            if index == 1 || index % 50 == 0 || index == chunks {
-                eprintln!("xtask qualify: chunk {index}/{chunks}: {what}");
+        run(command.args(parts.iter()).arg("--output").arg(merged))
+    };
+    let rounds = options.rounds.max(1);
+    let (mut base_rounds, mut cand_rounds) = (Vec::new(), Vec::new());
+    for round in 1..=rounds {
+        let (mut base_parts, mut cand_parts) = (Vec::new(), Vec::new());
+        for index in 1..=chunks {
+            // One round's files keep the names of a single-round run.
+            let name = |side: &str| {
+                if rounds == 1 {
+                    format!("{side}-{index}.json")
+                } else {
+                    format!("{side}-r{round}-{index}.json")
+                }
+            };
+            let base = dir.join(name("base"));
+            let cand = dir.join(name("cand"));
+            let mut order = [
+                ("baseline", base_prog, &base_bin, &tree, &base),
+                (
+                    "candidate",
+                    cand_prog,
+                    &cand_bin,
+                    &root.to_path_buf(),
+                    &cand,
+                ),
+            ];
+            // Baseline first in odd chunks of odd rounds; the order flips per round.
+            if baseline_first(index) != (round % 2 == 1) {
+                order.reverse();
             }
-            run(Command::new(bin)
-                .args(chunk_args(
-                    programme,
-                    index,
-                    chunks,
-                    file,
-                    &options.passthrough,
-                ))
-                .current_dir(cwd))?;
+            for (what, programme, bin, cwd, file) in order {
+                if index == 1 || index % 50 == 0 || index == chunks {
+                    eprintln!(
+                        "xtask qualify: round {round}/{rounds}, chunk {index}/{chunks}: {what}"
+                    );
+                }
+                run(Command::new(bin)
+                    .args(chunk_args(
+                        programme,
+                        index,
+                        chunks,
+                        file,
+                        &options.passthrough,
+                    ))
+                    .current_dir(cwd))?;
+            }
+            base_parts.push(base);
+            cand_parts.push(cand);
         }
-        base_parts.push(base);
-        cand_parts.push(cand);
+        if rounds == 1 {
+            base_rounds = base_parts;
+            cand_rounds = cand_parts;
+        } else {
+            let (base, cand) = (
+                dir.join(format!("base-r{round}.json")),
+                dir.join(format!("cand-r{round}.json")),
+            );
+            merge(&base_parts, &base, false)?;
+            merge(&cand_parts, &cand, false)?;
+            base_rounds.push(base);
+            cand_rounds.push(cand);
+        }
     }
     let (base, cand) = (dir.join("base.json"), dir.join("cand.json"));
-    for (parts, merged) in [(&base_parts, &base), (&cand_parts, &cand)] {
-        run(Command::new(&cand_bin)
-            .args(cand_prog.mode("merge"))
-            .arg("-q")
-            .args(parts.iter())
-            .arg("--output")
-            .arg(merged))?;
-    }
+    merge(&base_rounds, &base, rounds > 1)?;
+    merge(&cand_rounds, &cand, rounds > 1)?;
     eprintln!(
         "xtask qualify: results in {}; the gate (simak-qualify compare):",
         dir.display()

@@ -878,14 +878,13 @@ impl Convert for Cast {
         let out: &mut [u8; 64] = (&mut out[..64])
             .try_into()
             .unwrap_or_else(|_| unreachable!("64 bytes"));
-        let (lo, hi) = (&src[..16], &src[plane_stride..plane_stride + 16]);
-        let mut y = [0u32; 16];
-        for ((y, &l), &h) in y.iter_mut().zip(lo).zip(hi) {
-            *y = u32::from(l) << 16 | u32::from(h) << 24;
-        }
-        for (o, y) in out.chunks_exact_mut(4).zip(y) {
-            o.copy_from_slice(&y.to_le_bytes());
-        }
+        let lo: &[u8; 16] = (&src[..16])
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("16 bytes"));
+        let hi: &[u8; 16] = (&src[plane_stride..plane_stride + 16])
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("16 bytes"));
+        super::arch::blocks::bf16_planes_to_f32(lo, hi, out);
     }
 
     #[inline(always)]

@@ -15,6 +15,7 @@
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod aarch64;
 pub(crate) mod band;
+pub(crate) mod blocks;
 pub(crate) mod convert;
 pub(crate) mod isa;
 pub(crate) mod quant;
