@@ -120,7 +120,9 @@ pub(crate) trait QuantLanes: Isa {
 
     /// Loads one step as [`QuantLanes::load_step`] does, reading only the first `n`
     /// elements at `ptr` (`n < 4 · LANES`); the other lanes hold zeros. Default: through a
-    /// zeroed stack copy of the `n` elements.
+    /// zeroed stack copy of the `n` elements. A level may arrange the lanes otherwise (the
+    /// AVX2 level loads overlapping whole vectors when `n ≥ 8`) when its
+    /// [`QuantLanes::store_partial`] undoes that arrangement: the pair is only used together.
     ///
     /// # Safety
     ///
@@ -136,7 +138,8 @@ pub(crate) trait QuantLanes: Isa {
     }
 
     /// Stores the first `n` bytes of one step's results (`n < 4 · LANES`) at `ptr`,
-    /// ordinary stores, writing no other byte. Default: through a stack copy.
+    /// ordinary stores, writing no other byte; the results are in the arrangement of the
+    /// level's [`QuantLanes::load_step_partial`]. Default: through a stack copy.
     ///
     /// # Safety
     ///
