@@ -221,20 +221,13 @@ fn gate(root: &Path, options: &QualifyOptions) -> Result<ExitCode, String> {
         .map_or(0, |d| d.as_secs());
     let dir = qualify.join(format!("gate-{unix}"));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let merge = |parts: &[PathBuf], merged: &Path, concat: bool| {
-        let mut command = Command::new(&cand_bin);
-        command.args(cand_prog.mode("merge")).arg("-q");
-        if concat {
-            command.arg("--concat");
-        }
-        run(command.args(parts.iter()).arg("--output").arg(merged))
-    };
     let rounds = options.rounds.max(1);
-    let (mut base_rounds, mut cand_rounds) = (Vec::new(), Vec::new());
+    // Every part in order taken (round by round); the chunks of a round hold distinct IDs,
+    // so with rounds `merge --concat` pools each ID's samples of every round.
+    let (mut base_parts, mut cand_parts) = (Vec::new(), Vec::new());
     for round in 1..=rounds {
-        let (mut base_parts, mut cand_parts) = (Vec::new(), Vec::new());
         for index in 1..=chunks {
-            // One round's files keep the names of a single-round run.
+            // A single-round run keeps the names it always had.
             let name = |side: &str| {
                 if rounds == 1 {
                     format!("{side}-{index}.json")
@@ -277,23 +270,16 @@ fn gate(root: &Path, options: &QualifyOptions) -> Result<ExitCode, String> {
             base_parts.push(base);
             cand_parts.push(cand);
         }
-        if rounds == 1 {
-            base_rounds = base_parts;
-            cand_rounds = cand_parts;
-        } else {
-            let (base, cand) = (
-                dir.join(format!("base-r{round}.json")),
-                dir.join(format!("cand-r{round}.json")),
-            );
-            merge(&base_parts, &base, false)?;
-            merge(&cand_parts, &cand, false)?;
-            base_rounds.push(base);
-            cand_rounds.push(cand);
-        }
     }
     let (base, cand) = (dir.join("base.json"), dir.join("cand.json"));
-    merge(&base_rounds, &base, rounds > 1)?;
-    merge(&cand_rounds, &cand, rounds > 1)?;
+    for (parts, merged) in [(&base_parts, &base), (&cand_parts, &cand)] {
+        let mut command = Command::new(&cand_bin);
+        command.args(cand_prog.mode("merge")).arg("-q");
+        if rounds > 1 {
+            command.arg("--concat");
+        }
+        run(command.args(parts.iter()).arg("--output").arg(merged))?;
+    }
     eprintln!(
         "xtask qualify: results in {}; the gate (simak-qualify compare):",
         dir.display()
