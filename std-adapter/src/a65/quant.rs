@@ -81,6 +81,8 @@ pub fn prepare(plan: &Plan) -> Prepared {
 fn select(plan: &Plan) -> State {
     let traversal = Traversal::new(plan.input(), plan.output());
     let shape = shape_of(plan, &traversal);
+    // (`EXACT_MAX_ELEMENTS` is 0 on AArch64.)
+    #[allow(clippy::absurd_extreme_comparisons)]
     let route = if shape == Shape::Elements || plan.elements() <= EXACT_MAX_ELEMENTS {
         Route::Exact
     } else {

@@ -20,6 +20,7 @@ use simak_core::layout::{Channels, TileAlign, TiledView};
 use simak_core::ops::Op;
 use simak_core::{DType, MAX_RANK, View};
 
+use super::arch::dequant::DequantLanes;
 #[cfg(target_arch = "aarch64")]
 use super::arch::isa::Neon;
 #[cfg(target_arch = "x86_64")]
@@ -240,6 +241,13 @@ impl Lanes {
             Lanes::Neon(t) => t.vectorize(AtLevel(body)),
         }
     }
+}
+
+/// Runs `body` compiled with the features of the level whose token is `token` (a
+/// [`Lanes`] variant's, so the CPU has them).
+#[inline]
+pub(crate) fn run_at<T: Isa, B: Body>(token: T, body: B) {
+    token.vectorize(AtLevel(body));
 }
 
 /// A walk to run at a level: its `body` is `#[inline(always)]`.
@@ -916,11 +924,9 @@ impl Convert for Cast {
 #[derive(Debug, Clone, core::marker::Copy, PartialEq)]
 pub enum Scale {
     /// `x · r` in binary32, `r` the binary32 reciprocal of `s`: taken when it equals the
-    /// table for every code (every power-of-two `s`, and most others).
+    /// table for every code (every power-of-two `s`, and some others; for most `s` about
+    /// a quarter of the INT8 codes differ).
     Mul32(f32),
-    /// `x · r` in binary64, `r = 1/s` in binary64, rounded once to binary32: taken when it
-    /// equals the table for every code and the binary32 product does not.
-    Mul64(f64),
     /// The binary32 division `x / s` itself (SPEC §12.2 step 3, rounded to nearest-even with
     /// gradual underflow).
     Div(f32),
@@ -935,21 +941,12 @@ trait ScaleOp: core::marker::Copy {
 #[derive(Clone, core::marker::Copy)]
 struct Mul32(f32);
 #[derive(Clone, core::marker::Copy)]
-struct Mul64(f64);
-#[derive(Clone, core::marker::Copy)]
 struct Div(f32);
 
 impl ScaleOp for Mul32 {
     #[inline(always)]
     fn apply(self, x: f32) -> f32 {
         x * self.0
-    }
-}
-
-impl ScaleOp for Mul64 {
-    #[inline(always)]
-    fn apply(self, x: f32) -> f32 {
-        (f64::from(x) * self.0) as f32
     }
 }
 
@@ -968,10 +965,6 @@ macro_rules! with_scale {
                 let $op = Mul32(r);
                 $body
             }
-            Scale::Mul64(r) => {
-                let $op = Mul64(r);
-                $body
-            }
             Scale::Div(s) => {
                 let $op = Div(s);
                 $body
@@ -983,30 +976,54 @@ macro_rules! with_scale {
 /// INT8 (`IN` = 1) or INT16 (`IN` = 2, `N` = 65,536) codes to FP32 in FP arithmetic,
 /// used only when the calling thread's FP environment is the default
 /// ([`Lanes::fp_division`]): `q − zp` exact in binary32, then the plan's [`Scale`] (each
-/// gives the table's bits for every code). Runs of packed elements and 16-channel blocks
-/// are vectorized at the level; other runs read the plan's table (the same bits).
-pub(crate) struct DivF32<'a, const IN: usize, const N: usize> {
+/// gives the table's bits for every code). 16-code blocks (16-channel blocks and runs of
+/// packed codes) run the level's [`DequantLanes`] body (`L` the level's token); packed
+/// INT16 runs a loop the level vectorizes; other runs and the last codes of a run read the
+/// plan's table (the same bits).
+pub(crate) struct DivF32<'a, const IN: usize, const N: usize, L> {
     pub table: &'a [u32; N],
     pub zero_point: f32,
     pub scale: Scale,
+    pub lanes: L,
 }
 
-impl<const IN: usize, const N: usize> DivF32<'_, IN, N> {
-    /// `n` packed INT8 codes into packed FP32.
+impl<const IN: usize, const N: usize, L: DequantLanes> DivF32<'_, IN, N, L> {
+    /// One 16-code block: `src` its INT8 codes, or the INT16 codes' plane of low bytes
+    /// (the high bytes `plane_stride` further).
     #[inline(always)]
-    fn packed8<S: ScaleOp>(src: &[u8], out: &mut [u8], zp: f32, op: S) {
-        for (y, &q) in out.chunks_exact_mut(4).zip(src) {
-            y.copy_from_slice(&op.apply(f32::from(q as i8) - zp).to_le_bytes());
+    fn block(&self, src: &[u8], plane_stride: usize, out: &mut [u8; 64]) {
+        let lo: &[u8; 16] = src[..16]
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("16 bytes"));
+        if IN == 1 {
+            self.lanes.i8x16(lo, out, self.zero_point, self.scale);
+        } else {
+            let hi: &[u8; 16] = src[plane_stride..plane_stride + 16]
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("16 bytes"));
+            self.lanes.i16x16(lo, hi, out, self.zero_point, self.scale);
         }
     }
 
-    /// `n` INT16 codes as a plane of low bytes and one of high bytes into packed FP32.
+    /// `n` codes (INT8 packed, or INT16 as two planes `plane_stride` apart) into packed
+    /// FP32: whole 16-code blocks, then the last `n mod 16` codes by the table.
     #[inline(always)]
-    fn planes16<S: ScaleOp>(lo: &[u8], hi: &[u8], out: &mut [u8], zp: f32, op: S) {
-        for ((y, &l), &h) in out.chunks_exact_mut(4).zip(lo).zip(hi) {
-            let q = f32::from(i16::from_le_bytes([l, h]));
-            y.copy_from_slice(&op.apply(q - zp).to_le_bytes());
+    fn blocks(&self, src: &[u8], plane_stride: usize, n: usize, out: &mut [u8]) {
+        let whole = n / 16;
+        for (b, y) in out[..64 * whole].chunks_exact_mut(64).enumerate() {
+            let y: &mut [u8; 64] = y.try_into().unwrap_or_else(|_| unreachable!("64 bytes"));
+            self.block(&src[16 * b..], plane_stride, y);
         }
+        let at = 16 * whole;
+        run_generic(
+            self,
+            &src[at..],
+            1,
+            plane_stride,
+            n - at,
+            &mut out[4 * at..],
+            4,
+        );
     }
 
     /// `n` packed little-endian INT16 codes into packed FP32.
@@ -1017,42 +1034,18 @@ impl<const IN: usize, const N: usize> DivF32<'_, IN, N> {
             y.copy_from_slice(&op.apply(q - zp).to_le_bytes());
         }
     }
-
-    /// One 16-channel block: a fixed-size body.
-    #[inline(always)]
-    fn block<S: ScaleOp>(src: &[u8], plane_stride: usize, out: &mut [u8; 64], zp: f32, op: S) {
-        let mut q = [0f32; 16];
-        if IN == 1 {
-            for (q, &b) in q.iter_mut().zip(&src[..16]) {
-                *q = f32::from(b as i8);
-            }
-        } else {
-            let (lo, hi) = (&src[..16], &src[plane_stride..plane_stride + 16]);
-            for ((q, &l), &h) in q.iter_mut().zip(lo).zip(hi) {
-                *q = f32::from(i16::from_le_bytes([l, h]));
-            }
-        }
-        let mut y = [0f32; 16];
-        for (y, &q) in y.iter_mut().zip(&q) {
-            *y = op.apply(q - zp);
-        }
-        for (o, y) in out.chunks_exact_mut(4).zip(y) {
-            o.copy_from_slice(&y.to_le_bytes());
-        }
-    }
 }
 
-impl<const IN: usize, const N: usize> Convert for DivF32<'_, IN, N> {
+impl<const IN: usize, const N: usize, L: DequantLanes> Convert for DivF32<'_, IN, N, L> {
     const IN: usize = IN;
     const OUT: usize = 4;
 
     #[inline(always)]
     fn block16(&self, src: &[u8], plane_stride: usize, out: &mut [u8]) {
-        let zp = self.zero_point;
         let out: &mut [u8; 64] = (&mut out[..64])
             .try_into()
             .unwrap_or_else(|_| unreachable!("64 bytes"));
-        with_scale!(self.scale, |op| Self::block(src, plane_stride, out, zp, op));
+        self.block(src, plane_stride, out);
     }
 
     #[inline(always)]
@@ -1070,27 +1063,14 @@ impl<const IN: usize, const N: usize> Convert for DivF32<'_, IN, N> {
         out: &mut [u8],
         out_stride: usize,
     ) {
-        let zp = self.zero_point;
-        if in_stride == 1 && out_stride == 4 {
-            let out = &mut out[..4 * n];
-            if IN == 1 {
-                let src = &src[..n];
-                if let Ok(out) = <&mut [u8; 64]>::try_from(&mut *out) {
-                    // One 16-channel block (PadTo16, CBlock16): a fixed-size body.
-                    with_scale!(self.scale, |op| Self::block(src, 1, out, zp, op));
-                    return;
-                }
-                with_scale!(self.scale, |op| Self::packed8(src, out, zp, op));
-                return;
-            }
-            if plane_stride >= n {
-                let (lo, hi) = (&src[..n], &src[plane_stride..plane_stride + n]);
-                with_scale!(self.scale, |op| Self::planes16(lo, hi, out, zp, op));
-                return;
-            }
+        if in_stride == 1 && out_stride == 4 && (IN == 1 || plane_stride >= n) {
+            // Packed INT8 codes, or INT16 as two planes (PadTo16, CBlock16).
+            self.blocks(src, plane_stride, n, out);
+            return;
         }
         if IN == 2 && plane_stride == 1 && in_stride == 2 && out_stride == 4 {
             let (src, out) = (&src[..2 * n], &mut out[..4 * n]);
+            let zp = self.zero_point;
             with_scale!(self.scale, |op| Self::packed16(src, out, zp, op));
             return;
         }
@@ -1187,7 +1167,6 @@ impl Dequant {
             // Checked only in the default FP environment (the one the FP path runs in).
             let fp = fp_ok();
             let r32 = 1.0 / s;
-            let r64 = 1.0 / f64::from(s);
             let scale = if fp
                 && r32.is_finite()
                 && r32 != 0.0
@@ -1197,14 +1176,6 @@ impl Dequant {
                     .all(|(&q, &bits)| (x(q) * r32).to_bits() == bits)
             {
                 Scale::Mul32(r32)
-            } else if fp
-                && r64.is_finite()
-                && codes
-                    .iter()
-                    .zip(table.iter())
-                    .all(|(&q, &bits)| ((f64::from(x(q)) * r64) as f32).to_bits() == bits)
-            {
-                Scale::Mul64(r64)
             } else {
                 Scale::Div(s)
             };
@@ -1253,22 +1224,44 @@ macro_rules! with_dequant {
                 ..
             } if division => {
                 // INT8 and INT16 → FP32 at a SIMD level in the default FP environment:
-                // the plan's FP computation (the table's bits, SPEC §12.2).
+                // the plan's FP computation (the table's bits, SPEC §12.2), with the level's
+                // token for its blocks.
                 let zero_point = *zero_point as f32;
-                if t.len() == 256 {
-                    let $c = &$crate::a65::untess::DivF32::<1, 256> {
-                        table: $crate::a65::untess::table(t),
-                        zero_point,
-                        scale: *scale,
-                    };
-                    lanes.run($walk)
-                } else {
-                    let $c = &$crate::a65::untess::DivF32::<2, 65536> {
-                        table: $crate::a65::untess::table(t),
-                        zero_point,
-                        scale: *scale,
-                    };
-                    lanes.run($walk)
+                macro_rules! at_level {
+                    ($token:expr) => {{
+                        let token = $token;
+                        if t.len() == 256 {
+                            let $c = &$crate::a65::untess::DivF32::<1, 256, _> {
+                                table: $crate::a65::untess::table(t),
+                                zero_point,
+                                scale: *scale,
+                                lanes: token,
+                            };
+                            $crate::a65::untess::run_at(token, $walk)
+                        } else {
+                            let $c = &$crate::a65::untess::DivF32::<2, 65536, _> {
+                                table: $crate::a65::untess::table(t),
+                                zero_point,
+                                scale: *scale,
+                                lanes: token,
+                            };
+                            $crate::a65::untess::run_at(token, $walk)
+                        }
+                    }};
+                }
+                match lanes {
+                    #[cfg(target_arch = "x86_64")]
+                    $crate::a65::untess::Lanes::Sse41(token) => at_level!(token),
+                    #[cfg(target_arch = "x86_64")]
+                    $crate::a65::untess::Lanes::Avx2(token) => at_level!(token),
+                    #[cfg(target_arch = "x86_64")]
+                    $crate::a65::untess::Lanes::Avx512(token) => at_level!(token),
+                    #[cfg(target_arch = "aarch64")]
+                    $crate::a65::untess::Lanes::Neon(token) => at_level!(token),
+                    // `fp_division` is false at the scalar level.
+                    $crate::a65::untess::Lanes::Scalar => {
+                        unreachable!("FP dequantization at the scalar level")
+                    }
                 }
             }
             $crate::a65::untess::Dequant::Table { table: t, .. } if t.len() == 256 && wide => {

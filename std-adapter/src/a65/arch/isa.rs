@@ -181,6 +181,15 @@ isa_table! {
         words "AArch64 NEON, FEAT_FP16", detect std::arch::is_aarch64_feature_detected!("fp16");
 }
 
+impl Avx512 {
+    /// The AVX2 + F16C token this one implies.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    #[inline(always)]
+    pub(crate) fn avx2(self) -> Avx2 {
+        Avx2(())
+    }
+}
+
 impl Avx512Vbmi {
     /// The AVX-512 F/BW/VL token this one implies.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]

@@ -17,6 +17,7 @@ pub(crate) mod aarch64;
 pub(crate) mod band;
 pub(crate) mod blocks;
 pub(crate) mod convert;
+pub(crate) mod dequant;
 pub(crate) mod isa;
 pub(crate) mod quant;
 pub mod reference;

@@ -7,8 +7,10 @@ use core::arch::aarch64::*;
 use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
+use super::super::super::untess::Scale;
 use super::super::band::{BandLanes, Lines, table_pattern};
 use super::super::convert::ConvertLanes;
+use super::super::dequant::DequantLanes;
 use super::super::isa::{Neon, lanes, ops};
 use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
@@ -138,7 +140,11 @@ lanes! {
             #[inline(always)]
             fn sra16<const K: i32>(self, a: uint16x8_t) -> uint16x8_t {
                 // SAFETY: NEON is part of the AArch64 baseline (`self` is its token).
-                unsafe { vreinterpretq_u16_s16(vshrq_n_s16::<K>(vreinterpretq_s16_u16(a))) }
+                let s = unsafe { vreinterpretq_s16_u16(a) };
+                // SAFETY: as above.
+                let s = unsafe { vshrq_n_s16::<K>(s) };
+                // SAFETY: as above.
+                unsafe { vreinterpretq_u16_s16(s) }
             }
             #[inline(always)]
             fn select(self, m: uint16x8_t, yes: uint16x8_t, no: uint16x8_t) -> uint16x8_t {
@@ -288,6 +294,60 @@ lanes! {
             #[inline(always)]
             fn lines(self) -> Neon {
                 self
+            }
+        }
+    }
+}
+
+lanes! {
+    impl DequantLanes for Neon with "neon" {
+        fn i8x16(self, src: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
+            // SAFETY: `src` is 16 readable bytes.
+            let v = unsafe { vld1q_s8(src.as_ptr().cast()) };
+            let (a, b) = (vmovl_s8(vget_low_s8(v)), vmovl_high_s8(v));
+            let q = [
+                vmovl_s16(vget_low_s16(a)),
+                vmovl_high_s16(a),
+                vmovl_s16(vget_low_s16(b)),
+                vmovl_high_s16(b),
+            ];
+            let z = vdupq_n_f32(zp);
+            for (o, q) in out.chunks_exact_mut(16).zip(q) {
+                let x = vsubq_f32(vcvtq_f32_s32(q), z);
+                let y = match scale {
+                    Scale::Mul32(r) => vmulq_f32(x, vdupq_n_f32(r)),
+                    Scale::Div(s) => vdivq_f32(x, vdupq_n_f32(s)),
+                };
+                // SAFETY: `o` is 16 writable bytes of `out`.
+                unsafe { vst1q_f32(o.as_mut_ptr().cast(), y) };
+            }
+        }
+
+        fn i16x16(self, lo: &[u8; 16], hi: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
+            // SAFETY: `lo` is 16 readable bytes; an unaligned load.
+            let l = unsafe { vld1q_u8(lo.as_ptr()) };
+            // SAFETY: `hi` is 16 readable bytes; an unaligned load.
+            let h = unsafe { vld1q_u8(hi.as_ptr()) };
+            // Interleaved, the planes give each code's 16 bits (little-endian lanes).
+            let (w0, w1) = (
+                vreinterpretq_s16_u8(vzip1q_u8(l, h)),
+                vreinterpretq_s16_u8(vzip2q_u8(l, h)),
+            );
+            let q = [
+                vmovl_s16(vget_low_s16(w0)),
+                vmovl_high_s16(w0),
+                vmovl_s16(vget_low_s16(w1)),
+                vmovl_high_s16(w1),
+            ];
+            let z = vdupq_n_f32(zp);
+            for (o, q) in out.chunks_exact_mut(16).zip(q) {
+                let x = vsubq_f32(vcvtq_f32_s32(q), z);
+                let y = match scale {
+                    Scale::Mul32(r) => vmulq_f32(x, vdupq_n_f32(r)),
+                    Scale::Div(s) => vdivq_f32(x, vdupq_n_f32(s)),
+                };
+                // SAFETY: `o` is 16 writable bytes of `out`.
+                unsafe { vst1q_f32(o.as_mut_ptr().cast(), y) };
             }
         }
     }

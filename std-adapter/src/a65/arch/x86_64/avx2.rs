@@ -6,8 +6,10 @@ use core::arch::x86_64::*;
 use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
+use super::super::super::untess::Scale;
 use super::super::band::{BandLanes, Lines, window_pattern};
 use super::super::convert::ConvertLanes;
+use super::super::dequant::DequantLanes;
 use super::super::isa::{Avx2, lanes, ops};
 use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
@@ -398,6 +400,48 @@ lanes! {
             #[inline(always)]
             fn lines(self) -> Avx2 {
                 self
+            }
+        }
+    }
+}
+
+lanes! {
+    impl DequantLanes for Avx2 with "avx2,f16c" {
+        fn i8x16(self, src: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
+            // SAFETY: `src` is 16 readable bytes; an unaligned load.
+            let v = unsafe { _mm_loadu_si128(src.as_ptr().cast()) };
+            let q = [_mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128::<8>(v))];
+            let z = _mm256_set1_ps(zp);
+            for (o, q) in out.chunks_exact_mut(32).zip(q) {
+                let x = _mm256_sub_ps(_mm256_cvtepi32_ps(q), z);
+                let y = match scale {
+                    Scale::Mul32(r) => _mm256_mul_ps(x, _mm256_set1_ps(r)),
+                    Scale::Div(s) => _mm256_div_ps(x, _mm256_set1_ps(s)),
+                };
+                // SAFETY: `o` is 32 writable bytes of `out`; an unaligned store.
+                unsafe { _mm256_storeu_ps(o.as_mut_ptr().cast(), y) };
+            }
+        }
+
+        fn i16x16(self, lo: &[u8; 16], hi: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
+            // SAFETY: `lo` is 16 readable bytes; an unaligned load.
+            let l = unsafe { _mm_loadu_si128(lo.as_ptr().cast()) };
+            // SAFETY: `hi` is 16 readable bytes; an unaligned load.
+            let h = unsafe { _mm_loadu_si128(hi.as_ptr().cast()) };
+            // Interleaved, the planes give each code's 16 bits.
+            let q = [
+                _mm256_cvtepi16_epi32(_mm_unpacklo_epi8(l, h)),
+                _mm256_cvtepi16_epi32(_mm_unpackhi_epi8(l, h)),
+            ];
+            let z = _mm256_set1_ps(zp);
+            for (o, q) in out.chunks_exact_mut(32).zip(q) {
+                let x = _mm256_sub_ps(_mm256_cvtepi32_ps(q), z);
+                let y = match scale {
+                    Scale::Mul32(r) => _mm256_mul_ps(x, _mm256_set1_ps(r)),
+                    Scale::Div(s) => _mm256_div_ps(x, _mm256_set1_ps(s)),
+                };
+                // SAFETY: `o` is 32 writable bytes of `out`; an unaligned store.
+                unsafe { _mm256_storeu_ps(o.as_mut_ptr().cast(), y) };
             }
         }
     }

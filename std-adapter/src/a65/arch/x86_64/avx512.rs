@@ -7,8 +7,10 @@ use simak_core::DType;
 use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
+use super::super::super::untess::Scale;
 use super::super::band::{BandLanes, Lines, window_pattern};
 use super::super::convert::ConvertLanes;
+use super::super::dequant::DequantLanes;
 use super::super::isa::{Avx512, lanes, ops};
 use super::super::quant::{Load, QuantLanes, load_four};
 use super::CLAMP_HI;
@@ -434,5 +436,19 @@ lanes! {
                 self
             }
         }
+    }
+}
+
+/// The AVX2 blocks (256-bit), inlined into the AVX-512 entry: no 512-bit body is written
+/// until it can be measured and tested on an AVX-512 machine.
+impl DequantLanes for Avx512 {
+    #[inline(always)]
+    fn i8x16(self, src: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
+        self.avx2().i8x16(src, out, zp, scale);
+    }
+
+    #[inline(always)]
+    fn i16x16(self, lo: &[u8; 16], hi: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
+        self.avx2().i16x16(lo, hi, out, zp, scale);
     }
 }

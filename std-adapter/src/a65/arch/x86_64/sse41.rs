@@ -5,6 +5,8 @@ use core::arch::x86_64::*;
 use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
+use super::super::super::untess::Scale;
+use super::super::dequant::DequantLanes;
 use super::super::isa::{Sse41, lanes};
 use super::super::quant::{Load, QuantLanes};
 use super::{CLAMP_HI, load_partial_128, store_partial_128};
@@ -85,6 +87,56 @@ lanes! {
         unsafe fn store_partial(self, ptr: *mut u8, bytes: __m128i, n: usize) {
             // SAFETY: n < 16 bytes writable at `ptr` (caller).
             unsafe { store_partial_128!(ptr, bytes, n) }
+        }
+    }
+}
+
+lanes! {
+    impl DequantLanes for Sse41 with "sse4.1" {
+        fn i8x16(self, src: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
+            // SAFETY: `src` is 16 readable bytes; an unaligned load.
+            let v = unsafe { _mm_loadu_si128(src.as_ptr().cast()) };
+            let q = [
+                _mm_cvtepi8_epi32(v),
+                _mm_cvtepi8_epi32(_mm_srli_si128::<4>(v)),
+                _mm_cvtepi8_epi32(_mm_srli_si128::<8>(v)),
+                _mm_cvtepi8_epi32(_mm_srli_si128::<12>(v)),
+            ];
+            let z = _mm_set1_ps(zp);
+            for (o, q) in out.chunks_exact_mut(16).zip(q) {
+                let x = _mm_sub_ps(_mm_cvtepi32_ps(q), z);
+                let y = match scale {
+                    Scale::Mul32(r) => _mm_mul_ps(x, _mm_set1_ps(r)),
+                    Scale::Div(s) => _mm_div_ps(x, _mm_set1_ps(s)),
+                };
+                // SAFETY: `o` is 16 writable bytes of `out`; an unaligned store.
+                unsafe { _mm_storeu_ps(o.as_mut_ptr().cast(), y) };
+            }
+        }
+
+        fn i16x16(self, lo: &[u8; 16], hi: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
+            // SAFETY: `lo` is 16 readable bytes; an unaligned load.
+            let l = unsafe { _mm_loadu_si128(lo.as_ptr().cast()) };
+            // SAFETY: `hi` is 16 readable bytes; an unaligned load.
+            let h = unsafe { _mm_loadu_si128(hi.as_ptr().cast()) };
+            // Interleaved, the planes give each code's 16 bits.
+            let (w0, w1) = (_mm_unpacklo_epi8(l, h), _mm_unpackhi_epi8(l, h));
+            let q = [
+                _mm_cvtepi16_epi32(w0),
+                _mm_cvtepi16_epi32(_mm_srli_si128::<8>(w0)),
+                _mm_cvtepi16_epi32(w1),
+                _mm_cvtepi16_epi32(_mm_srli_si128::<8>(w1)),
+            ];
+            let z = _mm_set1_ps(zp);
+            for (o, q) in out.chunks_exact_mut(16).zip(q) {
+                let x = _mm_sub_ps(_mm_cvtepi32_ps(q), z);
+                let y = match scale {
+                    Scale::Mul32(r) => _mm_mul_ps(x, _mm_set1_ps(r)),
+                    Scale::Div(s) => _mm_div_ps(x, _mm_set1_ps(s)),
+                };
+                // SAFETY: `o` is 16 writable bytes of `out`; an unaligned store.
+                unsafe { _mm_storeu_ps(o.as_mut_ptr().cast(), y) };
+            }
         }
     }
 }
