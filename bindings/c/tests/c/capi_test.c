@@ -19,13 +19,10 @@
 
 #include <simak/simak.h>
 
+#include "fp_env.h"
 #include "oracle.h"
 #include "output_side.h"
 #include "preproc.h"
-
-#if defined(__x86_64__)
-#include <xmmintrin.h>
-#endif
 
 static int passed = 0, failed = 0;
 
@@ -773,22 +770,6 @@ typedef struct ftz_job {
     size_t exact_bad;
     int simd_untouched;
 } ftz_job;
-
-static int set_ftz(void) {
-#if defined(__x86_64__)
-    _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ and DAZ */
-    return (_mm_getcsr() & 0x8040) == 0x8040;
-#elif defined(__aarch64__)
-    uint64_t fpcr;
-    __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
-    fpcr |= (uint64_t)1 << 24; /* FZ */
-    __asm__ __volatile__("msr fpcr, %0" : : "r"(fpcr));
-    __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
-    return (fpcr >> 24 & 1) == 1;
-#else
-    return 0;
-#endif
-}
 
 static void *ftz_thread(void *arg) {
     ftz_job *job = (ftz_job *)arg;

@@ -8,6 +8,7 @@
  * written here by hand (SiMa's fixture sizes, the BF16 c16 pixel), never from simak.
  * Padding in the tiled inputs is a junk byte, so reading padding into a result fails.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include <simak/simak.h>
 
+#include "fp_env.h"
 #include "oracle.h"
 #include "output_side.h"
 
@@ -459,6 +461,101 @@ static void dequant_spot_values(void) {
     }
 }
 
+/* A Dequant call on a thread whose FP environment flushes subnormals. */
+typedef struct ftz_job {
+    const simak_dequant_plan *plan;
+    const unsigned char *in;
+    size_t in_bytes;
+    unsigned char *out;
+    size_t out_bytes;
+    uint32_t code;
+    int applied;
+} ftz_job;
+
+static void *ftz_thread(void *arg) {
+    ftz_job *job = (ftz_job *)arg;
+    simak_error err;
+    job->applied = set_ftz();
+    job->code = simak_dequant_execute(job->plan, job->in, job->in_bytes, job->out,
+                                      job->out_bytes, &err);
+    return NULL;
+}
+
+/* SPEC §12.2: INT8 / INT16 / INT32 → FP32 never depends on the caller's FP environment.
+ * Under flush-to-zero the FP paths must give way to the table (INT8, INT16) or the integer
+ * path (INT32): the same bytes as in the default environment, whose values the spot checks
+ * above compare with the oracle. The largest finite multiplier makes the results of
+ * codes -3..3 subnormal (so a flushing FP path would differ: checked), 1/3 gives ordinary
+ * ones. */
+static void dequant_under_ftz(void) {
+    static const uint32_t multipliers[2] = {0x7f7fffffu, 0x3eaaaaabu};
+    size_t e, m, k;
+    for (e = 1; e <= 4; e *= 2) {
+        for (m = 0; m < 2; ++m) {
+            size_t count = e == 4 ? 1024 : (e == 2 ? 4096 : 256), subnormal = 0;
+            buffer in = buffer_new(count * e, 0), main_out = buffer_new(count * 4, MARK),
+                   ftz_out = buffer_new(count * 4, MARK);
+            simak_tensor ti, to;
+            simak_dequant_params p;
+            simak_dequant_plan *plan = NULL;
+            simak_error err;
+            uint32_t code;
+            pthread_t thread;
+            ftz_job job;
+            float s;
+            memcpy(&s, &multipliers[m], 4);
+            p = simak_dequant_params_default(s);
+            /* Codes spread over the dtype's range, every third one in -3..3. */
+            for (k = 0; k < count; ++k) {
+                uint32_t v = k % 3 == 0 ? (uint32_t)((int32_t)(k % 7) - 3)
+                                        : (uint32_t)(k * 2654435761u);
+                size_t j;
+                for (j = 0; j < e; ++j) in.p[k * e + j] = (unsigned char)(v >> (8 * j));
+            }
+            memset(&ti, 0, sizeof ti);
+            ti.rank = 1;
+            ti.extents[0] = count;
+            ti.dtype = int_dtype(e);
+            to = ti;
+            to.dtype = SIMAK_DTYPE_F32;
+            code = simak_dequant_plan_new(&ti, &to, &p, &plan, &err);
+            CHECK_CODE(code, 0u, err);
+            if (code != 0) continue;
+            code = simak_dequant_execute(plan, in.p, count * e, main_out.p, count * 4, &err);
+            CHECK_CODE(code, 0u, err);
+            memset(&job, 0, sizeof job);
+            job.plan = plan;
+            job.in = in.p;
+            job.in_bytes = count * e;
+            job.out = ftz_out.p;
+            job.out_bytes = count * 4;
+            CHECK(pthread_create(&thread, NULL, ftz_thread, &job) == 0, "thread");
+            pthread_join(thread, NULL);
+            for (k = 0; k < count; ++k) {
+                uint32_t bits = 0;
+                size_t j;
+                for (j = 0; j < 4; ++j) bits |= (uint32_t)main_out.p[k * 4 + j] << (8 * j);
+                subnormal += (bits & 0x7f800000u) == 0 && (bits & 0x007fffffu) != 0;
+            }
+            if (m == 0) CHECK(subnormal > 0, "E %zu: no subnormal result", e);
+            if (!job.applied) {
+                printf("note: flush-to-zero did not stick on this CPU or emulator; Dequant "
+                       "under FTZ is not checked in this run\n");
+            } else {
+                CHECK(job.code == 0, "E %zu s %a under FTZ: code 0x%x", e, (double)s,
+                      (unsigned)job.code);
+                CHECK(memcmp(main_out.p, ftz_out.p, count * 4) == 0,
+                      "E %zu s %a: under FTZ the bytes differ from the default environment's",
+                      e, (double)s);
+            }
+            simak_dequant_plan_free(plan);
+            free(in.base);
+            free(main_out.base);
+            free(ftz_out.base);
+        }
+    }
+}
+
 /* Refusals: codes, messages, NULL plans. */
 static void errors(void) {
     oracle_mla m = mla(1, 2, 3, 40, 2, 3, 40, ORACLE_CBLOCK16, 16, 1);
@@ -652,6 +749,7 @@ void output_side_tests(int *passed, int *failed) {
     sweep();
     bf16_c16_pixel();
     dequant_spot_values();
+    dequant_under_ftz();
     errors();
     heads();
 }
