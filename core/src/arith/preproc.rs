@@ -21,11 +21,9 @@ use crate::arith::dequant::{div_f32_bits, round_f32, split};
 /// ```
 #[inline(always)]
 pub const fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [u8; 3] {
-    let luma = if y > 16 {
-        (y as i32 - 16) * 1_220_542
-    } else {
-        0
-    };
+    // max(0, Y − 16), without a branch.
+    let luma = y as i32 - 16;
+    let luma = (luma & !(luma >> 31)) * 1_220_542;
     let (u, v) = (u as i32 - 128, v as i32 - 128);
     let base = luma + (1 << 19);
     [
@@ -35,16 +33,12 @@ pub const fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [u8; 3] {
     ]
 }
 
-/// Saturates to [0, 255].
+/// Saturates to [0, 255], without branches (camera data saturates unpredictably): a
+/// negative `x` is masked to 0, then one above 255 is ORed to all ones.
 #[inline(always)]
 const fn sat_u8(x: i32) -> u8 {
-    if x < 0 {
-        0
-    } else if x > 255 {
-        255
-    } else {
-        x as u8
-    }
+    let x = x & !(x >> 31);
+    (x | ((255 - x) >> 31)) as u8
 }
 
 /// The normalization of SPEC §13 for one 8-bit value `p` of one output channel, as

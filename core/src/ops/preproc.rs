@@ -618,6 +618,108 @@ impl Plan {
             rgb
         }
     }
+
+    /// The raw 8-bit values of output pixels `(n, y, x0 + k)` for `k < out.len()`, as
+    /// [`pixel`](Plan::pixel) gives them one by one (border pixels the pad value), with
+    /// each plane's row sliced once: the row loop of the A65 and of the EV74 kernels.
+    pub fn pixel_row(&self, input: &[u8], n: u64, y: u64, x0: u64, out: &mut [[u8; 3]]) {
+        let b = &self.border;
+        let (h, w) = (self.frame.height, self.frame.width);
+        let len = out.len() as u64;
+        let end = x0.saturating_add(len);
+        if y < b.top || y - b.top >= h {
+            out.fill(self.pad);
+            return;
+        }
+        // The covered columns inside the frame: [lo, hi) of the output row.
+        let lo = x0.max(b.left).min(end);
+        let hi = end.min(b.left.saturating_add(w)).max(lo);
+        let (head, rest) = out.split_at_mut((lo - x0) as usize);
+        let (inner, tail) = rest.split_at_mut((hi - lo) as usize);
+        head.fill(self.pad);
+        tail.fill(self.pad);
+        if inner.is_empty() {
+            return;
+        }
+        let (fy, fx) = (y - b.top, lo - b.left);
+        let base = n * self.frame.frame_stride;
+        let format = self.frame.format;
+        let count = inner.len() as u64;
+        // Plane `plane`'s bytes `from..from + bytes` of frame row `row`, if in `input`.
+        let slice = |plane: usize, row: u64, from: u64, bytes: u64| -> Option<&[u8]> {
+            let p = &self.frame.planes[plane];
+            let start = base + p.offset + row * p.row_stride + from;
+            let start = usize::try_from(start).ok()?;
+            input.get(start..start.checked_add(usize::try_from(bytes).ok()?)?)
+        };
+        let done = match format {
+            Format::GRAY8 => slice(0, fy, fx, count).map(|r| {
+                for (o, &v) in inner.iter_mut().zip(r) {
+                    *o = [v; 3];
+                }
+            }),
+            Format::RGB8 | Format::RGBX8 | Format::BGR8 | Format::BGRX8 => {
+                let bpp = format.pixel_bytes();
+                let (r, bl) = if matches!(format, Format::RGB8 | Format::RGBX8) {
+                    (0, 2)
+                } else {
+                    (2, 0)
+                };
+                slice(0, fy, fx * bpp, count * bpp).map(|row| {
+                    for (o, px) in inner.iter_mut().zip(row.chunks_exact(bpp as usize)) {
+                        *o = [px[r], px[1], px[bl]];
+                    }
+                })
+            }
+            Format::NV12 => {
+                // Chroma pairs (U, V) of columns fx / 2 ..= (fx + count − 1) / 2.
+                let (c0, c1) = (fx / 2, (fx + count - 1) / 2);
+                match (
+                    slice(0, fy, fx, count),
+                    slice(1, fy / 2, 2 * c0, 2 * (c1 - c0 + 1)),
+                ) {
+                    (Some(luma), Some(uv)) => {
+                        for (k, (o, &l)) in inner.iter_mut().zip(luma).enumerate() {
+                            let c = ((fx + k as u64) / 2 - c0) as usize;
+                            *o = yuv_to_rgb(l, uv[2 * c], uv[2 * c + 1]);
+                        }
+                        Some(())
+                    }
+                    _ => None,
+                }
+            }
+            Format::I420 => {
+                let (c0, c1) = (fx / 2, (fx + count - 1) / 2);
+                match (
+                    slice(0, fy, fx, count),
+                    slice(1, fy / 2, c0, c1 - c0 + 1),
+                    slice(2, fy / 2, c0, c1 - c0 + 1),
+                ) {
+                    (Some(luma), Some(u), Some(v)) => {
+                        for (k, (o, &l)) in inner.iter_mut().zip(luma).enumerate() {
+                            let c = ((fx + k as u64) / 2 - c0) as usize;
+                            *o = yuv_to_rgb(l, u[c], v[c]);
+                        }
+                        Some(())
+                    }
+                    _ => None,
+                }
+            }
+        };
+        if done.is_none() {
+            // A row that leaves `input` (not after `execute`'s span checks): pixel by pixel,
+            // bytes past the end reading as 0.
+            for (k, o) in inner.iter_mut().enumerate() {
+                *o = self.pixel(input, n, y, lo + k as u64);
+            }
+            return;
+        }
+        if self.bgr && format != Format::GRAY8 {
+            for o in inner.iter_mut() {
+                o.swap(0, 2);
+            }
+        }
+    }
 }
 
 /// Admits a Preproc request (SPEC §13). Reads no frame data.

@@ -12,7 +12,10 @@
 //!
 //! This first version has one portable path, run at every [`Level`] (`prepare_at` accepts
 //! every level this CPU has; [`Prepared::level`](super::Prepared::level) reports
-//! `scalar`). No heap allocation during `execute`.
+//! `scalar`). It reads the frame a row piece at a time
+//! ([`Plan::pixel_row`](simak_core::ops::preproc::Plan::pixel_row): up to 64 pixels, each
+//! plane's row sliced once), for strided outputs and for tile rows along W. No heap
+//! allocation during `execute`.
 //!
 //! ```
 //! use simak::a65;
@@ -230,20 +233,79 @@ fn run_strided(
         _ => return,
     };
     let [sn, sy, sx, sc] = strides4(plan, view);
-    let mut pixels = Pixels::new(plan, input);
     let t = &state.tables.0;
+    let mut raw = [[0u8; 3]; ROW];
     for n in ranges[0].clone() {
         for y in ranges[1].clone() {
-            for x in ranges[2].clone() {
-                let raw = pixels.get(n, y, x);
+            let mut x = ranges[2].start;
+            while x < ranges[2].end {
+                let k = (ranges[2].end - x).min(ROW);
+                let raw = &mut raw[..k];
+                plan.pixel_row(input, n as u64, y as u64, x as u64, raw);
                 // The part's slice starts at `base`, at or before every element it owns
                 // (the C axis too may be the one cut).
                 let at = n * sn + y * sy + x * sx;
-                for c in ranges[3].clone() {
-                    let v = t[c][usize::from(raw[c])].to_le_bytes();
-                    let o = at + c * sc - base;
-                    out[o..o + bytes].copy_from_slice(&v[..bytes]);
+                let row = Row {
+                    raw,
+                    at,
+                    sx,
+                    sc,
+                    channels: ranges[3].clone(),
+                    base,
+                };
+                if bytes == 4 {
+                    row.write::<4>(t, out);
+                } else {
+                    row.write::<1>(t, out);
                 }
+                x += k;
+            }
+        }
+    }
+}
+
+/// Pixels per row piece of the strided walk (a stack buffer of raw values).
+const ROW: usize = 64;
+
+/// A piece of an output row: the raw values of its pixels, the output byte of the first
+/// (relative to the port), the strides and the covered channels.
+struct Row<'a> {
+    raw: &'a [[u8; 3]],
+    at: usize,
+    sx: usize,
+    sc: usize,
+    channels: Range<usize>,
+    base: usize,
+}
+
+impl Row<'_> {
+    /// Writes each covered element's `B` bytes (the table entry's low bytes) into `out`,
+    /// which starts at port byte `base`.
+    #[inline(always)]
+    fn write<const B: usize>(&self, t: &[[u32; 256]; 3], out: &mut [u8]) {
+        let Row {
+            raw,
+            at,
+            sx,
+            sc,
+            ref channels,
+            base,
+        } = *self;
+        if channels.start == 0 && channels.end == 3 && sc == B && sx == 3 * B {
+            // Packed three-channel pixels (HWC): one contiguous run of 3·B bytes each.
+            let run = &mut out[at - base..][..3 * B * raw.len()];
+            for (px, y) in raw.iter().zip(run.chunks_exact_mut(3 * B)) {
+                for (c, y) in y.chunks_exact_mut(B).enumerate() {
+                    y.copy_from_slice(&t[c][usize::from(px[c])].to_le_bytes()[..B]);
+                }
+            }
+            return;
+        }
+        for (i, px) in raw.iter().enumerate() {
+            let p = at + i * sx;
+            for c in channels.clone() {
+                let o = p + c * sc - base;
+                out[o..o + B].copy_from_slice(&t[c][usize::from(px[c])].to_le_bytes()[..B]);
             }
         }
     }
@@ -261,6 +323,7 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
     let extents = view.extents();
     let t = &state.tables.0;
     let mut pixels = Pixels::new(plan, input);
+    let mut raw = [[0u8; 3]; ROW];
     // Unit steps per role, as slot vectors.
     let mut role_slot = [None; 4];
     for (r, axis) in layout.axes.iter().enumerate() {
@@ -289,21 +352,39 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
         let data = td * th * tw * pixel_bytes;
         let size = tile.bytes as usize;
         let dst = &mut out[pos..pos + size];
+        // Tile rows along x with channels along c (the usual roles): one row piece of raw
+        // values per tile row.
+        let rows = role_slot[2] == Some(2) && role_slot[3] == Some(3) && tw <= ROW;
         let mut k = 0usize;
         for d in 0..td {
             for h in 0..th {
+                let mut row = first;
+                for (r, i) in [(0, d), (1, h)] {
+                    if let Some(s) = role_slot[r] {
+                        row[s] += i;
+                    }
+                }
+                if rows {
+                    let [n, y, x, _] = row.map(|i| i as u64);
+                    plan.pixel_row(input, n, y, x, &mut raw[..tw]);
+                }
                 for w in 0..tw {
-                    let mut idx = first;
-                    for (r, i) in [(0, d), (1, h), (2, w)] {
-                        if let Some(s) = role_slot[r] {
-                            idx[s] += i;
+                    let px = &mut dst[k * pixel_bytes..(k + 1) * pixel_bytes];
+                    if rows {
+                        let (r, c0) = (raw[w], row[3]);
+                        for ch in 0..tc {
+                            let v = t[c0 + ch][usize::from(r[c0 + ch])];
+                            for (p, plane) in px.chunks_exact_mut(sc).enumerate() {
+                                plane[ch] = (v >> (8 * p)) as u8;
+                            }
                         }
                     }
-                    let px = &mut dst[k * pixel_bytes..(k + 1) * pixel_bytes];
-                    for ch in 0..tc {
-                        let mut e = idx;
-                        if let Some(s) = role_slot[3] {
-                            e[s] += ch;
+                    for ch in 0..if rows { 0 } else { tc } {
+                        let mut e = row;
+                        for (r, i) in [(2, w), (3, ch)] {
+                            if let Some(s) = role_slot[r] {
+                                e[s] += i;
+                            }
                         }
                         let raw = pixels.get(e[0], e[1], e[2]);
                         let v = t[e[3]][usize::from(raw[e[3]])];
