@@ -365,21 +365,20 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
                     }
                 }
                 if rows {
-                    let [n, y, x, _] = row.map(|i| i as u64);
-                    plan.pixel_row(input, n, y, x, &mut raw[..tw]);
+                    let [n, y, x, c0] = row;
+                    plan.pixel_row(input, n as u64, y as u64, x as u64, &mut raw[..tw]);
+                    let dst = &mut dst[k * pixel_bytes..(k + tw) * pixel_bytes];
+                    if planes == 1 {
+                        tile_row::<1>(t, &raw[..tw], c0, tc, sc, dst);
+                    } else {
+                        tile_row::<2>(t, &raw[..tw], c0, tc, sc, dst);
+                    }
+                    k += tw;
+                    continue;
                 }
                 for w in 0..tw {
                     let px = &mut dst[k * pixel_bytes..(k + 1) * pixel_bytes];
-                    if rows {
-                        let (r, c0) = (raw[w], row[3]);
-                        for ch in 0..tc {
-                            let v = t[c0 + ch][usize::from(r[c0 + ch])];
-                            for (p, plane) in px.chunks_exact_mut(sc).enumerate() {
-                                plane[ch] = (v >> (8 * p)) as u8;
-                            }
-                        }
-                    }
-                    for ch in 0..if rows { 0 } else { tc } {
+                    for ch in 0..tc {
                         let mut e = row;
                         for (r, i) in [(2, w), (3, ch)] {
                             if let Some(s) = role_slot[r] {
@@ -401,6 +400,44 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
         }
         dst[data..].fill(0);
         pos += size;
+    }
+}
+
+/// One tile row from a row piece of raw values `raw` (one per pixel): pixel `w` at
+/// `dst[w · P · sc..]`, its plane `p` (`P` byte planes of `sc` stored channels) the byte
+/// `p` of the table entry of each covered channel `c0..c0 + tc`, then zeros up to `sc`.
+#[inline(always)]
+fn tile_row<const P: usize>(
+    t: &[[u32; 256]; 3],
+    raw: &[[u8; 3]],
+    c0: usize,
+    tc: usize,
+    sc: usize,
+    dst: &mut [u8],
+) {
+    if c0 == 0 && tc == 3 && sc == 3 {
+        // Three channels stored as three (Compact): a fixed pattern per pixel.
+        for (px, r) in dst.chunks_exact_mut(3 * P).zip(raw) {
+            let v = [
+                t[0][usize::from(r[0])],
+                t[1][usize::from(r[1])],
+                t[2][usize::from(r[2])],
+            ];
+            for (p, plane) in px.chunks_exact_mut(3).enumerate() {
+                for (y, v) in plane.iter_mut().zip(v) {
+                    *y = (v >> (8 * p)) as u8;
+                }
+            }
+        }
+        return;
+    }
+    for (px, r) in dst.chunks_exact_mut(P * sc).zip(raw) {
+        for (p, plane) in px.chunks_exact_mut(sc).enumerate() {
+            for (ch, y) in plane[..tc].iter_mut().enumerate() {
+                *y = (t[c0 + ch][usize::from(r[c0 + ch])] >> (8 * p)) as u8;
+            }
+            plane[tc..].fill(0);
+        }
     }
 }
 
