@@ -20,11 +20,7 @@ pub(crate) const DTYPE_CHOICES: &str = "\"f32\", \"bf16\", \"f16\" or a NumPy dt
 pub(crate) fn parse_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
     let bad = |what: String| {
         let code = simak::error::BINDING_INVALID_ENUM;
-        simak_error(
-            py,
-            code,
-            format!("dtype={what} is none of {DTYPE_CHOICES} (simak error code {code})"),
-        )
+        simak_error(py, code, format!("dtype={what} is none of {DTYPE_CHOICES}"))
     };
     if let Ok(s) = dtype.extract::<pyo3::pybacked::PyBackedStr>() {
         return match &*s {
@@ -75,7 +71,7 @@ pub(crate) fn input_dtype(
             found: DType::F32,
         }
         .code();
-        simak_error(py, code, format!("{why} (simak error code {code})"))
+        simak_error(py, code, why)
     };
     if descr.itemsize() > 1 && descr.is_native_byteorder() == Some(false) {
         return Err(refuse(format!(
@@ -150,7 +146,7 @@ pub(crate) fn multiplier_bits(m: &Bound<'_, PyAny>) -> PyResult<u32> {
             m.py(),
             code,
             format!(
-                "multiplier {} rounds to {to} in binary32 (finite, nonzero binary32 values lie between about 1.4e-45 and 3.4e38) (simak error code {code})",
+                "multiplier {} rounds to {to} in binary32 (finite, nonzero binary32 values lie between about 1.4e-45 and 3.4e38)",
                 repr(m)
             ),
         ));
@@ -166,10 +162,7 @@ pub(crate) fn zero_point(py: Python<'_>, zp: &Bound<'_, PyAny>) -> PyResult<i32>
         simak_error(
             py,
             code,
-            format!(
-                "zero point {} is outside [-128, 127] (simak error code {code})",
-                repr(zp)
-            ),
+            format!("zero point {} is outside [-128, 127]", repr(zp)),
         )
     };
     match zp.extract::<i64>() {
@@ -194,7 +187,7 @@ pub(crate) fn parse_rounding(py: Python<'_>, s: &str) -> PyResult<Rounding> {
             simak_error(
                 py,
                 code,
-                format!("rounding={s:?} is none of {ROUNDING_CHOICES} (simak error code {code})"),
+                format!("rounding={s:?} is none of {ROUNDING_CHOICES}"),
             )
         })
 }
@@ -209,9 +202,7 @@ pub(crate) fn parse_channels(py: Python<'_>, s: &str) -> PyResult<Channels> {
             Err(simak_error(
                 py,
                 code,
-                format!(
-                    "channels={other:?} is none of \"compact\", \"pad16\", \"cblock16\" (simak error code {code})"
-                ),
+                format!("channels={other:?} is none of \"compact\", \"pad16\", \"cblock16\""),
             ))
         }
     }
@@ -263,7 +254,7 @@ pub(crate) fn parse_axes(py: Python<'_>, axes: &Bound<'_, PyAny>) -> PyResult<[O
                 py,
                 code,
                 format!(
-                    "axes[{k}] is {v}: a negative axis is refused (in NumPy -1 means the last axis, in the CLI and C it means absent); use None for an absent role or a nonnegative axis index (simak error code {code})"
+                    "axes[{k}] is {v}: a negative axis is refused (in NumPy -1 means the last axis, in the CLI and C it means absent); use None for an absent role or a nonnegative axis index"
                 ),
             ));
         }
@@ -290,9 +281,7 @@ pub(crate) fn parse_tile(py: Python<'_>, tile: &Bound<'_, PyAny>) -> PyResult<[u
             simak_error(
                 py,
                 code,
-                format!(
-                    "tile[{k}] is {v}: a tile extent is an integer in 1..=extent (simak error code {code})"
-                ),
+                format!("tile[{k}] is {v}: a tile extent is an integer in 1..=extent"),
             )
         })?;
     }
@@ -316,11 +305,7 @@ pub(crate) fn parse_u64s(x: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u64>>
         .map(|(axis, &v)| {
             u64::try_from(v).map_err(|_| {
                 let code = simak::error::BINDING_OUT_OF_RANGE;
-                simak_error(
-                    x.py(),
-                    code,
-                    format!("{what}[{axis}] is {v}: {rule} (simak error code {code})"),
-                )
+                simak_error(x.py(), code, format!("{what}[{axis}] is {v}: {rule}"))
             })
         })
         .collect()

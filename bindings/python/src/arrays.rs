@@ -118,7 +118,7 @@ pub(crate) fn as_out_array<'py>(
         return Err(simak_error(
             py,
             code,
-            format!("{name}= is a read-only array (simak error code {code})"),
+            format!("{name}= is a read-only array"),
         ));
     }
     Ok(a.clone())
@@ -151,10 +151,7 @@ impl Geometry {
             return Err(simak_error(
                 py,
                 e.code(),
-                format!(
-                    "{name} has {rank} dimensions: {e} (simak error code {})",
-                    e.code()
-                ),
+                format!("{name} has {rank} dimensions: {e}",),
             ));
         }
         let mut extents = [0u64; MAX_RANK];
@@ -170,7 +167,7 @@ impl Geometry {
                     py,
                     code,
                     format!(
-                        "{name} has stride {s} bytes on axis {axis}: a negative stride (a reversed view such as x[::-1]) is not admitted, strides in bytes are unsigned in the contract; pass np.ascontiguousarray({name}) to copy it (simak error code {code})"
+                        "{name} has stride {s} bytes on axis {axis}: a negative stride (a reversed view such as x[::-1]) is not admitted, strides in bytes are unsigned in the contract; pass np.ascontiguousarray({name}) to copy it"
                     ),
                 ));
             } else {
@@ -261,7 +258,7 @@ pub(crate) fn contiguous_bytes(a: &Bound<'_, PyUntypedArray>, name: &str) -> PyR
             a.py(),
             code,
             format!(
-                "{name}= must be a C-contiguous array (a buffer of bytes); pass np.ascontiguousarray({name}) (simak error code {code})"
+                "{name}= must be a C-contiguous array (a buffer of bytes); pass np.ascontiguousarray({name})"
             ),
         ));
     }
@@ -353,7 +350,7 @@ pub(crate) fn tiled_out<'py>(
                     py,
                     code,
                     format!(
-                        "out= has dtype {}; the tiled ops write bytes into a uint8 buffer (simak error code {code})",
+                        "out= has dtype {}; the tiled ops write bytes into a uint8 buffer",
                         repr(a.dtype().as_any())
                     ),
                 ));
@@ -404,7 +401,7 @@ pub(crate) fn same_geometry(
             py,
             code,
             format!(
-                "{name} has rank {} (shape {:?}) but the plan's {port} has rank {} (shape {:?}) (simak error code {code})",
+                "{name} has rank {} (shape {:?}) but the plan's {port} has rank {} (shape {:?})",
                 got.rank(),
                 shape(got),
                 want.rank(),
@@ -418,7 +415,7 @@ pub(crate) fn same_geometry(
             py,
             code,
             format!(
-                "{name} has shape {:?} but the plan's {port} has shape {:?} (simak error code {code})",
+                "{name} has shape {:?} but the plan's {port} has shape {:?}",
                 shape(got),
                 shape(want)
             ),
@@ -429,7 +426,7 @@ pub(crate) fn same_geometry(
         py,
         code,
         format!(
-            "{name} has byte strides {:?} but the plan's {port} strides are {:?} (axes of extent 0 or 1 count as 0): make a plan for this layout (simak error code {code})",
+            "{name} has byte strides {:?} but the plan's {port} strides are {:?} (axes of extent 0 or 1 count as 0): make a plan for this layout",
             strides(got),
             strides(want)
         ),

@@ -88,7 +88,7 @@ pub(crate) fn dequantize<'py>(
                 py,
                 code,
                 format!(
-                    "q has dtype {}; dequantize reads int8, int16 or int32 in native byte order (simak error code {code})",
+                    "q has dtype {}; dequantize reads int8, int16 or int32 in native byte order",
                     repr(descr.as_any())
                 ),
             ));
@@ -107,7 +107,7 @@ pub(crate) fn dequantize<'py>(
             return Err(simak_error(
                 py,
                 code,
-                format!("zero point {zp} is outside [-128, 127] (simak error code {code})"),
+                format!("zero point {zp} is outside [-128, 127]"),
             ));
         }
         let params = Params::from_bits(bits).with_zero_point(zp);

@@ -67,7 +67,7 @@ impl Kind {
                     py,
                     code,
                     format!(
-                        "op={other:?} is none of \"detess\", \"detess_cast\", \"detess_dequant\" (simak error code {code})"
+                        "op={other:?} is none of \"detess\", \"detess_cast\", \"detess_dequant\""
                     ),
                 ))
             }
@@ -272,7 +272,7 @@ pub(crate) fn float_out_dtype(py: Python<'_>, d: &Bound<'_, PyAny>) -> PyResult<
             py,
             code,
             format!(
-                "out_dtype={} is none of numpy.float32, numpy.float16, ml_dtypes.bfloat16 (or \"f32\", \"f16\", \"bf16\") (simak error code {code})",
+                "out_dtype={} is none of numpy.float32, numpy.float16, ml_dtypes.bfloat16 (or \"f32\", \"f16\", \"bf16\")",
                 repr(d)
             ),
         )
@@ -298,7 +298,7 @@ pub(crate) fn checked_out<'py>(
             py,
             code,
             format!(
-                "out= has dtype {}; this call writes {} (simak error code {code})",
+                "out= has dtype {}; this call writes {}",
                 repr(dtype.as_any()),
                 numpy_name(want)
             ),
@@ -311,7 +311,7 @@ pub(crate) fn checked_out<'py>(
             py,
             code,
             format!(
-                "out= has shape {got:?}; this call writes the logical shape {shape:?} (any strides, e.g. a transposed view) (simak error code {code})"
+                "out= has shape {got:?}; this call writes the logical shape {shape:?} (any strides, e.g. a transposed view)"
             ),
         ));
     }
@@ -338,7 +338,7 @@ fn read_ofm<'py>(py: Python<'py>, ofm: &Bound<'py, PyAny>, name: &str) -> PyResu
             py,
             code,
             format!(
-                "{name} has dtype {}; the MLA's output is read as the bytes of a uint8 buffer (np.frombuffer(data, np.uint8)) (simak error code {code})",
+                "{name} has dtype {}; the MLA's output is read as the bytes of a uint8 buffer (np.frombuffer(data, np.uint8))",
                 repr(a.dtype().as_any())
             ),
         ));
@@ -349,7 +349,7 @@ fn read_ofm<'py>(py: Python<'py>, ofm: &Bound<'py, PyAny>, name: &str) -> PyResu
             py,
             code,
             format!(
-                "{name} must be a C-contiguous buffer of bytes; pass np.ascontiguousarray({name}) (simak error code {code})"
+                "{name} must be a C-contiguous buffer of bytes; pass np.ascontiguousarray({name})"
             ),
         ));
     }
@@ -382,7 +382,7 @@ fn head_address(
             py,
             code,
             format!(
-                "offset={offset} is not a byte offset inside {name} ({len} bytes): 0 <= offset < {len} (simak error code {code})"
+                "offset={offset} is not a byte offset inside {name} ({len} bytes): 0 <= offset < {len}"
             ),
         ));
     };
@@ -392,7 +392,7 @@ fn head_address(
             py,
             code,
             format!(
-                "{name} holds {} bytes from offset {off} but the layout's head spans {span} bytes (layout.capacity): the buffer is too short (simak error code {code})",
+                "{name} holds {} bytes from offset {off} but the layout's head spans {span} bytes (layout.capacity): the buffer is too short",
                 len - off
             ),
         ));
@@ -504,7 +504,7 @@ pub(crate) fn dequant_zero_point(
                 py,
                 code,
                 format!(
-                    "zero point {v} is outside [{min}, {max}], the range of {} codes (simak error code {code})",
+                    "zero point {v} is outside [{min}, {max}], the range of {} codes",
                     dtype.name()
                 ),
             ))
@@ -890,11 +890,7 @@ impl DetessPlan {
             let l = layout.get();
             let misuse = |what: &str| {
                 let code = simak::error::BINDING_INVALID_ENUM;
-                simak_error(
-                    py,
-                    code,
-                    format!("op={op:?} {what} (simak error code {code})"),
-                )
+                simak_error(py, code, format!("op={op:?} {what}"))
             };
             let (params, od) = match (kind, multiplier) {
                 (Kind::Dequant, Some(m)) => (

@@ -42,11 +42,25 @@ pub(crate) const PY_PREPROC_ARGS: u32 = 0x61b;
 
 /// `SimakError(message)` with `.code`.
 pub(crate) fn simak_error(py: Python<'_>, code: u32, message: impl Into<String>) -> PyErr {
-    let err = SimakError::new_err(message.into());
+    let err = SimakError::new_err(format!(
+        "{} (simak error code {})",
+        message.into(),
+        code_text(code)
+    ));
     // Setting an attribute on a fresh exception instance cannot fail short of memory
     // exhaustion, which Python then reports on its own.
     let _ = err.value(py).setattr("code", code);
     err
+}
+
+/// A code as `docs/errors.md` writes it (and the CLI prints it): decimal for the
+/// descriptor rules (1 to 255), `0x` and three or more hex digits above.
+pub(crate) fn code_text(code: u32) -> String {
+    if code <= 255 {
+        code.to_string()
+    } else {
+        format!("0x{code:03x}")
+    }
 }
 
 /// Which arguments an error is about, for the hints.
@@ -96,7 +110,6 @@ pub(crate) fn lib_error(py: Python<'_>, e: impl Into<simak::Error>, names: Names
         ),
         _ => {}
     }
-    message.push_str(&format!(" (simak error code {code})"));
     simak_error(py, code, message)
 }
 
@@ -114,10 +127,7 @@ pub(crate) fn guarded<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyR
             Err(simak_error(
                 py,
                 simak::error::BINDING_INTERNAL,
-                format!(
-                    "internal error (a simak bug, please report it): {what} (simak error code {})",
-                    simak::error::BINDING_INTERNAL
-                ),
+                format!("internal error (a simak bug, please report it): {what}",),
             ))
         }
     }

@@ -42,10 +42,7 @@ pub(crate) fn decode_error(py: Python<'_>, title: &str, e: DecodeError) -> PyErr
     simak_error(
         py,
         code,
-        format!(
-            "invalid {title} packet: {e} (rule {:?}, simak error code {code})",
-            e.rule()
-        ),
+        format!("invalid {title} packet: {e} (rule {:?})", e.rule()),
     )
 }
 
@@ -62,7 +59,7 @@ pub(crate) fn fields_dict<'py>(
             py,
             code,
             format!(
-                "a {} descriptor is {} bytes, not {} (simak error code {code})",
+                "a {} descriptor is {} bytes, not {}",
                 entry.title,
                 entry.size,
                 bytes.len()

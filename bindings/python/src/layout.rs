@@ -101,9 +101,7 @@ impl Layout {
                     simak_error(
                         py,
                         code,
-                        format!(
-                            "tile_align={tile_align} is neither 16 nor 1 (bytes) (simak error code {code})"
-                        ),
+                        format!("tile_align={tile_align} is neither 16 nor 1 (bytes)"),
                     )
                 })?;
             if extents.is_empty() || extents.len() > MAX_RANK {
@@ -220,7 +218,7 @@ impl Layout {
                 py,
                 code,
                 format!(
-                    "index {index:?} is not inside shape {extents:?}: one coordinate per axis, each in 0..extent (a negative coordinate is refused, not counted from the end) (simak error code {code})"
+                    "index {index:?} is not inside shape {extents:?}: one coordinate per axis, each in 0..extent (a negative coordinate is refused, not counted from the end)"
                 ),
             ));
         }
@@ -228,13 +226,7 @@ impl Layout {
         let plane = usize::try_from(plane)
             .ok()
             .filter(|&p| p < planes)
-            .ok_or_else(|| {
-                simak_error(
-                    py,
-                    code,
-                    format!("plane {plane} is not in 0..{planes} (simak error code {code})"),
-                )
-            })?;
+            .ok_or_else(|| simak_error(py, code, format!("plane {plane} is not in 0..{planes}")))?;
         let mut full = [0u64; MAX_RANK];
         for (slot, &i) in full.iter_mut().zip(&index) {
             // Checked above: 0 <= i < extent <= u64::MAX.
@@ -244,9 +236,7 @@ impl Layout {
             simak_error(
                 py,
                 code,
-                format!(
-                    "index {index:?}, plane {plane} is outside the layout (simak error code {code})"
-                ),
+                format!("index {index:?}, plane {plane} is outside the layout"),
             )
         })
     }
@@ -298,7 +288,7 @@ pub(crate) fn tiled_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<
             py,
             code,
             format!(
-                "dtype={what} is none of \"bf16\", \"i8\", \"i16\", \"i32\" (or ml_dtypes.bfloat16, numpy.int8, numpy.int16, numpy.int32) (simak error code {code})"
+                "dtype={what} is none of \"bf16\", \"i8\", \"i16\", \"i32\" (or ml_dtypes.bfloat16, numpy.int8, numpy.int16, numpy.int32)"
             ),
         )
     };
@@ -342,9 +332,7 @@ pub(crate) fn tiled_input<'py>(
             return Err(simak_error(
                 py,
                 code,
-                format!(
-                    "t is a memoryview that is not C-contiguous; pass bytes(t) or np.ascontiguousarray(t) (simak error code {code})"
-                ),
+                "t is a memoryview that is not C-contiguous; pass bytes(t) or np.ascontiguousarray(t)",
             ));
         }
         let u8_type = py.import("numpy")?.getattr("uint8")?;

@@ -66,9 +66,7 @@ impl To {
                 Err(simak_error(
                     py,
                     code,
-                    format!(
-                        "to={other:?} is none of \"f32\", \"i8\", \"quanttess\", \"casttess\" (simak error code {code})"
-                    ),
+                    format!("to={other:?} is none of \"f32\", \"i8\", \"quanttess\", \"casttess\""),
                 ))
             }
         }
@@ -98,7 +96,7 @@ fn parse_format(py: Python<'_>, s: &str) -> PyResult<Format> {
                 py,
                 code,
                 format!(
-                    "format={s:?} is none of \"rgb\", \"bgr\", \"rgbx\", \"bgrx\", \"gray\", \"nv12\", \"i420\" (simak error code {code})"
+                    "format={s:?} is none of \"rgb\", \"bgr\", \"rgbx\", \"bgrx\", \"gray\", \"nv12\", \"i420\""
                 ),
             )
         })
@@ -162,7 +160,7 @@ fn uint(py: Python<'_>, x: &Bound<'_, PyAny>, what: &str, max: u64) -> PyResult<
         simak_error(
             py,
             code,
-            format!("{what} is {v}: it must be an integer in 0..={max} (simak error code {code})"),
+            format!("{what} is {v}: it must be an integer in 0..={max}"),
         )
     })
 }
@@ -255,7 +253,7 @@ impl Settings {
                 py,
                 code,
                 format!(
-                    "{what} does not apply to to={:?}: {} (simak error code {code})",
+                    "{what} does not apply to to={:?}: {}",
                     to.name(),
                     if what == "multiplier=" {
                         "only the INT8 outputs \"i8\" and \"quanttess\" take a multiplier"
@@ -275,7 +273,7 @@ impl Settings {
                     py,
                     code,
                     format!(
-                        "to={:?} writes INT8 and needs multiplier= (the factor of Quant, SPEC §3: q = saturate(round(n * multiplier) + zero_point)) (simak error code {code})",
+                        "to={:?} writes INT8 and needs multiplier= (the factor of Quant, SPEC §3: q = saturate(round(n * multiplier) + zero_point))",
                         to.name()
                     ),
                 ));
@@ -438,7 +436,7 @@ struct FrameIn {
 }
 
 fn frame_error(py: Python<'_>, code: u32, message: String) -> PyErr {
-    simak_error(py, code, format!("{message} (simak error code {code})"))
+    simak_error(py, code, message)
 }
 
 /// A frame or plane array: `uint8` (else 0x618) with its geometry (negative strides:
@@ -870,7 +868,7 @@ fn strided_out<'py>(
             py,
             code,
             format!(
-                "out= has dtype {}; to={:?} writes native {name} (simak error code {code})",
+                "out= has dtype {}; to={:?} writes native {name}",
                 repr(oa.dtype().as_any()),
                 to.name()
             ),
@@ -890,7 +888,7 @@ fn strided_out<'py>(
             py,
             code,
             format!(
-                "out= has shape {:?} but the call writes {e:?} ([H', W', C] or [N, H', W', C] with the border) (simak error code {code})",
+                "out= has shape {:?} but the call writes {e:?} ([H', W', C] or [N, H', W', C] with the border)",
                 g.extents()
             ),
         ));
@@ -1015,8 +1013,7 @@ fn run_call<'py>(
                     py,
                     simak::error::BINDING_INTERNAL,
                     format!(
-                        "internal error (a simak bug, please report it): frame span {span} beyond its {limit}-byte region (simak error code {})",
-                        simak::error::BINDING_INTERNAL
+                        "internal error (a simak bug, please report it): frame span {span} beyond its {limit}-byte region",
                     ),
                 ));
             }

@@ -34,7 +34,7 @@ fn int8_out<'py>(py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
             py,
             code,
             format!(
-                "out= has dtype {}; quantize writes int8 (simak error code {code})",
+                "out= has dtype {}; quantize writes int8",
                 repr(oa.dtype().as_any())
             ),
         ));
@@ -88,7 +88,7 @@ fn check_same_rank(py: Python<'_>, gin: &Geometry, gout: &Geometry) -> PyResult<
         py,
         code,
         format!(
-            "out= has rank {} (shape {:?}) but x has rank {} (shape {:?}): out= must have x's shape (simak error code {code})",
+            "out= has rank {} (shape {:?}) but x has rank {} (shape {:?}): out= must have x's shape",
             gout.rank,
             gout.extents(),
             gin.rank,

@@ -174,3 +174,9 @@ def peer_bits(entry: dict) -> np.ndarray:
 
 
 PEER_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+
+def code_text(code):
+    """A simak error code as docs/errors.md writes it (and the messages end with it):
+    decimal for the descriptor rules (1 to 255), 0x and three or more hex digits above."""
+    return str(code) if code <= 255 else f"0x{code:03x}"

@@ -416,7 +416,7 @@ def raise_code(code, fn, *args, **kwargs):
     with pytest.raises(simak.SimakError) as e:
         fn(*args, **kwargs)
     assert e.value.code == code, str(e.value)
-    assert f"simak error code {code}" in str(e.value)
+    assert f"(simak error code {oracle.code_text(code)})" in str(e.value)
     return e.value
 
 

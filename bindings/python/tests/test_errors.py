@@ -21,7 +21,7 @@ def raises(code, fn, *args, match=None, **kwargs):
     with pytest.raises(simak.SimakError, match=match) as e:
         fn(*args, **kwargs)
     assert code_of(e) == code, str(e.value)
-    assert f"simak error code {code}" in str(e.value)
+    assert f"(simak error code {oracle.code_text(code)})" in str(e.value)
     return e.value
 
 

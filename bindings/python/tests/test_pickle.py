@@ -10,6 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import oracle
 import simak
 
 X = np.linspace(-40, 40, 4 * 6 * 5, dtype=np.float32).reshape(4, 6, 5)
@@ -111,7 +112,7 @@ def test_a_spawn_pool_gives_the_in_process_bytes():
 def code_of(fn):
     with pytest.raises(simak.SimakError) as e:
         fn()
-    assert f"simak error code {e.value.code}" in str(e.value)
+    assert f"(simak error code {oracle.code_text(e.value.code)})" in str(e.value)
     return e.value.code, str(e.value)
 
 
