@@ -20,9 +20,13 @@
 //!   BF16 heads, and dense Dequant → FP32 of INT8, INT16 and INT32 at 1000 and 1 Mi
 //!   elements = 9 + 7 + 2 + 6 = 24.
 //!
+//! - Preproc (SPEC §13, A65 only): RGB8 and NV12 frames of 480×640 and 1080×1920 pixels
+//!   ([`PREPROC_FRAMES`], [`PREPROC_FORMATS`]) to FP32 and INT8 strided, QuantTess and
+//!   CastTess ([`PREPROC_OUTPUTS`]) = 16.
+//!
 //! The Quant address-phase IDs came after the first 780 and are listed after them, so every
-//! earlier ID keeps its place and meaning; the output-side IDs came after the first 876 and
-//! are listed last.
+//! earlier ID keeps its place and meaning; the output-side IDs came after the first 876, the
+//! Preproc IDs after the first 900; each group is listed after the ones before it.
 //!
 //! QuantTess runs on the A65 only (it has no EV74 entry, SPEC §6).
 
@@ -49,6 +53,8 @@ pub enum Op {
     DetessDequant,
     /// Dequant (SPEC §12.2).
     Dequant,
+    /// Preproc (SPEC §13).
+    Preproc,
 }
 
 impl Op {
@@ -62,6 +68,7 @@ impl Op {
             Op::DetessCast => "detesscast",
             Op::DetessDequant => "detessdequant",
             Op::Dequant => "dequant",
+            Op::Preproc => "preproc",
         }
     }
 }
@@ -113,6 +120,9 @@ pub enum Profile {
     /// MLA output bytes: every byte of the input buffer uniform (codes of any value, BF16
     /// patterns of any kind, padding included); Dequant multiplier 21.5, zero point 3.
     Codes,
+    /// Camera frame bytes: every byte of the frame uniform; ImageNet's mean and std with
+    /// divisor 255, and for the INT8 outputs multiplier 32 with zero point 0.
+    Frame,
 }
 
 impl Profile {
@@ -126,6 +136,7 @@ impl Profile {
             Profile::Mixed => "mixed",
             Profile::Pixels => "pixels",
             Profile::Codes => "codes",
+            Profile::Frame => "frame",
         }
     }
 
@@ -139,6 +150,8 @@ impl Profile {
             Profile::Pixels => (0x4280_0000, -64),
             // 21.5: not a power of two, so 1/s is inexact.
             Profile::Codes => (0x41ac_0000, 3),
+            // 32: the normalized values (about −2.1 to 2.6) span about −68 to 84.
+            Profile::Frame => (0x4200_0000, 0),
             _ => (0x3f00_0000, 3),
         }
     }
@@ -584,6 +597,12 @@ pub struct Workload {
     /// The output dtype name (output-side ops).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_dtype: Option<&'static str>,
+    /// The frame format (Preproc: `rgb`, `nv12`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame_format: Option<&'static str>,
+    /// The output (Preproc: `f32`, `i8`, `quanttess`, `casttess`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<&'static str>,
     /// The backends that run it: `a65`, and `ev74-sim` except for QuantTess and the
     /// output-side ops.
     pub backends: Vec<&'static str>,
@@ -696,6 +715,8 @@ fn quant(
         zero_point: Some(zp),
         tile_align: None,
         output_dtype: None,
+        frame_format: None,
+        to: None,
         backends: vec!["a65", "ev74-sim"],
         dtype_value: Some(dtype),
         rounding_value: Some(mode),
@@ -747,6 +768,8 @@ fn tiled(op: Op, kind: Kind, dtype: DType, frame: Frame, phases: (u32, u32)) -> 
         zero_point: quant.then_some(zp),
         tile_align: None,
         output_dtype: None,
+        frame_format: None,
+        to: None,
         backends: if quant {
             vec!["a65"]
         } else {
@@ -830,10 +853,69 @@ fn output_side(
         zero_point: dequant.then_some(zp),
         tile_align,
         output_dtype: Some(out.name()),
+        frame_format: None,
+        to: None,
         backends: vec!["a65"],
         dtype_value: Some(dtype),
         rounding_value: None,
         channels_value: head.map(|h| h.channels),
+        output_dtype_value: Some(out),
+    }
+}
+
+/// The Preproc frames (height, width): VGA and 1080p.
+pub const PREPROC_FRAMES: [(u64, u64); 2] = [(480, 640), (1080, 1920)];
+
+/// The Preproc frame formats.
+pub const PREPROC_FORMATS: [&str; 2] = ["rgb", "nv12"];
+
+/// The Preproc outputs: FP32 and INT8 strided (contiguous HWC), QuantTess and CastTess in
+/// tiles of (1, 16, 64, 3), Compact.
+pub const PREPROC_OUTPUTS: [&str; 4] = ["f32", "i8", "quanttess", "casttess"];
+
+/// The Preproc tile of the tiled outputs.
+pub const PREPROC_TILE: [u32; 4] = [1, 16, 64, 3];
+
+/// A Preproc workload (A65 only): a `format` frame of `h × w` pixels to `to`, the output
+/// `[h, w, 3]`.
+fn preproc(format: &'static str, (h, w): (u64, u64), to: &'static str) -> Workload {
+    let profile = Profile::Frame;
+    let (m, zp) = profile.params();
+    let quant = matches!(to, "i8" | "quanttess");
+    let tiled = matches!(to, "quanttess" | "casttess");
+    let shape = vec![h, w, 3];
+    let out = match to {
+        "f32" => DType::F32,
+        "casttess" => DType::BF16,
+        _ => DType::I8,
+    };
+    let output_strides = (!tiled).then(|| PortLayout::PACKED.strides(&shape, out.size() as u64).0);
+    Workload {
+        id: format!("preproc/ordinary/{format}/{h}x{w}/{to}"),
+        op: Op::Preproc,
+        kind: Kind::Ordinary,
+        dtype: "u8",
+        rounding: quant.then_some(Rounding::NearestEven.name()),
+        shape,
+        input_strides: Vec::new(),
+        output_strides,
+        tiled: tiled.then_some(Tiled {
+            tile: PREPROC_TILE,
+            channels: channels_name(Channels::Compact),
+        }),
+        input_phase: 0,
+        output_phase: 0,
+        profile,
+        multiplier_bits: quant.then(|| format!("0x{m:08x}")),
+        zero_point: quant.then_some(zp),
+        tile_align: None,
+        output_dtype: Some(out.name()),
+        frame_format: Some(format),
+        to: Some(to),
+        backends: vec!["a65"],
+        dtype_value: None,
+        rounding_value: quant.then_some(Rounding::NearestEven),
+        channels_value: tiled.then_some(Channels::Compact),
         output_dtype_value: Some(out),
     }
 }
@@ -946,6 +1028,14 @@ pub fn catalogue() -> Vec<Workload> {
             ));
         }
     }
+    // Added after the first 900 IDs (issue 26): listed last.
+    for frame in PREPROC_FRAMES {
+        for format in PREPROC_FORMATS {
+            for to in PREPROC_OUTPUTS {
+                out.push(preproc(format, frame, to));
+            }
+        }
+    }
     out
 }
 
@@ -991,14 +1081,22 @@ mod test {
         assert_eq!(count(Op::DetessDequant, Kind::Ordinary), 7);
         assert_eq!(count(Op::DetessCast, Kind::Ordinary), 2);
         assert_eq!(count(Op::Dequant, Kind::Dense), 6);
-        assert_eq!(all.len(), 900);
-        // The output-side IDs come after the first 876, on the A65 only.
+        assert_eq!(count(Op::Preproc, Kind::Ordinary), 16);
+        assert_eq!(all.len(), 916);
+        // The output-side IDs come after the first 876, the Preproc ones after the first
+        // 900, on the A65 only.
         assert!(all[..876].iter().all(|w| !w.is_output_side()));
         assert!(
-            all[876..]
+            all[876..900]
                 .iter()
                 .all(|w| w.is_output_side() && w.backends == ["a65"])
         );
+        assert!(
+            all[900..]
+                .iter()
+                .all(|w| w.op == Op::Preproc && w.backends == ["a65"])
+        );
+        assert!(all[..900].iter().all(|w| w.op != Op::Preproc));
         // The Quant address-phase IDs come after the first 780.
         assert!(
             all[..780]

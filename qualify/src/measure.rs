@@ -20,9 +20,11 @@ use serde::{Deserialize, Serialize};
 use simak::a65;
 use simak::ev74;
 use simak::ev74::runtime::{DeviceBuffer, Executor, ExecutorOptions, SimConfig, SimTransport};
+use simak::layout::Channels;
 use simak::layout::MlaTiled;
 use simak::layout::TileAlign;
 use simak::ops::casttess::{self, TiledSpec};
+use simak::ops::preproc::{self, Border, Format, Frame, Normalize, Output};
 use simak::ops::quant::{self, Params};
 use simak::ops::{self, dequant, detess, detesscast, detessdequant, quanttess};
 use simak::{DType, DynSpec};
@@ -274,6 +276,7 @@ enum Planned {
     DetessCast(detesscast::Plan),
     DetessDequant(detessdequant::Plan),
     Dequant(dequant::Plan),
+    Preproc(preproc::Plan),
 }
 
 impl Planned {
@@ -286,6 +289,7 @@ impl Planned {
             Planned::DetessCast(p) => p.input().capacity(),
             Planned::DetessDequant(p) => p.input().capacity(),
             Planned::Dequant(p) => p.input().span(),
+            Planned::Preproc(p) => p.input_span(),
         }
     }
 
@@ -298,6 +302,7 @@ impl Planned {
             Planned::DetessCast(p) => p.output().span(),
             Planned::DetessDequant(p) => p.output().span(),
             Planned::Dequant(p) => p.output().span(),
+            Planned::Preproc(p) => p.output_span(),
         }
     }
 }
@@ -363,6 +368,7 @@ fn plan(w: &Workload) -> Result<(Planned, Vec<u8>), String> {
             })
             .map_err(refuse)?,
         ),
+        Op::Preproc => Planned::Preproc(preproc_plan(w, params).map_err(refuse)?),
         Op::Quant => {
             let out = w.output_strides.as_deref().unwrap_or(&[]);
             Planned::Quant(
@@ -405,8 +411,9 @@ fn plan(w: &Workload) -> Result<(Planned, Vec<u8>), String> {
             }
         }
     };
-    if w.is_output_side() {
-        // Raw bytes over the whole input (codes, BF16 patterns and tile padding alike).
+    if w.is_output_side() || w.op == Op::Preproc {
+        // Raw bytes over the whole input (codes, BF16 patterns and tile padding alike;
+        // frame bytes).
         let len = planned.input_span() as usize;
         let words = values::generate(w.profile, dtype, len.div_ceil(4), values::seed_of(&w.id));
         let mut bytes: Vec<u8> = words.iter().flat_map(|b| b.to_le_bytes()).collect();
@@ -418,6 +425,48 @@ fn plan(w: &Workload) -> Result<(Planned, Vec<u8>), String> {
     let mut bytes = vec![0u8; planned.input_span() as usize];
     scatter(dtype, &w.shape, &w.input_strides, &bits, &mut bytes);
     Ok((planned, bytes))
+}
+
+/// ImageNet's per-channel mean and std (with divisor 255) of the Preproc workloads.
+const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+const STD: [f32; 3] = [0.229, 0.224, 0.225];
+
+/// The Preproc plan of workload `w`: its frame, ImageNet's normalization, no border, the
+/// output `w.to` (INT8 outputs with `params`).
+fn preproc_plan(w: &Workload, params: Params) -> Result<preproc::Plan, simak::AdmissionError> {
+    let format = if w.frame_format == Some("nv12") {
+        Format::NV12
+    } else {
+        Format::RGB8
+    };
+    let layout =
+        Output::default_layout(false, w.tiled.map_or([1; 4], |t| t.tile), Channels::Compact);
+    let output = match w.to {
+        Some("i8") => Output::I8 {
+            strides: None,
+            params,
+        },
+        Some("quanttess") => Output::QuantTess { layout, params },
+        Some("casttess") => Output::CastTess { layout },
+        _ => Output::F32 { strides: None },
+    };
+    preproc::check_inference(&preproc::Request {
+        frame: Frame::packed(format, w.shape[0], w.shape[1]),
+        normalize: Normalize {
+            divisor: 255.0,
+            mean: &MEAN,
+            std: &STD,
+        },
+        bgr: false,
+        border: Border {
+            top: 0,
+            bottom: 0,
+            left: 0,
+            right: 0,
+        },
+        pad_value: &[0],
+        output,
+    })
 }
 
 /// The connected EV74 Runtime of an `ev74-sim` run (one simulated device for the run).
@@ -504,6 +553,7 @@ pub fn measure(
                         time_a65::<ops::DetessDequant>(p, reps, input, output, &fail)?
                     }
                     Planned::Dequant(p) => time_a65::<ops::Dequant>(p, reps, input, output, &fail)?,
+                    Planned::Preproc(p) => time_a65::<ops::Preproc>(p, reps, input, output, &fail)?,
                 }
             };
             ("a65-execute", route, t)
@@ -526,6 +576,7 @@ pub fn measure(
                         &"the output-side ops have no EV74 entry here (A65 only)",
                     ));
                 }
+                Planned::Preproc(_) => return Err(fail(&"Preproc has no EV74 entry (A65 only)")),
             };
             ("ev74-runtime", route, t)
         }
@@ -571,6 +622,7 @@ fn simulated_cycles(
                 &"the output-side ops have no EV74 entry here (A65 only)",
             ));
         }
+        Planned::Preproc(_) => return Err(fail(&"Preproc has no EV74 entry (A65 only)")),
     };
     Ok(run.map_err(|e| fail(&e))?.cost.simulated_cycles)
 }

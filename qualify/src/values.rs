@@ -104,7 +104,7 @@ pub fn generate(profile: Profile, dtype: DType, n: usize, seed: u64) -> Vec<u32>
                 }
             }
             // Uniform bits: the output-side ops take them as raw bytes.
-            Profile::Codes => rng.next_u32(),
+            Profile::Codes | Profile::Frame => rng.next_u32(),
         })
         .collect()
 }

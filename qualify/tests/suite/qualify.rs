@@ -51,6 +51,7 @@ fn the_catalogue_is_the_golden_list_with_the_documented_counts() {
         ("detessdequant/ordinary", 7),
         ("detesscast/ordinary", 2),
         ("dequant/dense", 6),
+        ("preproc/ordinary", 16),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -74,7 +75,7 @@ fn the_first_780_ids_are_those_before_the_quant_address_phases() {
     assert_success(&out);
     let listed = stdout_of(&out);
     let lines: Vec<&str> = listed.lines().collect();
-    assert_eq!(lines.len(), 900);
+    assert_eq!(lines.len(), 916);
     let first: String = lines[..780].iter().map(|l| format!("{l}\n")).collect();
     assert_eq!(fnv1a(first.as_bytes()), 0xe191_c4ff_00fa_82e7);
     assert!(
@@ -101,7 +102,7 @@ fn the_first_876_ids_are_those_before_the_output_side_ops() {
     assert_eq!(fnv1a(first.as_bytes()), 0xa6a4_4ad4_50d3_841b);
     let ops = ["detess/", "detesscast/", "detessdequant/", "dequant/"];
     assert!(
-        lines[876..]
+        lines[876..900]
             .iter()
             .all(|id| ops.iter().any(|op| id.starts_with(op)))
     );
@@ -113,25 +114,49 @@ fn the_first_876_ids_are_those_before_the_output_side_ops() {
 }
 
 #[test]
+fn the_first_900_ids_are_those_before_preproc() {
+    // FNV-1a of `qualify/tests/data/ids.txt` as committed before the Preproc IDs of issue
+    // 26 were appended (900 lines): they keep their places and spelling.
+    let out = qualify(&["list"]);
+    assert_success(&out);
+    let listed = stdout_of(&out);
+    let lines: Vec<&str> = listed.lines().collect();
+    let first: String = lines[..900].iter().map(|l| format!("{l}\n")).collect();
+    assert_eq!(fnv1a(first.as_bytes()), 0x4537_5708_4619_f8b9);
+    assert!(
+        lines[900..]
+            .iter()
+            .all(|id| id.starts_with("preproc/ordinary/"))
+    );
+}
+
+#[test]
 fn list_json_gives_id_op_and_kind() {
     let v = json_run(&["list", "--json"]);
     let items = v.as_array().expect("a list");
-    assert_eq!(items.len(), 900);
+    assert_eq!(items.len(), 916);
     for item in items {
         let id = item["id"].as_str().expect("id");
         let op = item["op"].as_str().expect("op");
         let kind = item["kind"].as_str().expect("kind");
         assert!(id.starts_with(&format!("{op}/{kind}/")), "{id}");
         let output_side = ["detess", "detesscast", "detessdequant", "dequant"].contains(&op);
-        assert!(["quant", "casttess", "quanttess"].contains(&op) || output_side);
+        let a65_only = output_side || op == "preproc" || op == "quanttess";
+        assert!(["quant", "casttess", "quanttess", "preproc"].contains(&op) || output_side);
         assert!(["dense", "strided", "ordinary", "address-phase"].contains(&kind));
         let ev74 = item["backends"]
             .as_array()
             .unwrap()
             .contains(&Value::from("ev74-sim"));
-        assert_eq!(ev74, op != "quanttess" && !output_side, "{id}");
+        assert_eq!(ev74, !a65_only, "{id}");
         if output_side {
             assert!(item["output_dtype"].is_string(), "{id}");
+        }
+        if op == "preproc" {
+            assert!(
+                item["frame_format"].is_string() && item["to"].is_string(),
+                "{id}"
+            );
         }
     }
     let glob = json_run(&[
