@@ -21,15 +21,28 @@ use crate::arith::dequant::{div_f32_bits, round_f32, split};
 /// ```
 #[inline(always)]
 pub const fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [u8; 3] {
+    yuv_with_chroma(y, chroma_terms(u, v))
+}
+
+/// The chroma terms of [`yuv_to_rgb`] for one (U, V) pair, shared by the two to four
+/// pixels that use it: `[1673527·(V − 128), −852492·(V − 128) − 409993·(U − 128),
+/// 2116026·(U − 128)]`.
+#[inline(always)]
+pub const fn chroma_terms(u: u8, v: u8) -> [i32; 3] {
+    let (u, v) = (u as i32 - 128, v as i32 - 128);
+    [1_673_527 * v, -852_492 * v - 409_993 * u, 2_116_026 * u]
+}
+
+/// [`yuv_to_rgb`] of luma `y` with the [`chroma_terms`] of its (U, V) pair.
+#[inline(always)]
+pub const fn yuv_with_chroma(y: u8, chroma: [i32; 3]) -> [u8; 3] {
     // max(0, Y − 16), without a branch.
     let luma = y as i32 - 16;
-    let luma = (luma & !(luma >> 31)) * 1_220_542;
-    let (u, v) = (u as i32 - 128, v as i32 - 128);
-    let base = luma + (1 << 19);
+    let base = (luma & !(luma >> 31)) * 1_220_542 + (1 << 19);
     [
-        sat_u8((base + 1_673_527 * v) >> 20),
-        sat_u8((base - 852_492 * v - 409_993 * u) >> 20),
-        sat_u8((base + 2_116_026 * u) >> 20),
+        sat_u8((base + chroma[0]) >> 20),
+        sat_u8((base + chroma[1]) >> 20),
+        sat_u8((base + chroma[2]) >> 20),
     ]
 }
 

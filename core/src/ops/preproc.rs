@@ -33,7 +33,7 @@
 
 use core::fmt;
 
-use crate::arith::preproc::{normalize, yuv_to_rgb};
+use crate::arith::preproc::{chroma_terms, normalize, yuv_to_rgb, yuv_with_chroma};
 use crate::dtype::DType;
 use crate::error::{AdmissionError, Port};
 use crate::layout::{MlaTiled, TiledView};
@@ -679,10 +679,9 @@ impl Plan {
                     slice(1, fy / 2, 2 * c0, 2 * (c1 - c0 + 1)),
                 ) {
                     (Some(luma), Some(uv)) => {
-                        for (k, (o, &l)) in inner.iter_mut().zip(luma).enumerate() {
-                            let c = ((fx + k as u64) / 2 - c0) as usize;
-                            *o = yuv_to_rgb(l, uv[2 * c], uv[2 * c + 1]);
-                        }
+                        yuv_row(inner, luma, fx % 2 == 1, |c| {
+                            chroma_terms(uv[2 * c], uv[2 * c + 1])
+                        });
                         Some(())
                     }
                     _ => None,
@@ -696,10 +695,7 @@ impl Plan {
                     slice(2, fy / 2, c0, c1 - c0 + 1),
                 ) {
                     (Some(luma), Some(u), Some(v)) => {
-                        for (k, (o, &l)) in inner.iter_mut().zip(luma).enumerate() {
-                            let c = ((fx + k as u64) / 2 - c0) as usize;
-                            *o = yuv_to_rgb(l, u[c], v[c]);
-                        }
+                        yuv_row(inner, luma, fx % 2 == 1, |c| chroma_terms(u[c], v[c]));
                         Some(())
                     }
                     _ => None,
@@ -719,6 +715,33 @@ impl Plan {
                 o.swap(0, 2);
             }
         }
+    }
+}
+
+/// One row piece of YUV pixels: `out[k]` from luma `luma[k]` and the chroma terms of
+/// pair `(k + odd) / 2` (`chroma(c)`; `odd`: the piece starts at an odd frame column, so
+/// its first pixel is the second of its pair). Each pair's terms are computed once.
+#[inline(always)]
+fn yuv_row(out: &mut [[u8; 3]], luma: &[u8], odd: bool, chroma: impl Fn(usize) -> [i32; 3]) {
+    let n = out.len().min(luma.len());
+    let first = usize::from(odd).min(n);
+    if first == 1 {
+        out[0] = yuv_with_chroma(luma[0], chroma(0));
+    }
+    // Pixel `first + k` uses pair `first + k / 2`.
+    let (out, luma) = (&mut out[first..n], &luma[first..n]);
+    let whole = out.len() / 2 * 2;
+    for (j, (o, l)) in out[..whole]
+        .chunks_exact_mut(2)
+        .zip(luma[..whole].chunks_exact(2))
+        .enumerate()
+    {
+        let t = chroma(first + j);
+        o[0] = yuv_with_chroma(l[0], t);
+        o[1] = yuv_with_chroma(l[1], t);
+    }
+    if whole < out.len() {
+        out[whole] = yuv_with_chroma(luma[whole], chroma(first + whole / 2));
     }
 }
 
