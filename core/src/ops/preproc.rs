@@ -623,6 +623,20 @@ impl Plan {
     /// [`pixel`](Plan::pixel) gives them one by one (border pixels the pad value), with
     /// each plane's row sliced once: the row loop of the A65 and of the EV74 kernels.
     pub fn pixel_row(&self, input: &[u8], n: u64, y: u64, x0: u64, out: &mut [[u8; 3]]) {
+        self.pixel_row_by(&PortableYuv, input, n, y, x0, out);
+    }
+
+    /// [`pixel_row`](Plan::pixel_row) with the YUV pixels (NV12, I420) converted by
+    /// `yuv` (the same values: [`yuv_to_rgb`]'s formula).
+    pub fn pixel_row_by(
+        &self,
+        yuv: &impl YuvRows,
+        input: &[u8],
+        n: u64,
+        y: u64,
+        x0: u64,
+        out: &mut [[u8; 3]],
+    ) {
         let b = &self.border;
         let (h, w) = (self.frame.height, self.frame.width);
         let len = out.len() as u64;
@@ -679,9 +693,7 @@ impl Plan {
                     slice(1, fy / 2, 2 * c0, 2 * (c1 - c0 + 1)),
                 ) {
                     (Some(luma), Some(uv)) => {
-                        yuv_row(inner, luma, fx % 2 == 1, |c| {
-                            chroma_terms(uv[2 * c], uv[2 * c + 1])
-                        });
+                        yuv.yuv_row(inner, luma, uv, &uv[1..], 2, fx % 2 == 1);
                         Some(())
                     }
                     _ => None,
@@ -695,7 +707,7 @@ impl Plan {
                     slice(2, fy / 2, c0, c1 - c0 + 1),
                 ) {
                     (Some(luma), Some(u), Some(v)) => {
-                        yuv_row(inner, luma, fx % 2 == 1, |c| chroma_terms(u[c], v[c]));
+                        yuv.yuv_row(inner, luma, u, v, 1, fx % 2 == 1);
                         Some(())
                     }
                     _ => None,
@@ -715,6 +727,34 @@ impl Plan {
                 o.swap(0, 2);
             }
         }
+    }
+}
+
+/// How [`Plan::pixel_row_by`] converts the YUV pixels of a row piece (SPEC §13's
+/// [`yuv_to_rgb`], bit for bit).
+pub trait YuvRows {
+    /// `out[k]` from luma `luma[k]` and chroma pair `c = (k + odd) / 2`, whose U and V are
+    /// `u[c · step]` and `v[c · step]` (`step` 2 for NV12's interleaved plane, 1 for I420);
+    /// `odd`: the piece starts at an odd frame column. `luma` holds at least `out.len()`
+    /// bytes and the chroma slices every pair the piece uses.
+    fn yuv_row(&self, out: &mut [[u8; 3]], luma: &[u8], u: &[u8], v: &[u8], step: usize, odd: bool);
+}
+
+/// The portable [`YuvRows`]: [`yuv_to_rgb`]'s formula, each pair's chroma terms once.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PortableYuv;
+
+impl YuvRows for PortableYuv {
+    fn yuv_row(
+        &self,
+        out: &mut [[u8; 3]],
+        luma: &[u8],
+        u: &[u8],
+        v: &[u8],
+        step: usize,
+        odd: bool,
+    ) {
+        yuv_row(out, luma, odd, |c| chroma_terms(u[c * step], v[c * step]));
     }
 }
 

@@ -10,11 +10,13 @@
 //! the result equals the existing op run on the FP32 tensor of SPEC §13 byte for byte (the
 //! equivalence rule). Everything is integer code: no FP environment check.
 //!
-//! This first version has one portable path, run at every [`Level`] (`prepare_at` accepts
-//! every level this CPU has; [`Prepared::level`](super::Prepared::level) reports
-//! `scalar`). It reads the frame a row piece at a time
-//! ([`Plan::pixel_row`](simak_core::ops::preproc::Plan::pixel_row): up to 64 pixels, each
-//! plane's row sliced once), for strided outputs and for tile rows along W. No heap
+//! It reads the frame a row piece at a time
+//! ([`Plan::pixel_row_by`](simak_core::ops::preproc::Plan::pixel_row_by): up to 64 pixels,
+//! each plane's row sliced once), for strided outputs and for tile rows along W. The YUV
+//! step of NV12 and I420 rows runs 16 pixels at a time in integer SIMD (`arch::yuv`: the
+//! SSE4.1 block at every x86-64 SIMD level, NEON on AArch64; the portable formula at the
+//! `scalar` level and with the `scalar-only` feature); the table lookups and the writes are
+//! portable code at every level. `prepare_at` accepts every level this CPU has. No heap
 //! allocation during `execute`.
 //!
 //! ```
@@ -44,9 +46,15 @@ use core::ops::Range;
 use simak_core::arith::cast::f32_to_bf16;
 use simak_core::layout::{TILE_ALIGN, TiledView};
 use simak_core::ops::Preproc as PreprocOp;
-use simak_core::ops::preproc::{Plan, PlanOutput};
+use simak_core::ops::preproc::{Plan, PlanOutput, PortableYuv, YuvRows};
 use simak_core::{DType, View};
 
+use super::arch::isa::Isa;
+#[cfg(target_arch = "aarch64")]
+use super::arch::isa::Neon;
+#[cfg(target_arch = "x86_64")]
+use super::arch::isa::Sse41;
+use super::arch::yuv::YuvLanes;
 use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
 
 /// [`execute`] over raw pointers, for the C ABI: the generic
@@ -59,8 +67,136 @@ pub type Prepared = super::Prepared<PreprocOp>;
 /// One piece of a split Preproc call ([`Prepared::split`](super::Prepared::split)).
 pub type Piece<'a> = super::Piece<'a, PreprocOp>;
 
-/// The diagnostic name of the portable path.
-const IMPLEMENTATION: &str = "preproc-portable";
+/// The YUV step of a prepared plan: the level's 16-pixel [`YuvLanes`] block (on x86-64
+/// the SSE4.1 block at every SIMD level; NEON on AArch64), or the portable formula.
+#[derive(Debug, Clone, Copy)]
+enum Yuv {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Sse41(Sse41),
+    #[cfg(target_arch = "aarch64")]
+    Neon(Neon),
+}
+
+impl Yuv {
+    /// The best this CPU has (portable with the `scalar-only` feature).
+    fn auto() -> Yuv {
+        if super::SCALAR_ONLY {
+            return Yuv::Portable;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(t) = Sse41::detect() {
+            return Yuv::Sse41(t);
+        }
+        #[cfg(target_arch = "aarch64")]
+        if let Some(t) = Neon::detect() {
+            return Yuv::Neon(t);
+        }
+        Yuv::Portable
+    }
+
+    /// The block of a forced level (detected by the caller): portable at `scalar`.
+    fn at(level: Level) -> Yuv {
+        if level == Level::Scalar {
+            Yuv::Portable
+        } else {
+            Yuv::auto()
+        }
+    }
+
+    /// The level whose block it is.
+    fn level(self) -> Level {
+        match self {
+            Yuv::Portable => Level::Scalar,
+            #[cfg(target_arch = "x86_64")]
+            Yuv::Sse41(_) => Level::Sse41,
+            #[cfg(target_arch = "aarch64")]
+            Yuv::Neon(_) => Level::Neon,
+        }
+    }
+
+    /// The diagnostic name.
+    fn implementation(self) -> &'static str {
+        match self {
+            Yuv::Portable => "preproc-portable",
+            #[cfg(target_arch = "x86_64")]
+            Yuv::Sse41(_) => "preproc-sse4.1-yuv",
+            #[cfg(target_arch = "aarch64")]
+            Yuv::Neon(_) => "preproc-neon-yuv",
+        }
+    }
+}
+
+impl YuvRows for Yuv {
+    fn yuv_row(
+        &self,
+        out: &mut [[u8; 3]],
+        luma: &[u8],
+        u: &[u8],
+        v: &[u8],
+        step: usize,
+        odd: bool,
+    ) {
+        match *self {
+            Yuv::Portable => PortableYuv.yuv_row(out, luma, u, v, step, odd),
+            #[cfg(target_arch = "x86_64")]
+            Yuv::Sse41(t) => yuv_blocks(t, out, luma, u, v, step, odd),
+            #[cfg(target_arch = "aarch64")]
+            Yuv::Neon(t) => yuv_blocks(t, out, luma, u, v, step, odd),
+        }
+    }
+}
+
+/// [`YuvRows::yuv_row`] by 16-pixel blocks of `lanes` from the first pixel of an even
+/// column; the odd first pixel and the last `< 16` ones by the portable formula.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+fn yuv_blocks<T: YuvLanes>(
+    lanes: T,
+    out: &mut [[u8; 3]],
+    luma: &[u8],
+    u: &[u8],
+    v: &[u8],
+    step: usize,
+    odd: bool,
+) {
+    let n = out.len().min(luma.len());
+    let first = usize::from(odd).min(n);
+    if first == 1 {
+        PortableYuv.yuv_row(&mut out[..1], &luma[..1], u, v, step, true);
+    }
+    // Pixel `first + k` uses pair `first + k / 2`.
+    let blocks = (n - first) / 16;
+    for b in 0..blocks {
+        let (k, c) = (first + 16 * b, first + 8 * b);
+        let (mut ub, mut vb) = ([0u8; 8], [0u8; 8]);
+        for (j, (ub, vb)) in ub.iter_mut().zip(&mut vb).enumerate() {
+            (*ub, *vb) = (u[(c + j) * step], v[(c + j) * step]);
+        }
+        let y: &[u8; 16] = luma[k..k + 16]
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("16 bytes"));
+        let o: &mut [u8; 48] = out[k..k + 16]
+            .as_flattened_mut()
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("48 bytes"));
+        lanes.yuv16(y, &ub, &vb, o);
+    }
+    let tail = first + 16 * blocks;
+    if tail < n {
+        let c = (first + 8 * blocks) * step;
+        PortableYuv.yuv_row(
+            &mut out[tail..n],
+            &luma[tail..n],
+            &u[c..],
+            &v[c..],
+            step,
+            false,
+        );
+    }
+}
 
 /// The 256 results per output channel (output bytes little-endian in a `u32`).
 #[derive(Clone)]
@@ -78,6 +214,8 @@ impl fmt::Debug for Tables {
 pub struct State {
     plan: Plan,
     tables: Tables,
+    yuv: Yuv,
+    level: Level,
 }
 
 /// Prepares `plan`: builds the per-channel tables (SPEC §13). Reads no frame data.
@@ -241,7 +379,7 @@ fn run_strided(
             while x < ranges[2].end {
                 let k = (ranges[2].end - x).min(ROW);
                 let raw = &mut raw[..k];
-                plan.pixel_row(input, n as u64, y as u64, x as u64, raw);
+                plan.pixel_row_by(&state.yuv, input, n as u64, y as u64, x as u64, raw);
                 // The part's slice starts at `base`, at or before every element it owns
                 // (the C axis too may be the one cut).
                 let at = n * sn + y * sy + x * sx;
@@ -366,7 +504,14 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
                 }
                 if rows {
                     let [n, y, x, c0] = row;
-                    plan.pixel_row(input, n as u64, y as u64, x as u64, &mut raw[..tw]);
+                    plan.pixel_row_by(
+                        &state.yuv,
+                        input,
+                        n as u64,
+                        y as u64,
+                        x as u64,
+                        &mut raw[..tw],
+                    );
                     let dst = &mut dst[k * pixel_bytes..(k + tw) * pixel_bytes];
                     if planes == 1 {
                         tile_row::<1>(t, &raw[..tw], c0, tc, sc, dst);
@@ -493,12 +638,18 @@ impl HostOp for PreprocOp {
         State {
             plan: *plan,
             tables: tables(plan),
+            yuv: Yuv::auto(),
+            level: Yuv::auto().level(),
         }
     }
 
     fn prepare_at(plan: &Plan, level: Level) -> Result<State, LevelError> {
         level.check_detected()?;
-        Ok(Self::prepare(plan))
+        Ok(State {
+            yuv: Yuv::at(level),
+            level,
+            ..Self::prepare(plan)
+        })
     }
 
     #[inline]
@@ -506,12 +657,16 @@ impl HostOp for PreprocOp {
         &state.plan
     }
 
-    fn implementation(_: &State) -> &'static str {
-        IMPLEMENTATION
+    fn implementation(state: &State) -> &'static str {
+        if state.plan.frame().format.is_yuv() {
+            state.yuv.implementation()
+        } else {
+            Yuv::Portable.implementation()
+        }
     }
 
-    fn level(_: &State) -> Level {
-        Level::Scalar
+    fn level(state: &State) -> Level {
+        state.level
     }
 
     /// The frame buffer's span (byte-aligned); the output span (FP32: 4-byte aligned,

@@ -400,6 +400,71 @@ fn yuv_formula_on_every_triple() {
     }
 }
 
+/// The YUV step at every level (the SIMD blocks of 16 pixels included) on every
+/// (Y, U, V) triple: I420 frames of 2 × 131,072 pixels whose chroma planes hold every
+/// (U, V) pair once, the four luma values of each pair distinct and rotating over the
+/// calls, divisor 1 (so the FP32 output is the raw value), against the restated formula.
+/// Every Y rotation outside the `test` step is every 32nd (simak_tests::sweeps).
+#[test]
+fn yuv_step_at_every_level_on_every_triple() {
+    let (h, w) = (2u64, 131_072u64);
+    let pairs = (w / 2) as usize;
+    let mut frame = vec![0u8; (h * w) as usize + 2 * pairs];
+    for c in 0..pairs {
+        frame[(h * w) as usize + c] = (c >> 8) as u8; // U
+        frame[(h * w) as usize + pairs + c] = c as u8; // V
+    }
+    let plan = preproc::check_inference(&Request {
+        frame: Frame::packed(Format::I420, h, w),
+        normalize: Normalize {
+            divisor: 1.0,
+            ..Normalize::DEFAULT
+        },
+        bgr: false,
+        border: Border::default(),
+        pad_value: &[0],
+        output: Output::F32 { strides: None },
+    })
+    .unwrap();
+    let rotations: Vec<usize> = (0..256).collect();
+    let mut out = Aligned::new(plan.output_span() as usize, DIRTY);
+    let mut checked = 0usize;
+    for level in Level::detected() {
+        let prepared = a65::preproc::prepare_at(&plan, level).unwrap();
+        for &r in &simak_tests::sweeps::pick(&rotations, 32) {
+            // Pixel (row, x) of pair x / 2 has Y = r + 64·row + 128·(x mod 2).
+            let luma = |row: usize, x: usize| (r + 64 * row + 128 * (x % 2)) as u8;
+            for row in 0..h as usize {
+                for x in 0..w as usize {
+                    frame[row * w as usize + x] = luma(row, x);
+                }
+            }
+            a65::preproc::execute(&prepared, &frame, out.as_mut_slice()).unwrap();
+            let got = out.as_slice();
+            for row in 0..h as usize {
+                for x in 0..w as usize {
+                    let c = x / 2;
+                    let want = oracle_yuv(luma(row, x), (c >> 8) as u8, c as u8);
+                    let at = (row * w as usize + x) * 12;
+                    for (k, &want) in want.iter().enumerate() {
+                        let bits =
+                            u32::from_le_bytes(got[at + 4 * k..at + 4 * k + 4].try_into().unwrap());
+                        assert!(
+                            f32::from_bits(bits) == f32::from(want),
+                            "{} row {row} x {x} channel {k}: {} != {want} ({})",
+                            level.name(),
+                            f32::from_bits(bits),
+                            prepared.implementation()
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 2 * 9 * 262_144);
+}
+
 /// The committed frames decode to OpenCV's bytes (`tests/data/yuv/README.md`): divisor 1
 /// gives `n = p` exactly, in RGB and BGR order, and the op's byte results too.
 #[test]

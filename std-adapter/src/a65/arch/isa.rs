@@ -181,6 +181,15 @@ isa_table! {
         words "AArch64 NEON, FEAT_FP16", detect std::arch::is_aarch64_feature_detected!("fp16");
 }
 
+impl Avx2 {
+    /// The SSE4.1 token this one implies.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    #[inline(always)]
+    pub(crate) fn sse41(self) -> Sse41 {
+        Sse41(())
+    }
+}
+
 impl Avx512 {
     /// The AVX2 + F16C token this one implies.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]

@@ -25,6 +25,7 @@ pub(crate) mod split;
 pub(crate) mod tess;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_64;
+pub(crate) mod yuv;
 
 use isa::Isa;
 

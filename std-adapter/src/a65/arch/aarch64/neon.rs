@@ -14,6 +14,7 @@ use super::super::dequant::DequantLanes;
 use super::super::isa::{Neon, lanes, ops};
 use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
+use super::super::yuv::YuvLanes;
 
 lanes! {
     impl QuantLanes for Neon with "neon" {
@@ -349,6 +350,53 @@ lanes! {
                 // SAFETY: `o` is 16 writable bytes of `out`.
                 unsafe { vst1q_f32(o.as_mut_ptr().cast(), y) };
             }
+        }
+    }
+}
+
+lanes! {
+    impl YuvLanes for Neon with "neon" {
+        fn yuv16(self, y: &[u8; 16], u: &[u8; 8], v: &[u8; 8], out: &mut [u8; 48]) {
+            // SAFETY: `y` is 16 readable bytes.
+            let yv = unsafe { vld1q_u8(y.as_ptr()) };
+            // SAFETY: `u` is 8 readable bytes.
+            let u8v = unsafe { vld1_u8(u.as_ptr()) };
+            // SAFETY: `v` is 8 readable bytes.
+            let v8v = unsafe { vld1_u8(v.as_ptr()) };
+            // Each chroma byte twice: pixel k's pair is k / 2.
+            let ud = vzip1q_u8(vcombine_u8(u8v, u8v), vcombine_u8(u8v, u8v));
+            let vd = vzip1q_u8(vcombine_u8(v8v, v8v), vcombine_u8(v8v, v8v));
+            let quarter = |x: uint8x16_t| {
+                let (lo, hi) = (vmovl_u8(vget_low_u8(x)), vmovl_high_u8(x));
+                [
+                    vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(lo))),
+                    vreinterpretq_s32_u32(vmovl_high_u16(lo)),
+                    vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(hi))),
+                    vreinterpretq_s32_u32(vmovl_high_u16(hi)),
+                ]
+            };
+            let (ys, us, vs) = (quarter(yv), quarter(ud), quarter(vd));
+            let zero = vdupq_n_s32(0);
+            let mut rgb = [[zero; 4]; 3];
+            for q in 0..4 {
+                let luma = vmaxq_s32(vsubq_s32(ys[q], vdupq_n_s32(16)), zero);
+                let base = vaddq_s32(vmulq_n_s32(luma, 1_220_542), vdupq_n_s32(1 << 19));
+                let (u, v) = (vsubq_s32(us[q], vdupq_n_s32(128)), vsubq_s32(vs[q], vdupq_n_s32(128)));
+                let r = vaddq_s32(base, vmulq_n_s32(v, 1_673_527));
+                let g = vaddq_s32(base, vaddq_s32(vmulq_n_s32(v, -852_492), vmulq_n_s32(u, -409_993)));
+                let b = vaddq_s32(base, vmulq_n_s32(u, 2_116_026));
+                rgb[0][q] = vshrq_n_s32::<20>(r);
+                rgb[1][q] = vshrq_n_s32::<20>(g);
+                rgb[2][q] = vshrq_n_s32::<20>(b);
+            }
+            // Signed then unsigned saturation: exactly the clamp to [0, 255].
+            let planes = rgb.map(|c| {
+                let lo = vcombine_s16(vqmovn_s32(c[0]), vqmovn_s32(c[1]));
+                let hi = vcombine_s16(vqmovn_s32(c[2]), vqmovn_s32(c[3]));
+                vcombine_u8(vqmovun_s16(lo), vqmovun_s16(hi))
+            });
+            // SAFETY: `out` is 48 writable bytes: three planes interleaved per pixel.
+            unsafe { vst3q_u8(out.as_mut_ptr(), uint8x16x3_t(planes[0], planes[1], planes[2])) };
         }
     }
 }

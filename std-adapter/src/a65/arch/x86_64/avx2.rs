@@ -13,6 +13,7 @@ use super::super::dequant::DequantLanes;
 use super::super::isa::{Avx2, lanes, ops};
 use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
+use super::super::yuv::YuvLanes;
 use super::CLAMP_HI;
 
 lanes! {
@@ -444,5 +445,14 @@ lanes! {
                 unsafe { _mm256_storeu_ps(o.as_mut_ptr().cast(), y) };
             }
         }
+    }
+}
+
+/// The SSE4.1 block (its 128-bit lanes are as wide as the interleave), inlined into the
+/// AVX2 entry.
+impl YuvLanes for Avx2 {
+    #[inline(always)]
+    fn yuv16(self, y: &[u8; 16], u: &[u8; 8], v: &[u8; 8], out: &mut [u8; 48]) {
+        self.sse41().yuv16(y, u, v, out);
     }
 }

@@ -13,6 +13,7 @@ use super::super::convert::ConvertLanes;
 use super::super::dequant::DequantLanes;
 use super::super::isa::{Avx512, lanes, ops};
 use super::super::quant::{Load, QuantLanes, load_four};
+use super::super::yuv::YuvLanes;
 use super::CLAMP_HI;
 
 /// Runs of at least this many elements store their output with non-temporal stores: the
@@ -450,5 +451,13 @@ impl DequantLanes for Avx512 {
     #[inline(always)]
     fn i16x16(self, lo: &[u8; 16], hi: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
         self.avx2().i16x16(lo, hi, out, zp, scale);
+    }
+}
+
+/// The SSE4.1 block, inlined into the AVX-512 entry.
+impl YuvLanes for Avx512 {
+    #[inline(always)]
+    fn yuv16(self, y: &[u8; 16], u: &[u8; 8], v: &[u8; 8], out: &mut [u8; 48]) {
+        self.avx2().sse41().yuv16(y, u, v, out);
     }
 }

@@ -9,6 +9,7 @@ use super::super::super::untess::Scale;
 use super::super::dequant::DequantLanes;
 use super::super::isa::{Sse41, lanes};
 use super::super::quant::{Load, QuantLanes};
+use super::super::yuv::{INTERLEAVE3, YuvLanes};
 use super::{CLAMP_HI, load_partial_128, store_partial_128};
 
 lanes! {
@@ -136,6 +137,66 @@ lanes! {
                 };
                 // SAFETY: `o` is 16 writable bytes of `out`; an unaligned store.
                 unsafe { _mm_storeu_ps(o.as_mut_ptr().cast(), y) };
+            }
+        }
+    }
+}
+
+lanes! {
+    impl YuvLanes for Sse41 with "sse4.1" {
+        fn yuv16(self, y: &[u8; 16], u: &[u8; 8], v: &[u8; 8], out: &mut [u8; 48]) {
+            // SAFETY: `y` is 16 readable bytes; an unaligned load.
+            let yv = unsafe { _mm_loadu_si128(y.as_ptr().cast()) };
+            // SAFETY: `u` is 8 readable bytes.
+            let uv = unsafe { _mm_loadl_epi64(u.as_ptr().cast()) };
+            // SAFETY: `v` is 8 readable bytes.
+            let vv = unsafe { _mm_loadl_epi64(v.as_ptr().cast()) };
+            // Each chroma byte twice: pixel k's pair is k / 2.
+            let (ud, vd) = (_mm_unpacklo_epi8(uv, uv), _mm_unpacklo_epi8(vv, vv));
+            let quarter = |x: __m128i| {
+                [
+                    _mm_cvtepu8_epi32(x),
+                    _mm_cvtepu8_epi32(_mm_srli_si128::<4>(x)),
+                    _mm_cvtepu8_epi32(_mm_srli_si128::<8>(x)),
+                    _mm_cvtepu8_epi32(_mm_srli_si128::<12>(x)),
+                ]
+            };
+            let (ys, us, vs) = (quarter(yv), quarter(ud), quarter(vd));
+            let (c16, c128, zero) = (_mm_set1_epi32(16), _mm_set1_epi32(128), _mm_setzero_si128());
+            let mut rgb = [[zero; 4]; 3];
+            for q in 0..4 {
+                let luma = _mm_max_epi32(_mm_sub_epi32(ys[q], c16), zero);
+                let base = _mm_add_epi32(
+                    _mm_mullo_epi32(luma, _mm_set1_epi32(1_220_542)),
+                    _mm_set1_epi32(1 << 19),
+                );
+                let (u, v) = (_mm_sub_epi32(us[q], c128), _mm_sub_epi32(vs[q], c128));
+                let r = _mm_add_epi32(base, _mm_mullo_epi32(v, _mm_set1_epi32(1_673_527)));
+                let g = _mm_add_epi32(
+                    base,
+                    _mm_add_epi32(
+                        _mm_mullo_epi32(v, _mm_set1_epi32(-852_492)),
+                        _mm_mullo_epi32(u, _mm_set1_epi32(-409_993)),
+                    ),
+                );
+                let b = _mm_add_epi32(base, _mm_mullo_epi32(u, _mm_set1_epi32(2_116_026)));
+                rgb[0][q] = _mm_srai_epi32::<20>(r);
+                rgb[1][q] = _mm_srai_epi32::<20>(g);
+                rgb[2][q] = _mm_srai_epi32::<20>(b);
+            }
+            // Signed then unsigned saturation: exactly the clamp to [0, 255].
+            let planes = rgb.map(|c| {
+                _mm_packus_epi16(_mm_packs_epi32(c[0], c[1]), _mm_packs_epi32(c[2], c[3]))
+            });
+            for (chunk, o) in out.chunks_exact_mut(16).enumerate() {
+                let mut acc = zero;
+                for (plane, mask) in planes.iter().zip(&INTERLEAVE3[chunk]) {
+                    // SAFETY: `mask` is 16 readable bytes; an unaligned load.
+                    let m = unsafe { _mm_loadu_si128(mask.as_ptr().cast()) };
+                    acc = _mm_or_si128(acc, _mm_shuffle_epi8(*plane, m));
+                }
+                // SAFETY: `o` is 16 writable bytes of `out`; an unaligned store.
+                unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), acc) };
             }
         }
     }

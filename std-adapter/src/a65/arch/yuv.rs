@@ -1,0 +1,34 @@
+//! The YUV step of Preproc (SPEC §13, OpenCV's BT.601 integer formula,
+//! `simak_core::arith::preproc::yuv_to_rgb`) on 16 pixels at a time, in 32-bit integer lanes:
+//! `y = max(0, Y − 16)·1220542 + 2^19`, each channel `(y + chroma term) >> 20` saturated to
+//! [0, 255] by the signed then unsigned saturating packs (the sums lie well inside i16 after
+//! the shift), then interleaved into R, G, B bytes per pixel. The same bits as the scalar
+//! formula for every (Y, U, V).
+
+use super::isa::Isa;
+
+/// One level's YUV blocks.
+pub(crate) trait YuvLanes: Isa {
+    /// 16 pixels: luma `y[k]` with the chroma pair `(u[k / 2], v[k / 2])`, into `out`
+    /// as R, G, B bytes per pixel (48 bytes).
+    fn yuv16(self, y: &[u8; 16], u: &[u8; 8], v: &[u8; 8], out: &mut [u8; 48]);
+}
+
+/// The byte shuffles that interleave three 16-byte planes (R, G, B) into 48 bytes:
+/// `[output chunk][source plane]`, entry `i` the plane byte of output byte `16·chunk + i`,
+/// or −128 (a zero byte) when that output byte comes from another plane.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) const INTERLEAVE3: [[[i8; 16]; 3]; 3] = {
+    let mut m = [[[-128i8; 16]; 3]; 3];
+    let mut chunk = 0;
+    while chunk < 3 {
+        let mut i = 0;
+        while i < 16 {
+            let at = 16 * chunk + i;
+            m[chunk][at % 3][i] = (at / 3) as i8;
+            i += 1;
+        }
+        chunk += 1;
+    }
+    m
+};
