@@ -635,20 +635,22 @@ impl HostOp for PreprocOp {
     type Part<'a> = Part<'a>;
 
     fn prepare(plan: &Plan) -> State {
+        let yuv = Yuv::auto();
         State {
             plan: *plan,
             tables: tables(plan),
-            yuv: Yuv::auto(),
-            level: Yuv::auto().level(),
+            yuv,
+            level: yuv.level(),
         }
     }
 
     fn prepare_at(plan: &Plan, level: Level) -> Result<State, LevelError> {
         level.check_detected()?;
         Ok(State {
+            plan: *plan,
+            tables: tables(plan),
             yuv: Yuv::at(level),
             level,
-            ..Self::prepare(plan)
         })
     }
 
