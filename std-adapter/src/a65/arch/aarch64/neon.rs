@@ -300,6 +300,24 @@ lanes! {
     }
 }
 
+/// The common end of the [`DequantLanes`] blocks: each vector of INT32 codes `$q` to
+/// binary32 (exact), minus the zero point `$zp`, then `$scale`'s computation, stored into
+/// `$out` in order. A macro, so that it expands inside the level's `#[target_feature]` body.
+macro_rules! dequant_store {
+    ($q:expr, $out:expr, $zp:expr, $scale:expr) => {{
+        let z = vdupq_n_f32($zp);
+        for (o, q) in $out.chunks_exact_mut(16).zip($q) {
+            let x = vsubq_f32(vcvtq_f32_s32(q), z);
+            let y = match $scale {
+                Scale::Mul32(r) => vmulq_f32(x, vdupq_n_f32(r)),
+                Scale::Div(s) => vdivq_f32(x, vdupq_n_f32(s)),
+            };
+            // SAFETY: `o` is 16 writable bytes of the output.
+            unsafe { vst1q_f32(o.as_mut_ptr().cast(), y) };
+        }
+    }};
+}
+
 lanes! {
     impl DequantLanes for Neon with "neon" {
         fn i8x16(self, src: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
@@ -312,16 +330,7 @@ lanes! {
                 vmovl_s16(vget_low_s16(b)),
                 vmovl_high_s16(b),
             ];
-            let z = vdupq_n_f32(zp);
-            for (o, q) in out.chunks_exact_mut(16).zip(q) {
-                let x = vsubq_f32(vcvtq_f32_s32(q), z);
-                let y = match scale {
-                    Scale::Mul32(r) => vmulq_f32(x, vdupq_n_f32(r)),
-                    Scale::Div(s) => vdivq_f32(x, vdupq_n_f32(s)),
-                };
-                // SAFETY: `o` is 16 writable bytes of `out`.
-                unsafe { vst1q_f32(o.as_mut_ptr().cast(), y) };
-            }
+            dequant_store!(q, out, zp, scale);
         }
 
         fn i16x16(self, lo: &[u8; 16], hi: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
@@ -340,16 +349,7 @@ lanes! {
                 vmovl_s16(vget_low_s16(w1)),
                 vmovl_high_s16(w1),
             ];
-            let z = vdupq_n_f32(zp);
-            for (o, q) in out.chunks_exact_mut(16).zip(q) {
-                let x = vsubq_f32(vcvtq_f32_s32(q), z);
-                let y = match scale {
-                    Scale::Mul32(r) => vmulq_f32(x, vdupq_n_f32(r)),
-                    Scale::Div(s) => vdivq_f32(x, vdupq_n_f32(s)),
-                };
-                // SAFETY: `o` is 16 writable bytes of `out`.
-                unsafe { vst1q_f32(o.as_mut_ptr().cast(), y) };
-            }
+            dequant_store!(q, out, zp, scale);
         }
     }
 }

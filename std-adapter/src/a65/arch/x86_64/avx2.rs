@@ -406,22 +406,31 @@ lanes! {
     }
 }
 
+/// The common end of the [`DequantLanes`] blocks: each vector of INT32 codes `$q` to
+/// binary32 (exact), minus the zero point `$zp`, then `$scale`'s computation, stored into
+/// `$out` in order. A macro, so that it expands inside the level's `#[target_feature]` body.
+macro_rules! dequant_store {
+    ($q:expr, $out:expr, $zp:expr, $scale:expr) => {{
+        let z = _mm256_set1_ps($zp);
+        for (o, q) in $out.chunks_exact_mut(32).zip($q) {
+            let x = _mm256_sub_ps(_mm256_cvtepi32_ps(q), z);
+            let y = match $scale {
+                Scale::Mul32(r) => _mm256_mul_ps(x, _mm256_set1_ps(r)),
+                Scale::Div(s) => _mm256_div_ps(x, _mm256_set1_ps(s)),
+            };
+            // SAFETY: `o` is 32 writable bytes of the output; an unaligned store.
+            unsafe { _mm256_storeu_ps(o.as_mut_ptr().cast(), y) };
+        }
+    }};
+}
+
 lanes! {
     impl DequantLanes for Avx2 with "avx2,f16c" {
         fn i8x16(self, src: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
             // SAFETY: `src` is 16 readable bytes; an unaligned load.
             let v = unsafe { _mm_loadu_si128(src.as_ptr().cast()) };
             let q = [_mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128::<8>(v))];
-            let z = _mm256_set1_ps(zp);
-            for (o, q) in out.chunks_exact_mut(32).zip(q) {
-                let x = _mm256_sub_ps(_mm256_cvtepi32_ps(q), z);
-                let y = match scale {
-                    Scale::Mul32(r) => _mm256_mul_ps(x, _mm256_set1_ps(r)),
-                    Scale::Div(s) => _mm256_div_ps(x, _mm256_set1_ps(s)),
-                };
-                // SAFETY: `o` is 32 writable bytes of `out`; an unaligned store.
-                unsafe { _mm256_storeu_ps(o.as_mut_ptr().cast(), y) };
-            }
+            dequant_store!(q, out, zp, scale);
         }
 
         fn i16x16(self, lo: &[u8; 16], hi: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
@@ -434,16 +443,7 @@ lanes! {
                 _mm256_cvtepi16_epi32(_mm_unpacklo_epi8(l, h)),
                 _mm256_cvtepi16_epi32(_mm_unpackhi_epi8(l, h)),
             ];
-            let z = _mm256_set1_ps(zp);
-            for (o, q) in out.chunks_exact_mut(32).zip(q) {
-                let x = _mm256_sub_ps(_mm256_cvtepi32_ps(q), z);
-                let y = match scale {
-                    Scale::Mul32(r) => _mm256_mul_ps(x, _mm256_set1_ps(r)),
-                    Scale::Div(s) => _mm256_div_ps(x, _mm256_set1_ps(s)),
-                };
-                // SAFETY: `o` is 32 writable bytes of `out`; an unaligned store.
-                unsafe { _mm256_storeu_ps(o.as_mut_ptr().cast(), y) };
-            }
+            dequant_store!(q, out, zp, scale);
         }
     }
 }

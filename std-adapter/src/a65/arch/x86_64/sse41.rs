@@ -92,6 +92,24 @@ lanes! {
     }
 }
 
+/// The common end of the [`DequantLanes`] blocks: each vector of INT32 codes `$q` to
+/// binary32 (exact), minus the zero point `$zp`, then `$scale`'s computation, stored into
+/// `$out` in order. A macro, so that it expands inside the level's `#[target_feature]` body.
+macro_rules! dequant_store {
+    ($q:expr, $out:expr, $zp:expr, $scale:expr) => {{
+        let z = _mm_set1_ps($zp);
+        for (o, q) in $out.chunks_exact_mut(16).zip($q) {
+            let x = _mm_sub_ps(_mm_cvtepi32_ps(q), z);
+            let y = match $scale {
+                Scale::Mul32(r) => _mm_mul_ps(x, _mm_set1_ps(r)),
+                Scale::Div(s) => _mm_div_ps(x, _mm_set1_ps(s)),
+            };
+            // SAFETY: `o` is 16 writable bytes of the output; an unaligned store.
+            unsafe { _mm_storeu_ps(o.as_mut_ptr().cast(), y) };
+        }
+    }};
+}
+
 lanes! {
     impl DequantLanes for Sse41 with "sse4.1" {
         fn i8x16(self, src: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
@@ -103,16 +121,7 @@ lanes! {
                 _mm_cvtepi8_epi32(_mm_srli_si128::<8>(v)),
                 _mm_cvtepi8_epi32(_mm_srli_si128::<12>(v)),
             ];
-            let z = _mm_set1_ps(zp);
-            for (o, q) in out.chunks_exact_mut(16).zip(q) {
-                let x = _mm_sub_ps(_mm_cvtepi32_ps(q), z);
-                let y = match scale {
-                    Scale::Mul32(r) => _mm_mul_ps(x, _mm_set1_ps(r)),
-                    Scale::Div(s) => _mm_div_ps(x, _mm_set1_ps(s)),
-                };
-                // SAFETY: `o` is 16 writable bytes of `out`; an unaligned store.
-                unsafe { _mm_storeu_ps(o.as_mut_ptr().cast(), y) };
-            }
+            dequant_store!(q, out, zp, scale);
         }
 
         fn i16x16(self, lo: &[u8; 16], hi: &[u8; 16], out: &mut [u8; 64], zp: f32, scale: Scale) {
@@ -128,16 +137,7 @@ lanes! {
                 _mm_cvtepi16_epi32(w1),
                 _mm_cvtepi16_epi32(_mm_srli_si128::<8>(w1)),
             ];
-            let z = _mm_set1_ps(zp);
-            for (o, q) in out.chunks_exact_mut(16).zip(q) {
-                let x = _mm_sub_ps(_mm_cvtepi32_ps(q), z);
-                let y = match scale {
-                    Scale::Mul32(r) => _mm_mul_ps(x, _mm_set1_ps(r)),
-                    Scale::Div(s) => _mm_div_ps(x, _mm_set1_ps(s)),
-                };
-                // SAFETY: `o` is 16 writable bytes of `out`; an unaligned store.
-                unsafe { _mm_storeu_ps(o.as_mut_ptr().cast(), y) };
-            }
+            dequant_store!(q, out, zp, scale);
         }
     }
 }
