@@ -79,11 +79,29 @@ enum Yuv {
 }
 
 impl Yuv {
-    /// The best this CPU has (portable with the `scalar-only` feature).
+    /// The block of automatic selection: the best this CPU has, portable with the
+    /// `scalar-only` feature.
     fn auto() -> Yuv {
         if super::SCALAR_ONLY {
-            return Yuv::Portable;
+            Yuv::Portable
+        } else {
+            Yuv::detected()
         }
+    }
+
+    /// The block of a forced level (detected by the caller): portable at `scalar`, else
+    /// the SIMD block, also with the `scalar-only` feature (as the other ops' `prepare_at`,
+    /// so that its tests compare the SIMD block with the portable default).
+    fn at(level: Level) -> Yuv {
+        if level == Level::Scalar {
+            Yuv::Portable
+        } else {
+            Yuv::detected()
+        }
+    }
+
+    /// The SIMD block this CPU has, else portable.
+    fn detected() -> Yuv {
         #[cfg(target_arch = "x86_64")]
         if let Some(t) = Sse41::detect() {
             return Yuv::Sse41(t);
@@ -93,15 +111,6 @@ impl Yuv {
             return Yuv::Neon(t);
         }
         Yuv::Portable
-    }
-
-    /// The block of a forced level (detected by the caller): portable at `scalar`.
-    fn at(level: Level) -> Yuv {
-        if level == Level::Scalar {
-            Yuv::Portable
-        } else {
-            Yuv::auto()
-        }
     }
 
     /// The level whose block it is.
