@@ -626,6 +626,41 @@ impl Plan {
         self.pixel_row_by(&PortableYuv, input, n, y, x0, out);
     }
 
+    /// The frame bytes of output pixels `(n, y, x0 + k)` for `k < count`, when they are
+    /// those pixels' raw values as they are: a packed three-byte format whose byte order is
+    /// the output's channel order (`RGB8`, or `BGR8` with `bgr`), every pixel inside the
+    /// frame (no border) and the `3 · count` bytes inside `input`. `None` otherwise (then
+    /// [`pixel_row`](Plan::pixel_row) gives them). Lets a row be converted straight from the
+    /// frame.
+    pub fn packed_row<'a>(
+        &self,
+        input: &'a [u8],
+        n: u64,
+        y: u64,
+        x0: u64,
+        count: u64,
+    ) -> Option<&'a [u8]> {
+        let format = self.frame.format;
+        let identity = match format {
+            Format::RGB8 => !self.bgr,
+            Format::BGR8 => self.bgr,
+            _ => false,
+        };
+        let b = &self.border;
+        let (fy, fx) = (y.checked_sub(b.top)?, x0.checked_sub(b.left)?);
+        if !identity || fy >= self.frame.height || fx.checked_add(count)? > self.frame.width {
+            return None;
+        }
+        let p = &self.frame.planes[0];
+        let start = n
+            .checked_mul(self.frame.frame_stride)?
+            .checked_add(p.offset)?
+            .checked_add(fy.checked_mul(p.row_stride)?)?
+            .checked_add(3 * fx)?;
+        let start = usize::try_from(start).ok()?;
+        input.get(start..start.checked_add(usize::try_from(3 * count).ok()?)?)
+    }
+
     /// [`pixel_row`](Plan::pixel_row) with the YUV pixels (NV12, I420) converted by
     /// `yuv` (the same values: [`yuv_to_rgb`]'s formula).
     pub fn pixel_row_by(
@@ -674,12 +709,19 @@ impl Plan {
             }),
             Format::RGB8 | Format::RGBX8 | Format::BGR8 | Format::BGRX8 => {
                 let bpp = format.pixel_bytes();
-                let (r, bl) = if matches!(format, Format::RGB8 | Format::RGBX8) {
+                // The bytes of output channels 0 and 2 within a pixel, the channel order
+                // folded in.
+                let (r, bl) = if matches!(format, Format::RGB8 | Format::RGBX8) != self.bgr {
                     (0, 2)
                 } else {
                     (2, 0)
                 };
                 slice(0, fy, fx * bpp, count * bpp).map(|row| {
+                    if bpp == 3 && r == 0 {
+                        // The pixels as they are: one copy.
+                        inner.as_flattened_mut().copy_from_slice(row);
+                        return;
+                    }
                     for (o, px) in inner.iter_mut().zip(row.chunks_exact(bpp as usize)) {
                         *o = [px[r], px[1], px[bl]];
                     }
@@ -722,7 +764,7 @@ impl Plan {
             }
             return;
         }
-        if self.bgr && format != Format::GRAY8 {
+        if self.bgr && format.is_yuv() {
             for o in inner.iter_mut() {
                 o.swap(0, 2);
             }

@@ -13,11 +13,20 @@
 //! It reads the frame a row piece at a time
 //! ([`Plan::pixel_row_by`](simak_core::ops::preproc::Plan::pixel_row_by): up to 64 pixels,
 //! each plane's row sliced once), for strided outputs and for tile rows along W. The YUV
-//! step of NV12 and I420 rows runs 16 pixels at a time in integer SIMD (`arch::yuv`: the
-//! SSE4.1 block at every x86-64 SIMD level, NEON on AArch64; the portable formula at the
-//! `scalar` level and with the `scalar-only` feature); the table lookups and the writes are
-//! portable code at every level. `prepare_at` accepts every level this CPU has. No heap
-//! allocation during `execute`.
+//! step of NV12 and I420 rows runs 16 pixels at a time in integer SIMD (`arch::yuv`:
+//! SSE4.1, AVX2 (also at the AVX-512 levels), NEON; the portable formula at the `scalar`
+//! level and with the `scalar-only` feature).
+//!
+//! INT8 outputs (Quant strided, QuantTess) of three channels go through an exact integer
+//! affine map in SIMD where the tables admit one (`arch::affine`: per channel
+//! `sat_i8((p · a + b) >> 16)`, found at `prepare` and checked against the tables on all 256
+//! values; every monotone table whose slope is at most 64 codes per raw step has one):
+//! packed pixel runs, straight from the frame when it is RGB8 (or BGR8 with `bgr`) without
+//! a border in the run, else from the row piece. The route is then `preproc-<level>-i8`.
+//! Compact BF16 tiles write each pixel's six bytes as one OR of three placed table entries.
+//! Everything else is table lookups in portable code. `prepare_at` accepts every level this
+//! CPU has; `prepare` takes the best (scalar with `scalar-only`). No heap allocation during
+//! `execute`.
 //!
 //! ```
 //! use simak::a65;
@@ -49,11 +58,12 @@ use simak_core::ops::Preproc as PreprocOp;
 use simak_core::ops::preproc::{Plan, PlanOutput, PortableYuv, YuvRows};
 use simak_core::{DType, View};
 
+use super::arch::affine::{self, Affine3, AffineLanes};
 use super::arch::isa::Isa;
 #[cfg(target_arch = "aarch64")]
 use super::arch::isa::Neon;
 #[cfg(target_arch = "x86_64")]
-use super::arch::isa::Sse41;
+use super::arch::isa::{Avx2, Sse41};
 use super::arch::yuv::YuvLanes;
 use super::{ExecuteError, HostOp, Level, LevelError, PortNeed};
 
@@ -67,13 +77,15 @@ pub type Prepared = super::Prepared<PreprocOp>;
 /// One piece of a split Preproc call ([`Prepared::split`](super::Prepared::split)).
 pub type Piece<'a> = super::Piece<'a, PreprocOp>;
 
-/// The YUV step of a prepared plan: the level's 16-pixel [`YuvLanes`] block (on x86-64
-/// the SSE4.1 block at every SIMD level; NEON on AArch64), or the portable formula.
+/// The YUV step of a prepared plan: the level's 16-pixel [`YuvLanes`] block (SSE4.1,
+/// AVX2 also at the AVX-512 levels, NEON), or the portable formula.
 #[derive(Debug, Clone, Copy)]
 enum Yuv {
     Portable,
     #[cfg(target_arch = "x86_64")]
     Sse41(Sse41),
+    #[cfg(target_arch = "x86_64")]
+    Avx2(Avx2),
     #[cfg(target_arch = "aarch64")]
     Neon(Neon),
 }
@@ -90,18 +102,29 @@ impl Yuv {
     }
 
     /// The block of a forced level (detected by the caller): portable at `scalar`, else
-    /// the SIMD block, also with the `scalar-only` feature (as the other ops' `prepare_at`,
-    /// so that its tests compare the SIMD block with the portable default).
+    /// the level's SIMD block (AVX2's at the AVX-512 levels), also with the `scalar-only`
+    /// feature (as the other ops' `prepare_at`, so that its tests compare the SIMD block
+    /// with the portable default).
     fn at(level: Level) -> Yuv {
-        if level == Level::Scalar {
-            Yuv::Portable
-        } else {
-            Yuv::detected()
+        match level {
+            #[cfg(target_arch = "x86_64")]
+            Level::Sse41 => Sse41::detect().map_or(Yuv::Portable, Yuv::Sse41),
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 | Level::Avx512 | Level::Avx512Vbmi => {
+                Avx2::detect().map_or(Yuv::Portable, Yuv::Avx2)
+            }
+            #[cfg(target_arch = "aarch64")]
+            Level::Neon | Level::NeonFp16 => Neon::detect().map_or(Yuv::Portable, Yuv::Neon),
+            _ => Yuv::Portable,
         }
     }
 
-    /// The SIMD block this CPU has, else portable.
+    /// The best SIMD block this CPU has, else portable.
     fn detected() -> Yuv {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(t) = Avx2::detect() {
+            return Yuv::Avx2(t);
+        }
         #[cfg(target_arch = "x86_64")]
         if let Some(t) = Sse41::detect() {
             return Yuv::Sse41(t);
@@ -113,23 +136,14 @@ impl Yuv {
         Yuv::Portable
     }
 
-    /// The level whose block it is.
-    fn level(self) -> Level {
-        match self {
-            Yuv::Portable => Level::Scalar,
-            #[cfg(target_arch = "x86_64")]
-            Yuv::Sse41(_) => Level::Sse41,
-            #[cfg(target_arch = "aarch64")]
-            Yuv::Neon(_) => Level::Neon,
-        }
-    }
-
     /// The diagnostic name.
     fn implementation(self) -> &'static str {
         match self {
             Yuv::Portable => "preproc-portable",
             #[cfg(target_arch = "x86_64")]
             Yuv::Sse41(_) => "preproc-sse4.1-yuv",
+            #[cfg(target_arch = "x86_64")]
+            Yuv::Avx2(_) => "preproc-avx2-yuv",
             #[cfg(target_arch = "aarch64")]
             Yuv::Neon(_) => "preproc-neon-yuv",
         }
@@ -150,6 +164,8 @@ impl YuvRows for Yuv {
             Yuv::Portable => PortableYuv.yuv_row(out, luma, u, v, step, odd),
             #[cfg(target_arch = "x86_64")]
             Yuv::Sse41(t) => yuv_blocks(t, out, luma, u, v, step, odd),
+            #[cfg(target_arch = "x86_64")]
+            Yuv::Avx2(t) => yuv_blocks(t, out, luma, u, v, step, odd),
             #[cfg(target_arch = "aarch64")]
             Yuv::Neon(t) => yuv_blocks(t, out, luma, u, v, step, odd),
         }
@@ -180,10 +196,6 @@ fn yuv_blocks<T: YuvLanes>(
     let blocks = (n - first) / 16;
     for b in 0..blocks {
         let (k, c) = (first + 16 * b, first + 8 * b);
-        let (mut ub, mut vb) = ([0u8; 8], [0u8; 8]);
-        for (j, (ub, vb)) in ub.iter_mut().zip(&mut vb).enumerate() {
-            (*ub, *vb) = (u[(c + j) * step], v[(c + j) * step]);
-        }
         let y: &[u8; 16] = luma[k..k + 16]
             .try_into()
             .unwrap_or_else(|_| unreachable!("16 bytes"));
@@ -191,6 +203,17 @@ fn yuv_blocks<T: YuvLanes>(
             .as_flattened_mut()
             .try_into()
             .unwrap_or_else(|_| unreachable!("48 bytes"));
+        if step == 2 {
+            // NV12: `v` is `u` one byte on; the 8 pairs are 16 bytes of `u`.
+            if let Some(uv) = u.get(2 * c..2 * c + 16).and_then(|p| p.try_into().ok()) {
+                lanes.yuv16_nv12(y, uv, o);
+                continue;
+            }
+        }
+        let (mut ub, mut vb) = ([0u8; 8], [0u8; 8]);
+        for (j, (ub, vb)) in ub.iter_mut().zip(&mut vb).enumerate() {
+            (*ub, *vb) = (u[(c + j) * step], v[(c + j) * step]);
+        }
         lanes.yuv16(y, &ub, &vb, o);
     }
     let tail = first + 16 * blocks;
@@ -207,9 +230,113 @@ fn yuv_blocks<T: YuvLanes>(
     }
 }
 
+/// The SIMD level of the INT8 outputs' affine blocks ([`affine`]): SSE4.1, AVX2 (also at
+/// the AVX-512 levels) or NEON.
+#[derive(Debug, Clone, Copy)]
+enum Bytes {
+    #[cfg(target_arch = "x86_64")]
+    Sse41(Sse41),
+    #[cfg(target_arch = "x86_64")]
+    Avx2(Avx2),
+    #[cfg(target_arch = "aarch64")]
+    Neon(Neon),
+}
+
+impl Bytes {
+    /// The block of `level` (detected by the caller); `None` at `scalar`.
+    fn at(level: Level) -> Option<Bytes> {
+        match level {
+            #[cfg(target_arch = "x86_64")]
+            Level::Sse41 => Sse41::detect().map(Bytes::Sse41),
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 | Level::Avx512 | Level::Avx512Vbmi => Avx2::detect().map(Bytes::Avx2),
+            #[cfg(target_arch = "aarch64")]
+            Level::Neon | Level::NeonFp16 => Neon::detect().map(Bytes::Neon),
+            _ => None,
+        }
+    }
+
+    /// The diagnostic name of the route with this block.
+    fn implementation(self) -> &'static str {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Bytes::Sse41(_) => "preproc-sse4.1-i8",
+            #[cfg(target_arch = "x86_64")]
+            Bytes::Avx2(_) => "preproc-avx2-i8",
+            #[cfg(target_arch = "aarch64")]
+            Bytes::Neon(_) => "preproc-neon-i8",
+        }
+    }
+}
+
+/// An INT8 output's channels as one affine map in SIMD ([`affine::fit`]), when the tables
+/// admit one.
+#[derive(Debug, Clone)]
+struct Affine {
+    block: Bytes,
+    map: Affine3,
+}
+
+impl Affine {
+    /// The map for `plan`'s tables at `level`, if its output is INT8 with three channels,
+    /// the level has a block and the tables fit.
+    fn new(plan: &Plan, tables: &Tables, level: Level) -> Option<Affine> {
+        if !matches!(
+            plan.output(),
+            PlanOutput::I8(..) | PlanOutput::QuantTess(..)
+        ) || plan.channels() != 3
+        {
+            return None;
+        }
+        let block = Bytes::at(level)?;
+        let t = tables.0.map(|row| row.map(|v| v as u8 as i8));
+        affine::fit(&t).map(|map| Affine { block, map })
+    }
+
+    /// Writes the map of `raw`'s bytes into `dst` (three bytes per pixel) for the pixels
+    /// of whole SIMD steps; returns how many pixels that was.
+    #[inline]
+    fn pixels(&self, raw: &[[u8; 3]], dst: &mut [u8]) -> usize {
+        let src = raw.as_flattened();
+        let done = match self.block {
+            #[cfg(target_arch = "x86_64")]
+            Bytes::Sse41(t) => t.affine3(&self.map, src, dst),
+            #[cfg(target_arch = "x86_64")]
+            Bytes::Avx2(t) => t.affine3(&self.map, src, dst),
+            #[cfg(target_arch = "aarch64")]
+            Bytes::Neon(t) => t.affine3(&self.map, src, dst),
+        };
+        done / 3
+    }
+}
+
 /// The 256 results per output channel (output bytes little-endian in a `u32`).
 #[derive(Clone)]
 struct Tables([[u32; 256]; 3]);
+
+/// A BF16 output's results placed as one Compact three-channel pixel's six bytes (low
+/// bytes plane, then high bytes plane): channel `c`'s low byte at byte `c`, its high byte
+/// at byte `3 + c` of a little-endian `u64`, so a pixel is the OR of three entries.
+#[derive(Clone)]
+struct Placed(Box<[[u64; 256]; 3]>);
+
+impl fmt::Debug for Placed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Placed(3 × 256)")
+    }
+}
+
+impl Placed {
+    fn new(t: &Tables) -> Placed {
+        let mut w = Box::new([[0u64; 256]; 3]);
+        for (c, (w, t)) in w.iter_mut().zip(&t.0).enumerate() {
+            for (w, &v) in w.iter_mut().zip(t) {
+                *w = u64::from(v & 0xff) << (8 * c) | u64::from((v >> 8) & 0xff) << (24 + 8 * c);
+            }
+        }
+        Placed(w)
+    }
+}
 
 impl fmt::Debug for Tables {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -223,6 +350,8 @@ impl fmt::Debug for Tables {
 pub struct State {
     plan: Plan,
     tables: Tables,
+    placed: Option<Placed>,
+    affine: Option<Affine>,
     yuv: Yuv,
     level: Level,
 }
@@ -232,8 +361,8 @@ pub fn prepare(plan: &Plan) -> Prepared {
     Prepared::new(plan)
 }
 
-/// Prepares `plan` at a forced [`Level`]: the same portable path at every level this CPU
-/// has (the same bytes, SPEC §10).
+/// Prepares `plan` at a forced [`Level`]: that level's YUV and INT8 blocks (the portable
+/// path at `scalar`), the same bytes at every level this CPU has (SPEC §10).
 ///
 /// # Errors
 ///
@@ -382,9 +511,28 @@ fn run_strided(
     let [sn, sy, sx, sc] = strides4(plan, view);
     let t = &state.tables.0;
     let mut raw = [[0u8; 3]; ROW];
+    // INT8 packed three-channel rows straight from a frame in the output's channel order.
+    let direct = state
+        .affine
+        .as_ref()
+        .filter(|_| bytes == 1 && sc == 1 && sx == 3 && ranges[3] == (0..3));
     for n in ranges[0].clone() {
         for y in ranges[1].clone() {
-            let mut x = ranges[2].start;
+            let x = ranges[2].start;
+            let count = ranges[2].end - x;
+            if let Some(a) = direct {
+                let src = plan.packed_row(input, n as u64, y as u64, x as u64, count as u64);
+                if let Some(src) = src {
+                    let at = n * sn + y * sy + x * sx - base;
+                    let dst = &mut out[at..at + 3 * count];
+                    let done = 3 * a.pixels(src.as_chunks::<3>().0, dst);
+                    for (k, (y, &p)) in dst[done..].iter_mut().zip(&src[done..]).enumerate() {
+                        *y = t[k % 3][usize::from(p)] as u8;
+                    }
+                    continue;
+                }
+            }
+            let mut x = x;
             while x < ranges[2].end {
                 let k = (ranges[2].end - x).min(ROW);
                 let raw = &mut raw[..k];
@@ -401,9 +549,9 @@ fn run_strided(
                     base,
                 };
                 if bytes == 4 {
-                    row.write::<4>(t, out);
+                    row.write::<4>(t, None, out);
                 } else {
-                    row.write::<1>(t, out);
+                    row.write::<1>(t, state.affine.as_ref(), out);
                 }
                 x += k;
             }
@@ -427,9 +575,10 @@ struct Row<'a> {
 
 impl Row<'_> {
     /// Writes each covered element's `B` bytes (the table entry's low bytes) into `out`,
-    /// which starts at port byte `base`.
+    /// which starts at port byte `base`; packed three-channel pixels through `affine`'s
+    /// SIMD blocks where it is given (INT8), the rest through the tables.
     #[inline(always)]
-    fn write<const B: usize>(&self, t: &[[u32; 256]; 3], out: &mut [u8]) {
+    fn write<const B: usize>(&self, t: &[[u32; 256]; 3], affine: Option<&Affine>, out: &mut [u8]) {
         let Row {
             raw,
             at,
@@ -441,6 +590,8 @@ impl Row<'_> {
         if channels.start == 0 && channels.end == 3 && sc == B && sx == 3 * B {
             // Packed three-channel pixels (HWC): one contiguous run of 3·B bytes each.
             let run = &mut out[at - base..][..3 * B * raw.len()];
+            let done = affine.map_or(0, |a| a.pixels(raw, run));
+            let (raw, run) = (&raw[done..], &mut run[3 * B * done..]);
             for (px, y) in raw.iter().zip(run.chunks_exact_mut(3 * B)) {
                 for (c, y) in y.chunks_exact_mut(B).enumerate() {
                     y.copy_from_slice(&t[c][usize::from(px[c])].to_le_bytes()[..B]);
@@ -513,6 +664,22 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
                 }
                 if rows {
                     let [n, y, x, c0] = row;
+                    let dst = &mut dst[k * pixel_bytes..(k + tw) * pixel_bytes];
+                    if let Some(a) = state
+                        .affine
+                        .as_ref()
+                        .filter(|_| c0 == 0 && tc == 3 && sc == 3)
+                        && let Some(src) =
+                            plan.packed_row(input, n as u64, y as u64, x as u64, tw as u64)
+                    {
+                        // INT8 straight from a frame in the output's channel order.
+                        let done = 3 * a.pixels(src.as_chunks::<3>().0, dst);
+                        for (k, (y, &p)) in dst[done..].iter_mut().zip(&src[done..]).enumerate() {
+                            *y = t[k % 3][usize::from(p)] as u8;
+                        }
+                        k += tw;
+                        continue;
+                    }
                     plan.pixel_row_by(
                         &state.yuv,
                         input,
@@ -521,11 +688,22 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
                         x as u64,
                         &mut raw[..tw],
                     );
-                    let dst = &mut dst[k * pixel_bytes..(k + tw) * pixel_bytes];
                     if planes == 1 {
-                        tile_row::<1>(t, &raw[..tw], c0, tc, sc, dst);
+                        tile_row::<1>(t, state.affine.as_ref(), &raw[..tw], c0, tc, sc, dst);
+                    } else if let Some(w) = state
+                        .placed
+                        .as_ref()
+                        .filter(|_| c0 == 0 && tc == 3 && sc == 3)
+                    {
+                        // Compact BF16: each pixel's six bytes as one OR of three entries.
+                        for (px, r) in dst.as_chunks_mut::<6>().0.iter_mut().zip(&raw[..tw]) {
+                            let v = w.0[0][usize::from(r[0])]
+                                | w.0[1][usize::from(r[1])]
+                                | w.0[2][usize::from(r[2])];
+                            px.copy_from_slice(&v.to_le_bytes()[..6]);
+                        }
                     } else {
-                        tile_row::<2>(t, &raw[..tw], c0, tc, sc, dst);
+                        tile_row::<2>(t, None, &raw[..tw], c0, tc, sc, dst);
                     }
                     k += tw;
                     continue;
@@ -560,9 +738,11 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
 /// One tile row from a row piece of raw values `raw` (one per pixel): pixel `w` at
 /// `dst[w · P · sc..]`, its plane `p` (`P` byte planes of `sc` stored channels) the byte
 /// `p` of the table entry of each covered channel `c0..c0 + tc`, then zeros up to `sc`.
+/// With `affine` (INT8, `P` = 1), packed three-channel rows go through its SIMD blocks.
 #[inline(always)]
 fn tile_row<const P: usize>(
     t: &[[u32; 256]; 3],
+    affine: Option<&Affine>,
     raw: &[[u8; 3]],
     c0: usize,
     tc: usize,
@@ -571,6 +751,8 @@ fn tile_row<const P: usize>(
 ) {
     if c0 == 0 && tc == 3 && sc == 3 {
         // Three channels stored as three (Compact): a fixed pattern per pixel.
+        let done = affine.map_or(0, |a| a.pixels(raw, dst));
+        let (raw, dst) = (&raw[done..], &mut dst[3 * P * done..]);
         for (px, r) in dst.chunks_exact_mut(3 * P).zip(raw) {
             let v = [
                 t[0][usize::from(r[0])],
@@ -644,20 +826,27 @@ impl HostOp for PreprocOp {
     type Part<'a> = Part<'a>;
 
     fn prepare(plan: &Plan) -> State {
-        let yuv = Yuv::auto();
+        // The best level, as the other ops choose it (scalar with `scalar-only`).
+        let level = super::untess::Lanes::auto().level();
+        let tables = tables(plan);
         State {
             plan: *plan,
-            tables: tables(plan),
-            yuv,
-            level: yuv.level(),
+            affine: Affine::new(plan, &tables, level),
+            placed: matches!(plan.output(), PlanOutput::CastTess(_)).then(|| Placed::new(&tables)),
+            tables,
+            yuv: Yuv::auto(),
+            level,
         }
     }
 
     fn prepare_at(plan: &Plan, level: Level) -> Result<State, LevelError> {
         level.check_detected()?;
+        let tables = tables(plan);
         Ok(State {
             plan: *plan,
-            tables: tables(plan),
+            affine: Affine::new(plan, &tables, level),
+            placed: matches!(plan.output(), PlanOutput::CastTess(_)).then(|| Placed::new(&tables)),
+            tables,
             yuv: Yuv::at(level),
             level,
         })
@@ -669,7 +858,9 @@ impl HostOp for PreprocOp {
     }
 
     fn implementation(state: &State) -> &'static str {
-        if state.plan.frame().format.is_yuv() {
+        if let Some(a) = &state.affine {
+            a.block.implementation()
+        } else if state.plan.frame().format.is_yuv() {
             state.yuv.implementation()
         } else {
             Yuv::Portable.implementation()

@@ -384,6 +384,104 @@ fn every_value_of_every_channel_matches_the_existing_ops() {
     assert!(runs >= 5 * 7 * 2 * 39);
 }
 
+/// The INT8 outputs' SIMD affine blocks (`preproc-<level>-i8`): rows of every width from
+/// 1 to 100 pixels (whole blocks and every tail), strided and Compact tiles along W of
+/// 64 and 37 pixels, usual and random normalizations, from RGB8 and NV12, at every level,
+/// each against the existing ops on the oracle's tensor; the blocks are the route of the
+/// usual normalizations at every SIMD level.
+#[test]
+fn int8_affine_blocks_match_the_existing_ops() {
+    let mut rng = Rng::new(0x26_a1f1);
+    let mut runs = 0;
+    let mut norms = vec![
+        (
+            255.0f32,
+            vec![0.485f32, 0.456, 0.406],
+            vec![0.229f32, 0.224, 0.225],
+        ),
+        (255.0, vec![0.0], vec![1.0]),
+        (127.5, vec![1.0], vec![-1.0]),
+    ];
+    for _ in 0..3 {
+        let v = |rng: &mut Rng| (rng.below(1000) as f32 - 500.0) / 1000.0;
+        norms.push((
+            1.0 + rng.below(300) as f32,
+            (0..3).map(|_| v(&mut rng)).collect(),
+            (0..3).map(|_| v(&mut rng) + 0.6).collect(),
+        ));
+    }
+    for (i, (divisor, mean, std)) in norms.into_iter().enumerate() {
+        let format = if i % 2 == 0 {
+            Format::RGB8
+        } else {
+            Format::NV12
+        };
+        let params = random_params(&mut rng);
+        // Every width to 100 in the `test` step, the block edges elsewhere.
+        let widths: Vec<u64> = if i >= 2 {
+            vec![2, 30, 64, 98]
+        } else if simak_tests::sweeps::full() {
+            (1..=100).collect()
+        } else {
+            vec![
+                1, 2, 5, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 95, 96, 97, 100,
+            ]
+        };
+        for w in widths {
+            let w = if format.is_yuv() {
+                w.next_multiple_of(2)
+            } else {
+                w
+            };
+            let (frame, bytes) = random_frame(&mut rng, format, 2, w, None);
+            let setup = Setup {
+                frame,
+                divisor,
+                mean: mean.clone(),
+                std: std.clone(),
+                bgr: rng.chance(1, 2),
+                border: Border::default(),
+                pad: vec![0],
+            };
+            let mut outs = vec![Out::I8(None, params)];
+            for tw in [64, 37] {
+                let tw = tw.min(w as u32);
+                let layout = Output::default_layout(false, [1, 1, tw, 3], Channels::Compact);
+                outs.push(Out::QuantTess(layout, params));
+            }
+            for out in &outs {
+                let threads: &[usize] = if w % 32 == 2 { &[1, 3] } else { &[1] };
+                runs += check(&format!("{format} {w} wide"), &setup, out, &bytes, threads);
+            }
+        }
+    }
+    assert!(runs >= 2 * 19 * 3);
+    // The route: the blocks at every SIMD level for the usual normalization.
+    let setup = Setup {
+        frame: Frame::packed(Format::RGB8, 4, 64),
+        divisor: 255.0,
+        mean: vec![0.485, 0.456, 0.406],
+        std: vec![0.229, 0.224, 0.225],
+        bgr: false,
+        border: Border::default(),
+        pad: vec![0],
+    };
+    let plan =
+        preproc::check_inference(&setup.request(Out::I8(None, Params::new(48.0)).as_output()))
+            .unwrap();
+    for level in Level::detected() {
+        let route = a65::preproc::prepare_at(&plan, level)
+            .unwrap()
+            .implementation();
+        match level {
+            Level::Scalar => assert_eq!(route, "preproc-portable"),
+            Level::Sse41 => assert_eq!(route, "preproc-sse4.1-i8"),
+            Level::Avx2 | Level::Avx512 | Level::Avx512Vbmi => assert_eq!(route, "preproc-avx2-i8"),
+            _ => assert_eq!(route, "preproc-neon-i8", "{level:?}"),
+        }
+    }
+}
+
 /// The integer formula on all 2^24 (Y, U, V) triples against the restatement above.
 #[test]
 fn yuv_formula_on_every_triple() {
@@ -407,15 +505,27 @@ fn yuv_formula_on_every_triple() {
 /// Every Y rotation outside the `test` step is every 32nd (simak_tests::sweeps).
 #[test]
 fn yuv_step_at_every_level_on_every_triple() {
+    // I420 (U and V planes) and NV12 (interleaved pairs): each level's two chroma loads.
+    for format in [Format::I420, Format::NV12] {
+        yuv_step_on_every_triple(format);
+    }
+}
+
+fn yuv_step_on_every_triple(format: Format) {
     let (h, w) = (2u64, 131_072u64);
     let pairs = (w / 2) as usize;
     let mut frame = vec![0u8; (h * w) as usize + 2 * pairs];
     for c in 0..pairs {
-        frame[(h * w) as usize + c] = (c >> 8) as u8; // U
-        frame[(h * w) as usize + pairs + c] = c as u8; // V
+        let (u, v) = if format == Format::NV12 {
+            (2 * c, 2 * c + 1)
+        } else {
+            (c, pairs + c)
+        };
+        frame[(h * w) as usize + u] = (c >> 8) as u8;
+        frame[(h * w) as usize + v] = c as u8;
     }
     let plan = preproc::check_inference(&Request {
-        frame: Frame::packed(Format::I420, h, w),
+        frame: Frame::packed(format, h, w),
         normalize: Normalize {
             divisor: 1.0,
             ..Normalize::DEFAULT

@@ -14,6 +14,7 @@
 
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod aarch64;
+pub(crate) mod affine;
 pub(crate) mod band;
 pub(crate) mod blocks;
 pub(crate) mod convert;

@@ -12,6 +12,16 @@ pub(crate) trait YuvLanes: Isa {
     /// 16 pixels: luma `y[k]` with the chroma pair `(u[k / 2], v[k / 2])`, into `out`
     /// as R, G, B bytes per pixel (48 bytes).
     fn yuv16(self, y: &[u8; 16], u: &[u8; 8], v: &[u8; 8], out: &mut [u8; 48]);
+
+    /// [`yuv16`](YuvLanes::yuv16) with the chroma of an NV12 row: `uv` holds the 8
+    /// interleaved (U, V) pairs.
+    fn yuv16_nv12(self, y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+        let (mut u, mut v) = ([0u8; 8], [0u8; 8]);
+        for (j, p) in uv.chunks_exact(2).enumerate() {
+            (u[j], v[j]) = (p[0], p[1]);
+        }
+        self.yuv16(y, &u, &v, out);
+    }
 }
 
 /// The byte shuffles that interleave three 16-byte planes (R, G, B) into 48 bytes:

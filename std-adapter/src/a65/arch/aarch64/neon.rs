@@ -8,6 +8,7 @@ use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
 use super::super::super::untess::Scale;
+use super::super::affine::{Affine3, AffineLanes, PERIOD};
 use super::super::band::{BandLanes, Lines, table_pattern};
 use super::super::convert::ConvertLanes;
 use super::super::dequant::DequantLanes;
@@ -397,6 +398,45 @@ lanes! {
             });
             // SAFETY: `out` is 48 writable bytes: three planes interleaved per pixel.
             unsafe { vst3q_u8(out.as_mut_ptr(), uint8x16x3_t(planes[0], planes[1], planes[2])) };
+        }
+    }
+}
+
+lanes! {
+    impl AffineLanes for Neon with "neon" {
+        fn affine3(self, k: &Affine3, src: &[u8], dst: &mut [u8]) -> usize {
+            let n = src.len().min(dst.len()) / 48 * 48;
+            // Group `g` of 4 bytes starts at channel phase `4g % 3 = g % 3`: three vectors
+            // of each constant cover every group.
+            // SAFETY: `4g + 4 ≤ 12 ≤ PERIOD`: 4 readable `i32`.
+            let at = |v: &[i32; PERIOD], g: usize| unsafe { vld1q_s32(v.as_ptr().wrapping_add(4 * g)) };
+            let (a, b) = ([0, 1, 2].map(|g| at(&k.a, g)), [0, 1, 2].map(|g| at(&k.b, g)));
+            for i in (0..n).step_by(48) {
+                for c in 0..3 {
+                    let j = 16 * c;
+                    // SAFETY: `i + j + 16 ≤ n ≤ src.len()`.
+                    let x = unsafe { vld1q_u8(src.as_ptr().wrapping_add(i + j)) };
+                    let (lo, hi) = (vmovl_u8(vget_low_u8(x)), vmovl_high_u8(x));
+                    let words = [
+                        vmovl_u16(vget_low_u16(lo)),
+                        vmovl_high_u16(lo),
+                        vmovl_u16(vget_low_u16(hi)),
+                        vmovl_high_u16(hi),
+                    ];
+                    let y: [int16x4_t; 4] = core::array::from_fn(|q| {
+                        let g = 4 * c + q;
+                        let w = vreinterpretq_s32_u32(words[q]);
+                        vqmovn_s32(vshrq_n_s32::<16>(vmlaq_s32(b[g % 3], w, a[g % 3])))
+                    });
+                    let v = vcombine_s8(
+                        vqmovn_s16(vcombine_s16(y[0], y[1])),
+                        vqmovn_s16(vcombine_s16(y[2], y[3])),
+                    );
+                    // SAFETY: `i + j + 16 ≤ n ≤ dst.len()`.
+                    unsafe { vst1q_s8(dst.as_mut_ptr().wrapping_add(i + j).cast(), v) };
+                }
+            }
+            n
         }
     }
 }

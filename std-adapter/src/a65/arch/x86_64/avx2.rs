@@ -7,6 +7,7 @@ use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
 use super::super::super::untess::Scale;
+use super::super::affine::{Affine3, AffineLanes, PERIOD};
 use super::super::band::{BandLanes, Lines, window_pattern};
 use super::super::convert::ConvertLanes;
 use super::super::dequant::DequantLanes;
@@ -15,6 +16,7 @@ use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
 use super::super::yuv::YuvLanes;
 use super::CLAMP_HI;
+use super::sse41::store_interleaved3;
 
 lanes! {
     impl QuantLanes for Avx2 with "avx2,f16c" {
@@ -448,11 +450,101 @@ lanes! {
     }
 }
 
-/// The SSE4.1 block (its 128-bit lanes are as wide as the interleave), inlined into the
-/// AVX2 entry.
-impl YuvLanes for Avx2 {
-    #[inline(always)]
-    fn yuv16(self, y: &[u8; 16], u: &[u8; 8], v: &[u8; 8], out: &mut [u8; 48]) {
-        self.sse41().yuv16(y, u, v, out);
+lanes! {
+    impl AffineLanes for Avx2 with "avx2,f16c" {
+        fn affine3(self, k: &Affine3, src: &[u8], dst: &mut [u8]) -> usize {
+            let n = src.len().min(dst.len()) / PERIOD * PERIOD;
+            // Group `g` of 8 bytes starts at channel phase `8g % 3`: the vectors at bytes
+            // 0, 8 and 16 (phases 0, 2, 1) cover every group.
+            // SAFETY: `8g + 8 ≤ 24 ≤ PERIOD`: 8 readable `i32`.
+            let at = |v: &[i32; PERIOD], g: usize| unsafe { _mm256_loadu_si256(v.as_ptr().wrapping_add(8 * g).cast()) };
+            let (a, b) = ([0, 1, 2].map(|g| at(&k.a, g)), [0, 1, 2].map(|g| at(&k.b, g)));
+            // The packs work per 128-bit half: they leave the 4-byte groups of a 32-byte
+            // chunk in the order 0, 2, 4, 6, 1, 3, 5, 7.
+            let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+            for i in (0..n).step_by(PERIOD) {
+                for c in 0..3 {
+                    let y: [__m256i; 4] = core::array::from_fn(|q| {
+                        let g = 4 * c + q;
+                        // SAFETY: `i + 8g + 8 ≤ n ≤ src.len()`: 8 readable bytes.
+                        let x = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(src.as_ptr().wrapping_add(i + 8 * g).cast()) });
+                        _mm256_srai_epi32::<16>(_mm256_add_epi32(_mm256_mullo_epi32(x, a[g % 3]), b[g % 3]))
+                    });
+                    let v = _mm256_packs_epi16(_mm256_packs_epi32(y[0], y[1]), _mm256_packs_epi32(y[2], y[3]));
+                    let v = _mm256_permutevar8x32_epi32(v, order);
+                    // SAFETY: `i + 32c + 32 ≤ n ≤ dst.len()`; an unaligned store.
+                    unsafe { _mm256_storeu_si256(dst.as_mut_ptr().wrapping_add(i + 32 * c).cast(), v) };
+                }
+            }
+            n
+        }
     }
+}
+
+lanes! {
+    impl YuvLanes for Avx2 with "avx2,f16c" {
+        fn yuv16(self, y: &[u8; 16], u: &[u8; 8], v: &[u8; 8], out: &mut [u8; 48]) {
+            // SAFETY: `u` is 8 readable bytes.
+            let u = unsafe { _mm_loadl_epi64(u.as_ptr().cast()) };
+            // SAFETY: `v` is 8 readable bytes.
+            let v = unsafe { _mm_loadl_epi64(v.as_ptr().cast()) };
+            yuv16_avx2(y, u, v, out);
+        }
+
+        fn yuv16_nv12(self, y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+            // SAFETY: `uv` is 16 readable bytes; an unaligned load.
+            let pairs = unsafe { _mm_loadu_si128(uv.as_ptr().cast()) };
+            // The U (even) bytes, then the V (odd) bytes.
+            let split = _mm_shuffle_epi8(pairs, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+            yuv16_avx2(y, split, _mm_srli_si128::<8>(split), out);
+        }
+    }
+}
+
+/// The AVX2 YUV block (SSE4.1's in 8 lanes): luma `y`, the 8 pairs' U and V in the low 8
+/// bytes of `u` and `v`. Each pair's chroma terms are computed once, then spread to its
+/// two pixels.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn yuv16_avx2(y: &[u8; 16], u: __m128i, v: __m128i, out: &mut [u8; 48]) {
+    let c128 = _mm256_set1_epi32(128);
+    let (u, v) = (
+        _mm256_sub_epi32(_mm256_cvtepu8_epi32(u), c128),
+        _mm256_sub_epi32(_mm256_cvtepu8_epi32(v), c128),
+    );
+    let terms = [
+        _mm256_mullo_epi32(v, _mm256_set1_epi32(1_673_527)),
+        _mm256_add_epi32(
+            _mm256_mullo_epi32(v, _mm256_set1_epi32(-852_492)),
+            _mm256_mullo_epi32(u, _mm256_set1_epi32(-409_993)),
+        ),
+        _mm256_mullo_epi32(u, _mm256_set1_epi32(2_116_026)),
+    ];
+    let spread = [
+        _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
+        _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7),
+    ];
+    let (c16, zero) = (_mm256_set1_epi32(16), _mm256_setzero_si256());
+    let mut rgb = [[zero; 2]; 3];
+    for h in 0..2 {
+        // SAFETY: `8h + 8 ≤ 16`: 8 readable bytes of `y`.
+        let yh =
+            _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(y.as_ptr().wrapping_add(8 * h).cast()) });
+        let luma = _mm256_max_epi32(_mm256_sub_epi32(yh, c16), zero);
+        let base = _mm256_add_epi32(
+            _mm256_mullo_epi32(luma, _mm256_set1_epi32(1_220_542)),
+            _mm256_set1_epi32(1 << 19),
+        );
+        for (c, t) in terms.iter().enumerate() {
+            let t = _mm256_permutevar8x32_epi32(*t, spread[h]);
+            rgb[c][h] = _mm256_srai_epi32::<20>(_mm256_add_epi32(base, t));
+        }
+    }
+    // Signed then unsigned saturation: exactly the clamp to [0, 255]. The 32 → 16 pack
+    // works per 128-bit half; the 64-bit permute restores pixel order.
+    let planes = rgb.map(|c| {
+        let w = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(c[0], c[1]));
+        _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256::<1>(w))
+    });
+    store_interleaved3(planes, out);
 }

@@ -6,6 +6,7 @@ use simak_core::arith::quant::{InputFormat, RoundingMode};
 use simak_core::ops::quant::Rounding;
 
 use super::super::super::untess::Scale;
+use super::super::affine::{Affine3, AffineLanes, PERIOD};
 use super::super::dequant::DequantLanes;
 use super::super::isa::{Sse41, lanes};
 use super::super::quant::{Load, QuantLanes};
@@ -145,59 +146,108 @@ lanes! {
 lanes! {
     impl YuvLanes for Sse41 with "sse4.1" {
         fn yuv16(self, y: &[u8; 16], u: &[u8; 8], v: &[u8; 8], out: &mut [u8; 48]) {
-            // SAFETY: `y` is 16 readable bytes; an unaligned load.
-            let yv = unsafe { _mm_loadu_si128(y.as_ptr().cast()) };
             // SAFETY: `u` is 8 readable bytes.
             let uv = unsafe { _mm_loadl_epi64(u.as_ptr().cast()) };
             // SAFETY: `v` is 8 readable bytes.
             let vv = unsafe { _mm_loadl_epi64(v.as_ptr().cast()) };
             // Each chroma byte twice: pixel k's pair is k / 2.
-            let (ud, vd) = (_mm_unpacklo_epi8(uv, uv), _mm_unpacklo_epi8(vv, vv));
-            let quarter = |x: __m128i| {
-                [
-                    _mm_cvtepu8_epi32(x),
-                    _mm_cvtepu8_epi32(_mm_srli_si128::<4>(x)),
-                    _mm_cvtepu8_epi32(_mm_srli_si128::<8>(x)),
-                    _mm_cvtepu8_epi32(_mm_srli_si128::<12>(x)),
-                ]
-            };
-            let (ys, us, vs) = (quarter(yv), quarter(ud), quarter(vd));
-            let (c16, c128, zero) = (_mm_set1_epi32(16), _mm_set1_epi32(128), _mm_setzero_si128());
-            let mut rgb = [[zero; 4]; 3];
-            for q in 0..4 {
-                let luma = _mm_max_epi32(_mm_sub_epi32(ys[q], c16), zero);
-                let base = _mm_add_epi32(
-                    _mm_mullo_epi32(luma, _mm_set1_epi32(1_220_542)),
-                    _mm_set1_epi32(1 << 19),
-                );
-                let (u, v) = (_mm_sub_epi32(us[q], c128), _mm_sub_epi32(vs[q], c128));
-                let r = _mm_add_epi32(base, _mm_mullo_epi32(v, _mm_set1_epi32(1_673_527)));
-                let g = _mm_add_epi32(
-                    base,
-                    _mm_add_epi32(
-                        _mm_mullo_epi32(v, _mm_set1_epi32(-852_492)),
-                        _mm_mullo_epi32(u, _mm_set1_epi32(-409_993)),
-                    ),
-                );
-                let b = _mm_add_epi32(base, _mm_mullo_epi32(u, _mm_set1_epi32(2_116_026)));
-                rgb[0][q] = _mm_srai_epi32::<20>(r);
-                rgb[1][q] = _mm_srai_epi32::<20>(g);
-                rgb[2][q] = _mm_srai_epi32::<20>(b);
-            }
-            // Signed then unsigned saturation: exactly the clamp to [0, 255].
-            let planes = rgb.map(|c| {
-                _mm_packus_epi16(_mm_packs_epi32(c[0], c[1]), _mm_packs_epi32(c[2], c[3]))
-            });
-            for (chunk, o) in out.chunks_exact_mut(16).enumerate() {
-                let mut acc = zero;
-                for (plane, mask) in planes.iter().zip(&INTERLEAVE3[chunk]) {
-                    // SAFETY: `mask` is 16 readable bytes; an unaligned load.
-                    let m = unsafe { _mm_loadu_si128(mask.as_ptr().cast()) };
-                    acc = _mm_or_si128(acc, _mm_shuffle_epi8(*plane, m));
+            yuv16_sse41(y, _mm_unpacklo_epi8(uv, uv), _mm_unpacklo_epi8(vv, vv), out);
+        }
+
+        fn yuv16_nv12(self, y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+            // SAFETY: `uv` is 16 readable bytes; an unaligned load.
+            let pairs = unsafe { _mm_loadu_si128(uv.as_ptr().cast()) };
+            // Each U (even bytes) and each V (odd bytes) twice.
+            let ud = _mm_shuffle_epi8(pairs, _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14));
+            let vd = _mm_shuffle_epi8(pairs, _mm_setr_epi8(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15));
+            yuv16_sse41(y, ud, vd, out);
+        }
+    }
+}
+
+/// The SSE4.1 YUV block: luma `y`, and each pixel's U and V (`ud`, `vd`: 16 bytes).
+#[target_feature(enable = "sse4.1")]
+#[inline]
+fn yuv16_sse41(y: &[u8; 16], ud: __m128i, vd: __m128i, out: &mut [u8; 48]) {
+    // SAFETY: `y` is 16 readable bytes; an unaligned load.
+    let yv = unsafe { _mm_loadu_si128(y.as_ptr().cast()) };
+    let quarter = |x: __m128i| {
+        [
+            _mm_cvtepu8_epi32(x),
+            _mm_cvtepu8_epi32(_mm_srli_si128::<4>(x)),
+            _mm_cvtepu8_epi32(_mm_srli_si128::<8>(x)),
+            _mm_cvtepu8_epi32(_mm_srli_si128::<12>(x)),
+        ]
+    };
+    let (ys, us, vs) = (quarter(yv), quarter(ud), quarter(vd));
+    let (c16, c128, zero) = (_mm_set1_epi32(16), _mm_set1_epi32(128), _mm_setzero_si128());
+    let mut rgb = [[zero; 4]; 3];
+    for q in 0..4 {
+        let luma = _mm_max_epi32(_mm_sub_epi32(ys[q], c16), zero);
+        let base = _mm_add_epi32(
+            _mm_mullo_epi32(luma, _mm_set1_epi32(1_220_542)),
+            _mm_set1_epi32(1 << 19),
+        );
+        let (u, v) = (_mm_sub_epi32(us[q], c128), _mm_sub_epi32(vs[q], c128));
+        let r = _mm_add_epi32(base, _mm_mullo_epi32(v, _mm_set1_epi32(1_673_527)));
+        let g = _mm_add_epi32(
+            base,
+            _mm_add_epi32(
+                _mm_mullo_epi32(v, _mm_set1_epi32(-852_492)),
+                _mm_mullo_epi32(u, _mm_set1_epi32(-409_993)),
+            ),
+        );
+        let b = _mm_add_epi32(base, _mm_mullo_epi32(u, _mm_set1_epi32(2_116_026)));
+        rgb[0][q] = _mm_srai_epi32::<20>(r);
+        rgb[1][q] = _mm_srai_epi32::<20>(g);
+        rgb[2][q] = _mm_srai_epi32::<20>(b);
+    }
+    // Signed then unsigned saturation: exactly the clamp to [0, 255].
+    let planes =
+        rgb.map(|c| _mm_packus_epi16(_mm_packs_epi32(c[0], c[1]), _mm_packs_epi32(c[2], c[3])));
+    store_interleaved3(planes, out);
+}
+
+/// Interleaves three 16-byte planes (R, G, B) into 48 bytes of pixels.
+#[target_feature(enable = "sse4.1")]
+#[inline]
+pub(super) fn store_interleaved3(planes: [__m128i; 3], out: &mut [u8; 48]) {
+    let zero = _mm_setzero_si128();
+    for (chunk, o) in out.chunks_exact_mut(16).enumerate() {
+        let mut acc = zero;
+        for (plane, mask) in planes.iter().zip(&INTERLEAVE3[chunk]) {
+            // SAFETY: `mask` is 16 readable bytes; an unaligned load.
+            let m = unsafe { _mm_loadu_si128(mask.as_ptr().cast()) };
+            acc = _mm_or_si128(acc, _mm_shuffle_epi8(*plane, m));
+        }
+        // SAFETY: `o` is 16 writable bytes of `out`; an unaligned store.
+        unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), acc) };
+    }
+}
+
+lanes! {
+    impl AffineLanes for Sse41 with "sse4.1" {
+        fn affine3(self, k: &Affine3, src: &[u8], dst: &mut [u8]) -> usize {
+            let n = src.len().min(dst.len()) / 48 * 48;
+            // Group `g` of 4 bytes starts at channel phase `4g % 3 = g % 3`: three vectors
+            // of each constant cover every group.
+            // SAFETY: `4g + 4 ≤ 12 ≤ PERIOD`: 4 readable `i32`.
+            let at = |v: &[i32; PERIOD], g: usize| unsafe { _mm_loadu_si128(v.as_ptr().wrapping_add(4 * g).cast()) };
+            let (a, b) = ([0, 1, 2].map(|g| at(&k.a, g)), [0, 1, 2].map(|g| at(&k.b, g)));
+            for i in (0..n).step_by(48) {
+                let y: [__m128i; 12] = core::array::from_fn(|g| {
+                    // SAFETY: `i + 4g + 4 ≤ n ≤ src.len()`: 4 readable bytes.
+                    let x = _mm_cvtepu8_epi32(unsafe { _mm_loadu_si32(src.as_ptr().wrapping_add(i + 4 * g).cast()) });
+                    _mm_srai_epi32::<16>(_mm_add_epi32(_mm_mullo_epi32(x, a[g % 3]), b[g % 3]))
+                });
+                for c in 0..3 {
+                    let lo = _mm_packs_epi32(y[4 * c], y[4 * c + 1]);
+                    let v = _mm_packs_epi16(lo, _mm_packs_epi32(y[4 * c + 2], y[4 * c + 3]));
+                    // SAFETY: `i + 16c + 16 ≤ n ≤ dst.len()`; an unaligned store.
+                    unsafe { _mm_storeu_si128(dst.as_mut_ptr().wrapping_add(i + 16 * c).cast(), v) };
                 }
-                // SAFETY: `o` is 16 writable bytes of `out`; an unaligned store.
-                unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), acc) };
             }
+            n
         }
     }
 }
