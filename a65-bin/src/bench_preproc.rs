@@ -26,11 +26,12 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use rand_core::RngCore;
 use serde::Serialize;
-use simak::a65;
+use simak::a65::{self, Level};
 use simak::layout::{Channels, TILE_ALIGN};
 use simak::ops::preproc::{self, Border, Format, Frame, Normalize, Output, Request};
 use simak::ops::quant::Params;
 
+use crate::bench::parse_level;
 use crate::bench_detess::{Kernel, interleaved};
 use crate::demo::Pcg32;
 use crate::engine::AlignedBuf;
@@ -52,6 +53,11 @@ pub struct BenchPreprocArgs {
     /// Samples per kernel (interleaved); the median is reported.
     #[arg(long, value_name = "R", default_value_t = 21, value_parser = clap::value_parser!(u64).range(1..=1000))]
     reps: u64,
+    /// Prepare at this level instead of the best one: scalar, x86_64-sse4.1, x86_64-avx2,
+    /// x86_64-avx512, aarch64-neon (the names of `simak::a65::Level`); a level this CPU
+    /// lacks is refused (exit 2).
+    #[arg(long, value_name = "NAME", value_parser = parse_level)]
+    level: Option<Level>,
 }
 
 /// A frame's height and width.
@@ -131,8 +137,9 @@ pub struct PreprocRow {
     output_bytes: u64,
     /// Output elements per call.
     elements: u64,
-    /// The A65 route.
+    /// The A65 route and its level.
     route: String,
+    level: String,
     median_ns: f64,
     min_ns: f64,
     elements_per_s: f64,
@@ -235,11 +242,15 @@ fn measure(
     output: BenchOutput,
     size: FrameSize,
     reps: usize,
+    level: Option<Level>,
 ) -> Result<PreprocRow, CliError> {
     let bad = |what: String| CliError::Input(format!("bench preproc: {what}"));
     let internal = |e: a65::ExecuteError| CliError::Internal(anyhow::anyhow!("{e}"));
     let plan = plan(input, output, size).map_err(|e| bad(e.to_string()))?;
-    let prepared = a65::preproc::prepare(&plan);
+    let prepared = match level {
+        Some(l) => a65::preproc::prepare_at(&plan, l).map_err(|e| bad(e.to_string()))?,
+        None => a65::preproc::prepare(&plan),
+    };
     let in_len = plan.input_span() as usize;
     let out_len = plan.output_span() as usize;
     let mut frame = AlignedBuf::zeroed("the frame", in_len, 64).map_err(|e| bad(e.to_string()))?;
@@ -270,6 +281,7 @@ fn measure(
         output_bytes: out_len as u64,
         elements,
         route: prepared.implementation().to_owned(),
+        level: prepared.level().name().to_owned(),
         median_ns: ns(m[0].0),
         min_ns: ns(m[0].1),
         elements_per_s: elements as f64 / m[0].0.as_secs_f64(),
@@ -302,7 +314,7 @@ pub fn run(args: BenchPreprocArgs, _ctx: &Context) -> Result<Done<BenchPreprocSu
     let mut rows = Vec::new();
     for &i in &inputs {
         for &o in &outputs {
-            rows.push(measure(i, o, args.frame, reps)?);
+            rows.push(measure(i, o, args.frame, reps, args.level)?);
         }
     }
     Ok(Done::summary(BenchPreprocSummary {
@@ -322,7 +334,7 @@ impl report::Summary for BenchPreprocSummary {
         );
         let _ = writeln!(
             text,
-            "{:<6} {:<10} {:>10} {:>10} {:>11} {:>11} {:>9} {:>11} {:>6}  route",
+            "{:<6} {:<10} {:>10} {:>10} {:>11} {:>11} {:>9} {:>11} {:>6}  route (level)",
             "input",
             "output",
             "frame B",
@@ -336,7 +348,7 @@ impl report::Summary for BenchPreprocSummary {
         for r in &self.rows {
             let _ = writeln!(
                 text,
-                "{:<6} {:<10} {:>10} {:>10} {:>11.0} {:>11.0} {:>9.1} {:>11.0} {:>6.2}  {}",
+                "{:<6} {:<10} {:>10} {:>10} {:>11.0} {:>11.0} {:>9.1} {:>11.0} {:>6.2}  {} ({})",
                 r.input.name(),
                 r.output.name(),
                 r.frame_bytes,
@@ -346,7 +358,8 @@ impl report::Summary for BenchPreprocSummary {
                 r.elements_per_s / 1e6,
                 r.reference_median_ns,
                 r.ratio_to_reference,
-                r.route
+                r.route,
+                r.level
             );
         }
         text

@@ -194,7 +194,15 @@ fn yuv_blocks<T: YuvLanes>(
     }
     // Pixel `first + k` uses pair `first + k / 2`.
     let blocks = (n - first) / 16;
-    for b in 0..blocks {
+    // NV12: `v` is `u` one byte on; block b's 8 pairs are 16 bytes of `u` from 2·(first + 8b).
+    let done = if step == 2 {
+        let uv = u.get(2 * first..).unwrap_or_default();
+        let o = out[first..first + 16 * blocks].as_flattened_mut();
+        lanes.yuv_nv12_blocks(&luma[first..first + 16 * blocks], uv, o)
+    } else {
+        0
+    };
+    for b in done..blocks {
         let (k, c) = (first + 16 * b, first + 8 * b);
         let y: &[u8; 16] = luma[k..k + 16]
             .try_into()
@@ -203,13 +211,6 @@ fn yuv_blocks<T: YuvLanes>(
             .as_flattened_mut()
             .try_into()
             .unwrap_or_else(|_| unreachable!("48 bytes"));
-        if step == 2 {
-            // NV12: `v` is `u` one byte on; the 8 pairs are 16 bytes of `u`.
-            if let Some(uv) = u.get(2 * c..2 * c + 16).and_then(|p| p.try_into().ok()) {
-                lanes.yuv16_nv12(y, uv, o);
-                continue;
-            }
-        }
         let (mut ub, mut vb) = ([0u8; 8], [0u8; 8]);
         for (j, (ub, vb)) in ub.iter_mut().zip(&mut vb).enumerate() {
             (*ub, *vb) = (u[(c + j) * step], v[(c + j) * step]);

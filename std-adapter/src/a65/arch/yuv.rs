@@ -22,6 +22,25 @@ pub(crate) trait YuvLanes: Isa {
         }
         self.yuv16(y, &u, &v, out);
     }
+
+    /// [`yuv16_nv12`](YuvLanes::yuv16_nv12) on consecutive blocks: block `b` of luma
+    /// `y[16b..]` and pairs `uv[16b..]` into `out[48b..]`, for every block all three hold;
+    /// returns the number of blocks. One call per row piece, so a level's body keeps its
+    /// constants in registers.
+    fn yuv_nv12_blocks(self, y: &[u8], uv: &[u8], out: &mut [u8]) -> usize {
+        let blocks = (y.len() / 16).min(uv.len() / 16).min(out.len() / 48);
+        for ((y, uv), o) in y
+            .as_chunks::<16>()
+            .0
+            .iter()
+            .zip(uv.as_chunks::<16>().0)
+            .zip(out.as_chunks_mut::<48>().0)
+            .take(blocks)
+        {
+            self.yuv16_nv12(y, uv, o);
+        }
+        blocks
+    }
 }
 
 /// The byte shuffles that interleave three 16-byte planes (R, G, B) into 48 bytes:

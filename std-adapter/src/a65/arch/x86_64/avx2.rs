@@ -492,13 +492,38 @@ lanes! {
         }
 
         fn yuv16_nv12(self, y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
-            // SAFETY: `uv` is 16 readable bytes; an unaligned load.
-            let pairs = unsafe { _mm_loadu_si128(uv.as_ptr().cast()) };
-            // The U (even) bytes, then the V (odd) bytes.
-            let split = _mm_shuffle_epi8(pairs, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-            yuv16_avx2(y, split, _mm_srli_si128::<8>(split), out);
+            yuv16_avx2_nv12(y, uv, out);
+        }
+
+        fn yuv_nv12_blocks(self, y: &[u8], uv: &[u8], out: &mut [u8]) -> usize {
+            let blocks = (y.len() / 16).min(uv.len() / 16).min(out.len() / 48);
+            for ((y, uv), o) in y
+                .as_chunks::<16>()
+                .0
+                .iter()
+                .zip(uv.as_chunks::<16>().0)
+                .zip(out.as_chunks_mut::<48>().0)
+                .take(blocks)
+            {
+                yuv16_avx2_nv12(y, uv, o);
+            }
+            blocks
         }
     }
+}
+
+/// The block of 16 NV12 pixels: the pairs' U and V split by one shuffle.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn yuv16_avx2_nv12(y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+    // SAFETY: `uv` is 16 readable bytes; an unaligned load.
+    let pairs = unsafe { _mm_loadu_si128(uv.as_ptr().cast()) };
+    // The U (even) bytes, then the V (odd) bytes.
+    let split = _mm_shuffle_epi8(
+        pairs,
+        _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15),
+    );
+    yuv16_avx2(y, split, _mm_srli_si128::<8>(split), out);
 }
 
 /// The AVX2 YUV block (SSE4.1's in 8 lanes): luma `y`, the 8 pairs' U and V in the low 8

@@ -155,14 +155,42 @@ lanes! {
         }
 
         fn yuv16_nv12(self, y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
-            // SAFETY: `uv` is 16 readable bytes; an unaligned load.
-            let pairs = unsafe { _mm_loadu_si128(uv.as_ptr().cast()) };
-            // Each U (even bytes) and each V (odd bytes) twice.
-            let ud = _mm_shuffle_epi8(pairs, _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14));
-            let vd = _mm_shuffle_epi8(pairs, _mm_setr_epi8(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15));
-            yuv16_sse41(y, ud, vd, out);
+            yuv16_sse41_nv12(y, uv, out);
+        }
+
+        fn yuv_nv12_blocks(self, y: &[u8], uv: &[u8], out: &mut [u8]) -> usize {
+            let blocks = (y.len() / 16).min(uv.len() / 16).min(out.len() / 48);
+            for ((y, uv), o) in y
+                .as_chunks::<16>()
+                .0
+                .iter()
+                .zip(uv.as_chunks::<16>().0)
+                .zip(out.as_chunks_mut::<48>().0)
+                .take(blocks)
+            {
+                yuv16_sse41_nv12(y, uv, o);
+            }
+            blocks
         }
     }
+}
+
+/// The block of 16 NV12 pixels: the pairs' U and V split by one shuffle.
+#[target_feature(enable = "sse4.1")]
+#[inline]
+fn yuv16_sse41_nv12(y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+    // SAFETY: `uv` is 16 readable bytes; an unaligned load.
+    let pairs = unsafe { _mm_loadu_si128(uv.as_ptr().cast()) };
+    // Each U (even bytes) and each V (odd bytes) twice.
+    let ud = _mm_shuffle_epi8(
+        pairs,
+        _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14),
+    );
+    let vd = _mm_shuffle_epi8(
+        pairs,
+        _mm_setr_epi8(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15),
+    );
+    yuv16_sse41(y, ud, vd, out);
 }
 
 /// The SSE4.1 YUV block: luma `y`, and each pixel's U and V (`ud`, `vd`: 16 bytes).
