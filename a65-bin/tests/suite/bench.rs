@@ -455,4 +455,27 @@ fn preproc_bench_runs_every_workload_beside_its_reference() {
         &["bench", "preproc", "--frame", "5,6", "--json"],
         &["--frame", "even"],
     );
+    // A forced level: its name and its route (the INT8 blocks at SIMD levels).
+    for name in cpu_levels() {
+        let json = bench_json(
+            "preproc",
+            &[
+                "--frame", "4,6", "--reps", "1", "--input", "rgb", "--output", "i8", "--level",
+                name,
+            ],
+        );
+        let row = &json["rows"][0];
+        assert_eq!(row["level"], name, "{row}");
+        let route = row["route"].as_str().unwrap();
+        match name {
+            "scalar" => assert_eq!(route, "preproc-portable"),
+            "x86_64-sse4.1" => assert_eq!(route, "preproc-sse4.1-i8"),
+            "aarch64-neon" | "aarch64-neon-fp16" => assert_eq!(route, "preproc-neon-i8"),
+            _ => assert_eq!(route, "preproc-avx2-i8"),
+        }
+    }
+    refused(
+        &["bench", "preproc", "--level", foreign_level(), "--json"],
+        &["lacks level", foreign_level()],
+    );
 }
