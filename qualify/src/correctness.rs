@@ -39,6 +39,15 @@
 //!   30 per integer dtype, random shapes and strides on both ports, random codes and
 //!   parameters, every output dtype, against the same exact reference.
 //!
+//! - Preproc (SPEC §13), A65 only (no EV74 entry): `correct/preproc/random/<format>/<nn>`, 12
+//!   per frame format, random frames (planes in random order with gaps, odd row strides,
+//!   batches of none to 2, up to 70 pixels wide), borders, normalizations, channel orders
+//!   and pad values, into FP32 and INT8 at random strides and QuantTess and CastTess in
+//!   random layouts, in turn; expected: the FP32 tensor of the independent SPEC §13 oracle
+//!   (`simak_tests::preproc`: the formats, the border, the YUV integer formula restated, the
+//!   normalization in native binary32) through the f64 Quant oracle, §4's BF16 rule and the
+//!   SPEC §5 layout oracle.
+//!
 //! Each case runs on the A65 at every Quant route or CastTess kernel level this CPU has
 //! (`prepare_at`; automatic selection picks one of them) and
 //! on the simulated EV74 (`run_sim`, workers 1 to 4 in turn), into dirty output buffers
@@ -51,6 +60,7 @@ use simak::a65::Level;
 use simak::ev74;
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::{self, TiledSpec};
+use simak::ops::preproc::{self, Border, Format, Normalize, Output};
 use simak::ops::quant::{self, Params, Rounding};
 use simak::ops::{self, Dequant, Detess, DetessCast, DetessDequant};
 use simak::ops::{dequant, detess, detesscast, detessdequant, quanttess};
@@ -60,6 +70,7 @@ use simak_tests::bytes::Aligned;
 use simak_tests::detess::{Head, output_spec, random_head};
 use simak_tests::hcontig::{self, ordered};
 use simak_tests::oracle;
+use simak_tests::preproc::{Setup, random_frame};
 use simak_tests::rng::Rng;
 use simak_tests::tiled::{oracle_bf16, oracle_tiled, random_bits};
 
@@ -80,7 +91,8 @@ pub struct Case {
     pub id: String,
     /// Group: `quant`, `casttess-random`, `quanttess-random`, `casttess-large`,
     /// `casttess-hcontig`, `casttess-bf16-tail`, `casttess-empty`, `casttess-sweep`,
-    /// `detess-random`, `detesscast-random`, `detessdequant-random` or `dequant-random`.
+    /// `detess-random`, `detesscast-random`, `detessdequant-random`, `dequant-random` or
+    /// `preproc-random`.
     pub group: &'static str,
     /// Input dtype.
     pub dtype: DType,
@@ -153,6 +165,14 @@ pub enum Target {
         /// The conversion after the read-back.
         convert: Convert,
     },
+    /// Preproc of a camera frame (A65 only): the case's `dtype` is FP32 and its `shape` the
+    /// output extents (SPEC §13's equivalent tensor), its `strides` the strided output's.
+    Preproc {
+        /// The frame and parameters.
+        setup: Setup,
+        /// The output.
+        out: PreprocOut,
+    },
     /// Dequant into `out` with these output byte strides (A65 only).
     Dequant {
         /// Output byte strides.
@@ -162,6 +182,19 @@ pub enum Target {
         /// Parameters.
         params: dequant::Params,
     },
+}
+
+/// The output of a Preproc case (SPEC §13).
+#[derive(Debug, Clone)]
+pub enum PreprocOut {
+    /// FP32 at the case's strides.
+    F32,
+    /// INT8 (Quant) at the case's strides.
+    I8(Params),
+    /// INT8 `MlaTiled` (QuantTess).
+    QuantTess(MlaTiled, Params),
+    /// BF16 `MlaTiled` (CastTess).
+    CastTess(MlaTiled),
 }
 
 /// The conversion of an output-side case (SPEC §12).
@@ -538,6 +571,7 @@ pub fn catalogue() -> Vec<Case> {
         });
     }
     out.extend(output_side_cases());
+    out.extend(preproc_cases());
     out
 }
 
@@ -623,6 +657,126 @@ fn output_side_cases() -> Vec<Case> {
     out
 }
 
+/// Preproc cases per format (`correct/preproc/random/<format>/<nn>`).
+pub const PREPROC_PER_FORMAT: usize = 12;
+
+/// The Preproc cases (SPEC §13): per format, random frames (planes in random order with
+/// gaps, odd row strides, batches of none to 2, widths up to 70 pixels so that every level's
+/// blocks and tails run), borders, normalizations (per channel or once, negative std),
+/// channel orders and pad values, into each output in turn: FP32 and INT8 at random strides,
+/// QuantTess and CastTess in random layouts.
+fn preproc_cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for (f, format) in Format::ALL.into_iter().enumerate() {
+        let mut rng = Rng::new(0x26_9a00 + f as u64);
+        let even = format.is_yuv();
+        for i in 0..PREPROC_PER_FORMAT {
+            let dim = |rng: &mut Rng, max: u64| {
+                let v = 1 + rng.below(max);
+                if even { v.next_multiple_of(2) } else { v }
+            };
+            let (h, w) = (dim(&mut rng, 6), dim(&mut rng, 70));
+            let batch = *rng.pick(&[None, Some(1), Some(2)]);
+            let (frame, _) = random_frame(&mut rng, format, h, w, batch);
+            let c = format.channels();
+            let per = |rng: &mut Rng, lo: f32, span: f32| -> Vec<f32> {
+                let n = if rng.chance(1, 2) { 1 } else { c };
+                (0..n)
+                    .map(|_| lo + span * (rng.below(1000) as f32 / 1000.0))
+                    .collect()
+            };
+            let mut std = per(&mut rng, 0.05, 1.0);
+            if rng.chance(1, 4) {
+                std[0] = -std[0];
+            }
+            let border = if rng.chance(1, 3) {
+                Border {
+                    top: rng.below(3),
+                    bottom: rng.below(3),
+                    left: rng.below(3),
+                    right: rng.below(3),
+                }
+            } else {
+                Border::default()
+            };
+            let setup = Setup {
+                frame,
+                divisor: *rng.pick(&[255.0, 1.0, 127.5, 3.0]),
+                mean: per(&mut rng, -0.5, 1.0),
+                std,
+                bgr: rng.chance(1, 2),
+                border,
+                pad: (0..if rng.chance(1, 2) { 1 } else { c })
+                    .map(|_| rng.next_u32() as u8)
+                    .collect(),
+            };
+            let shape = setup.extents();
+            let params = Params::new(*rng.pick(&[1.0f32, 40.0, 127.0, 0.8]))
+                .with_zero_point(rng.range_i64(-20, 20) as i32)
+                .with_rounding(*rng.pick(&Rounding::ALL));
+            let (strides, out_kind) = match i % 4 {
+                0 => (random_strides(&mut rng, &shape, 4), PreprocOut::F32),
+                1 => (random_strides(&mut rng, &shape, 1), PreprocOut::I8(params)),
+                2 => (
+                    Vec::new(),
+                    PreprocOut::QuantTess(random_layout(&mut rng, &shape), params),
+                ),
+                _ => (
+                    Vec::new(),
+                    PreprocOut::CastTess(random_layout(&mut rng, &shape)),
+                ),
+            };
+            out.push(Case {
+                id: format!("correct/preproc/random/{format}/{i:02}"),
+                group: "preproc-random",
+                dtype: DType::F32,
+                shape,
+                strides,
+                target: Target::Preproc {
+                    setup,
+                    out: out_kind,
+                },
+                seed: Some(rng.next_u64()),
+                ev74_rows: None,
+            });
+        }
+    }
+    out
+}
+
+/// The request of a Preproc case.
+fn preproc_request<'a>(
+    case: &'a Case,
+    setup: &'a Setup,
+    out: &'a PreprocOut,
+) -> preproc::Request<'a> {
+    preproc::Request {
+        frame: setup.frame,
+        normalize: Normalize {
+            divisor: setup.divisor,
+            mean: &setup.mean,
+            std: &setup.std,
+        },
+        bgr: setup.bgr,
+        border: setup.border,
+        pad_value: &setup.pad,
+        output: match out {
+            PreprocOut::F32 => Output::F32 {
+                strides: Some(&case.strides),
+            },
+            PreprocOut::I8(params) => Output::I8 {
+                strides: Some(&case.strides),
+                params: *params,
+            },
+            PreprocOut::QuantTess(layout, params) => Output::QuantTess {
+                layout: *layout,
+                params: *params,
+            },
+            PreprocOut::CastTess(layout) => Output::CastTess { layout: *layout },
+        },
+    }
+}
+
 /// One mismatch.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Mismatch {
@@ -643,6 +797,14 @@ fn input_of(case: &Case) -> (Vec<u8>, Vec<u32>) {
             (0..head.span()).map(|_| rng.next_u32() as u8).collect(),
             Vec::new(),
         );
+    }
+    if let Target::Preproc { setup, .. } = &case.target {
+        // The frame's buffer, gaps included, all random; the oracle's FP32 tensor.
+        let f = &setup.frame;
+        let len = (f.batch.unwrap_or(1).max(1) * f.frame_stride) as usize;
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next_u32() as u8).collect();
+        let bits = setup.tensor(&bytes).iter().map(|v| v.to_bits()).collect();
+        return (bytes, bits);
     }
     let elem = case.dtype.size();
     let len = span(&case.shape, &case.strides, elem as u64) as usize;
@@ -885,6 +1047,17 @@ fn run_case(
             };
             Ok((planted(outputs), 0, out_span))
         }
+        Target::Preproc { setup, out } => {
+            let plan = preproc::check_inference(&preproc_request(case, setup, out))
+                .map_err(|e| refuse(&e))?;
+            let out_span = plan.output_span() as usize;
+            let outputs = Outputs {
+                a65: each_level::<ops::Preproc>(&plan, input_a65, out_span, workers),
+                ev74: None,
+                ev74_tess: None,
+            };
+            Ok((planted(outputs), 0, out_span))
+        }
         Target::Dequant {
             strides,
             out,
@@ -965,6 +1138,36 @@ fn expected(case: &Case, input: &[u8], bits: &[u32], phase: usize, span_len: usi
             bits,
         ),
         Target::Detess { head, convert } => expected_detess(head, *convert, input),
+        Target::Preproc { out, .. } => {
+            let quant = |p: &Params, b: u32| {
+                oracle::quant(DType::F32, b, p.multiplier_bits, p.zero_point, p.rounding) as u8
+            };
+            match out {
+                PreprocOut::F32 | PreprocOut::I8(_) => {
+                    let mut want = vec![DIRTY; span_len + GUARD];
+                    let mut k = 0;
+                    for_each_offset(&case.shape, &case.strides, |at| {
+                        match out {
+                            PreprocOut::I8(p) => want[at] = quant(p, bits[k]),
+                            _ => want[at..at + 4].copy_from_slice(&bits[k].to_le_bytes()),
+                        }
+                        k += 1;
+                    });
+                    want
+                }
+                PreprocOut::QuantTess(layout, p) => {
+                    expected_tiled(case, layout, 1, span_len, |b| [quant(p, b), 0], bits)
+                }
+                PreprocOut::CastTess(layout) => expected_tiled(
+                    case,
+                    layout,
+                    2,
+                    span_len,
+                    |b| oracle_bf16(DType::F32, b).to_le_bytes(),
+                    bits,
+                ),
+            }
+        }
         Target::Dequant {
             strides,
             out,
@@ -1102,7 +1305,10 @@ pub fn run(cases: &[Case], plant: Option<&str>, progress: &dyn Fn()) -> Outcome 
                 });
                 first.unwrap_or(0)
             }
-            Target::Tiled(_) | Target::QuantTiled { .. } | Target::Detess { .. } => 0,
+            Target::Tiled(_)
+            | Target::QuantTiled { .. }
+            | Target::Detess { .. }
+            | Target::Preproc { .. } => 0,
         });
         match run_case(case, &input, workers, plant_at) {
             Err(e) => outcome.mismatches.push(Mismatch {
@@ -1183,6 +1389,7 @@ mod test {
         assert_eq!(count("detesscast-random"), DETESS_PER_DTYPE / 2);
         assert_eq!(count("detessdequant-random"), 3 * DETESS_PER_DTYPE / 2);
         assert_eq!(count("dequant-random"), 3 * DEQUANT_PER_DTYPE);
+        assert_eq!(count("preproc-random"), 7 * PREPROC_PER_FORMAT);
         let mut ids: Vec<&str> = all.iter().map(|c| c.id.as_str()).collect();
         ids.sort_unstable();
         ids.dedup();

@@ -488,6 +488,7 @@ fn case_op(case: &correctness::Case) -> &'static str {
             correctness::Convert::Dequant { .. } => "detessdequant",
         },
         correctness::Target::Dequant { .. } => "dequant",
+        correctness::Target::Preproc { .. } => "preproc",
     }
 }
 

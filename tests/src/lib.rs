@@ -21,6 +21,7 @@
 pub mod cli;
 pub mod dequant;
 pub mod detess;
+pub mod preproc;
 
 pub mod sweeps {
     //! Full sweeps run once, in the `test` step of `cargo xtask test` (opt-level 3 on the

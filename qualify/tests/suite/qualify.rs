@@ -190,6 +190,7 @@ fn the_correctness_catalogue_has_the_documented_counts() {
         ("detesscast-random", 15),
         ("detessdequant-random", 45),
         ("dequant-random", 90),
+        ("preproc-random", 84),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -205,10 +206,29 @@ fn the_correctness_catalogue_passes_on_both_backends() {
     assert_success(&out);
     let text = stdout_of(&out);
     assert!(
-        text.starts_with("correctness: 2450 cases on a65 (1940 also on ev74-sim)"),
+        text.starts_with("correctness: 2534 cases on a65 (1940 also on ev74-sim)"),
         "{text}"
     );
     assert!(text.trim_end().ends_with("PASSED"), "{text}");
+    // Preproc has no EV74 entry: its cases name only the A65.
+    let out = qualify(&["correctness", "-q", "--filter", "correct/preproc/*"]);
+    assert_success(&out);
+    let text = stdout_of(&out);
+    assert!(text.starts_with("correctness: 84 cases on a65, "), "{text}");
+    // A corrupted byte is found at every A65 level (the portable route's name has no
+    // `scalar` in it, so not in the loop of `a_planted_mismatch_is_found`).
+    let id = "correct/preproc/random/nv12/03";
+    let out = qualify(&["correctness", "--filter", id, "--plant-mismatch", id]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    let text = stdout_of(&out);
+    let mismatches = text
+        .lines()
+        .filter(|l| l.starts_with(&format!("MISMATCH {id} on a65 (preproc-")))
+        .count();
+    assert!(
+        mismatches >= 1 && text.contains("preproc-portable"),
+        "{text}"
+    );
     // QuantTess has no EV74 entry: its cases name only the A65.
     let out = qualify(&["correctness", "-q", "--filter", "quanttess"]);
     assert_success(&out);
@@ -574,6 +594,7 @@ fn correctness_list_names_each_case_op() {
         ("detesscast", 15),
         ("detessdequant", 45),
         ("dequant", 90),
+        ("preproc", 84),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
