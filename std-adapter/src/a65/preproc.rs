@@ -82,70 +82,22 @@ pub type Piece<'a> = super::Piece<'a, PreprocOp>;
 #[derive(Debug, Clone, Copy)]
 enum Yuv {
     Portable,
-    #[cfg(target_arch = "x86_64")]
-    Sse41(Sse41),
-    #[cfg(target_arch = "x86_64")]
-    Avx2(Avx2),
-    #[cfg(target_arch = "aarch64")]
-    Neon(Neon),
+    Simd(Block),
 }
 
 impl Yuv {
-    /// The block of automatic selection: the best this CPU has, portable with the
-    /// `scalar-only` feature.
-    fn auto() -> Yuv {
-        if super::SCALAR_ONLY {
-            Yuv::Portable
-        } else {
-            Yuv::detected()
-        }
-    }
-
-    /// The block of a forced level (detected by the caller): portable at `scalar`, else
-    /// the level's SIMD block (AVX2's at the AVX-512 levels), also with the `scalar-only`
-    /// feature (as the other ops' `prepare_at`, so that its tests compare the SIMD block
-    /// with the portable default).
+    /// The block of a level (detected by the caller): portable at `scalar`, else the
+    /// level's SIMD block, also with the `scalar-only` feature (as the other ops'
+    /// `prepare_at`, so that its tests compare the SIMD block with the portable default).
     fn at(level: Level) -> Yuv {
-        match level {
-            #[cfg(target_arch = "x86_64")]
-            Level::Sse41 => Sse41::detect().map_or(Yuv::Portable, Yuv::Sse41),
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx2 | Level::Avx512 | Level::Avx512Vbmi => {
-                Avx2::detect().map_or(Yuv::Portable, Yuv::Avx2)
-            }
-            #[cfg(target_arch = "aarch64")]
-            Level::Neon | Level::NeonFp16 => Neon::detect().map_or(Yuv::Portable, Yuv::Neon),
-            _ => Yuv::Portable,
-        }
-    }
-
-    /// The best SIMD block this CPU has, else portable.
-    fn detected() -> Yuv {
-        #[cfg(target_arch = "x86_64")]
-        if let Some(t) = Avx2::detect() {
-            return Yuv::Avx2(t);
-        }
-        #[cfg(target_arch = "x86_64")]
-        if let Some(t) = Sse41::detect() {
-            return Yuv::Sse41(t);
-        }
-        #[cfg(target_arch = "aarch64")]
-        if let Some(t) = Neon::detect() {
-            return Yuv::Neon(t);
-        }
-        Yuv::Portable
+        Block::at(level).map_or(Yuv::Portable, Yuv::Simd)
     }
 
     /// The diagnostic name.
     fn implementation(self) -> &'static str {
         match self {
             Yuv::Portable => "preproc-portable",
-            #[cfg(target_arch = "x86_64")]
-            Yuv::Sse41(_) => "preproc-sse4.1-yuv",
-            #[cfg(target_arch = "x86_64")]
-            Yuv::Avx2(_) => "preproc-avx2-yuv",
-            #[cfg(target_arch = "aarch64")]
-            Yuv::Neon(_) => "preproc-neon-yuv",
+            Yuv::Simd(b) => b.names().0,
         }
     }
 }
@@ -163,11 +115,11 @@ impl YuvRows for Yuv {
         match *self {
             Yuv::Portable => PortableYuv.yuv_row(out, luma, u, v, step, odd),
             #[cfg(target_arch = "x86_64")]
-            Yuv::Sse41(t) => yuv_blocks(t, out, luma, u, v, step, odd),
+            Yuv::Simd(Block::Sse41(t)) => yuv_blocks(t, out, luma, u, v, step, odd),
             #[cfg(target_arch = "x86_64")]
-            Yuv::Avx2(t) => yuv_blocks(t, out, luma, u, v, step, odd),
+            Yuv::Simd(Block::Avx2(t)) => yuv_blocks(t, out, luma, u, v, step, odd),
             #[cfg(target_arch = "aarch64")]
-            Yuv::Neon(t) => yuv_blocks(t, out, luma, u, v, step, odd),
+            Yuv::Simd(Block::Neon(t)) => yuv_blocks(t, out, luma, u, v, step, odd),
         }
     }
 }
@@ -231,10 +183,10 @@ fn yuv_blocks<T: YuvLanes>(
     }
 }
 
-/// The SIMD level of the INT8 outputs' affine blocks ([`affine`]): SSE4.1, AVX2 (also at
-/// the AVX-512 levels) or NEON.
+/// A level's SIMD blocks (the YUV step's and the INT8 outputs' affine map's): SSE4.1,
+/// AVX2 (also at the AVX-512 levels) or NEON.
 #[derive(Debug, Clone, Copy)]
-enum Bytes {
+enum Block {
     #[cfg(target_arch = "x86_64")]
     Sse41(Sse41),
     #[cfg(target_arch = "x86_64")]
@@ -243,29 +195,30 @@ enum Bytes {
     Neon(Neon),
 }
 
-impl Bytes {
-    /// The block of `level` (detected by the caller); `None` at `scalar`.
-    fn at(level: Level) -> Option<Bytes> {
+impl Block {
+    /// The blocks of `level` (detected by the caller); `None` at `scalar`.
+    fn at(level: Level) -> Option<Block> {
         match level {
             #[cfg(target_arch = "x86_64")]
-            Level::Sse41 => Sse41::detect().map(Bytes::Sse41),
+            Level::Sse41 => Sse41::detect().map(Block::Sse41),
             #[cfg(target_arch = "x86_64")]
-            Level::Avx2 | Level::Avx512 | Level::Avx512Vbmi => Avx2::detect().map(Bytes::Avx2),
+            Level::Avx2 | Level::Avx512 | Level::Avx512Vbmi => Avx2::detect().map(Block::Avx2),
             #[cfg(target_arch = "aarch64")]
-            Level::Neon | Level::NeonFp16 => Neon::detect().map(Bytes::Neon),
+            Level::Neon | Level::NeonFp16 => Neon::detect().map(Block::Neon),
             _ => None,
         }
     }
 
-    /// The diagnostic name of the route with this block.
-    fn implementation(self) -> &'static str {
+    /// The diagnostic names of the routes with these blocks: the YUV step's, the INT8
+    /// affine map's.
+    fn names(self) -> (&'static str, &'static str) {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Bytes::Sse41(_) => "preproc-sse4.1-i8",
+            Block::Sse41(_) => ("preproc-sse4.1-yuv", "preproc-sse4.1-i8"),
             #[cfg(target_arch = "x86_64")]
-            Bytes::Avx2(_) => "preproc-avx2-i8",
+            Block::Avx2(_) => ("preproc-avx2-yuv", "preproc-avx2-i8"),
             #[cfg(target_arch = "aarch64")]
-            Bytes::Neon(_) => "preproc-neon-i8",
+            Block::Neon(_) => ("preproc-neon-yuv", "preproc-neon-i8"),
         }
     }
 }
@@ -274,7 +227,7 @@ impl Bytes {
 /// admit one.
 #[derive(Debug, Clone)]
 struct Affine {
-    block: Bytes,
+    block: Block,
     map: Affine3,
 }
 
@@ -289,7 +242,7 @@ impl Affine {
         {
             return None;
         }
-        let block = Bytes::at(level)?;
+        let block = Block::at(level)?;
         let t = tables.0.map(|row| row.map(|v| v as u8 as i8));
         affine::fit(&t).map(|map| Affine { block, map })
     }
@@ -301,11 +254,11 @@ impl Affine {
         let src = raw.as_flattened();
         let done = match self.block {
             #[cfg(target_arch = "x86_64")]
-            Bytes::Sse41(t) => t.affine3(&self.map, src, dst),
+            Block::Sse41(t) => t.affine3(&self.map, src, dst),
             #[cfg(target_arch = "x86_64")]
-            Bytes::Avx2(t) => t.affine3(&self.map, src, dst),
+            Block::Avx2(t) => t.affine3(&self.map, src, dst),
             #[cfg(target_arch = "aarch64")]
-            Bytes::Neon(t) => t.affine3(&self.map, src, dst),
+            Block::Neon(t) => t.affine3(&self.map, src, dst),
         };
         done / 3
     }
@@ -835,7 +788,7 @@ impl HostOp for PreprocOp {
             affine: Affine::new(plan, &tables, level),
             placed: matches!(plan.output(), PlanOutput::CastTess(_)).then(|| Placed::new(&tables)),
             tables,
-            yuv: Yuv::auto(),
+            yuv: Yuv::at(level),
             level,
         }
     }
@@ -860,7 +813,7 @@ impl HostOp for PreprocOp {
 
     fn implementation(state: &State) -> &'static str {
         if let Some(a) = &state.affine {
-            a.block.implementation()
+            a.block.names().1
         } else if state.plan.frame().format.is_yuv() {
             state.yuv.implementation()
         } else {

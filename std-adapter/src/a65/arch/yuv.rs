@@ -28,19 +28,24 @@ pub(crate) trait YuvLanes: Isa {
     /// returns the number of blocks. One call per row piece, so a level's body keeps its
     /// constants in registers.
     fn yuv_nv12_blocks(self, y: &[u8], uv: &[u8], out: &mut [u8]) -> usize {
-        let blocks = (y.len() / 16).min(uv.len() / 16).min(out.len() / 48);
-        for ((y, uv), o) in y
-            .as_chunks::<16>()
-            .0
-            .iter()
-            .zip(uv.as_chunks::<16>().0)
-            .zip(out.as_chunks_mut::<48>().0)
-            .take(blocks)
-        {
-            self.yuv16_nv12(y, uv, o);
-        }
-        blocks
+        nv12_blocks(y, uv, out)
+            .map(|(y, uv, o)| self.yuv16_nv12(y, uv, o))
+            .count()
     }
+}
+
+/// The 16-pixel NV12 blocks that `y`, `uv` and `out` all hold, in order: (luma, pairs,
+/// pixels).
+pub(crate) fn nv12_blocks<'a>(
+    y: &'a [u8],
+    uv: &'a [u8],
+    out: &'a mut [u8],
+) -> impl Iterator<Item = (&'a [u8; 16], &'a [u8; 16], &'a mut [u8; 48])> {
+    let luma = y.as_chunks::<16>().0.iter();
+    let pixels = out.as_chunks_mut::<48>().0.iter_mut();
+    luma.zip(uv.as_chunks::<16>().0)
+        .zip(pixels)
+        .map(|((y, uv), o)| (y, uv, o))
 }
 
 /// The byte shuffles that interleave three 16-byte planes (R, G, B) into 48 bytes:

@@ -14,7 +14,7 @@ use super::super::dequant::DequantLanes;
 use super::super::isa::{Avx2, lanes, ops};
 use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
-use super::super::yuv::YuvLanes;
+use super::super::yuv::{YuvLanes, nv12_blocks};
 use super::CLAMP_HI;
 use super::sse41::store_interleaved3;
 
@@ -496,18 +496,7 @@ lanes! {
         }
 
         fn yuv_nv12_blocks(self, y: &[u8], uv: &[u8], out: &mut [u8]) -> usize {
-            let blocks = (y.len() / 16).min(uv.len() / 16).min(out.len() / 48);
-            for ((y, uv), o) in y
-                .as_chunks::<16>()
-                .0
-                .iter()
-                .zip(uv.as_chunks::<16>().0)
-                .zip(out.as_chunks_mut::<48>().0)
-                .take(blocks)
-            {
-                yuv16_avx2_nv12(y, uv, o);
-            }
-            blocks
+            nv12_blocks(y, uv, out).map(|(y, uv, o)| yuv16_avx2_nv12(y, uv, o)).count()
         }
     }
 }

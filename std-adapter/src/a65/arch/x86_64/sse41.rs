@@ -10,7 +10,7 @@ use super::super::affine::{Affine3, AffineLanes, PERIOD};
 use super::super::dequant::DequantLanes;
 use super::super::isa::{Sse41, lanes};
 use super::super::quant::{Load, QuantLanes};
-use super::super::yuv::{INTERLEAVE3, YuvLanes};
+use super::super::yuv::{INTERLEAVE3, YuvLanes, nv12_blocks};
 use super::{CLAMP_HI, load_partial_128, store_partial_128};
 
 lanes! {
@@ -159,18 +159,7 @@ lanes! {
         }
 
         fn yuv_nv12_blocks(self, y: &[u8], uv: &[u8], out: &mut [u8]) -> usize {
-            let blocks = (y.len() / 16).min(uv.len() / 16).min(out.len() / 48);
-            for ((y, uv), o) in y
-                .as_chunks::<16>()
-                .0
-                .iter()
-                .zip(uv.as_chunks::<16>().0)
-                .zip(out.as_chunks_mut::<48>().0)
-                .take(blocks)
-            {
-                yuv16_sse41_nv12(y, uv, o);
-            }
-            blocks
+            nv12_blocks(y, uv, out).map(|(y, uv, o)| yuv16_sse41_nv12(y, uv, o)).count()
         }
     }
 }
