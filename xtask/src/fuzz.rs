@@ -1,4 +1,5 @@
-//! `cargo xtask fuzz [--seconds N]`: runs every cargo-fuzz target for N seconds each.
+//! `cargo xtask fuzz [--seconds N]`: runs every cargo-fuzz target for N seconds each, two
+//! at a time after one build of them all.
 //!
 //! Targets are the files of `fuzz/fuzz_targets/`. Each run reads the committed seed corpus
 //! `fuzz/corpus/<target>/` but writes new inputs to a scratch corpus under `fuzz/target/`
@@ -17,7 +18,10 @@ use std::process::{Command, ExitCode};
 
 use crate::flags::FuzzOptions;
 
-/// Runs each fuzz target for `options.seconds`.
+/// Fuzz targets run at once.
+const PARALLEL: usize = 2;
+
+/// Builds the fuzz targets, then runs each for `options.seconds`, [`PARALLEL`] at a time.
 pub(crate) fn run(root: &Path, options: &FuzzOptions) -> ExitCode {
     let targets = match targets(&root.join("fuzz/fuzz_targets")) {
         Ok(t) if !t.is_empty() => t,
@@ -30,34 +34,51 @@ pub(crate) fn run(root: &Path, options: &FuzzOptions) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Build every target once, then run them two at a time (CI's machine has two cores;
+    // each run is one libFuzzer process, so a pair keeps both busy).
+    println!("==> fuzz build ({} targets)", targets.len());
+    let built = Command::new("rustup")
+        .args(["run", "nightly", "cargo", "fuzz", "build"])
+        .current_dir(root)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("error: cargo fuzz build failed");
+        return ExitCode::FAILURE;
+    }
     let mut failed = Vec::new();
-    for target in &targets {
-        let scratch = root.join("fuzz/target/xtask-corpus").join(target);
-        if let Err(e) = std::fs::create_dir_all(&scratch) {
-            eprintln!("error: cannot create {}: {e}", scratch.display());
-            return ExitCode::FAILURE;
-        }
-        let seeds = root.join("fuzz/corpus").join(target);
-        println!("==> fuzz {target} for {} s", options.seconds);
-        let status = Command::new("rustup")
-            .args(["run", "nightly", "cargo", "fuzz", "run", target])
-            .arg(&scratch)
-            .arg(&seeds)
-            .arg("--")
-            .arg(format!("-max_total_time={}", options.seconds))
-            .arg("-timeout=10")
-            .args(extra_flags(target))
-            .current_dir(root)
-            .status();
-        match status {
-            Ok(s) if s.success() => println!("<== fuzz {target}: no crash"),
-            Ok(s) => {
-                println!("<== fuzz {target} FAILED ({s})");
-                failed.push(target.clone());
+    for pair in targets.chunks(PARALLEL) {
+        let mut running = Vec::new();
+        for target in pair {
+            let scratch = root.join("fuzz/target/xtask-corpus").join(target);
+            if let Err(e) = std::fs::create_dir_all(&scratch) {
+                eprintln!("error: cannot create {}: {e}", scratch.display());
+                return ExitCode::FAILURE;
             }
-            Err(e) => {
-                println!("<== fuzz {target}: could not start cargo fuzz: {e}");
-                failed.push(target.clone());
+            let seeds = root.join("fuzz/corpus").join(target);
+            println!("==> fuzz {target} for {} s", options.seconds);
+            let child = Command::new("rustup")
+                .args(["run", "nightly", "cargo", "fuzz", "run", target])
+                .arg(&scratch)
+                .arg(&seeds)
+                .arg("--")
+                .arg(format!("-max_total_time={}", options.seconds))
+                .arg("-timeout=10")
+                .args(extra_flags(target))
+                .current_dir(root)
+                .spawn();
+            running.push((target, child));
+        }
+        for (target, child) in running {
+            match child.and_then(|mut c| c.wait()) {
+                Ok(s) if s.success() => println!("<== fuzz {target}: no crash"),
+                Ok(s) => {
+                    println!("<== fuzz {target} FAILED ({s})");
+                    failed.push(target.clone());
+                }
+                Err(e) => {
+                    println!("<== fuzz {target}: could not run cargo fuzz: {e}");
+                    failed.push(target.clone());
+                }
             }
         }
     }

@@ -399,12 +399,13 @@ fn yuv_formula_on_every_triple() {
 #[test]
 fn yuv_step_at_every_level_on_every_triple() {
     // I420 (U and V planes) and NV12 (interleaved pairs): each level's two chroma loads.
-    for format in [Format::I420, Format::NV12] {
-        yuv_step_on_every_triple(format);
+    // Sampled (nosimd, qemu): 9 rotations of I420, 3 of NV12 (only its chroma load differs).
+    for (format, k) in [(Format::I420, 32), (Format::NV12, 128)] {
+        yuv_step_on_every_triple(format, k);
     }
 }
 
-fn yuv_step_on_every_triple(format: Format) {
+fn yuv_step_on_every_triple(format: Format, k: usize) {
     let (h, w) = (2u64, 131_072u64);
     let pairs = (w / 2) as usize;
     let mut frame = vec![0u8; (h * w) as usize + 2 * pairs];
@@ -434,7 +435,7 @@ fn yuv_step_on_every_triple(format: Format) {
     let mut checked = 0usize;
     for level in Level::detected() {
         let prepared = a65::preproc::prepare_at(&plan, level).unwrap();
-        for &r in &simak_tests::sweeps::pick(&rotations, 32) {
+        for &r in &simak_tests::sweeps::pick(&rotations, k) {
             // Pixel (row, x) of pair x / 2 has Y = r + 64·row + 128·(x mod 2).
             let luma = |row: usize, x: usize| (r + 64 * row + 128 * (x % 2)) as u8;
             for row in 0..h as usize {
@@ -465,7 +466,7 @@ fn yuv_step_on_every_triple(format: Format) {
             }
         }
     }
-    assert!(checked >= 2 * 9 * 262_144);
+    assert!(checked >= 2 * 3 * 262_144);
 }
 
 /// The committed frames decode to OpenCV's bytes (`tests/data/yuv/README.md`): divisor 1
