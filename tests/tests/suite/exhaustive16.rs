@@ -11,6 +11,9 @@
 //! of patterns is also checked against `oracle::quant` and `oracle::saturates` directly, the
 //! latter against the library's `kernels().wide` plus the zero point.
 //!
+//! With `SIMAK_SWEEPS=sampled` (the `nosimd` and `cross` steps) the powers of two are
+//! sampled (every sixth, both ends kept); every pattern is still run.
+//!
 //! The route `prepare` picks is swept in full; every other route this CPU offers (forced
 //! through `prepare_at`) is swept over all patterns, multipliers and
 //! modes with zero points {-128, 0, 127}.
@@ -24,7 +27,7 @@ use simak::ops::quant::{Params, Request, Rounding, check_inference};
 use simak::{DType, TensorSpec};
 use simak_tests::bytes::{Aligned, encode};
 use simak_tests::oracle;
-use simak_tests::profiles;
+use simak_tests::{profiles, sweeps};
 
 const ZERO_POINTS: [i32; 5] = [-128, -1, 0, 1, 127];
 const RANDOM_MULTIPLIERS: usize = 16;
@@ -66,15 +69,29 @@ impl Tally {
     }
 }
 
+/// The multiplier profiles swept: all of them, or, when sweeps are sampled (the `nosimd`
+/// and `cross` steps), 1.0, every sixth power of two (both ends kept) and every other
+/// profile (the subnormal, named and random multipliers).
+fn multipliers() -> Vec<u32> {
+    let all = profiles::all(RANDOM_MULTIPLIERS);
+    // 1.0 is 2^0, 0x00000001 is 2^-149: 277 powers + 3 more subnormals + 0x3e99999a + 16.
+    assert_eq!(all.len(), 277 + 3 + 1 + RANDOM_MULTIPLIERS);
+    let (powers, others) = all.split_at(277);
+    let mut picked = sweeps::pick(powers, 6);
+    picked.extend_from_slice(others);
+    if sweeps::full() {
+        assert_eq!(picked, all);
+    }
+    picked
+}
+
 /// `None`: the route `prepare` picks; `Some(r)`: route `r` forced.
 fn sweep(dtype: DType, route: Option<Level>) -> Tally {
     let zero_points: &[i32] = match route {
         None => &ZERO_POINTS,
         Some(_) => &[-128, 0, 127],
     };
-    let multipliers = profiles::all(RANDOM_MULTIPLIERS);
-    // 1.0 is 2^0, 0x00000001 is 2^-149: 277 powers + 3 more subnormals + 0x3e99999a + 16.
-    assert_eq!(multipliers.len(), 277 + 3 + 1 + RANDOM_MULTIPLIERS);
+    let multipliers = multipliers();
     let bits: Vec<u32> = (0..PATTERNS as u32).collect();
     let xs: Vec<f64> = bits.iter().map(|&b| oracle::decode(dtype, b)).collect();
     let input = Aligned::from_slice(&encode(dtype, &bits));
@@ -215,13 +232,13 @@ fn other_routes(dtype: DType) -> Vec<Level> {
 #[test]
 fn all_bf16_patterns() {
     let t = sweep(DType::BF16, None);
-    assert_eq!(t.runs, 297 * 4 * 5);
+    assert_eq!(t.runs, multipliers().len() as u64 * 4 * 5);
 }
 
 #[test]
 fn all_f16_patterns() {
     let t = sweep(DType::F16, None);
-    assert_eq!(t.runs, 297 * 4 * 5);
+    assert_eq!(t.runs, multipliers().len() as u64 * 4 * 5);
 }
 
 fn every_other_route(dtype: DType) {
@@ -234,7 +251,7 @@ fn every_other_route(dtype: DType) {
     assert!(routes.contains(&Level::Scalar) || default_route(dtype) == Level::Scalar);
     for r in routes {
         let t = sweep(dtype, Some(r));
-        assert_eq!(t.runs, 297 * 4 * 3);
+        assert_eq!(t.runs, multipliers().len() as u64 * 4 * 3);
     }
 }
 
