@@ -152,6 +152,9 @@ impl Format {
 }
 
 /// Extensions that name a structured format, which raw bytes must not be given.
+/// The staging writer's buffer, in bytes ([`Target::stage`]).
+const STAGE_BUFFER: usize = 1 << 20;
+
 const STRUCTURED: &[&str] = &["npy", "safetensors", "json", "svg", "png", "jpg", "jpeg"];
 
 /// Checks that the extension of `path` matches `format`.
@@ -438,7 +441,16 @@ impl Target {
         let staging = self.create("output")?;
         {
             let file = staging.file();
-            let mut buffered = BufWriter::with_capacity(1 << 20, file);
+            // The buffer only gathers a header's small writes; the payloads are large writes,
+            // which go past it. Under a memory limit (`ulimit -v`) there may be no room for
+            // it after the computation: then the file is written unbuffered rather than the
+            // process aborting. (The probe is freed just before `BufWriter` asks for the
+            // same size, with nothing allocating in between.)
+            let mut probe: Vec<u8> = Vec::new();
+            let room = probe.try_reserve_exact(STAGE_BUFFER).is_ok();
+            drop(probe);
+            let capacity = if room { STAGE_BUFFER } else { 0 };
+            let mut buffered = BufWriter::with_capacity(capacity, file);
             write(&mut buffered)
                 .and_then(|()| buffered.flush())
                 .map_err(|e| self.write_failed(&e))?;
