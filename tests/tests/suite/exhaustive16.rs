@@ -12,7 +12,7 @@
 //! latter against the library's `kernels().wide` plus the zero point.
 //!
 //! With `SIMAK_SWEEPS=sampled` (the `nosimd` and `cross` steps) the powers of two are
-//! sampled (every sixth, both ends kept); every pattern is still run.
+//! sampled (1.0, then every sixth from 2^-149, 2^127 kept); every pattern is still run.
 //!
 //! The route `prepare` picks is swept in full; every other route this CPU offers (forced
 //! through `prepare_at`) is swept over all patterns, multipliers and
@@ -70,15 +70,19 @@ impl Tally {
 }
 
 /// The multiplier profiles swept: all of them, or, when sweeps are sampled (the `nosimd`
-/// and `cross` steps), 1.0, every sixth power of two (both ends kept) and every other
-/// profile (the subnormal, named and random multipliers).
+/// and `cross` steps), 1.0, every sixth of the other powers of two (2^-149 and 2^127
+/// kept) and every other profile (the subnormal, named and random multipliers).
 fn multipliers() -> Vec<u32> {
     let all = profiles::all(RANDOM_MULTIPLIERS);
     // 1.0 is 2^0, 0x00000001 is 2^-149: 277 powers + 3 more subnormals + 0x3e99999a + 16.
     assert_eq!(all.len(), 277 + 3 + 1 + RANDOM_MULTIPLIERS);
+    // `all` starts with 1.0, then the 276 other powers from 2^-149 up.
     let (powers, others) = all.split_at(277);
-    let mut picked = sweeps::pick(powers, 6);
+    let mut picked = vec![powers[0]];
+    picked.extend(sweeps::pick(&powers[1..], 6));
     picked.extend_from_slice(others);
+    // Both ends of the power range: 2^-149 and 2^127.
+    assert!(picked.contains(&0x0000_0001) && picked.contains(&0x7f00_0000));
     if sweeps::full() {
         assert_eq!(picked, all);
     }
