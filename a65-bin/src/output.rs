@@ -151,10 +151,10 @@ impl Format {
     }
 }
 
-/// Extensions that name a structured format, which raw bytes must not be given.
 /// The staging writer's buffer, in bytes ([`Target::stage`]).
 const STAGE_BUFFER: usize = 1 << 20;
 
+/// Extensions that name a structured format, which raw bytes must not be given.
 const STRUCTURED: &[&str] = &["npy", "safetensors", "json", "svg", "png", "jpg", "jpeg"];
 
 /// Checks that the extension of `path` matches `format`.
