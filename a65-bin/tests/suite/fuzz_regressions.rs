@@ -29,6 +29,41 @@ fn deeply_nested_npy_header_is_refused_at_once() {
     eprintln!("refused in {:?}", start.elapsed());
 }
 
+/// `read_npy`, seed `regress_backtracking_header`: a 173-byte header within the depth limit
+/// (unterminated strings, backslashes and numbers) kept npyz's backtracking parser busy for
+/// over two minutes. The parser's call limit (`NPY_CALL_LIMIT`) now refuses it at once.
+#[test]
+fn backtracking_npy_header_is_refused_at_once() {
+    let (path, bytes) = corpus("read_npy", "regress_backtracking_header");
+    let start = Instant::now();
+    let err = read_npy(&path, &bytes, &[DType::F32], "test").unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("too complex to parse"), "{message}");
+    eprintln!("refused in {:?}", start.elapsed());
+}
+
+/// The call limit leaves room for any header NumPy accepts: one padded with spaces to
+/// 65,024 bytes (near version 1's largest) is read, with its data.
+#[test]
+fn a_header_padded_to_64_kib_is_read() {
+    let text = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+    let mut body = text.to_vec();
+    while !(10 + body.len() + 1).is_multiple_of(64) || body.len() < 65_000 {
+        body.push(b' ');
+    }
+    body.push(b'\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend(u16::try_from(body.len()).unwrap().to_le_bytes());
+    bytes.extend(&body);
+    let data: Vec<u8> = (0..6u8)
+        .flat_map(|i| (f32::from(i) - 2.5).to_le_bytes())
+        .collect();
+    bytes.extend(&data);
+    let array = read_npy(Path::new("padded.npy"), &bytes, &[DType::F32], "test").unwrap();
+    assert_eq!(array.shape, [2, 3]);
+    assert_eq!(array.data.as_slice(), data);
+}
+
 /// `read_image`, input `fuzz/regressions/read_image/regress_jpeg_2048x11016` (kept out of
 /// the seed corpus: every mutation of it decodes a 22.6 Mpixel image, which starved the
 /// 20-second CI run): a fuzzer-made 2048 × 11016 JPEG whose 270 MB FP32 tensor used to be
