@@ -31,7 +31,7 @@ fn deeply_nested_npy_header_is_refused_at_once() {
 
 /// `read_npy`, seed `regress_backtracking_header`: a 173-byte header within the depth limit
 /// (unterminated strings, backslashes and numbers) kept npyz's backtracking parser busy for
-/// over two minutes. The parser's call limit (`NPY_CALL_LIMIT`) now refuses it at once.
+/// over two minutes. The parser's call limit (`npy_call_limit`) now refuses it at once.
 #[test]
 fn backtracking_npy_header_is_refused_at_once() {
     let (path, bytes) = corpus("read_npy", "regress_backtracking_header");
