@@ -571,6 +571,13 @@ impl Plan {
         normalize(p, self.divisor, self.mean[c], self.std[c])
     }
 
+    /// The normalization's parameters as binary32 bits (SPEC §13): the divisor, then the
+    /// mean and the std per output channel (entries past [`channels`](Plan::channels)
+    /// unused). For kernels that compute [`value_bits`](Plan::value_bits) in FP lanes.
+    pub const fn normalization_bits(&self) -> (u32, [u32; 3], [u32; 3]) {
+        (self.divisor, self.mean, self.std)
+    }
+
     /// The raw 8-bit values of output pixel `(n, y, x)` in output channel order (border
     /// pixels give the pad value; GRAY8 uses entry 0 only), read from `input`, which holds
     /// the call's input from its start (at least [`input_span`](Plan::input_span) bytes;

@@ -8,7 +8,9 @@
 //! Every output byte is then a table entry of the pixel's raw 8-bit value (the YUV step is
 //! OpenCV's integer formula, [`yuv_to_rgb`](simak_core::arith::preproc::yuv_to_rgb)), so
 //! the result equals the existing op run on the FP32 tensor of SPEC §13 byte for byte (the
-//! equivalence rule). Everything is integer code: no FP environment check.
+//! equivalence rule). The tables and the integer routes need no FP environment check; the
+//! BF16 lanes below run only in the default FP environment (else the tables), so a call
+//! never fails because of it.
 //!
 //! It reads the frame a row piece at a time
 //! ([`Plan::pixel_row_by`](simak_core::ops::preproc::Plan::pixel_row_by): up to 64 pixels,
@@ -23,8 +25,14 @@
 //! values; every monotone table whose slope is at most 64 codes per raw step has one):
 //! packed pixel runs, straight from the frame when it is RGB8 (or BGR8 with `bgr`) without
 //! a border in the run, else from the row piece. The route is then `preproc-<level>-i8`.
-//! Compact BF16 tiles write each pixel's six bytes as one OR of three placed table entries.
-//! Everything else is table lookups in portable code. `prepare_at` accepts every level this
+//! Compact three-channel BF16 tiles go through FP SIMD lanes where they equal the tables
+//! (`arch::bf16map`: per channel `((p · a) + b) · k` with the reciprocals, or SPEC §13's
+//! divisions, rounded to BF16 in integer lanes and placed by byte shuffles; chosen and
+//! checked against the tables on all 256 values at `prepare`, in the default FP
+//! environment): blocks of 8 pixels, straight from the frame as above or from the row
+//! piece (NV12, I420). The route is then `preproc-<level>-bf16` (`-bf16-div` with the
+//! divisions). The rest of such a row writes each pixel's six bytes as one OR of three
+//! placed table entries. Everything else is table lookups in portable code. `prepare_at` accepts every level this
 //! CPU has; `prepare` takes the best (scalar with `scalar-only`). No heap allocation during
 //! `execute`.
 //!
@@ -59,6 +67,7 @@ use simak_core::ops::preproc::{Plan, PlanOutput, PortableYuv, YuvRows};
 use simak_core::{DType, View};
 
 use super::arch::affine::{self, Affine3, AffineLanes};
+use super::arch::bf16map::{self, Bf16Lanes, Bf16Map3, Steps};
 use super::arch::isa::Isa;
 #[cfg(target_arch = "aarch64")]
 use super::arch::isa::Neon;
@@ -97,7 +106,7 @@ impl Yuv {
     fn implementation(self) -> &'static str {
         match self {
             Yuv::Portable => "preproc-portable",
-            Yuv::Simd(b) => b.names().0,
+            Yuv::Simd(b) => b.names()[0],
         }
     }
 }
@@ -210,15 +219,30 @@ impl Block {
     }
 
     /// The diagnostic names of the routes with these blocks: the YUV step's, the INT8
-    /// affine map's.
-    fn names(self) -> (&'static str, &'static str) {
+    /// affine map's, the BF16 map's with products and with divisions.
+    fn names(self) -> [&'static str; 4] {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Block::Sse41(_) => ("preproc-sse4.1-yuv", "preproc-sse4.1-i8"),
+            Block::Sse41(_) => [
+                "preproc-sse4.1-yuv",
+                "preproc-sse4.1-i8",
+                "preproc-sse4.1-bf16",
+                "preproc-sse4.1-bf16-div",
+            ],
             #[cfg(target_arch = "x86_64")]
-            Block::Avx2(_) => ("preproc-avx2-yuv", "preproc-avx2-i8"),
+            Block::Avx2(_) => [
+                "preproc-avx2-yuv",
+                "preproc-avx2-i8",
+                "preproc-avx2-bf16",
+                "preproc-avx2-bf16-div",
+            ],
             #[cfg(target_arch = "aarch64")]
-            Block::Neon(_) => ("preproc-neon-yuv", "preproc-neon-i8"),
+            Block::Neon(_) => [
+                "preproc-neon-yuv",
+                "preproc-neon-i8",
+                "preproc-neon-bf16",
+                "preproc-neon-bf16-div",
+            ],
         }
     }
 }
@@ -305,6 +329,7 @@ pub struct State {
     plan: Plan,
     tables: Tables,
     placed: Option<Placed>,
+    bf16: Option<Bf16>,
     affine: Option<Affine>,
     yuv: Yuv,
     level: Level,
@@ -373,6 +398,46 @@ fn kind(plan: &Plan) -> Kind {
         PlanOutput::I8(..) => Kind::Strided { bytes: 1 },
         PlanOutput::QuantTess(..) => Kind::Tiled { planes: 1 },
         PlanOutput::CastTess(_) => Kind::Tiled { planes: 2 },
+    }
+}
+
+/// A Compact three-channel BF16 output's pixels in FP SIMD ([`bf16map::fit`]), when the
+/// level has blocks and the lanes' model equals the tables (checked in the default FP
+/// environment; a call uses it only in that environment).
+#[derive(Debug, Clone)]
+struct Bf16 {
+    block: Block,
+    map: Bf16Map3,
+}
+
+impl Bf16 {
+    /// The map for `plan`'s tables at `level`, if its output is CastTess with three
+    /// channels, the level has a block, the FP environment is the default and a model fits.
+    fn new(plan: &Plan, tables: &Tables, level: Level) -> Option<Bf16> {
+        if !matches!(plan.output(), PlanOutput::CastTess(_)) || plan.channels() != 3 {
+            return None;
+        }
+        let block = Block::at(level)?;
+        if !super::untess::fp_ok() {
+            return None;
+        }
+        let (divisor, mean, std) = plan.normalization_bits();
+        bf16map::fit(divisor, mean, std, &tables.0).map(|map| Bf16 { block, map })
+    }
+
+    /// Writes the Compact BF16 pixels of the packed raw bytes `src` (three a pixel) into
+    /// `dst` (six a pixel) for the pixels of whole SIMD blocks; returns how many pixels
+    /// that was. Only in the default FP environment.
+    #[inline]
+    fn pixels(&self, src: &[u8], dst: &mut [u8]) -> usize {
+        match self.block {
+            #[cfg(target_arch = "x86_64")]
+            Block::Sse41(t) => t.bf16x3(&self.map, src, dst),
+            #[cfg(target_arch = "x86_64")]
+            Block::Avx2(t) => t.bf16x3(&self.map, src, dst),
+            #[cfg(target_arch = "aarch64")]
+            Block::Neon(t) => t.bf16x3(&self.map, src, dst),
+        }
     }
 }
 
@@ -581,6 +646,8 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
     for (r, axis) in layout.axes.iter().enumerate() {
         role_slot[r] = axis.map(|a| slot_of(plan, usize::from(a)));
     }
+    // The BF16 lanes, in the default FP environment only (read once per call).
+    let bf16 = state.bf16.as_ref().filter(|_| super::untess::fp_ok());
     let mut pos = 0usize;
     let skip = usize::try_from(tiles.start).unwrap_or(usize::MAX);
     let take = usize::try_from(tiles.end - tiles.start).unwrap_or(usize::MAX);
@@ -634,6 +701,18 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
                         k += tw;
                         continue;
                     }
+                    if let Some(b) = bf16.filter(|_| planes == 2 && c0 == 0 && tc == 3 && sc == 3)
+                        && let (Some(w), Some(src)) = (
+                            state.placed.as_ref(),
+                            plan.packed_row(input, n as u64, y as u64, x as u64, tw as u64),
+                        )
+                    {
+                        // Compact BF16 straight from a frame in the output's channel order.
+                        let done = b.pixels(src, dst);
+                        placed_pixels(w, src[3 * done..].as_chunks::<3>().0, &mut dst[6 * done..]);
+                        k += tw;
+                        continue;
+                    }
                     plan.pixel_row_by(
                         &state.yuv,
                         input,
@@ -649,13 +728,9 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
                         .as_ref()
                         .filter(|_| c0 == 0 && tc == 3 && sc == 3)
                     {
-                        // Compact BF16: each pixel's six bytes as one OR of three entries.
-                        for (px, r) in dst.as_chunks_mut::<6>().0.iter_mut().zip(&raw[..tw]) {
-                            let v = w.0[0][usize::from(r[0])]
-                                | w.0[1][usize::from(r[1])]
-                                | w.0[2][usize::from(r[2])];
-                            px.copy_from_slice(&v.to_le_bytes()[..6]);
-                        }
+                        // Compact BF16: whole blocks in the lanes, the rest by the entries.
+                        let done = bf16.map_or(0, |b| b.pixels(raw[..tw].as_flattened(), dst));
+                        placed_pixels(w, &raw[done..tw], &mut dst[6 * done..]);
                     } else {
                         tile_row::<2>(t, None, &raw[..tw], c0, tc, sc, dst);
                     }
@@ -686,6 +761,16 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
         }
         dst[data..].fill(0);
         pos += size;
+    }
+}
+
+/// Compact three-channel BF16 pixels of raw values `raw` into `dst` (six bytes a pixel):
+/// each pixel's six bytes as one OR of three [`Placed`] entries.
+#[inline]
+fn placed_pixels(w: &Placed, raw: &[[u8; 3]], dst: &mut [u8]) {
+    for (px, r) in dst.as_chunks_mut::<6>().0.iter_mut().zip(raw) {
+        let v = w.0[0][usize::from(r[0])] | w.0[1][usize::from(r[1])] | w.0[2][usize::from(r[2])];
+        px.copy_from_slice(&v.to_le_bytes()[..6]);
     }
 }
 
@@ -787,6 +872,7 @@ impl HostOp for PreprocOp {
             plan: *plan,
             affine: Affine::new(plan, &tables, level),
             placed: matches!(plan.output(), PlanOutput::CastTess(_)).then(|| Placed::new(&tables)),
+            bf16: Bf16::new(plan, &tables, level),
             tables,
             yuv: Yuv::at(level),
             level,
@@ -800,6 +886,7 @@ impl HostOp for PreprocOp {
             plan: *plan,
             affine: Affine::new(plan, &tables, level),
             placed: matches!(plan.output(), PlanOutput::CastTess(_)).then(|| Placed::new(&tables)),
+            bf16: Bf16::new(plan, &tables, level),
             tables,
             yuv: Yuv::at(level),
             level,
@@ -813,7 +900,13 @@ impl HostOp for PreprocOp {
 
     fn implementation(state: &State) -> &'static str {
         if let Some(a) = &state.affine {
-            a.block.names().1
+            a.block.names()[1]
+        } else if let Some(b) = state
+            .bf16
+            .as_ref()
+            .filter(|_| !state.plan.frame().format.is_yuv())
+        {
+            b.block.names()[if b.map.steps == Steps::Mul { 2 } else { 3 }]
         } else if state.plan.frame().format.is_yuv() {
             state.yuv.implementation()
         } else {

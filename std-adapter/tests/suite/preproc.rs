@@ -375,6 +375,139 @@ fn int8_affine_blocks_match_the_existing_ops() {
     }
 }
 
+/// The BF16 output's SIMD blocks (`preproc-<level>-bf16`, `-bf16-div`): rows of every
+/// width from 1 to 100 pixels (whole blocks and every tail), Compact tiles along W of 64
+/// and 37 pixels (and a PadTo16 one, which keeps the tables), usual and random
+/// normalizations, from RGB8, BGR8 and NV12, at every level and 1 or 3 threads, each against
+/// CastTess on the oracle's tensor; the products are the route of the usual normalization
+/// and some random ones need the divisions (both lanes' steps are covered).
+#[test]
+fn bf16_blocks_match_the_existing_ops() {
+    let mut rng = Rng::new(0x26_bf16);
+    let mut runs = 0;
+    let mut norms = vec![
+        (
+            255.0f32,
+            vec![0.485f32, 0.456, 0.406],
+            vec![0.229f32, 0.224, 0.225],
+        ),
+        (255.0, vec![0.0], vec![1.0]),
+        (127.5, vec![1.0], vec![-1.0]),
+        // n = p + 256: every odd p is a BF16 tie (nine significant bits).
+        (1.0, vec![-256.0], vec![1.0]),
+    ];
+    // Random normalizations until one needs the divisions (a few in a hundred do).
+    let mut routes = std::collections::BTreeSet::new();
+    let probe = |divisor: f32, mean: &[f32], std: &[f32]| {
+        let setup = Setup {
+            frame: Frame::packed(Format::RGB8, 1, 8),
+            divisor,
+            mean: mean.to_vec(),
+            std: std.to_vec(),
+            bgr: false,
+            border: Border::default(),
+            pad: vec![0],
+        };
+        let layout = Output::default_layout(false, [1, 1, 8, 3], Channels::Compact);
+        let plan =
+            preproc::check_inference(&setup.request(Out::CastTess(layout).as_output())).unwrap();
+        a65::preproc::prepare(&plan).implementation()
+    };
+    for _ in 0..400 {
+        let v = |rng: &mut Rng| (rng.below(100_000) as f32 - 50_000.0) / 100_000.0;
+        let divisor = 1.0 + rng.below(300) as f32;
+        let mean: Vec<f32> = (0..3).map(|_| v(&mut rng)).collect();
+        let std: Vec<f32> = (0..3).map(|_| v(&mut rng) + 0.6).collect();
+        let route = probe(divisor, &mean, &std);
+        if routes.insert(route) || norms.len() < 6 {
+            norms.push((divisor, mean, std));
+        }
+        if route.ends_with("-div") && norms.len() >= 6 {
+            break;
+        }
+    }
+    // (With `scalar-only`, `prepare` keeps the tables: no route to cover.)
+    if routes.iter().any(|r| r.contains("-bf16")) {
+        assert!(
+            routes.iter().any(|r| r.ends_with("-bf16-div"))
+                && routes.iter().any(|r| r.ends_with("-bf16")),
+            "both steps covered: {routes:?}"
+        );
+    }
+    for (i, (divisor, mean, std)) in norms.into_iter().enumerate() {
+        let format = [Format::RGB8, Format::NV12, Format::BGR8][i % 3];
+        // Every width to 100 in the `test` step, the block edges elsewhere.
+        let widths: Vec<u64> = if i >= 2 {
+            vec![2, 8, 30, 64, 98]
+        } else if simak_tests::sweeps::full() {
+            (1..=100).collect()
+        } else {
+            vec![
+                1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 25, 63, 64, 65, 95, 96, 97, 100,
+            ]
+        };
+        for w in widths {
+            let w = if format.is_yuv() {
+                w.next_multiple_of(2)
+            } else {
+                w
+            };
+            let (frame, bytes) = random_frame(&mut rng, format, 2, w, None);
+            let setup = Setup {
+                frame,
+                divisor,
+                mean: mean.clone(),
+                std: std.clone(),
+                bgr: rng.chance(1, 2),
+                border: Border::default(),
+                pad: vec![0],
+            };
+            let mut outs = Vec::new();
+            for tw in [64, 37] {
+                let tw = tw.min(w as u32);
+                let layout = Output::default_layout(false, [1, 1, tw, 3], Channels::Compact);
+                outs.push(Out::CastTess(layout));
+            }
+            let pad16 = [1, 2, 16.min(w as u32), 3];
+            outs.push(Out::CastTess(Output::default_layout(
+                false,
+                pad16,
+                Channels::PadTo16,
+            )));
+            for out in &outs {
+                let threads: &[usize] = if w % 32 == 2 { &[1, 3] } else { &[1] };
+                runs += check(&format!("{format} {w} wide"), &setup, out, &bytes, threads);
+            }
+        }
+    }
+    assert!(runs >= 2 * 18 * 3);
+    // The route: the products at every SIMD level for the usual normalization.
+    let setup = Setup {
+        frame: Frame::packed(Format::RGB8, 16, 64),
+        divisor: 255.0,
+        mean: vec![0.485, 0.456, 0.406],
+        std: vec![0.229, 0.224, 0.225],
+        bgr: false,
+        border: Border::default(),
+        pad: vec![0],
+    };
+    let layout = Output::default_layout(false, [1, 16, 64, 3], Channels::Compact);
+    let plan = preproc::check_inference(&setup.request(Out::CastTess(layout).as_output())).unwrap();
+    for level in Level::detected() {
+        let route = a65::preproc::prepare_at(&plan, level)
+            .unwrap()
+            .implementation();
+        match level {
+            Level::Scalar => assert_eq!(route, "preproc-portable"),
+            Level::Sse41 => assert_eq!(route, "preproc-sse4.1-bf16"),
+            Level::Avx2 | Level::Avx512 | Level::Avx512Vbmi => {
+                assert_eq!(route, "preproc-avx2-bf16")
+            }
+            _ => assert_eq!(route, "preproc-neon-bf16", "{level:?}"),
+        }
+    }
+}
+
 /// The integer formula on all 2^24 (Y, U, V) triples against the restatement above.
 #[test]
 fn yuv_formula_on_every_triple() {

@@ -16,6 +16,7 @@
 pub(crate) mod aarch64;
 pub(crate) mod affine;
 pub(crate) mod band;
+pub(crate) mod bf16map;
 pub(crate) mod blocks;
 pub(crate) mod convert;
 pub(crate) mod dequant;

@@ -10,6 +10,7 @@ use simak_core::ops::quant::Rounding;
 use super::super::super::untess::Scale;
 use super::super::affine::{Affine3, AffineLanes, PERIOD};
 use super::super::band::{BandLanes, Lines, table_pattern};
+use super::super::bf16map::{Bf16Lanes, Bf16Map3, Steps, TABLE_INDEX};
 use super::super::convert::ConvertLanes;
 use super::super::dequant::DequantLanes;
 use super::super::isa::{Neon, lanes, ops};
@@ -437,6 +438,78 @@ lanes! {
                 }
             }
             n
+        }
+    }
+}
+
+lanes! {
+    impl Bf16Lanes for Neon with "neon" {
+        fn bf16x3(self, k: &Bf16Map3, src: &[u8], dst: &mut [u8]) -> usize {
+            let n = (src.len() / 24).min(dst.len() / 48);
+            // Written without closures, which would not be inlined into this level's body.
+            // Group `g` of 4 values starts at channel phase `4g % 3 = g % 3`: three
+            // vectors of each constant cover every group.
+            macro_rules! consts {
+                ($v:expr) => {
+                    [
+                        // SAFETY: `8 + 4 ≤ 24 = bf16map::PERIOD`: 4 readable `f32` here and below.
+                        unsafe { vld1q_f32($v.as_ptr()) },
+                        // SAFETY: as above.
+                        unsafe { vld1q_f32($v.as_ptr().wrapping_add(4)) },
+                        // SAFETY: as above.
+                        unsafe { vld1q_f32($v.as_ptr().wrapping_add(8)) },
+                    ]
+                };
+            }
+            let (a, b, c) = (consts!(k.a), consts!(k.b), consts!(k.k));
+            let mul = k.steps == Steps::Mul;
+            let index = [
+                // SAFETY: each `TABLE_INDEX` entry is 16 readable bytes (here and below).
+                unsafe { vld1q_u8(TABLE_INDEX[0].as_ptr()) },
+                // SAFETY: as above.
+                unsafe { vld1q_u8(TABLE_INDEX[1].as_ptr()) },
+                // SAFETY: as above.
+                unsafe { vld1q_u8(TABLE_INDEX[2].as_ptr()) },
+            ];
+            let (half, one) = (vdupq_n_u32(0x7fff), vdupq_n_u32(1));
+            for i in 0..n {
+                let (s, d) = (src.as_ptr().wrapping_add(24 * i), dst.as_mut_ptr().wrapping_add(48 * i));
+                macro_rules! group {
+                    ($words:expr, $g:expr) => {{
+                        let x = vcvtq_f32_u32($words);
+                        let v = if mul {
+                            vmulq_f32(vaddq_f32(vmulq_f32(x, a[$g % 3]), b[$g % 3]), c[$g % 3])
+                        } else {
+                            vdivq_f32(vaddq_f32(vdivq_f32(x, a[$g % 3]), b[$g % 3]), c[$g % 3])
+                        };
+                        let bits = vreinterpretq_u32_f32(v);
+                        let lsb = vandq_u32(vshrq_n_u32::<16>(bits), one);
+                        vmovn_u32(vshrq_n_u32::<16>(vaddq_u32(vaddq_u32(bits, half), lsb)))
+                    }};
+                }
+                macro_rules! vector {
+                    ($h:literal) => {{
+                        // SAFETY: `24i + 8h + 8 ≤ 24n ≤ src.len()`: 8 readable bytes.
+                        let x = vmovl_u8(unsafe { vld1_u8(s.wrapping_add(8 * $h)) });
+                        let lo = group!(vmovl_u16(vget_low_u16(x)), 2 * $h);
+                        let hi = group!(vmovl_high_u16(x), 2 * $h + 1);
+                        vreinterpretq_u8_u16(vcombine_u16(lo, hi))
+                    }};
+                }
+                let table = uint8x16x3_t(vector!(0), vector!(1), vector!(2));
+                let chunks = [
+                    vqtbl3q_u8(table, index[0]),
+                    vqtbl3q_u8(table, index[1]),
+                    vqtbl3q_u8(table, index[2]),
+                ];
+                // SAFETY: `48i + 16 ≤ 48n ≤ dst.len()`.
+                unsafe { vst1q_u8(d, chunks[0]) };
+                // SAFETY: `48i + 32 ≤ 48n ≤ dst.len()`.
+                unsafe { vst1q_u8(d.wrapping_add(16), chunks[1]) };
+                // SAFETY: `48i + 48 ≤ 48n ≤ dst.len()`.
+                unsafe { vst1q_u8(d.wrapping_add(32), chunks[2]) };
+            }
+            8 * n
         }
     }
 }

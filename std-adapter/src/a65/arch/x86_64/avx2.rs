@@ -9,6 +9,7 @@ use simak_core::ops::quant::Rounding;
 use super::super::super::untess::Scale;
 use super::super::affine::{Affine3, AffineLanes, PERIOD};
 use super::super::band::{BandLanes, Lines, window_pattern};
+use super::super::bf16map::{Bf16Lanes, Bf16Map3, MASKS, Steps};
 use super::super::convert::ConvertLanes;
 use super::super::dequant::DequantLanes;
 use super::super::isa::{Avx2, lanes, ops};
@@ -561,4 +562,79 @@ fn yuv16_avx2(y: &[u8; 16], u: __m128i, v: __m128i, out: &mut [u8; 48]) {
         _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256::<1>(w))
     });
     store_interleaved3(planes, out);
+}
+
+lanes! {
+    impl Bf16Lanes for Avx2 with "avx2,f16c" {
+        fn bf16x3(self, k: &Bf16Map3, src: &[u8], dst: &mut [u8]) -> usize {
+            let n = (src.len() / 24).min(dst.len() / 48);
+            // Written without closures, which would not be inlined into this level's body.
+            // Group `g` of 8 values starts at channel phase `8g % 3`: the vectors at
+            // values 0, 8 and 16 (phases 0, 2, 1) are groups 0, 1 and 2 of a block.
+            macro_rules! consts {
+                ($v:expr) => {
+                    [
+                        // SAFETY: `16 + 8 ≤ 24 = bf16map::PERIOD`: 8 readable `f32` here and below.
+                        unsafe { _mm256_loadu_ps($v.as_ptr()) },
+                        // SAFETY: as above.
+                        unsafe { _mm256_loadu_ps($v.as_ptr().wrapping_add(8)) },
+                        // SAFETY: as above.
+                        unsafe { _mm256_loadu_ps($v.as_ptr().wrapping_add(16)) },
+                    ]
+                };
+            }
+            let (a, b, c) = (consts!(k.a), consts!(k.b), consts!(k.k));
+            let mul = k.steps == Steps::Mul;
+            macro_rules! mask {
+                ($j:literal, $h:literal) => {
+                    // SAFETY: a `MASKS` entry is 16 readable bytes; an unaligned load.
+                    unsafe { _mm_loadu_si128(MASKS[$j][$h].as_ptr().cast()) }
+                };
+            }
+            let m = [
+                [mask!(0, 0), mask!(0, 1), mask!(0, 2)],
+                [mask!(1, 0), mask!(1, 1), mask!(1, 2)],
+                [mask!(2, 0), mask!(2, 1), mask!(2, 2)],
+            ];
+            let (half, one) = (_mm256_set1_epi32(0x7fff), _mm256_set1_epi32(1));
+            for off in (0..24 * n).step_by(64) {
+                // The next tile's same row (tiles along W are adjacent in the frame): a hint.
+                _mm_prefetch::<_MM_HINT_T0>(src.as_ptr().wrapping_add(24 * n + off).cast());
+            }
+            for i in 0..n {
+                let (s, d) = (src.as_ptr().wrapping_add(24 * i), dst.as_mut_ptr().wrapping_add(48 * i));
+                macro_rules! group {
+                    ($g:literal) => {{
+                        // SAFETY: `24i + 8g + 8 ≤ 24n ≤ src.len()`: 8 readable bytes.
+                        let p = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(s.wrapping_add(8 * $g).cast()) });
+                        let x = _mm256_cvtepi32_ps(p);
+                        let v = if mul {
+                            _mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(x, a[$g]), b[$g]), c[$g])
+                        } else {
+                            _mm256_div_ps(_mm256_add_ps(_mm256_div_ps(x, a[$g]), b[$g]), c[$g])
+                        };
+                        let bits = _mm256_castps_si256(v);
+                        let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(bits), one);
+                        let y = _mm256_srli_epi32::<16>(_mm256_add_epi32(_mm256_add_epi32(bits, half), lsb));
+                        _mm_packus_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256::<1>(y))
+                    }};
+                }
+                let w = [group!(0), group!(1), group!(2)];
+                macro_rules! chunk {
+                    ($j:literal) => {{
+                        let v = _mm_or_si128(
+                            _mm_or_si128(_mm_shuffle_epi8(w[0], m[$j][0]), _mm_shuffle_epi8(w[1], m[$j][1])),
+                            _mm_shuffle_epi8(w[2], m[$j][2]),
+                        );
+                        // SAFETY: `48i + 16j + 16 ≤ 48n ≤ dst.len()`; an unaligned store.
+                        unsafe { _mm_storeu_si128(d.wrapping_add(16 * $j).cast(), v) };
+                    }};
+                }
+                chunk!(0);
+                chunk!(1);
+                chunk!(2);
+            }
+            8 * n
+        }
+    }
 }

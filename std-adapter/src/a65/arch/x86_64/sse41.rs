@@ -7,6 +7,7 @@ use simak_core::ops::quant::Rounding;
 
 use super::super::super::untess::Scale;
 use super::super::affine::{Affine3, AffineLanes, PERIOD};
+use super::super::bf16map::{Bf16Lanes, Bf16Map3, MASKS, Steps};
 use super::super::dequant::DequantLanes;
 use super::super::isa::{Sse41, lanes};
 use super::super::quant::{Load, QuantLanes};
@@ -265,6 +266,84 @@ lanes! {
                 }
             }
             n
+        }
+    }
+}
+
+lanes! {
+    impl Bf16Lanes for Sse41 with "sse4.1" {
+        fn bf16x3(self, k: &Bf16Map3, src: &[u8], dst: &mut [u8]) -> usize {
+            let n = (src.len() / 24).min(dst.len() / 48);
+            // Written without closures, which would not be inlined into this level's body.
+            // Group `g` of 4 values starts at channel phase `4g % 3 = g % 3`: three
+            // vectors of each constant cover every group.
+            macro_rules! consts {
+                ($v:expr) => {
+                    [
+                        // SAFETY: `8 + 4 ≤ 24 = bf16map::PERIOD`: 4 readable `f32` here and below.
+                        unsafe { _mm_loadu_ps($v.as_ptr()) },
+                        // SAFETY: as above.
+                        unsafe { _mm_loadu_ps($v.as_ptr().wrapping_add(4)) },
+                        // SAFETY: as above.
+                        unsafe { _mm_loadu_ps($v.as_ptr().wrapping_add(8)) },
+                    ]
+                };
+            }
+            let (a, b, c) = (consts!(k.a), consts!(k.b), consts!(k.k));
+            let mul = k.steps == Steps::Mul;
+            macro_rules! mask {
+                ($j:literal, $h:literal) => {
+                    // SAFETY: a `MASKS` entry is 16 readable bytes; an unaligned load.
+                    unsafe { _mm_loadu_si128(MASKS[$j][$h].as_ptr().cast()) }
+                };
+            }
+            let m = [
+                [mask!(0, 0), mask!(0, 1), mask!(0, 2)],
+                [mask!(1, 0), mask!(1, 1), mask!(1, 2)],
+                [mask!(2, 0), mask!(2, 1), mask!(2, 2)],
+            ];
+            let (half, one) = (_mm_set1_epi32(0x7fff), _mm_set1_epi32(1));
+            for off in (0..24 * n).step_by(64) {
+                // The next tile's same row (tiles along W are adjacent in the frame): a hint.
+                _mm_prefetch::<_MM_HINT_T0>(src.as_ptr().wrapping_add(24 * n + off).cast());
+            }
+            for i in 0..n {
+                let (s, d) = (src.as_ptr().wrapping_add(24 * i), dst.as_mut_ptr().wrapping_add(48 * i));
+                macro_rules! group {
+                    ($g:literal) => {{
+                        // SAFETY: `24i + 4g + 4 ≤ 24n ≤ src.len()`: 4 readable bytes.
+                        let p = _mm_cvtepu8_epi32(unsafe { _mm_loadu_si32(s.wrapping_add(4 * $g).cast()) });
+                        let x = _mm_cvtepi32_ps(p);
+                        let v = if mul {
+                            _mm_mul_ps(_mm_add_ps(_mm_mul_ps(x, a[$g % 3]), b[$g % 3]), c[$g % 3])
+                        } else {
+                            _mm_div_ps(_mm_add_ps(_mm_div_ps(x, a[$g % 3]), b[$g % 3]), c[$g % 3])
+                        };
+                        let bits = _mm_castps_si128(v);
+                        let lsb = _mm_and_si128(_mm_srli_epi32::<16>(bits), one);
+                        _mm_srli_epi32::<16>(_mm_add_epi32(_mm_add_epi32(bits, half), lsb))
+                    }};
+                }
+                let w = [
+                    _mm_packus_epi32(group!(0), group!(1)),
+                    _mm_packus_epi32(group!(2), group!(3)),
+                    _mm_packus_epi32(group!(4), group!(5)),
+                ];
+                macro_rules! chunk {
+                    ($j:literal) => {{
+                        let v = _mm_or_si128(
+                            _mm_or_si128(_mm_shuffle_epi8(w[0], m[$j][0]), _mm_shuffle_epi8(w[1], m[$j][1])),
+                            _mm_shuffle_epi8(w[2], m[$j][2]),
+                        );
+                        // SAFETY: `48i + 16j + 16 ≤ 48n ≤ dst.len()`; an unaligned store.
+                        unsafe { _mm_storeu_si128(d.wrapping_add(16 * $j).cast(), v) };
+                    }};
+                }
+                chunk!(0);
+                chunk!(1);
+                chunk!(2);
+            }
+            8 * n
         }
     }
 }
