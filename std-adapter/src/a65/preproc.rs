@@ -63,7 +63,7 @@ use core::ops::Range;
 use simak_core::arith::cast::f32_to_bf16;
 use simak_core::layout::{TILE_ALIGN, TiledView};
 use simak_core::ops::Preproc as PreprocOp;
-use simak_core::ops::preproc::{Plan, PlanOutput, PortableYuv, YuvRows};
+use simak_core::ops::preproc::{Format, Plan, PlanOutput, PortableYuv, YuvRows};
 use simak_core::{DType, View};
 
 use super::arch::affine::{self, Affine3, AffineLanes};
@@ -713,6 +713,8 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
                         k += tw;
                         continue;
                     }
+                    // The next tile's same row (tiles along W are adjacent in the frame).
+                    prefetch_row(plan, input, n as u64, y as u64, (x + tw) as u64, tw as u64);
                     plan.pixel_row_by(
                         &state.yuv,
                         input,
@@ -761,6 +763,53 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
         }
         dst[data..].fill(0);
         pos += size;
+    }
+}
+
+/// Prefetch hints for the frame bytes of output pixels `(n, y, x0 + k)`, `k < count`, that
+/// lie inside the frame: each plane's row piece (the shared chroma row of YUV formats),
+/// clamped to `input`. A hint for the tile walk, whose 16 rows of a tile are 16 streams
+/// through the frame; never a read.
+fn prefetch_row(plan: &Plan, input: &[u8], n: u64, y: u64, x0: u64, count: u64) {
+    let (f, b) = (plan.frame(), plan.border());
+    let (Some(y), Some(x0)) = (y.checked_sub(b.top), x0.checked_sub(b.left)) else {
+        return;
+    };
+    if y >= f.height || x0 >= f.width {
+        return;
+    }
+    let count = count.min(f.width - x0);
+    let base = n.saturating_mul(f.frame_stride);
+    let piece = |plane: usize, row: u64, byte: u64, len: u64| {
+        let p = &f.planes[plane];
+        let start = base
+            .saturating_add(p.offset)
+            .saturating_add(row.saturating_mul(p.row_stride))
+            .saturating_add(byte);
+        let start = usize::try_from(start)
+            .unwrap_or(usize::MAX)
+            .min(input.len());
+        let end = start
+            .saturating_add(usize::try_from(len).unwrap_or(usize::MAX))
+            .min(input.len());
+        super::arch::prefetch(&input[start..end]);
+    };
+    match f.format {
+        Format::NV12 => {
+            piece(0, y, x0, count);
+            piece(1, y / 2, x0 & !1, count + 1);
+        }
+        Format::I420 => {
+            piece(0, y, x0, count);
+            piece(1, y / 2, x0 / 2, count / 2 + 1);
+            piece(2, y / 2, x0 / 2, count / 2 + 1);
+        }
+        format => piece(
+            0,
+            y,
+            x0 * format.pixel_bytes(),
+            count * format.pixel_bytes(),
+        ),
     }
 }
 

@@ -185,6 +185,24 @@ pub(crate) fn run_fn_for(
     }
 }
 
+/// Prefetch hints for the cache lines of `bytes` (x86-64: `PREFETCHT0` per 64 bytes; a
+/// no-op elsewhere): never a read, never a fault.
+#[inline]
+pub(crate) fn prefetch(bytes: &[u8]) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    for off in (0..bytes.len()).step_by(64) {
+        // SAFETY: SSE is part of the x86-64 baseline; a prefetch is a hint that never reads
+        // or faults, and the address is inside `bytes`.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                bytes.as_ptr().wrapping_add(off).cast(),
+            )
+        };
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = bytes;
+}
+
 /// Reads the calling thread's FP control word: MXCSR on x86-64, FPCR on AArch64; `None`
 /// where there is no FP route, and under Miri, which runs no inline assembly and models
 /// only the default FP environment (so that the output side's preparation, which asks
