@@ -350,8 +350,15 @@ fn int8_affine_blocks_match_the_existing_ops() {
     }
     assert!(runs >= 2 * 19 * 3);
     // The route: the blocks at every SIMD level for the usual normalization.
+    usual_route_at_every_level(Out::I8(None, Params::new(48.0)), "i8");
+}
+
+/// Asserts that an RGB8 frame with ImageNet's normalization to `out` (tiles up to
+/// (1, 16, 64, 3)) takes route `preproc-<level>-<blocks>` at every SIMD level this CPU has
+/// and the tables at `scalar`.
+fn usual_route_at_every_level(out: Out, blocks: &str) {
     let setup = Setup {
-        frame: Frame::packed(Format::RGB8, 4, 64),
+        frame: Frame::packed(Format::RGB8, 16, 64),
         divisor: 255.0,
         mean: vec![0.485, 0.456, 0.406],
         std: vec![0.229, 0.224, 0.225],
@@ -359,19 +366,18 @@ fn int8_affine_blocks_match_the_existing_ops() {
         border: Border::default(),
         pad: vec![0],
     };
-    let plan =
-        preproc::check_inference(&setup.request(Out::I8(None, Params::new(48.0)).as_output()))
-            .unwrap();
+    let plan = preproc::check_inference(&setup.request(out.as_output())).unwrap();
     for level in Level::detected() {
         let route = a65::preproc::prepare_at(&plan, level)
             .unwrap()
             .implementation();
-        match level {
-            Level::Scalar => assert_eq!(route, "preproc-portable"),
-            Level::Sse41 => assert_eq!(route, "preproc-sse4.1-i8"),
-            Level::Avx2 | Level::Avx512 | Level::Avx512Vbmi => assert_eq!(route, "preproc-avx2-i8"),
-            _ => assert_eq!(route, "preproc-neon-i8", "{level:?}"),
-        }
+        let want = match level {
+            Level::Scalar => "preproc-portable".to_owned(),
+            Level::Sse41 => format!("preproc-sse4.1-{blocks}"),
+            Level::Avx2 | Level::Avx512 | Level::Avx512Vbmi => format!("preproc-avx2-{blocks}"),
+            _ => format!("preproc-neon-{blocks}"),
+        };
+        assert_eq!(route, want, "{level:?}");
     }
 }
 
@@ -482,30 +488,8 @@ fn bf16_blocks_match_the_existing_ops() {
     }
     assert!(runs >= 2 * 18 * 3);
     // The route: the products at every SIMD level for the usual normalization.
-    let setup = Setup {
-        frame: Frame::packed(Format::RGB8, 16, 64),
-        divisor: 255.0,
-        mean: vec![0.485, 0.456, 0.406],
-        std: vec![0.229, 0.224, 0.225],
-        bgr: false,
-        border: Border::default(),
-        pad: vec![0],
-    };
     let layout = Output::default_layout(false, [1, 16, 64, 3], Channels::Compact);
-    let plan = preproc::check_inference(&setup.request(Out::CastTess(layout).as_output())).unwrap();
-    for level in Level::detected() {
-        let route = a65::preproc::prepare_at(&plan, level)
-            .unwrap()
-            .implementation();
-        match level {
-            Level::Scalar => assert_eq!(route, "preproc-portable"),
-            Level::Sse41 => assert_eq!(route, "preproc-sse4.1-bf16"),
-            Level::Avx2 | Level::Avx512 | Level::Avx512Vbmi => {
-                assert_eq!(route, "preproc-avx2-bf16")
-            }
-            _ => assert_eq!(route, "preproc-neon-bf16", "{level:?}"),
-        }
-    }
+    usual_route_at_every_level(Out::CastTess(layout), "bf16");
 }
 
 /// The integer formula on all 2^24 (Y, U, V) triples against the restatement above.
