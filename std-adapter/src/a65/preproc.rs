@@ -32,9 +32,10 @@
 //! environment): blocks of 8 pixels, straight from the frame as above or from the row
 //! piece (NV12, I420). The route is then `preproc-<level>-bf16` (`-bf16-div` with the
 //! divisions). The rest of such a row writes each pixel's six bytes as one OR of three
-//! placed table entries. Everything else is table lookups in portable code. `prepare_at` accepts every level this
-//! CPU has; `prepare` takes the best (scalar with `scalar-only`). No heap allocation during
-//! `execute`.
+//! placed table entries. Before a tile row is read through the row piece, the next tile's
+//! row pieces are prefetched (`arch::prefetch`, x86-64). Everything else is table lookups
+//! in portable code. `prepare_at` accepts every level this CPU has; `prepare` takes the
+//! best (scalar with `scalar-only`). No heap allocation during `execute`.
 //!
 //! ```
 //! use simak::a65;
