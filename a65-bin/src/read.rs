@@ -1029,10 +1029,15 @@ fn npy_precheck(head: &[u8], size: u64) -> Result<Need, String> {
         return Err(format!("dtype {descr} is not supported"));
     };
     let shape = parsed.shape();
-    let need = shape
-        .iter()
-        .try_fold(elem as u64, |n, &e| n.checked_mul(e))
-        .ok_or_else(|| malformed("the data size overflows".to_owned()))?;
+    // An extent of 0 makes the array empty whatever the others (as the reader counts it).
+    let need = if shape.contains(&0) {
+        0
+    } else {
+        shape
+            .iter()
+            .try_fold(elem as u64, |n, &e| n.checked_mul(e))
+            .ok_or_else(|| malformed("the data size overflows".to_owned()))?
+    };
     let data = size - offset as u64;
     if data != need {
         return Err(malformed(format!(

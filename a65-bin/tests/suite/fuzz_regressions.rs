@@ -42,6 +42,18 @@ fn backtracking_npy_header_is_refused_at_once() {
     eprintln!("refused in {:?}", start.elapsed());
 }
 
+/// `read_npy`, seed `regress_empty_huge_shape`: shape `(1000000000, 429400, 42949, 0,
+/// …)` is an empty array, which the reader accepts, but the check before reading multiplied
+/// the extents in order and refused it as overflowing before it reached the 0.
+#[test]
+fn an_empty_array_with_huge_extents_passes_the_check_before_reading() {
+    let (path, bytes) = corpus("read_npy", "regress_empty_huge_shape");
+    let array = read_npy(&path, &bytes, &[DType::F32], "test").unwrap();
+    assert!(array.shape.contains(&0) && array.data.as_slice().is_empty());
+    let check = simak_cli::read::precheck(simak_cli::read::Expect::Npy, &bytes, bytes.len() as u64);
+    assert_eq!(check, Ok(simak_cli::read::Need::Whole));
+}
+
 /// The call limit leaves room for any header NumPy accepts: one padded with spaces to
 /// 65,024 bytes (near version 1's largest) is read, with its data.
 #[test]
