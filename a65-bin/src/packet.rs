@@ -224,7 +224,7 @@ pub fn verdict<E: NativeEntry>(bytes: &[u8]) -> Verdict {
 fn meaning(kind: Kind, field: &Field) -> String {
     match (field.name, field.value) {
         (name, FieldValue::I32(-1)) if name.starts_with("axes[") => "absent".to_owned(),
-        ("dtype", FieldValue::U32(code)) => DType::from_wire_code(code)
+        ("dtype" | "input_dtype", FieldValue::U32(code)) => DType::from_wire_code(code)
             .map_or_else(|| "invalid".to_owned(), |d| d.name().to_owned()),
         ("flags", FieldValue::Hex32(bits)) => {
             let format = &kind.format;

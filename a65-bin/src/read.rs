@@ -956,9 +956,17 @@ pub fn precheck(expect: Expect, head: &[u8], size: u64) -> Result<Need, String> 
         Expect::Packet => {
             let max = simak::ev74::MAX_DESCRIPTOR_SIZE as u64;
             if size > max {
-                let sizes: Vec<String> = simak::ev74::ENTRIES
+                // One phrase a size, naming the entries of that size in table order.
+                let mut sizes: Vec<(usize, Vec<&str>)> = Vec::new();
+                for e in &simak::ev74::ENTRIES {
+                    match sizes.iter_mut().find(|(size, _)| *size == e.size) {
+                        Some((_, titles)) => titles.push(e.title),
+                        None => sizes.push((e.size, vec![e.title])),
+                    }
+                }
+                let sizes: Vec<String> = sizes
                     .iter()
-                    .map(|e| format!("{} bytes ({})", e.size, e.title))
+                    .map(|(size, titles)| format!("{size} bytes ({})", titles.join(", ")))
                     .collect();
                 return Err(format!(
                     "holds {size} bytes: not an EV74 descriptor, which is {}",

@@ -61,24 +61,32 @@ impl DType {
         }
     }
 
-    /// Wire code of an input dtype (SPEC §7: BF16 = 1, FP32 = 3, FP16 = 4); `None` for the
-    /// integer dtypes, which are never an input on the wire.
+    /// Wire code of a dtype (`docs/contract.md` §7: BF16 = 1, FP32 = 3, FP16 = 4, INT8 = 5,
+    /// INT16 = 6, INT32 = 7). Always `Some`: the `Option` is kept for callers written when
+    /// the integer dtypes had no code. Which codes a descriptor field admits is the
+    /// entry's: the float codes for the inputs of Quant and CastTess, the integer ones
+    /// only on the ports of the Detess entries.
     pub const fn wire_code(self) -> Option<u32> {
         match self {
             DType::BF16 => Some(1),
             DType::F32 => Some(3),
             DType::F16 => Some(4),
-            DType::I8 | DType::I16 | DType::I32 => None,
+            DType::I8 => Some(5),
+            DType::I16 => Some(6),
+            DType::I32 => Some(7),
         }
     }
 
-    /// Decodes a wire input dtype code (SPEC §7). Codes 0, 2 and anything above 4 are
-    /// invalid and return `None`.
+    /// Decodes a wire dtype code (`docs/contract.md` §7). Codes 0, 2 and anything above 7
+    /// are invalid and return `None`; a field that admits fewer dtypes checks its own.
     pub const fn from_wire_code(code: u32) -> Option<DType> {
         match code {
             1 => Some(DType::BF16),
             3 => Some(DType::F32),
             4 => Some(DType::F16),
+            5 => Some(DType::I8),
+            6 => Some(DType::I16),
+            7 => Some(DType::I32),
             _ => None,
         }
     }
@@ -109,11 +117,20 @@ mod test {
 
     #[test]
     fn wire_codes_round_trip_and_reject_reserved() {
-        for d in [DType::F32, DType::BF16, DType::F16] {
+        for d in [
+            DType::F32,
+            DType::BF16,
+            DType::F16,
+            DType::I8,
+            DType::I16,
+            DType::I32,
+        ] {
             assert_eq!(DType::from_wire_code(d.wire_code().unwrap()), Some(d));
         }
-        assert_eq!(DType::I8.wire_code(), None);
-        for bad in [0u32, 2, 5, u32::MAX] {
+        assert_eq!(DType::I8.wire_code(), Some(5));
+        assert_eq!(DType::I16.wire_code(), Some(6));
+        assert_eq!(DType::I32.wire_code(), Some(7));
+        for bad in [0u32, 2, 8, u32::MAX] {
             assert_eq!(DType::from_wire_code(bad), None);
         }
         assert_eq!(DType::BF16.wire_code(), Some(1));

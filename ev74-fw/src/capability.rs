@@ -56,10 +56,31 @@ impl Capability {
     }
 }
 
-/// Number of native entries ([`ENTRIES`]).
-const COUNT: usize = ENTRIES.len();
+/// The routes this firmware build implements: each has a `FirmwareEntry` impl and a
+/// dispatch arm. A row of the library's [`ENTRIES`] whose route is not here (the
+/// Detess-family entries, whose device kernel is not written yet) is neither in [`TABLE`]
+/// nor advertised: a Runtime that needs it fails closed at its capability probe, and a
+/// command for it is an unknown route.
+pub const IMPLEMENTED: [u8; 2] = [Quant::ROUTE, CastTess::ROUTE];
 
-/// One capability per row of the library's entry table, in its order; row `i` has bit `i`.
+/// Number of implemented entries.
+const COUNT: usize = IMPLEMENTED.len();
+
+/// Whether `route` is in [`IMPLEMENTED`].
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const fn implemented(route: u8) -> bool {
+    let mut i = 0;
+    while i < IMPLEMENTED.len() {
+        if IMPLEMENTED[i] == route {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// One capability per implemented row of the library's entry table, in its order; row `i`
+/// of [`ENTRIES`] has bit `i` (so a bit never changes meaning when an entry is implemented).
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 const fn table() -> [Capability; COUNT] {
     let mut out = [Capability {
@@ -68,18 +89,23 @@ const fn table() -> [Capability; COUNT] {
         route: 0,
         flag: Capabilities::empty(),
     }; COUNT];
-    let mut i = 0;
-    while i < COUNT {
-        out[i] = Capability::from_entry(&ENTRIES[i], Capabilities::from_bits_retain(1 << i));
+    let (mut i, mut k) = (0, 0);
+    while i < ENTRIES.len() {
+        if implemented(ENTRIES[i].route) {
+            out[k] = Capability::from_entry(&ENTRIES[i], Capabilities::from_bits_retain(1 << i));
+            k += 1;
+        }
         i += 1;
     }
+    assert!(k == COUNT, "every implemented route is a row of ENTRIES");
     out
 }
 
 const TABLE_ROWS: [Capability; COUNT] = table();
 
-/// Every native entry this firmware build implements: the library's [`ENTRIES`], row `i`
-/// with bit `i` of [`Capabilities`].
+/// Every native entry this firmware build implements: the rows of the library's
+/// [`ENTRIES`] whose route is in [`IMPLEMENTED`], row `i` of [`ENTRIES`] with bit `i` of
+/// [`Capabilities`].
 pub const TABLE: &[Capability] = &TABLE_ROWS;
 
 /// The Quant v1 native entry (SPEC §7: route 47 = 0x2F).
@@ -95,7 +121,7 @@ const _: () = assert!(
         && TABLE_ROWS[0].flag.bits() == QUANT_V1.flag.bits()
         && TABLE_ROWS[1].route == CASTTESS_V1.route
         && TABLE_ROWS[1].flag.bits() == CASTTESS_V1.flag.bits()
-        && COUNT <= 32
+        && ENTRIES.len() <= 32
 );
 
 /// The native entries advertised by a default build (all of [`TABLE`]).

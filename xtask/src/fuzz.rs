@@ -127,6 +127,7 @@ mod tests {
             "admission",
             "bind",
             "casttess_decode",
+            "detess_decode",
             "quant_decode",
             "read_image",
             "read_npy",

@@ -22,24 +22,34 @@ fn errors_md() -> String {
         .expect("docs/errors.md exists")
 }
 
-/// Decode-table rows by code: (name, in Quant, in CastTess).
-fn table() -> BTreeMap<u16, (String, bool, bool)> {
+/// Decode-table rows by code: (name, one mark per entry column).
+fn table() -> BTreeMap<u16, (String, Vec<bool>)> {
     let text = errors_md();
+    let columns = simak::ev74::ENTRIES.len();
     let mut rows = BTreeMap::new();
+    let mut header = false;
     for line in text.lines() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        // "| code | `Name` | yes/— | yes/— | meaning |" → ["", code, name, q, t, meaning, ""]
-        if cells.len() != 7 {
+        // "| code | `Name` | yes/— × entries | meaning |" → ["", code, name, marks…, meaning, ""]
+        if cells.len() == columns + 5 && cells[1] == "Code" {
+            // The entry columns are the table's rows, in its order.
+            let titles: Vec<&str> = simak::ev74::ENTRIES.iter().map(|e| e.title).collect();
+            assert_eq!(&cells[3..3 + columns], &titles[..], "decode table columns");
+            header = true;
+        }
+        if cells.len() != columns + 5 {
             continue;
         }
         let Ok(code) = cells[1].parse::<u16>() else {
             continue;
         };
         let name = cells[2].trim_matches('`').to_owned();
-        assert!(!cells[5].is_empty(), "code {code} has no meaning");
-        let prev = rows.insert(code, (name, cells[3] == "yes", cells[4] == "yes"));
+        assert!(!cells[columns + 3].is_empty(), "code {code} has no meaning");
+        let marks = cells[3..3 + columns].iter().map(|c| *c == "yes").collect();
+        let prev = rows.insert(code, (name, marks));
         assert!(prev.is_none(), "code {code} listed twice");
     }
+    assert!(header, "the decode table has a column per entry");
     rows
 }
 
@@ -49,17 +59,22 @@ fn errors_md_lists_every_decode_code() {
     let all: BTreeSet<u16> = DecodeCode::ALL.iter().map(|c| c.get()).collect();
     assert_eq!(rows.keys().copied().collect::<BTreeSet<u16>>(), all);
     for c in DecodeCode::ALL {
-        let (name, q, t) = &rows[&c.get()];
+        let (name, marks) = &rows[&c.get()];
         assert_eq!(name, &format!("{c:?}"), "code {}", c.get());
-        assert_eq!(*q, quant::CODES.contains(&c), "code {} Quant mark", c.get());
-        assert_eq!(
-            *t,
-            casttess::CODES.contains(&c),
-            "code {} CastTess mark",
-            c.get()
-        );
+        for (entry, &mark) in simak::ev74::ENTRIES.iter().zip(marks) {
+            assert_eq!(
+                mark,
+                entry.codes.contains(&c),
+                "code {} {} mark",
+                c.get(),
+                entry.title
+            );
+        }
         assert_eq!(DecodeCode::from_u16(c.get()), Some(c));
     }
+    // The entries' own lists are the table's rows.
+    assert_eq!(simak::ev74::ENTRIES[0].codes, &quant::CODES[..]);
+    assert_eq!(simak::ev74::ENTRIES[1].codes, &casttess::CODES[..]);
 }
 
 #[test]

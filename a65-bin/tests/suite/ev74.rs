@@ -687,3 +687,68 @@ fn quant_json_reports_the_simulated_cost_per_tensor() {
     // Four workers share the blocks: fewer simulated cycles than one.
     assert!(cycles[1] * 3 < cycles[0], "{cycles:?}");
 }
+
+/// A DetessDequant v1 packet (issue 28's descriptor, no device kernel yet): the CLI's
+/// listing names the tail's fields with their offsets and meanings, and the verdict is the
+/// device decoder's; a corrupted zero point is refused with its code.
+#[test]
+fn packet_decode_lists_a_detess_dequant_descriptor() {
+    use simak::layout::{Channels, MlaTiled};
+    use simak::ops::dequant::Params;
+    use simak::ops::detessdequant::{Request, check_inference};
+    use simak::{DType, TensorSpec};
+
+    let plan = check_inference(&Request {
+        dtype: DType::I16,
+        layout: MlaTiled::new(
+            [None, None, Some(0), Some(1)],
+            [1, 1, 2, 16],
+            Channels::CBlock16,
+        ),
+        output: TensorSpec::contiguous([3, 17], DType::F32),
+        params: Params::new(0.5).with_zero_point(-3),
+    })
+    .unwrap();
+    let plan = simak::ev74::detess::check_inference(&plan).unwrap();
+    let packet = simak::ev74::detess::encode_relocatable(&plan);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("dq.bin");
+    fs::write(&p, packet.as_bytes()).unwrap();
+
+    let dec = json_run(&["packet", "decode", path_str(&p), "--json"]);
+    assert_eq!(dec["verdict"]["text"], "valid (relocatable)");
+    assert_eq!(dec["fields"].as_array().unwrap().len(), 42);
+    // Hand-computed: 3 W pixels in tiles of 2, 17 channels stored as 32 (two 16-channel
+    // blocks), 2-byte elements: 2·32·2 + 1·32·2 = 192 bytes; the FP32 output 51 × 4.
+    let expect: [(&str, u64, i128); 10] = [
+        ("magic", 0, i128::from(u32::from_le_bytes(*b"SKDQ"))),
+        ("byte_length", 6, 224),
+        ("dtype", 8, 3),
+        ("flags", 16, 3),
+        ("input_span", 48, 192),
+        ("output_span", 56, 204),
+        ("input_dtype", 164, 6),
+        ("tile_align", 208, 16),
+        ("multiplier", 216, 0x3f00_0000),
+        ("zero_point", 220, -3),
+    ];
+    for (name, offset, value) in expect {
+        assert_eq!(field(&dec, name), (offset, value), "{name}");
+    }
+    let text = simak(&["packet", "decode", path_str(&p)]);
+    assert_success(&text);
+    let text = stdout_of(&text);
+    assert!(text.contains("align_c16 | cblock"), "{text}");
+    assert!(text.contains("i16"), "{text}");
+
+    // INT16's zero points end at -32768: code 57.
+    let mut bad = packet.as_bytes().to_vec();
+    bad[220..224].copy_from_slice(&(-40_000i32).to_le_bytes());
+    fs::write(&p, &bad).unwrap();
+    let out = simak(&["packet", "decode", path_str(&p), "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let dec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(dec["verdict"]["valid"], false);
+    assert_eq!(dec["verdict"]["code"], 57, "{dec}");
+    assert_eq!(dec["verdict"]["code_name"], "DequantZeroPoint", "{dec}");
+}

@@ -49,6 +49,7 @@ use crate::wire::prefix::{Format, Prefix, PrefixRepr, RawDescriptor};
 use crate::wire::rules::{DecodeCode, DecodeError};
 
 pub mod casttess;
+pub mod detess;
 mod error;
 pub mod quant;
 mod relocate;
@@ -58,6 +59,7 @@ mod suite;
 mod table;
 
 pub use casttess::CastTess;
+pub use detess::{Detess, DetessCast, DetessDequant};
 pub use error::{BindError, RepresentError};
 pub use quant::Quant;
 pub use relocate::{Relocation, address_slot, relocate, slot_port};

@@ -7,7 +7,7 @@
 
 use core::fmt;
 
-use super::{CastTess, NativeEntry, Quant, decode};
+use super::{CastTess, Detess, DetessCast, DetessDequant, NativeEntry, Quant, decode};
 use crate::ops::Op;
 use crate::wire::fields::Fields;
 use crate::wire::prefix::Format;
@@ -123,7 +123,13 @@ impl fmt::Debug for Entry {
 }
 
 /// Every native entry, in route order: the one list of them.
-pub const ENTRIES: [Entry; 2] = [Entry::of::<Quant>(), Entry::of::<CastTess>()];
+pub const ENTRIES: [Entry; 5] = [
+    Entry::of::<Quant>(),
+    Entry::of::<CastTess>(),
+    Entry::of::<Detess>(),
+    Entry::of::<DetessCast>(),
+    Entry::of::<DetessDequant>(),
+];
 
 /// Bytes of the largest descriptor of any entry.
 pub const MAX_DESCRIPTOR_SIZE: usize = {
@@ -143,7 +149,9 @@ pub const MAX_DESCRIPTOR_SIZE: usize = {
     max
 };
 
-/// Routes, magic words and sizes identify an entry: no two rows share one.
+/// Routes and magic words identify an entry: no two rows share one. (Sizes may repeat: the
+/// Detess-family entries share one layout; [`entry_of`] tells an entry by its size only
+/// when no other row has that size.)
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 const fn rows_are_distinct() -> bool {
     let mut i = 0;
@@ -155,7 +163,7 @@ const fn rows_are_distinct() -> bool {
                 && a.magic[1] == b.magic[1]
                 && a.magic[2] == b.magic[2]
                 && a.magic[3] == b.magic[3];
-            if a.route == b.route || same_magic || a.size == b.size {
+            if a.route == b.route || same_magic {
                 return false;
             }
             j += 1;
@@ -165,10 +173,7 @@ const fn rows_are_distinct() -> bool {
     true
 }
 
-const _: () = assert!(
-    rows_are_distinct(),
-    "entries differ in route, magic and size"
-);
+const _: () = assert!(rows_are_distinct(), "entries differ in route and magic");
 
 /// The entry of route `route`, if any.
 pub fn entry_by_route(route: u8) -> Option<&'static Entry> {
@@ -192,15 +197,17 @@ pub const fn route_index(route: u8) -> Option<usize> {
 }
 
 /// Which entry a descriptor's bytes are: the entry whose magic word they start with, else
-/// the one whose size they have; `None` when neither tells.
+/// the one entry whose size they have (when exactly one row has it); `None` when neither
+/// tells.
 ///
 /// ```
 /// use simak_core::ev74::{self, Verdict};
 ///
-/// assert_eq!(ev74::ENTRIES.map(|e| e.route), [0x2f, 0x30]);
+/// assert_eq!(ev74::ENTRIES.map(|e| e.route), [0x2f, 0x30, 0x31, 0x32, 0x33]);
 /// let entry = ev74::entry_of(b"SKCT").unwrap(); // by its magic, even truncated
 /// assert_eq!((entry.title, entry.size), ("CastTess v1", 216));
-/// assert_eq!(ev74::entry_of(&[0u8; 224]).unwrap().title, "Quant v1"); // by its size
+/// assert_eq!(ev74::entry_of(&[0u8; 216]).unwrap().title, "CastTess v1"); // by its size
+/// assert!(ev74::entry_of(&[0u8; 224]).is_none()); // Quant and the Detess entries share it
 /// assert!(ev74::entry_of(b"XXXX").is_none());
 /// assert!(matches!(ev74::verdict(&[0u8; 10]), Verdict::Invalid(_)));
 /// ```
@@ -209,7 +216,13 @@ pub fn entry_of(bytes: &[u8]) -> Option<&'static Entry> {
     ENTRIES
         .iter()
         .find(|e| magic == Some(&e.magic))
-        .or_else(|| ENTRIES.iter().find(|e| bytes.len() == e.size))
+        .or_else(|| {
+            let mut sized = ENTRIES.iter().filter(|e| bytes.len() == e.size);
+            match (sized.next(), sized.next()) {
+                (Some(only), None) => Some(only),
+                _ => None,
+            }
+        })
 }
 
 /// The entry to judge `bytes` by: [`entry_of`], else the first entry (Quant v1), whose

@@ -115,25 +115,41 @@ pub(crate) fn admit_ports(
         });
     }
     check_same_shape(input.extents, output.extents)?;
-    let planes = match input.dtype.size() {
-        1 => 1,
-        2 => 2,
-        _ => 4,
-    };
-    let tiled = input.layout.admit(input.extents, planes)?;
-    if input.layout.channels != Channels::Compact {
-        let tile = input.layout.tile[3];
-        let extent = tiled.role_extents()[3];
-        if u64::from(tile) != extent && !tile.is_multiple_of(16) {
-            return Err(AdmissionError::C16TileChannels { tile, extent });
-        }
-    }
+    let tiled = admit_tiled_input(input.dtype, &input.layout, input.extents)?;
     let view = output.admit(Port::Output)?;
     Ok(Ports {
         input: tiled,
         dtype: input.dtype,
         output: view,
     })
+}
+
+/// Admits the tiled input of a Detess-family op (SPEC §12.1): `layout` over `extents` with
+/// `E` = `dtype`'s size as byte planes, then the c16 tile-channel rule. Shared by host
+/// admission and the device decoder of the Detess entries (`crate::wire::detess`).
+///
+/// # Errors
+///
+/// The errors of [`MlaTiled::admit`]; [`AdmissionError::C16TileChannels`].
+pub(crate) fn admit_tiled_input(
+    dtype: DType,
+    layout: &MlaTiled,
+    extents: &[u64],
+) -> Result<TiledView, AdmissionError> {
+    let planes = match dtype.size() {
+        1 => 1,
+        2 => 2,
+        _ => 4,
+    };
+    let tiled = layout.admit(extents, planes)?;
+    if layout.channels != Channels::Compact {
+        let tile = layout.tile[3];
+        let extent = tiled.role_extents()[3];
+        if u64::from(tile) != extent && !tile.is_multiple_of(16) {
+            return Err(AdmissionError::C16TileChannels { tile, extent });
+        }
+    }
+    Ok(tiled)
 }
 
 /// A checked Detess plan: owning, immutable, backend-neutral (SPEC §6).

@@ -235,7 +235,7 @@ pub struct CastTessRepr {
     pub tile_counts: [u32; 4],
 }
 
-fn load_u32s(raw: &[U32; 4]) -> [u32; 4] {
+pub(crate) fn load_u32s(raw: &[U32; 4]) -> [u32; 4] {
     let mut out = [0u32; 4];
     for (o, r) in out.iter_mut().zip(raw.iter()) {
         *o = r.get();
@@ -243,7 +243,7 @@ fn load_u32s(raw: &[U32; 4]) -> [u32; 4] {
     out
 }
 
-fn store_u32s(values: &[u32; 4]) -> [U32; 4] {
+pub(crate) fn store_u32s(values: &[u32; 4]) -> [U32; 4] {
     let mut out = [U32::ZERO; 4];
     for (o, v) in out.iter_mut().zip(values.iter()) {
         *o = U32::new(*v);
@@ -269,9 +269,9 @@ pub fn tile_counts(tiled: &TiledView) -> [Option<u64>; 4] {
 
 /// The axis map and tiles (step 3 of the shared parse).
 pub(crate) struct Params {
-    axes: [Option<u8>; 4],
-    tile: [u32; 4],
-    wire_counts: [u32; 4],
+    pub(crate) axes: [Option<u8>; 4],
+    pub(crate) tile: [u32; 4],
+    pub(crate) wire_counts: [u32; 4],
 }
 
 impl Tail for CastTessDescriptorV1 {
@@ -293,33 +293,7 @@ impl Tail for CastTessDescriptorV1 {
     }
 
     fn check_params(&self, rank: u8) -> Result<Params, DecodeError> {
-        let tile = load_u32s(&self.tile);
-        let wire_counts = load_u32s(&self.tile_counts);
-        let mut axes = [None; 4];
-        for (((slot, &value), role), (&t, &count)) in axes
-            .iter_mut()
-            .zip(self.axes.iter())
-            .zip(TileAxis::ALL)
-            .zip(tile.iter().zip(wire_counts.iter()))
-        {
-            match value {
-                ABSENT_AXIS => {
-                    if t != 1 {
-                        return Err(DecodeError::AbsentTile { role, tile: t });
-                    }
-                    if count != 1 {
-                        return Err(DecodeError::AbsentTileCount { role, count });
-                    }
-                }
-                a if a >= 0 && (a as u8) < rank => *slot = Some(a as u8),
-                axis => return Err(DecodeError::AxisOutOfRange { role, axis }),
-            }
-        }
-        Ok(Params {
-            axes,
-            tile,
-            wire_counts,
-        })
+        check_tile_params(&self.axes, &self.tile, &self.tile_counts, rank)
     }
 
     fn check_output(
@@ -331,30 +305,9 @@ impl Tail for CastTessDescriptorV1 {
         let channels = CastTessFlags::from_bits_retain(flags).channels();
         let tiled =
             MlaTiled::new(params.axes, params.tile, channels).admit(p.active_extents(), 2)?;
-        for ((role, expected), &found) in TileAxis::ALL
-            .into_iter()
-            .zip(tile_counts(&tiled))
-            .zip(params.wire_counts.iter())
-        {
-            // Tile extents are ≥ 1 after admission, so every count is `Some`.
-            let expected = expected.unwrap_or(0);
-            if expected != u64::from(found) {
-                return Err(DecodeError::TileCount {
-                    role,
-                    expected,
-                    found,
-                });
-            }
-        }
-        let bytes_per_outer = self.bytes_per_outer.get();
-        if bytes_per_outer != tiled.bytes_per_outer() {
-            return Err(DecodeError::BytesPerOuter {
-                expected: tiled.bytes_per_outer(),
-                found: bytes_per_outer,
-            });
-        }
+        check_tile_counts(&tiled, params, self.bytes_per_outer.get())?;
         prefix::check_span(Port::Output, tiled.capacity(), p.output_span)?;
-        Ok((channels, bytes_per_outer))
+        Ok((channels, tiled.bytes_per_outer()))
     }
 
     fn finish(
@@ -372,6 +325,74 @@ impl Tail for CastTessDescriptorV1 {
             tile_counts: params.wire_counts,
         }
     }
+}
+
+/// The axis map and tiles of a tiled port's tail (`[i8; 4]` axes at 160, tile extents at
+/// 168, tile counts at 192): absent roles have tile 1 and count 1, present ones an axis
+/// below `rank`. Shared by CastTess v1 and the Detess entries.
+pub(crate) fn check_tile_params(
+    raw_axes: &[i8; 4],
+    raw_tile: &[U32; 4],
+    raw_counts: &[U32; 4],
+    rank: u8,
+) -> Result<Params, DecodeError> {
+    let tile = load_u32s(raw_tile);
+    let wire_counts = load_u32s(raw_counts);
+    let mut axes = [None; 4];
+    for (((slot, &value), role), (&t, &count)) in axes
+        .iter_mut()
+        .zip(raw_axes.iter())
+        .zip(TileAxis::ALL)
+        .zip(tile.iter().zip(wire_counts.iter()))
+    {
+        match value {
+            ABSENT_AXIS => {
+                if t != 1 {
+                    return Err(DecodeError::AbsentTile { role, tile: t });
+                }
+                if count != 1 {
+                    return Err(DecodeError::AbsentTileCount { role, count });
+                }
+            }
+            a if a >= 0 && (a as u8) < rank => *slot = Some(a as u8),
+            axis => return Err(DecodeError::AxisOutOfRange { role, axis }),
+        }
+    }
+    Ok(Params {
+        axes,
+        tile,
+        wire_counts,
+    })
+}
+
+/// The tile counts and bytes per outer index of a tail against the admitted layout.
+pub(crate) fn check_tile_counts(
+    tiled: &TiledView,
+    params: &Params,
+    bytes_per_outer: u64,
+) -> Result<(), DecodeError> {
+    for ((role, expected), &found) in TileAxis::ALL
+        .into_iter()
+        .zip(tile_counts(tiled))
+        .zip(params.wire_counts.iter())
+    {
+        // Tile extents are ≥ 1 after admission, so every count is `Some`.
+        let expected = expected.unwrap_or(0);
+        if expected != u64::from(found) {
+            return Err(DecodeError::TileCount {
+                role,
+                expected,
+                found,
+            });
+        }
+    }
+    if bytes_per_outer != tiled.bytes_per_outer() {
+        return Err(DecodeError::BytesPerOuter {
+            expected: tiled.bytes_per_outer(),
+            found: bytes_per_outer,
+        });
+    }
+    Ok(())
 }
 
 prefix::descriptor_items!(CastTessDescriptorV1, CastTessRepr);

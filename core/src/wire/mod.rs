@@ -20,6 +20,7 @@
 //! denies indexing and unchecked arithmetic.
 
 pub mod casttess;
+pub mod detess;
 pub mod fields;
 pub mod prefix;
 pub mod quant;

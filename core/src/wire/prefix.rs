@@ -87,6 +87,41 @@ pub const CODES: [DecodeCode; 29] = [
     DecodeCode::Inadmissible,
 ];
 
+/// The codes the shared parse can reject a descriptor with when its prefix port is the
+/// output ([`Format::prefix_port`], the Detess entries): [`CODES`] with the strided port's
+/// rules named for the output, and the output's own alignment and stride-multiple rules
+/// (its elements are 1, 2 or 4 bytes). The tiled input's span rules are the tail's.
+pub const OUTPUT_PREFIX_CODES: [DecodeCode; 28] = [
+    DecodeCode::Length,
+    DecodeCode::Magic,
+    DecodeCode::Version,
+    DecodeCode::ByteLength,
+    DecodeCode::DType,
+    DecodeCode::Rank,
+    DecodeCode::UnknownFlags,
+    DecodeCode::Reserved20,
+    DecodeCode::UnusedExtent,
+    DecodeCode::UnusedOutputStride,
+    DecodeCode::ElementsOverflow,
+    DecodeCode::ElementCount,
+    DecodeCode::OutputZeroStride,
+    DecodeCode::OutputSingletonStride,
+    DecodeCode::OutputSpanOverflow,
+    DecodeCode::OutputSpan,
+    DecodeCode::OutputOverlap,
+    DecodeCode::InputAddress,
+    DecodeCode::OutputAddress,
+    DecodeCode::InputRange,
+    DecodeCode::OutputRange,
+    DecodeCode::InputMisaligned,
+    DecodeCode::PortsOverlap,
+    DecodeCode::InputUnbound,
+    DecodeCode::OutputUnbound,
+    DecodeCode::OutputMisaligned,
+    DecodeCode::Inadmissible,
+    DecodeCode::OutputStrideNotMultiple,
+];
+
 /// Byte offsets of the prefix fields (SPEC §7), pinned against [`Prefix`].
 pub mod field {
     /// `u32` magic.
@@ -217,6 +252,10 @@ pub enum PortAlign {
     Element,
     /// A fixed number of bytes (a power of two).
     Bytes(u64),
+    /// A tiled port whose tile alignment is a field of the tail (SPEC §12.1): 16 bytes when
+    /// the tile alignment is 16, the element size when it is 1. The tail reports it
+    /// (`Tail::align`); [`PortFormat::align_for`] gives its lower bound, 1.
+    TileAlign,
 }
 
 /// One port of a descriptor format, described by its role: layout, admitted dtypes, span
@@ -250,6 +289,7 @@ impl PortFormat {
     pub const fn align_for(&self, prefix_dtype: DType) -> u64 {
         match self.align {
             PortAlign::Bytes(n) => n,
+            PortAlign::TileAlign => 1,
             PortAlign::Element => match self.dtypes {
                 [only] => only.size_u64(),
                 _ => prefix_dtype.size_u64(),
@@ -462,6 +502,11 @@ pub(crate) trait Tail: IntoBytes + Immutable + Sized {
         flags: u32,
         params: &Self::Params,
     ) -> Result<Self::Output, DecodeError>;
+    /// The alignment in bytes the checked port `port` needs when it depends on the tail's
+    /// fields ([`PortAlign::TileAlign`]); `None`: its [`PortFormat::align_for`].
+    fn align(_output: &Self::Output, _port: Port) -> Option<u64> {
+        None
+    }
     /// The validated descriptor.
     fn finish(
         prefix: PrefixRepr,
@@ -611,12 +656,9 @@ pub(crate) fn parse<T: Tail>(raw: &T) -> Result<T::Repr, DecodeError> {
     };
     let output = raw.check_output(&prefix, flags, &params)?;
 
-    let (input_address, output_address) = check_addresses(
-        p,
-        &prefix,
-        format.input.align_for(dtype),
-        format.output.align_for(dtype),
-    )?;
+    let align = |port: Port| T::align(&output, port).unwrap_or(format.port(port).align_for(dtype));
+    let (input_address, output_address) =
+        check_addresses(p, &prefix, align(Port::Input), align(Port::Output))?;
     let prefix = PrefixRepr {
         input_address,
         output_address,

@@ -137,6 +137,20 @@ decode_codes! {
     OutputMisaligned = 50,
     /// [`DecodeError::Inadmissible`].
     Inadmissible = 51,
+    /// [`DecodeError::Reserved`] at offset 216 (Detess v1 and DetessCast v1).
+    Reserved216 = 52,
+    /// [`DecodeError::InputDType`].
+    InputDType = 53,
+    /// [`DecodeError::DTypeMismatch`].
+    DTypeMismatch = 54,
+    /// [`DecodeError::ChannelFlags`].
+    ChannelFlags = 55,
+    /// [`DecodeError::C16TileChannels`].
+    C16TileChannels = 56,
+    /// [`DecodeError::DequantZeroPoint`].
+    DequantZeroPoint = 57,
+    /// [`DecodeError::OutputStrideNotMultiple`].
+    OutputStrideNotMultiple = 58,
 }
 
 impl DecodeCode {
@@ -428,6 +442,46 @@ pub enum DecodeError {
         /// Bytes found.
         found: u64,
     },
+    /// The tiled input's dtype code (offset 164 of the Detess entries) is not one the entry
+    /// admits (Detess: INT8 5, INT16 6, INT32 7, BF16 1; DetessCast: BF16; DetessDequant:
+    /// INT8, INT16, INT32).
+    InputDType {
+        /// Code found.
+        code: u32,
+    },
+    /// Detess v1: the output's dtype (offset 8) is not the tiled input's (offset 164).
+    DTypeMismatch {
+        /// The input's dtype.
+        input: crate::dtype::DType,
+        /// The output's dtype.
+        output: crate::dtype::DType,
+    },
+    /// The flag word sets CBlock16 (bit 1) without PadTo16 (bit 0): the channel flags
+    /// (`align_c16`, `cblock`) = (false, true) name no encoding (SPEC §12.1).
+    ChannelFlags,
+    /// A tiled input in PadTo16 or CBlock16 has a C tile extent that is neither the C
+    /// extent nor a multiple of 16 (SPEC §12.1).
+    C16TileChannels {
+        /// The C tile extent.
+        tile: u32,
+        /// The C extent.
+        extent: u64,
+    },
+    /// The dequantization zero point is outside its input dtype's range (SPEC §12.2).
+    DequantZeroPoint {
+        /// The integer input dtype.
+        dtype: crate::dtype::DType,
+        /// Value found.
+        value: i32,
+    },
+    /// An output stride of an axis of extent > 1 is not a multiple of the output's element
+    /// size (the Detess entries, whose strided output has elements of 1, 2 or 4 bytes).
+    OutputStrideNotMultiple {
+        /// Axis.
+        axis: u8,
+        /// Stride in bytes.
+        stride: u64,
+    },
     /// The device's admission refused the packet for a host rule that has no descriptor
     /// twin (its host code, `docs/errors.md`). A decoder built on the shared admission never
     /// reports it for the current entries; it exists so that the conversion from host rules
@@ -442,11 +496,12 @@ pub enum DecodeError {
 /// prefix's word at 20 and each entry tail's). The shared parse asserts at compile time that
 /// every reserved offset a tail lists is here (`reserved_words_known`), so a new entry's
 /// reserved word cannot be reported under another word's code.
-pub const RESERVED_WORDS: [(u16, DecodeCode); 4] = [
+pub const RESERVED_WORDS: [(u16, DecodeCode); 5] = [
     (20, DecodeCode::Reserved20),
     (220, DecodeCode::Reserved220),
     (164, DecodeCode::Reserved164),
     (212, DecodeCode::Reserved212),
+    (216, DecodeCode::Reserved216),
 ];
 
 /// The code of a nonzero reserved word at `offset` ([`RESERVED_WORDS`]); an offset outside
@@ -546,6 +601,12 @@ impl DecodeError {
             DecodeError::TileExtent { .. } => C::TileExtent,
             DecodeError::TileCount { .. } => C::TileCount,
             DecodeError::BytesPerOuter { .. } => C::BytesPerOuter,
+            DecodeError::InputDType { .. } => C::InputDType,
+            DecodeError::DTypeMismatch { .. } => C::DTypeMismatch,
+            DecodeError::ChannelFlags => C::ChannelFlags,
+            DecodeError::C16TileChannels { .. } => C::C16TileChannels,
+            DecodeError::DequantZeroPoint { .. } => C::DequantZeroPoint,
+            DecodeError::OutputStrideNotMultiple { .. } => C::OutputStrideNotMultiple,
             DecodeError::Inadmissible { .. } => C::Inadmissible,
         }
     }
@@ -615,18 +676,31 @@ impl From<AdmissionError> for DecodeError {
             AdmissionError::TileExtent { role, tile, extent } => {
                 DecodeError::TileExtent { role, tile, extent }
             }
-            other @ (AdmissionError::StrideNotMultiple {
-                port: Port::Output, ..
+            AdmissionError::StrideNotMultiple {
+                port: Port::Output,
+                axis,
+                stride,
+                ..
+            } => DecodeError::OutputStrideNotMultiple {
+                axis: axis_u8(axis),
+                stride,
+            },
+            AdmissionError::ChannelFlags => DecodeError::ChannelFlags,
+            AdmissionError::C16TileChannels { tile, extent } => {
+                DecodeError::C16TileChannels { tile, extent }
             }
-            | AdmissionError::DType { .. }
+            AdmissionError::DequantZeroPoint { dtype, zero_point } => {
+                DecodeError::DequantZeroPoint {
+                    dtype,
+                    value: zero_point,
+                }
+            }
+            other @ (AdmissionError::DType { .. }
             | AdmissionError::ShapeMismatch { .. }
             | AdmissionError::Planes { .. }
             | AdmissionError::StridesRank { .. }
             | AdmissionError::InputSideEncoding
             | AdmissionError::InputSideTileAlign
-            | AdmissionError::ChannelFlags
-            | AdmissionError::DequantZeroPoint { .. }
-            | AdmissionError::C16TileChannels { .. }
             | AdmissionError::HeadCount { .. }
             | AdmissionError::HeadOffset { .. }
             | AdmissionError::HeadSpan { .. }
@@ -647,7 +721,12 @@ impl fmt::Display for DecodeError {
             DecodeError::ByteLength { found, expected } => {
                 write!(f, "byte length field {found} is not {expected}")
             }
-            DecodeError::DType { code } => write!(f, "invalid input dtype code {code}"),
+            DecodeError::DType { code } => {
+                write!(
+                    f,
+                    "dtype code {code} at offset 8 is not one the entry admits"
+                )
+            }
             DecodeError::Rank { rank } => write!(f, "rank {rank} is outside 1..=6"),
             DecodeError::UnknownFlags { bits } => write!(f, "unknown flag bits in 0x{bits:08x}"),
             DecodeError::Reserved { offset, value } => {
@@ -720,7 +799,10 @@ impl fmt::Display for DecodeError {
                 write!(f, "input at 0x{input:x} and output at 0x{output:x} overlap")
             }
             DecodeError::Unbound { port } => write!(f, "{port} address slot is unbound"),
-            DecodeError::TileAlign { value } => write!(f, "tile alignment {value} is not 16"),
+            DecodeError::TileAlign { value } => write!(
+                f,
+                "tile alignment {value} is not one the entry admits (16; 1 for an MLA output)"
+            ),
             DecodeError::AxisOutOfRange { role, axis } => {
                 write!(f, "{role} axis {axis} is neither -1 nor below the rank")
             }
@@ -744,6 +826,27 @@ impl fmt::Display for DecodeError {
             DecodeError::BytesPerOuter { expected, found } => {
                 write!(f, "bytes per outer index {found} should be {expected}")
             }
+            DecodeError::InputDType { code } => write!(
+                f,
+                "tiled input dtype code {code} at offset 164 is not one the entry admits"
+            ),
+            DecodeError::DTypeMismatch { input, output } => {
+                write!(f, "output dtype {output} is not the input's, {input}")
+            }
+            DecodeError::ChannelFlags => {
+                f.write_str("flag bit 1 (cblock16) is set without bit 0 (pad16)")
+            }
+            DecodeError::C16TileChannels { tile, extent } => write!(
+                f,
+                "c tile extent {tile} is neither the c extent {extent} nor a multiple of 16"
+            ),
+            DecodeError::DequantZeroPoint { dtype, value } => {
+                write!(f, "zero point {value} is outside the range of {dtype}")
+            }
+            DecodeError::OutputStrideNotMultiple { axis, stride } => write!(
+                f,
+                "output stride {stride} on axis {axis} is not a multiple of the element size"
+            ),
             DecodeError::Inadmissible { code } => write!(
                 f,
                 "the device's admission refused the packet (host rule 0x{code:03x})"
@@ -766,7 +869,7 @@ mod test {
             assert_eq!(DecodeCode::from_u16(c.get()), Some(*c));
         }
         assert_eq!(DecodeCode::from_u16(0), None);
-        assert_eq!(DecodeCode::from_u16(52), None);
+        assert_eq!(DecodeCode::from_u16(59), None);
     }
 
     #[test]

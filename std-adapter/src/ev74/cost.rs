@@ -47,6 +47,13 @@ pub struct EntryCost {
 }
 
 impl EntryCost {
+    /// No cost: an entry that never runs.
+    pub const NONE: EntryCost = EntryCost {
+        fast_cycles_per_element: 0,
+        fallback_cycles_per_element: 0,
+        transpose_cycles_per_element: 0,
+    };
+
     /// Cycles for `elements` elements on `path`.
     pub const fn cycles(&self, path: ComputePath, elements: u64) -> u64 {
         let per = match path {
@@ -122,9 +129,16 @@ impl CostModel {
     }
 
     /// Each entry's compute cost, row for row with the library's entry table
-    /// ([`ENTRIES`]: Quant v1, CastTess v1).
+    /// ([`ENTRIES`]: Quant v1, CastTess v1, then the Detess-family entries, which have no
+    /// device kernel in this firmware yet and never run: zero).
     pub const fn entry_costs(&self) -> [EntryCost; ENTRIES.len()] {
-        [self.quant, self.casttess]
+        [
+            self.quant,
+            self.casttess,
+            EntryCost::NONE,
+            EntryCost::NONE,
+            EntryCost::NONE,
+        ]
     }
 
     /// The compute cost of the entry of `route`, looked up in [`ENTRIES`] (zero for an
@@ -137,11 +151,7 @@ impl CostModel {
         let costs = self.entry_costs();
         match route_index(route) {
             Some(i) if i < costs.len() => costs[i],
-            _ => EntryCost {
-                fast_cycles_per_element: 0,
-                fallback_cycles_per_element: 0,
-                transpose_cycles_per_element: 0,
-            },
+            _ => EntryCost::NONE,
         }
     }
 }

@@ -6,6 +6,8 @@
 //!   plan on a fresh simulated device and reports its traffic (the generic [`run_sim`],
 //!   [`run_sim_with`] and [`run_sim_to_vec`] of [`run`], which infer the entry from the
 //!   plan's op);
+//! - [`detess`]: the core codec of the Detess-family entries (no device kernel yet: the
+//!   firmware does not advertise them);
 //! - [`ENTRIES`]: the one table of native entries, with [`entry_of`] and [`verdict`];
 //! - [`sim`]: the host simulator — mapped regions in a 32-bit address space with guard
 //!   bands, a lazily completing DMA engine with traffic counters, 1–4 workers with 48 KiB of
@@ -20,6 +22,7 @@
 
 pub mod casttess;
 pub mod cost;
+pub mod detess;
 pub mod quant;
 pub mod run;
 pub mod runtime;
@@ -28,10 +31,11 @@ pub mod sim;
 pub use cost::{Cost, CostModel, EntryCost, WorkerCost};
 pub use run::{SimError, SimOptions, SimRun, run_sim, run_sim_to_vec, run_sim_with};
 pub use simak_core::ev74::{
-    BindError, CastTess, DevicePlan, DeviceRegion, ENTRIES, Entry, MAX_DESCRIPTOR_SIZE, MAX_SPAN,
-    NativeEntry, Packet, Quant, Relocation, RepresentError, Verdict, address_slot, bind,
-    check_inference, decode, encode, encode_relocatable, entry_by_route, entry_of, entry_or_first,
-    relocate, route_index, slot_port, verdict, verdict_of,
+    BindError, CastTess, Detess, DetessCast, DetessDequant, DevicePlan, DeviceRegion, ENTRIES,
+    Entry, MAX_DESCRIPTOR_SIZE, MAX_SPAN, NativeEntry, Packet, Quant, Relocation, RepresentError,
+    Verdict, address_slot, bind, check_inference, decode, encode, encode_relocatable,
+    entry_by_route, entry_of, entry_or_first, relocate, route_index, slot_port, verdict,
+    verdict_of,
 };
 pub use simak_core::wire::{DecodeCode, DecodeError, Field, FieldValue, Fields};
 pub use simak_ev74_fw as firmware;
