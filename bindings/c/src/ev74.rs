@@ -1,16 +1,19 @@
 //! The EV74 host codec (SPEC §6, §7): the representability check, relocatable encoding,
 //! binding to device regions, the device decoder's validation and decoding into a fields
-//! struct, for Quant v1 (224 bytes) and CastTess v1 (216 bytes).
+//! struct, for Quant v1 (224 bytes), CastTess v1 (216 bytes) and the Detess-family entries
+//! Detess v1, DetessCast v1 and DetessDequant v1 (224 bytes each; their functions take
+//! the length of every buffer they write).
 
 use simak::ev74::{
-    self, BindError, CastTess, DecodeError, DevicePlan, DeviceRegion, NativeEntry, Packet, Quant,
-    Relocation,
+    self, BindError, CastTess, DecodeError, Detess, DetessCast, DetessDequant, DevicePlan,
+    DeviceRegion, NativeEntry, Packet, Quant, Relocation,
 };
 use simak::state::{Bound, Encoded};
 
 use crate::plan::PlanHandle;
 use crate::{
     Failure, SIMAK_ERROR_CAPACITY, borrow, dtype_code, guard, put, simak_casttess_plan,
+    simak_channels, simak_detess_plan, simak_detesscast_plan, simak_detessdequant_plan,
     simak_error, simak_quant_plan,
 };
 
@@ -18,16 +21,22 @@ use crate::{
 pub const SIMAK_EV74_QUANT_DESCRIPTOR_SIZE: u32 = 224;
 /// Bytes of a CastTess v1 descriptor.
 pub const SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE: u32 = 216;
+/// Bytes of a Detess v1, DetessCast v1 or DetessDequant v1 descriptor.
+pub const SIMAK_EV74_DETESS_DESCRIPTOR_SIZE: u32 = 224;
 
 // The C constants are literals (cbindgen writes them as `#define`s); they are the table's.
-// The C codec covers the first two rows (the Detess-family rows after them have no device
-// kernel yet, and no C functions).
 const _: () = assert!(
     ev74::ENTRIES.len() == 5
         && ev74::ENTRIES[0].is::<Quant>()
         && ev74::ENTRIES[0].size == SIMAK_EV74_QUANT_DESCRIPTOR_SIZE as usize
         && ev74::ENTRIES[1].is::<CastTess>()
         && ev74::ENTRIES[1].size == SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE as usize
+        && ev74::ENTRIES[2].is::<Detess>()
+        && ev74::ENTRIES[3].is::<DetessCast>()
+        && ev74::ENTRIES[4].is::<DetessDequant>()
+        && ev74::ENTRIES[2].size == SIMAK_EV74_DETESS_DESCRIPTOR_SIZE as usize
+        && ev74::ENTRIES[3].size == SIMAK_EV74_DETESS_DESCRIPTOR_SIZE as usize
+        && ev74::ENTRIES[4].size == SIMAK_EV74_DETESS_DESCRIPTOR_SIZE as usize
 );
 
 /// The fields of a Quant v1 descriptor that passed the decoder's rules (SPEC §7).
@@ -435,6 +444,86 @@ fn casttess_fields(r: &<CastTess as NativeEntry>::Repr) -> simak_ev74_casttess_f
     }
 }
 
+/// The fields of a Detess-family descriptor (Detess v1, DetessCast v1, DetessDequant v1)
+/// that passed the decoder's rules (SPEC §7, §12). The prefix describes the strided
+/// output: `output_dtype`, `output_strides` and `output_span` are the output's; the tiled
+/// input is the rest.
+#[repr(C)]
+#[allow(non_camel_case_types, reason = "the C name")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct simak_ev74_detess_fields {
+    /// Element count (0 when empty).
+    pub elements: u64,
+    /// The tiled input's physical span in bytes (the `MlaTiled` capacity).
+    pub input_span: u64,
+    /// The output's accessed span in bytes.
+    pub output_span: u64,
+    /// Input bytes per outer index.
+    pub bytes_per_outer: u64,
+    /// Extents (the logical shape); slots from `rank` on are 0.
+    pub extents: [u64; 6],
+    /// Output byte strides (0 for extent-0/1 axes and unused slots).
+    pub output_strides: [u64; 6],
+    /// Which op: 0 Detess, 1 DetessCast, 2 DetessDequant (the magic word).
+    pub conversion: u32,
+    /// The tiled input's `simak_dtype` code.
+    pub input_dtype: u32,
+    /// The output's `simak_dtype` code.
+    pub output_dtype: u32,
+    /// Rank, 1 to 6.
+    pub rank: u32,
+    /// A `simak_channels` code: the channel encoding.
+    pub channels: u32,
+    /// Tile alignment in bytes: 16 or 1.
+    pub tile_align: u32,
+    /// Input bus address (0: unbound).
+    pub input_address: u32,
+    /// Output bus address (0: unbound).
+    pub output_address: u32,
+    /// Logical axis of D, H, W, C; -1 absent.
+    pub axes: [i32; 4],
+    /// Tile extents of D, H, W, C.
+    pub tile: [u32; 4],
+    /// Tiles along D, H, W, C.
+    pub tile_counts: [u32; 4],
+    /// DetessDequant: the multiplier's binary32 bits (0 for the other ops).
+    pub multiplier_bits: u32,
+    /// DetessDequant: the zero point (0 for the other ops).
+    pub zero_point: i32,
+}
+
+/// The C fields of a Detess-family representation.
+fn detess_fields(r: &<Detess as NativeEntry>::Repr) -> simak_ev74_detess_fields {
+    let p = &r.prefix;
+    let channels = match r.layout.channels {
+        simak::layout::Channels::Compact => simak_channels::SIMAK_CHANNELS_COMPACT,
+        simak::layout::Channels::PadTo16 => simak_channels::SIMAK_CHANNELS_PAD_TO_16,
+        simak::layout::Channels::CBlock16 => simak_channels::SIMAK_CHANNELS_CBLOCK16,
+    };
+    simak_ev74_detess_fields {
+        elements: p.elements,
+        input_span: p.input_span,
+        output_span: p.output_span,
+        bytes_per_outer: r.bytes_per_outer,
+        extents: p.extents,
+        output_strides: *r.output_strides(),
+        conversion: u32::from(r.conversion.code()),
+        input_dtype: dtype_code(r.input_dtype),
+        output_dtype: dtype_code(p.dtype),
+        rank: u32::from(p.rank),
+        channels: channels as u32,
+        // 16 or 1.
+        tile_align: r.layout.tile_align.bytes() as u32,
+        input_address: p.input_address,
+        output_address: p.output_address,
+        axes: r.layout.axes.map(|a| a.map_or(-1, i32::from)),
+        tile: r.layout.tile,
+        tile_counts: r.tile_counts,
+        multiplier_bits: r.multiplier_bits,
+        zero_point: r.zero_point,
+    }
+}
+
 /// Checks `plan` for the EV74 (each span at most 2^32 - 1 bytes: 0x301, 0x302) and writes
 /// its relocatable Quant v1 descriptor (both address slots 0) into `packet`. No device work
 /// runs.
@@ -723,4 +812,379 @@ pub unsafe extern "C" fn simak_ev74_casttess_decode(
 ) -> u32 {
     // SAFETY: this function's contract is `decode`'s.
     unsafe { decode::<CastTess, _>(bytes, length, fields, error, casttess_fields) }
+}
+
+/// Checks the Detess head `plan` for the EV74 (the tiled input's physical span and the
+/// output's span at most 2^32 - 1 bytes: 0x301, 0x302) and writes its relocatable Detess
+/// v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
+/// least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
+/// and nothing is written. One descriptor per head: a multi-head OFM is one packet per
+/// head. The firmware of this release has no kernel for the entry (it does not advertise
+/// it); the descriptor is complete.
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detess_encode_relocatable(
+    plan: *const simak_detess_plan,
+    packet: *mut u8,
+    capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `encode_relocatable`'s.
+    unsafe { encode_relocatable(plan, packet, Some(capacity), error) }
+}
+
+/// Binds a relocatable Detess packet (224 bytes at `encoded`, this plan's own encoding:
+/// else 0x310) to the tiled input region and the strided output region (bus address,
+/// capacity in bytes), into `bound` of `bound_capacity` bytes (at least 224), as
+/// `simak_ev74_quant_bind` does. The input must be aligned to 16 bytes at tile alignment
+/// 16, else to its element size (36), and hold the physical span (0x311); the output must
+/// be aligned to its element size (50) and hold its span (0x312).
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `encoded` NULL or readable for 224 bytes; `bound` NULL
+/// or writable for `bound_capacity` bytes (it may be `encoded`); `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detess_bind(
+    plan: *const simak_detess_plan,
+    encoded: *const u8,
+    input_address: u32,
+    input_capacity: u64,
+    output_address: u32,
+    output_capacity: u64,
+    bound: *mut u8,
+    bound_capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    let input = DeviceRegion::new(input_address, input_capacity);
+    let output = DeviceRegion::new(output_address, output_capacity);
+    // SAFETY: this function's contract is `bind_with`'s.
+    unsafe {
+        bind_with(
+            plan,
+            encoded,
+            bound,
+            Some(bound_capacity),
+            error,
+            |device, relocatable| ev74::bind(device, relocatable, input, output),
+        )
+    }
+}
+
+/// Applies DMA-BUF relocations to a relocatable Detess packet as
+/// `simak_ev74_quant_relocate` does, with the address rules of
+/// `simak_ev74_detess_bind`.
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_relocate`, with 224-byte packets (`bound_capacity` at least 224).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detess_relocate(
+    plan: *const simak_detess_plan,
+    encoded: *const u8,
+    relocations: *const simak_ev74_relocation,
+    count: usize,
+    bound: *mut u8,
+    bound_capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `relocate`'s.
+    unsafe {
+        relocate(
+            plan,
+            encoded,
+            relocations,
+            count,
+            bound,
+            bound_capacity,
+            error,
+        )
+    }
+}
+
+/// The Detess v1 device decoder's checks on the caller's `length` bytes, as
+/// `simak_ev74_quant_validate` (a packet of another entry fails on its magic word, 2).
+///
+/// # Safety
+///
+/// `bytes` is NULL or readable for `length` bytes; `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detess_validate(
+    bytes: *const u8,
+    length: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `validate`'s.
+    unsafe { validate::<Detess>(bytes, length, error) }
+}
+
+/// Decodes a Detess v1 descriptor into `fields` (every rule but the bound-address one),
+/// as `simak_ev74_quant_decode`.
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_decode`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detess_decode(
+    bytes: *const u8,
+    length: usize,
+    fields: *mut simak_ev74_detess_fields,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `decode`'s.
+    unsafe { decode::<Detess, _>(bytes, length, fields, error, detess_fields) }
+}
+
+/// Checks the DetessCast head `plan` for the EV74 (the tiled input's physical span and the
+/// output's span at most 2^32 - 1 bytes: 0x301, 0x302) and writes its relocatable DetessCast
+/// v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
+/// least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
+/// and nothing is written. One descriptor per head: a multi-head OFM is one packet per
+/// head. The firmware of this release has no kernel for the entry (it does not advertise
+/// it); the descriptor is complete.
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detesscast_encode_relocatable(
+    plan: *const simak_detesscast_plan,
+    packet: *mut u8,
+    capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `encode_relocatable`'s.
+    unsafe { encode_relocatable(plan, packet, Some(capacity), error) }
+}
+
+/// Binds a relocatable DetessCast packet (224 bytes at `encoded`, this plan's own encoding:
+/// else 0x310) to the tiled input region and the strided output region (bus address,
+/// capacity in bytes), into `bound` of `bound_capacity` bytes (at least 224), as
+/// `simak_ev74_quant_bind` does. The input must be aligned to 16 bytes at tile alignment
+/// 16, else to its element size (36), and hold the physical span (0x311); the output must
+/// be aligned to its element size (50) and hold its span (0x312).
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `encoded` NULL or readable for 224 bytes; `bound` NULL
+/// or writable for `bound_capacity` bytes (it may be `encoded`); `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detesscast_bind(
+    plan: *const simak_detesscast_plan,
+    encoded: *const u8,
+    input_address: u32,
+    input_capacity: u64,
+    output_address: u32,
+    output_capacity: u64,
+    bound: *mut u8,
+    bound_capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    let input = DeviceRegion::new(input_address, input_capacity);
+    let output = DeviceRegion::new(output_address, output_capacity);
+    // SAFETY: this function's contract is `bind_with`'s.
+    unsafe {
+        bind_with(
+            plan,
+            encoded,
+            bound,
+            Some(bound_capacity),
+            error,
+            |device, relocatable| ev74::bind(device, relocatable, input, output),
+        )
+    }
+}
+
+/// Applies DMA-BUF relocations to a relocatable DetessCast packet as
+/// `simak_ev74_quant_relocate` does, with the address rules of
+/// `simak_ev74_detesscast_bind`.
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_relocate`, with 224-byte packets (`bound_capacity` at least 224).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detesscast_relocate(
+    plan: *const simak_detesscast_plan,
+    encoded: *const u8,
+    relocations: *const simak_ev74_relocation,
+    count: usize,
+    bound: *mut u8,
+    bound_capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `relocate`'s.
+    unsafe {
+        relocate(
+            plan,
+            encoded,
+            relocations,
+            count,
+            bound,
+            bound_capacity,
+            error,
+        )
+    }
+}
+
+/// The DetessCast v1 device decoder's checks on the caller's `length` bytes, as
+/// `simak_ev74_quant_validate` (a packet of another entry fails on its magic word, 2).
+///
+/// # Safety
+///
+/// `bytes` is NULL or readable for `length` bytes; `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detesscast_validate(
+    bytes: *const u8,
+    length: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `validate`'s.
+    unsafe { validate::<DetessCast>(bytes, length, error) }
+}
+
+/// Decodes a DetessCast v1 descriptor into `fields` (every rule but the bound-address one),
+/// as `simak_ev74_quant_decode`.
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_decode`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detesscast_decode(
+    bytes: *const u8,
+    length: usize,
+    fields: *mut simak_ev74_detess_fields,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `decode`'s.
+    unsafe { decode::<DetessCast, _>(bytes, length, fields, error, detess_fields) }
+}
+
+/// Checks the DetessDequant head `plan` for the EV74 (the tiled input's physical span and the
+/// output's span at most 2^32 - 1 bytes: 0x301, 0x302) and writes its relocatable DetessDequant
+/// v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
+/// least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
+/// and nothing is written. One descriptor per head: a multi-head OFM is one packet per
+/// head. The firmware of this release has no kernel for the entry (it does not advertise
+/// it); the descriptor is complete.
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detessdequant_encode_relocatable(
+    plan: *const simak_detessdequant_plan,
+    packet: *mut u8,
+    capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `encode_relocatable`'s.
+    unsafe { encode_relocatable(plan, packet, Some(capacity), error) }
+}
+
+/// Binds a relocatable DetessDequant packet (224 bytes at `encoded`, this plan's own encoding:
+/// else 0x310) to the tiled input region and the strided output region (bus address,
+/// capacity in bytes), into `bound` of `bound_capacity` bytes (at least 224), as
+/// `simak_ev74_quant_bind` does. The input must be aligned to 16 bytes at tile alignment
+/// 16, else to its element size (36), and hold the physical span (0x311); the output must
+/// be aligned to its element size (50) and hold its span (0x312).
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `encoded` NULL or readable for 224 bytes; `bound` NULL
+/// or writable for `bound_capacity` bytes (it may be `encoded`); `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detessdequant_bind(
+    plan: *const simak_detessdequant_plan,
+    encoded: *const u8,
+    input_address: u32,
+    input_capacity: u64,
+    output_address: u32,
+    output_capacity: u64,
+    bound: *mut u8,
+    bound_capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    let input = DeviceRegion::new(input_address, input_capacity);
+    let output = DeviceRegion::new(output_address, output_capacity);
+    // SAFETY: this function's contract is `bind_with`'s.
+    unsafe {
+        bind_with(
+            plan,
+            encoded,
+            bound,
+            Some(bound_capacity),
+            error,
+            |device, relocatable| ev74::bind(device, relocatable, input, output),
+        )
+    }
+}
+
+/// Applies DMA-BUF relocations to a relocatable DetessDequant packet as
+/// `simak_ev74_quant_relocate` does, with the address rules of
+/// `simak_ev74_detessdequant_bind`.
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_relocate`, with 224-byte packets (`bound_capacity` at least 224).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detessdequant_relocate(
+    plan: *const simak_detessdequant_plan,
+    encoded: *const u8,
+    relocations: *const simak_ev74_relocation,
+    count: usize,
+    bound: *mut u8,
+    bound_capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `relocate`'s.
+    unsafe {
+        relocate(
+            plan,
+            encoded,
+            relocations,
+            count,
+            bound,
+            bound_capacity,
+            error,
+        )
+    }
+}
+
+/// The DetessDequant v1 device decoder's checks on the caller's `length` bytes, as
+/// `simak_ev74_quant_validate` (a packet of another entry fails on its magic word, 2).
+///
+/// # Safety
+///
+/// `bytes` is NULL or readable for `length` bytes; `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detessdequant_validate(
+    bytes: *const u8,
+    length: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `validate`'s.
+    unsafe { validate::<DetessDequant>(bytes, length, error) }
+}
+
+/// Decodes a DetessDequant v1 descriptor into `fields` (every rule but the bound-address one),
+/// as `simak_ev74_quant_decode`.
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_decode`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_detessdequant_decode(
+    bytes: *const u8,
+    length: usize,
+    fields: *mut simak_ev74_detess_fields,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `decode`'s.
+    unsafe { decode::<DetessDequant, _>(bytes, length, fields, error, detess_fields) }
 }

@@ -861,6 +861,11 @@ type DetessPlanArgs = (
 );
 
 impl DetessPlan {
+    /// The prepared op of the head.
+    pub(crate) fn prepared(&self) -> &Prepared {
+        &self.prepared
+    }
+
     fn params(&self) -> Option<Params> {
         match &self.prepared {
             Prepared::Dequant(p) => Some(p.plan().params().params()),

@@ -6,6 +6,7 @@ use pyo3::types::{PyBytes, PyDict};
 use simak::ev74::{self, DecodeError, Entry, FieldValue};
 
 use crate::casttess::CastTessPlan;
+use crate::detess::{DetessPlan, OFM_NAMES, Prepared};
 use crate::errors::{QUANT_NAMES, TILED_NAMES, guarded, lib_error, simak_error};
 use crate::quant::QuantPlan;
 
@@ -34,6 +35,29 @@ pub(crate) fn ev74_casttess_encode_relocatable<'py>(
             .map_err(|e| lib_error(py, e, TILED_NAMES))?;
         let packet = ev74::encode_relocatable(&device);
         Ok(PyBytes::new(py, packet.as_bytes().as_ref()))
+    })
+}
+
+/// The relocatable EV74 descriptor of a Detess-family head `plan` (224 bytes, address slots
+/// 0): Detess v1, DetessCast v1 or DetessDequant v1 by the plan's op.
+#[pyfunction]
+pub(crate) fn ev74_detess_encode_relocatable<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, DetessPlan>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    fn bytes<'py, P>(py: Python<'py>, plan: &P) -> PyResult<Bound<'py, PyBytes>>
+    where
+        P: simak::ops::OpPlan,
+        P::Op: ev74::NativeEntry,
+    {
+        let device = ev74::check_inference(plan).map_err(|e| lib_error(py, e, OFM_NAMES))?;
+        let packet = ev74::encode_relocatable(&device);
+        Ok(PyBytes::new(py, packet.as_bytes().as_ref()))
+    }
+    guarded(py, || match plan.get().prepared() {
+        Prepared::Detess(p) => bytes(py, p.plan()),
+        Prepared::Cast(p) => bytes(py, p.plan()),
+        Prepared::Dequant(p) => bytes(py, p.plan()),
     })
 }
 

@@ -61,6 +61,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calibrate::calibrate_absmax, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_quant_encode_relocatable, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_casttess_encode_relocatable, m)?)?;
+    m.add_function(wrap_pyfunction!(ev74::ev74_detess_encode_relocatable, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_decode, m)?)?;
     m.add_function(wrap_pyfunction!(quant::_quantize_with_fp_control, m)?)?;
     m.add_class::<quant::QuantPlan>()?;

@@ -107,6 +107,38 @@ def test_casttess_packet_and_decode_errors():
     assert e.value.code == 39
 
 
+def test_ev74_detess_descriptors_encode_and_decode():
+    """The Detess-family descriptors (docs/contract.md §7), checked field by field against
+    the table: an INT16 [W=3, C=17] head in CBlock16, tiles of 2 pixels by 16 channels."""
+    lay = simak.Layout((3, 17), (None, None, 0, 1), (1, 1, 2, 16), "cblock16", "i16")
+    plan = simak.DetessPlan(lay, op="detess_dequant", multiplier=0.5, zero_point=-3)
+    p = simak.ev74.detess.encode_relocatable(plan)
+    assert isinstance(p, bytes) and len(p) == simak.ev74.detess.DESCRIPTOR_SIZE == 224
+    assert p[0:4] == b"SKDQ" and le("H", p, 6) == 224
+    assert le("I", p, 8) == 3  # the output: FP32
+    assert le("I", p, 16) == 3  # align_c16 | cblock
+    assert le("Q", p, 24) == 0 and le("Q", p, 32) == 0  # relocatable
+    # 3 pixels in tiles of 2, 17 channels stored as 32, 2 bytes: 2·32·2 + 32·2 = 192.
+    assert le("Q", p, 48) == 192 == lay.capacity and le("Q", p, 56) == 51 * 4
+    assert struct.unpack_from("<4b", p, 160) == (-1, -1, 0, 1)
+    assert le("I", p, 164) == 6  # the input: INT16
+    assert le("I", p, 208) == 16
+    assert struct.unpack_from("<Ii", p, 216) == (0x3F000000, -3)
+    f = simak.ev74.decode(p)
+    assert f["input_dtype"] == 6 and f["zero_point"] == -3 and f["magic"] == b"SKDQ"
+    # Detess and DetessCast: their own magic words, the words at 216 and 220 reserved.
+    bf = simak.Layout((3, 17), (None, None, 0, 1), (1, 1, 2, 16), "pad16", "bf16")
+    for op, magic, out in [("detess", b"SKDT", 1), ("detess_cast", b"SKDC", 3)]:
+        q = simak.ev74.detess.encode_relocatable(simak.DetessPlan(bf, op=op))
+        assert q[0:4] == magic and le("I", q, 8) == out and q[216:224] == bytes(8)
+        assert simak.ev74.decode(q)["reserved_216"] == 0
+    bad = bytearray(p)
+    bad[220:224] = struct.pack("<i", -40000)  # outside INT16's range
+    with pytest.raises(simak.SimakError) as e:
+        simak.ev74.decode(bad)
+    assert e.value.code == 57
+
+
 def test_span_not_representable_on_the_ev74():
     plan = simak.QuantPlan((2**31,), "f32", 1.0)  # 8 GiB of input: fine for the A65
     with pytest.raises(simak.SimakError) as e:

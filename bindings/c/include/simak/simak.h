@@ -77,6 +77,11 @@
 #define SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE 216
 
 /*
+ Bytes of a Detess v1, DetessCast v1 or DetessDequant v1 descriptor.
+ */
+#define SIMAK_EV74_DETESS_DESCRIPTOR_SIZE 224
+
+/*
  Input element type or output element type of a tensor (`simak_tensor::dtype`). The codes
  of the float types are the EV74 wire codes; the integer codes (5 to 7) are API codes
  only. Codes are never renumbered: new ones are appended.
@@ -742,6 +747,91 @@ typedef struct simak_ev74_casttess_fields {
    */
   uint32_t reserved;
 } simak_ev74_casttess_fields;
+
+/*
+ The fields of a Detess-family descriptor (Detess v1, DetessCast v1, DetessDequant v1)
+ that passed the decoder's rules (SPEC §7, §12). The prefix describes the strided
+ output: `output_dtype`, `output_strides` and `output_span` are the output's; the tiled
+ input is the rest.
+ */
+typedef struct simak_ev74_detess_fields {
+  /*
+   Element count (0 when empty).
+   */
+  uint64_t elements;
+  /*
+   The tiled input's physical span in bytes (the `MlaTiled` capacity).
+   */
+  uint64_t input_span;
+  /*
+   The output's accessed span in bytes.
+   */
+  uint64_t output_span;
+  /*
+   Input bytes per outer index.
+   */
+  uint64_t bytes_per_outer;
+  /*
+   Extents (the logical shape); slots from `rank` on are 0.
+   */
+  uint64_t extents[6];
+  /*
+   Output byte strides (0 for extent-0/1 axes and unused slots).
+   */
+  uint64_t output_strides[6];
+  /*
+   Which op: 0 Detess, 1 DetessCast, 2 DetessDequant (the magic word).
+   */
+  uint32_t conversion;
+  /*
+   The tiled input's `simak_dtype` code.
+   */
+  uint32_t input_dtype;
+  /*
+   The output's `simak_dtype` code.
+   */
+  uint32_t output_dtype;
+  /*
+   Rank, 1 to 6.
+   */
+  uint32_t rank;
+  /*
+   A `simak_channels` code: the channel encoding.
+   */
+  uint32_t channels;
+  /*
+   Tile alignment in bytes: 16 or 1.
+   */
+  uint32_t tile_align;
+  /*
+   Input bus address (0: unbound).
+   */
+  uint32_t input_address;
+  /*
+   Output bus address (0: unbound).
+   */
+  uint32_t output_address;
+  /*
+   Logical axis of D, H, W, C; -1 absent.
+   */
+  int32_t axes[4];
+  /*
+   Tile extents of D, H, W, C.
+   */
+  uint32_t tile[4];
+  /*
+   Tiles along D, H, W, C.
+   */
+  uint32_t tile_counts[4];
+  /*
+   DetessDequant: the multiplier's binary32 bits (0 for the other ops).
+   */
+  uint32_t multiplier_bits;
+  /*
+   DetessDequant: the zero point (0 for the other ops).
+   */
+  int32_t zero_point;
+} simak_ev74_detess_fields;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1780,6 +1870,256 @@ uint32_t simak_ev74_casttess_decode(const uint8_t *bytes,
                                     size_t length,
                                     struct simak_ev74_casttess_fields *fields,
                                     struct simak_error *error);
+
+/*
+ Checks the Detess head `plan` for the EV74 (the tiled input's physical span and the
+ output's span at most 2^32 - 1 bytes: 0x301, 0x302) and writes its relocatable Detess
+ v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
+ least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
+ and nothing is written. One descriptor per head: a multi-head OFM is one packet per
+ head. The firmware of this release has no kernel for the entry (it does not advertise
+ it); the descriptor is complete.
+
+ # Safety
+
+ `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+ NULL or writable.
+ */
+uint32_t simak_ev74_detess_encode_relocatable(const struct simak_detess_plan *plan,
+                                              uint8_t *packet,
+                                              size_t capacity,
+                                              struct simak_error *error);
+
+/*
+ Binds a relocatable Detess packet (224 bytes at `encoded`, this plan's own encoding:
+ else 0x310) to the tiled input region and the strided output region (bus address,
+ capacity in bytes), into `bound` of `bound_capacity` bytes (at least 224), as
+ `simak_ev74_quant_bind` does. The input must be aligned to 16 bytes at tile alignment
+ 16, else to its element size (36), and hold the physical span (0x311); the output must
+ be aligned to its element size (50) and hold its span (0x312).
+
+ # Safety
+
+ `plan` is NULL or a live handle; `encoded` NULL or readable for 224 bytes; `bound` NULL
+ or writable for `bound_capacity` bytes (it may be `encoded`); `error` NULL or writable.
+ */
+uint32_t simak_ev74_detess_bind(const struct simak_detess_plan *plan,
+                                const uint8_t *encoded,
+                                uint32_t input_address,
+                                uint64_t input_capacity,
+                                uint32_t output_address,
+                                uint64_t output_capacity,
+                                uint8_t *bound,
+                                size_t bound_capacity,
+                                struct simak_error *error);
+
+/*
+ Applies DMA-BUF relocations to a relocatable Detess packet as
+ `simak_ev74_quant_relocate` does, with the address rules of
+ `simak_ev74_detess_bind`.
+
+ # Safety
+
+ As `simak_ev74_quant_relocate`, with 224-byte packets (`bound_capacity` at least 224).
+ */
+uint32_t simak_ev74_detess_relocate(const struct simak_detess_plan *plan,
+                                    const uint8_t *encoded,
+                                    const struct simak_ev74_relocation *relocations,
+                                    size_t count,
+                                    uint8_t *bound,
+                                    size_t bound_capacity,
+                                    struct simak_error *error);
+
+/*
+ The Detess v1 device decoder's checks on the caller's `length` bytes, as
+ `simak_ev74_quant_validate` (a packet of another entry fails on its magic word, 2).
+
+ # Safety
+
+ `bytes` is NULL or readable for `length` bytes; `error` NULL or writable.
+ */
+uint32_t simak_ev74_detess_validate(const uint8_t *bytes, size_t length, struct simak_error *error);
+
+/*
+ Decodes a Detess v1 descriptor into `fields` (every rule but the bound-address one),
+ as `simak_ev74_quant_decode`.
+
+ # Safety
+
+ As `simak_ev74_quant_decode`.
+ */
+uint32_t simak_ev74_detess_decode(const uint8_t *bytes,
+                                  size_t length,
+                                  struct simak_ev74_detess_fields *fields,
+                                  struct simak_error *error);
+
+/*
+ Checks the DetessCast head `plan` for the EV74 (the tiled input's physical span and the
+ output's span at most 2^32 - 1 bytes: 0x301, 0x302) and writes its relocatable DetessCast
+ v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
+ least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
+ and nothing is written. One descriptor per head: a multi-head OFM is one packet per
+ head. The firmware of this release has no kernel for the entry (it does not advertise
+ it); the descriptor is complete.
+
+ # Safety
+
+ `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+ NULL or writable.
+ */
+uint32_t simak_ev74_detesscast_encode_relocatable(const struct simak_detesscast_plan *plan,
+                                                  uint8_t *packet,
+                                                  size_t capacity,
+                                                  struct simak_error *error);
+
+/*
+ Binds a relocatable DetessCast packet (224 bytes at `encoded`, this plan's own encoding:
+ else 0x310) to the tiled input region and the strided output region (bus address,
+ capacity in bytes), into `bound` of `bound_capacity` bytes (at least 224), as
+ `simak_ev74_quant_bind` does. The input must be aligned to 16 bytes at tile alignment
+ 16, else to its element size (36), and hold the physical span (0x311); the output must
+ be aligned to its element size (50) and hold its span (0x312).
+
+ # Safety
+
+ `plan` is NULL or a live handle; `encoded` NULL or readable for 224 bytes; `bound` NULL
+ or writable for `bound_capacity` bytes (it may be `encoded`); `error` NULL or writable.
+ */
+uint32_t simak_ev74_detesscast_bind(const struct simak_detesscast_plan *plan,
+                                    const uint8_t *encoded,
+                                    uint32_t input_address,
+                                    uint64_t input_capacity,
+                                    uint32_t output_address,
+                                    uint64_t output_capacity,
+                                    uint8_t *bound,
+                                    size_t bound_capacity,
+                                    struct simak_error *error);
+
+/*
+ Applies DMA-BUF relocations to a relocatable DetessCast packet as
+ `simak_ev74_quant_relocate` does, with the address rules of
+ `simak_ev74_detesscast_bind`.
+
+ # Safety
+
+ As `simak_ev74_quant_relocate`, with 224-byte packets (`bound_capacity` at least 224).
+ */
+uint32_t simak_ev74_detesscast_relocate(const struct simak_detesscast_plan *plan,
+                                        const uint8_t *encoded,
+                                        const struct simak_ev74_relocation *relocations,
+                                        size_t count,
+                                        uint8_t *bound,
+                                        size_t bound_capacity,
+                                        struct simak_error *error);
+
+/*
+ The DetessCast v1 device decoder's checks on the caller's `length` bytes, as
+ `simak_ev74_quant_validate` (a packet of another entry fails on its magic word, 2).
+
+ # Safety
+
+ `bytes` is NULL or readable for `length` bytes; `error` NULL or writable.
+ */
+uint32_t simak_ev74_detesscast_validate(const uint8_t *bytes,
+                                        size_t length,
+                                        struct simak_error *error);
+
+/*
+ Decodes a DetessCast v1 descriptor into `fields` (every rule but the bound-address one),
+ as `simak_ev74_quant_decode`.
+
+ # Safety
+
+ As `simak_ev74_quant_decode`.
+ */
+uint32_t simak_ev74_detesscast_decode(const uint8_t *bytes,
+                                      size_t length,
+                                      struct simak_ev74_detess_fields *fields,
+                                      struct simak_error *error);
+
+/*
+ Checks the DetessDequant head `plan` for the EV74 (the tiled input's physical span and the
+ output's span at most 2^32 - 1 bytes: 0x301, 0x302) and writes its relocatable DetessDequant
+ v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
+ least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
+ and nothing is written. One descriptor per head: a multi-head OFM is one packet per
+ head. The firmware of this release has no kernel for the entry (it does not advertise
+ it); the descriptor is complete.
+
+ # Safety
+
+ `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+ NULL or writable.
+ */
+uint32_t simak_ev74_detessdequant_encode_relocatable(const struct simak_detessdequant_plan *plan,
+                                                     uint8_t *packet,
+                                                     size_t capacity,
+                                                     struct simak_error *error);
+
+/*
+ Binds a relocatable DetessDequant packet (224 bytes at `encoded`, this plan's own encoding:
+ else 0x310) to the tiled input region and the strided output region (bus address,
+ capacity in bytes), into `bound` of `bound_capacity` bytes (at least 224), as
+ `simak_ev74_quant_bind` does. The input must be aligned to 16 bytes at tile alignment
+ 16, else to its element size (36), and hold the physical span (0x311); the output must
+ be aligned to its element size (50) and hold its span (0x312).
+
+ # Safety
+
+ `plan` is NULL or a live handle; `encoded` NULL or readable for 224 bytes; `bound` NULL
+ or writable for `bound_capacity` bytes (it may be `encoded`); `error` NULL or writable.
+ */
+uint32_t simak_ev74_detessdequant_bind(const struct simak_detessdequant_plan *plan,
+                                       const uint8_t *encoded,
+                                       uint32_t input_address,
+                                       uint64_t input_capacity,
+                                       uint32_t output_address,
+                                       uint64_t output_capacity,
+                                       uint8_t *bound,
+                                       size_t bound_capacity,
+                                       struct simak_error *error);
+
+/*
+ Applies DMA-BUF relocations to a relocatable DetessDequant packet as
+ `simak_ev74_quant_relocate` does, with the address rules of
+ `simak_ev74_detessdequant_bind`.
+
+ # Safety
+
+ As `simak_ev74_quant_relocate`, with 224-byte packets (`bound_capacity` at least 224).
+ */
+uint32_t simak_ev74_detessdequant_relocate(const struct simak_detessdequant_plan *plan,
+                                           const uint8_t *encoded,
+                                           const struct simak_ev74_relocation *relocations,
+                                           size_t count,
+                                           uint8_t *bound,
+                                           size_t bound_capacity,
+                                           struct simak_error *error);
+
+/*
+ The DetessDequant v1 device decoder's checks on the caller's `length` bytes, as
+ `simak_ev74_quant_validate` (a packet of another entry fails on its magic word, 2).
+
+ # Safety
+
+ `bytes` is NULL or readable for `length` bytes; `error` NULL or writable.
+ */
+uint32_t simak_ev74_detessdequant_validate(const uint8_t *bytes,
+                                           size_t length,
+                                           struct simak_error *error);
+
+/*
+ Decodes a DetessDequant v1 descriptor into `fields` (every rule but the bound-address one),
+ as `simak_ev74_quant_decode`.
+
+ # Safety
+
+ As `simak_ev74_quant_decode`.
+ */
+uint32_t simak_ev74_detessdequant_decode(const uint8_t *bytes,
+                                         size_t length,
+                                         struct simak_ev74_detess_fields *fields,
+                                         struct simak_error *error);
 
 #ifdef __cplusplus
 }  // extern "C"

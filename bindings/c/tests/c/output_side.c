@@ -742,6 +742,100 @@ static void heads(void) {
     }
 }
 
+static uint64_t le64(const unsigned char *p) {
+    uint64_t v = 0;
+    int k;
+    for (k = 7; k >= 0; --k) v = v << 8 | p[k];
+    return v;
+}
+
+/* The Detess-family EV74 descriptors (docs/contract.md §7): a DetessDequant head of INT16
+ * [W=3, C=17] in PadTo16, tiles of 2 pixels by 16 channels, to FP32, multiplier 0.5, zero
+ * point -3: its fields by hand from the table, the lengths of every write, the tiled
+ * input's alignment, validation and decoding. */
+static void ev74_descriptors(void) {
+    simak_tensor in, out;
+    simak_mla_tiled_v2 l = simak_mla_tiled_v2_default();
+    simak_dequant_params p = simak_dequant_params_default(0.5f);
+    simak_detessdequant_plan *plan = NULL;
+    simak_error err;
+    simak_ev74_detess_fields f;
+    unsigned char packet[SIMAK_EV74_DETESS_DESCRIPTOR_SIZE + 8], bound[SIMAK_EV74_DETESS_DESCRIPTOR_SIZE];
+    uint32_t code;
+    memset(&in, 0, sizeof in);
+    in.rank = 2;
+    in.extents[0] = 3;
+    in.extents[1] = 17;
+    in.dtype = SIMAK_DTYPE_I16;
+    out = in;
+    out.dtype = SIMAK_DTYPE_F32;
+    l.axes[0] = -1;
+    l.axes[1] = -1;
+    l.axes[2] = 0;
+    l.axes[3] = 1;
+    l.tile[0] = 1;
+    l.tile[1] = 1;
+    l.tile[2] = 2;
+    l.tile[3] = 16;
+    l.channels = SIMAK_CHANNELS_PAD_TO_16;
+    l.tile_align = 16;
+    p.zero_point = -3;
+    code = simak_detessdequant_plan_new(&in, &out, &l, &p, &plan, &err);
+    CHECK_CODE(code, 0u, err);
+    if (code != 0) return;
+
+    /* One byte short: 0x609, nothing written. */
+    memset(packet, MARK, sizeof packet);
+    code = simak_ev74_detessdequant_encode_relocatable(plan, packet, 223, &err);
+    CHECK_CODE(code, 0x609u, err);
+    CHECK(untouched(packet, sizeof packet), "a refused encode writes nothing");
+    code = simak_ev74_detessdequant_encode_relocatable(plan, packet, sizeof packet, &err);
+    CHECK_CODE(code, 0u, err);
+    CHECK(memcmp(packet, "SKDQ", 4) == 0 && packet[6] == 224 && packet[7] == 0, "magic, length");
+    CHECK(packet[8] == SIMAK_DTYPE_F32 && packet[164] == SIMAK_DTYPE_I16, "dtypes");
+    CHECK(packet[16] == 1, "flags: align_c16 (PadTo16)");
+    /* 2 pixels × 32 stored channels × 2 bytes + 1 × 32 × 2 = 192; the output 51 × 4. */
+    CHECK(le64(packet + 48) == 192 && le64(packet + 56) == 204, "spans %llu %llu",
+          (unsigned long long)le64(packet + 48), (unsigned long long)le64(packet + 56));
+    CHECK(le64(packet + 112) == 68 && le64(packet + 120) == 4, "output strides");
+    CHECK(packet[216] == 0 && packet[219] == 0x3f && packet[220] == 0xfd && packet[223] == 0xff,
+          "multiplier 0.5, zero point -3");
+    CHECK(untouched(packet + 224, 8), "exactly 224 bytes written");
+
+    /* Bind: the tiled input at tile alignment 16 needs 16-byte addresses (36). */
+    code = simak_ev74_detessdequant_bind(plan, packet, 0x1008, 192, 0x2000, 204, bound,
+                                         sizeof bound, &err);
+    CHECK_CODE(code, 36u, err);
+    code = simak_ev74_detessdequant_bind(plan, packet, 0x1000, 192, 0x2000, 204, bound, 100, &err);
+    CHECK_CODE(code, 0x609u, err);
+    code = simak_ev74_detessdequant_bind(plan, packet, 0x1000, 191, 0x2000, 204, bound,
+                                         sizeof bound, &err);
+    CHECK_CODE(code, 0x311u, err);
+    code = simak_ev74_detessdequant_bind(plan, packet, 0x1000, 192, 0x2000, 204, bound,
+                                         sizeof bound, &err);
+    CHECK_CODE(code, 0u, err);
+    code = simak_ev74_detessdequant_validate(bound, sizeof bound, &err);
+    CHECK_CODE(code, 0u, err);
+    /* Another entry's decoder refuses it by its magic word (2). */
+    code = simak_ev74_detess_validate(bound, sizeof bound, &err);
+    CHECK_CODE(code, 2u, err);
+    code = simak_ev74_detessdequant_decode(bound, sizeof bound, &f, &err);
+    CHECK_CODE(code, 0u, err);
+    CHECK(f.conversion == 2 && f.input_dtype == SIMAK_DTYPE_I16 && f.output_dtype == SIMAK_DTYPE_F32,
+          "conversion %u", f.conversion);
+    CHECK(f.input_address == 0x1000 && f.output_address == 0x2000 && f.rank == 2, "addresses");
+    CHECK(f.channels == SIMAK_CHANNELS_PAD_TO_16 && f.tile_align == 16 && f.tile[3] == 16 &&
+              f.tile_counts[2] == 2 && f.tile_counts[3] == 2 && f.axes[0] == -1 && f.axes[3] == 1,
+          "layout");
+    CHECK(f.multiplier_bits == 0x3f000000u && f.zero_point == -3 && f.bytes_per_outer == 192,
+          "parameters");
+    /* INT16's zero points end at -32768 (57). */
+    bound[222] = 0x00;
+    code = simak_ev74_detessdequant_validate(bound, sizeof bound, &err);
+    CHECK_CODE(code, 57u, err);
+    simak_detessdequant_plan_free(plan);
+}
+
 void output_side_tests(int *passed, int *failed) {
     n_passed = passed;
     n_failed = failed;
@@ -752,4 +846,5 @@ void output_side_tests(int *passed, int *failed) {
     dequant_under_ftz();
     errors();
     heads();
+    ev74_descriptors();
 }

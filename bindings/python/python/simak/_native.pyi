@@ -306,6 +306,7 @@ class DetessPlan:
 
 def ev74_quant_encode_relocatable(plan: QuantPlan) -> bytes: ...
 def ev74_casttess_encode_relocatable(plan: CastTessPlan) -> bytes: ...
+def ev74_detess_encode_relocatable(plan: DetessPlan) -> bytes: ...
 def ev74_decode(packet: bytes, validate: bool = True) -> Dict[str, Union[int, bytes]]: ...
 def _quantize_with_fp_control(
     x: npt.ArrayLike, multiplier: _Multiplier, control: int, exact: bool = False
@@ -327,6 +328,7 @@ __all__ = [
     "calibrate_absmax",
     "ev74_quant_encode_relocatable",
     "ev74_casttess_encode_relocatable",
+    "ev74_detess_encode_relocatable",
     "ev74_decode",
     "_quantize_with_fp_control",
     "QuantPlan",

@@ -5,6 +5,8 @@ their fields back.
   :class:`simak.QuantPlan`, both address slots 0;
 - ``simak.ev74.casttess.encode_relocatable(plan)``: the 216-byte CastTess v1 descriptor of
   a :class:`simak.CastTessPlan`;
+- ``simak.ev74.detess.encode_relocatable(plan)``: the 224-byte Detess v1, DetessCast v1
+  or DetessDequant v1 descriptor of one head's :class:`simak.DetessPlan`;
 - :func:`decode`: a descriptor's fields as a dict, after the device's validation;
   :func:`fields` lists them without validating.
 """
@@ -12,7 +14,7 @@ their fields back.
 from typing import Dict, Union
 
 from .. import _native
-from . import casttess, quant
+from . import casttess, detess, quant
 
 BytesLike = Union[bytes, bytearray, memoryview]
 
@@ -20,8 +22,9 @@ BytesLike = Union[bytes, bytearray, memoryview]
 def decode(packet: BytesLike) -> Dict[str, Union[int, bytes]]:
     """Validates an EV74 descriptor as the device does and returns its fields.
 
-    The entry (Quant v1 or CastTess v1) is told by the magic word (``b"SKQT"`` or
-    ``b"SKCT"``), else by the length. A relocatable packet (both address slots 0) is held
+    The entry is told by the magic word (``b"SKQT"`` Quant v1, ``b"SKCT"`` CastTess v1,
+    ``b"SKDT"``, ``b"SKDC"``, ``b"SKDQ"`` the Detess-family entries), else by the length
+    when one entry alone has it (216 bytes: CastTess v1), else the Quant v1 rules judge it. A relocatable packet (both address slots 0) is held
     to every rule but the bound-address ones; a bound packet to all of them.
 
     Args:
@@ -34,7 +37,7 @@ def decode(packet: BytesLike) -> Dict[str, Union[int, bytes]]:
         ...): the magic as ``bytes``, every other field as ``int``.
 
     Raises:
-        SimakError: the first broken rule, with its descriptor code (1 to 51).
+        SimakError: the first broken rule, with its descriptor code (1 to 58).
     """
     return _native.ev74_decode(bytes(packet), True)
 
@@ -48,4 +51,4 @@ def fields(packet: BytesLike) -> Dict[str, Union[int, bytes]]:
     return _native.ev74_decode(bytes(packet), False)
 
 
-__all__ = ["casttess", "decode", "fields", "quant"]
+__all__ = ["casttess", "decode", "detess", "fields", "quant"]
