@@ -14,6 +14,9 @@
  *     simak::a65::{detess, detesscast, detessdequant, dequant}   prepare, execute,
  *                                                                check_inference
  *     simak::ops::detess::place_heads, simak::channels_from_flags
+ *     simak::ev74::{detess, detesscast, detessdequant}   encode_relocatable, bind,
+ *                                                        validate, decode (no device kernel
+ *                                                        yet: descriptors only)
  *
  * and camera input (SPEC §13: 8-bit frames, normalized, as FP32, INT8 or tiled):
  *
@@ -1198,7 +1201,8 @@ inline Status execute(const Prepared &prepared, const std::array<ConstHostBuffer
 
 namespace ev74 {
 
-/* A descriptor's bytes (224 for Quant v1, 216 for CastTess v1). */
+/* A descriptor's bytes (224 for Quant v1 and the Detess-family entries, 216 for
+ * CastTess v1). */
 template <std::size_t N>
 struct Packet {
     std::array<std::uint8_t, N> bytes{};
@@ -1278,6 +1282,156 @@ inline Status validate(const Packet &packet) {
 }
 
 }  // namespace casttess
+
+/* Detess v1 (224 bytes; no device kernel in this release's firmware, which does not
+ * advertise the entry; the descriptor is complete). Every write takes its buffer's length. */
+namespace detess {
+
+using Packet = ev74::Packet<SIMAK_EV74_DETESS_DESCRIPTOR_SIZE>;
+
+inline std::variant<Packet, Error> encode_relocatable(const ops::detess::Plan &plan) {
+    Packet packet;
+    simak_error error;
+    if (simak_ev74_detess_encode_relocatable(plan.get(), packet.bytes.data(), packet.bytes.size(),
+                                          &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return packet;
+}
+
+/* The tiled input (the head) is aligned to 16 bytes at tile alignment 16, else to its
+ * element size; the output to its element size. */
+inline std::variant<Packet, Error> bind(const ops::detess::Plan &plan, const Packet &encoded,
+                                        DeviceRegion input, DeviceRegion output) {
+    Packet bound;
+    simak_error error;
+    if (simak_ev74_detess_bind(plan.get(), encoded.bytes.data(), input.address, input.bytes,
+                            output.address, output.bytes, bound.bytes.data(), bound.bytes.size(),
+                            &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return bound;
+}
+
+inline Status validate(const Packet &packet) {
+    simak_error error;
+    if (simak_ev74_detess_validate(packet.bytes.data(), packet.bytes.size(), &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return Status();
+}
+
+/* The descriptor's fields after the decoder's rules (all but the bound-address one). */
+inline std::variant<simak_ev74_detess_fields, Error> decode(const Packet &packet) {
+    simak_ev74_detess_fields fields;
+    simak_error error;
+    if (simak_ev74_detess_decode(packet.bytes.data(), packet.bytes.size(), &fields, &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return fields;
+}
+
+}  // namespace detess
+
+/* DetessCast v1 (224 bytes; no device kernel in this release's firmware, which does not
+ * advertise the entry; the descriptor is complete). Every write takes its buffer's length. */
+namespace detesscast {
+
+using Packet = ev74::Packet<SIMAK_EV74_DETESS_DESCRIPTOR_SIZE>;
+
+inline std::variant<Packet, Error> encode_relocatable(const ops::detesscast::Plan &plan) {
+    Packet packet;
+    simak_error error;
+    if (simak_ev74_detesscast_encode_relocatable(plan.get(), packet.bytes.data(), packet.bytes.size(),
+                                          &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return packet;
+}
+
+/* The tiled input (the head) is aligned to 16 bytes at tile alignment 16, else to its
+ * element size; the output to its element size. */
+inline std::variant<Packet, Error> bind(const ops::detesscast::Plan &plan, const Packet &encoded,
+                                        DeviceRegion input, DeviceRegion output) {
+    Packet bound;
+    simak_error error;
+    if (simak_ev74_detesscast_bind(plan.get(), encoded.bytes.data(), input.address, input.bytes,
+                            output.address, output.bytes, bound.bytes.data(), bound.bytes.size(),
+                            &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return bound;
+}
+
+inline Status validate(const Packet &packet) {
+    simak_error error;
+    if (simak_ev74_detesscast_validate(packet.bytes.data(), packet.bytes.size(), &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return Status();
+}
+
+/* The descriptor's fields after the decoder's rules (all but the bound-address one). */
+inline std::variant<simak_ev74_detess_fields, Error> decode(const Packet &packet) {
+    simak_ev74_detess_fields fields;
+    simak_error error;
+    if (simak_ev74_detesscast_decode(packet.bytes.data(), packet.bytes.size(), &fields, &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return fields;
+}
+
+}  // namespace detesscast
+
+/* DetessDequant v1 (224 bytes; no device kernel in this release's firmware, which does not
+ * advertise the entry; the descriptor is complete). Every write takes its buffer's length. */
+namespace detessdequant {
+
+using Packet = ev74::Packet<SIMAK_EV74_DETESS_DESCRIPTOR_SIZE>;
+
+inline std::variant<Packet, Error> encode_relocatable(const ops::detessdequant::Plan &plan) {
+    Packet packet;
+    simak_error error;
+    if (simak_ev74_detessdequant_encode_relocatable(plan.get(), packet.bytes.data(), packet.bytes.size(),
+                                          &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return packet;
+}
+
+/* The tiled input (the head) is aligned to 16 bytes at tile alignment 16, else to its
+ * element size; the output to its element size. */
+inline std::variant<Packet, Error> bind(const ops::detessdequant::Plan &plan, const Packet &encoded,
+                                        DeviceRegion input, DeviceRegion output) {
+    Packet bound;
+    simak_error error;
+    if (simak_ev74_detessdequant_bind(plan.get(), encoded.bytes.data(), input.address, input.bytes,
+                            output.address, output.bytes, bound.bytes.data(), bound.bytes.size(),
+                            &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return bound;
+}
+
+inline Status validate(const Packet &packet) {
+    simak_error error;
+    if (simak_ev74_detessdequant_validate(packet.bytes.data(), packet.bytes.size(), &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return Status();
+}
+
+/* The descriptor's fields after the decoder's rules (all but the bound-address one). */
+inline std::variant<simak_ev74_detess_fields, Error> decode(const Packet &packet) {
+    simak_ev74_detess_fields fields;
+    simak_error error;
+    if (simak_ev74_detessdequant_decode(packet.bytes.data(), packet.bytes.size(), &fields, &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return fields;
+}
+
+}  // namespace detessdequant
 
 }  // namespace ev74
 

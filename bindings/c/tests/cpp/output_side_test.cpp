@@ -349,6 +349,48 @@ void heads() {
     check(code_of(simak::ops::detess::place_heads(100, {})) == 0x225, "no heads: 0x225");
 }
 
+/* The Detess-family EV74 descriptors through the wrapper: SiMa's INT8 19×19×273 CBlock16
+ * head (103,968 bytes) as DetessDequant to FP32: the packet's size and magic, binding with
+ * the tiled input's 16-byte alignment, validation and the decoded fields. */
+void ev74_descriptors() {
+    const oracle_mla m = mla(19, 19, 273, ORACLE_CBLOCK16, 16, 1);
+    simak::Shape shape{19, 19, 273};
+    simak::ops::detessdequant::Request request{
+        {simak::TensorSpec(shape, simak::DType::Int8, tiled_of(m))},
+        {simak::TensorSpec(shape, simak::DType::Float32)},
+        {0.0421f, -17}};
+    auto checked = simak::ops::detessdequant::check_inference(request);
+    if (auto *e = std::get_if<simak::Error>(&checked)) {
+        check(false, "ev74 DetessDequant: " + e->message());
+        return;
+    }
+    auto plan = std::get<simak::ops::detessdequant::Plan>(checked);
+    auto encoded = simak::ev74::detessdequant::encode_relocatable(plan);
+    auto *packet = std::get_if<simak::ev74::detessdequant::Packet>(&encoded);
+    check(packet != nullptr, "ev74 DetessDequant encodes");
+    if (!packet) return;
+    check(packet->bytes.size() == 224 && std::memcmp(packet->bytes.data(), "SKDQ", 4) == 0,
+          "224 bytes, magic SKDQ");
+    const std::uint64_t out_bytes = 19ull * 19 * 273 * 4;
+    auto misaligned = simak::ev74::detessdequant::bind(plan, *packet, {0x1008, 103968},
+                                                       {0x100000, out_bytes});
+    check(code_of(misaligned) == 36, "the tiled input at 0x1008: 36");
+    auto bound = simak::ev74::detessdequant::bind(plan, *packet, {0x1000, 103968},
+                                                  {0x100000, out_bytes});
+    auto *b = std::get_if<simak::ev74::detessdequant::Packet>(&bound);
+    check(b != nullptr, "ev74 DetessDequant binds");
+    if (!b) return;
+    auto valid = simak::ev74::detessdequant::validate(*b);
+    check(valid.ok(), "bound packet validates: " + describe(valid));
+    check(!simak::ev74::detess::validate(*b).ok(), "Detess's decoder refuses SKDQ");
+    auto fields = simak::ev74::detessdequant::decode(*b);
+    auto *f = std::get_if<simak_ev74_detess_fields>(&fields);
+    check(f && f->input_span == 103968 && f->output_span == out_bytes && f->conversion == 2 &&
+              f->channels == SIMAK_CHANNELS_CBLOCK16 && f->zero_point == -17 &&
+              f->input_address == 0x1000 && f->input_dtype == SIMAK_DTYPE_I8,
+          "decoded fields");
+}
+
 }  // namespace
 
 void output_side_tests(int &passed, int &failed) {
@@ -360,4 +402,5 @@ void output_side_tests(int &passed, int &failed) {
     dequant();
     errors();
     heads();
+    ev74_descriptors();
 }
