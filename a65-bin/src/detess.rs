@@ -13,19 +13,20 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use safetensors::Dtype as StDtype;
 use serde::Serialize;
-use simak::a65;
 use simak::layout::{MlaTiled, TileAlign};
 use simak::ops::casttess::TiledSpec;
 use simak::ops::dequant::Params;
 use simak::ops::detess::{HeadSpec, MAX_HEADS, place_heads};
 use simak::{AdmissionError, DType, DynSpec};
+use simak::{a65, ev74};
 
+use crate::engine::Backend;
 use crate::error::{CliError, bad_file};
 use crate::output::{Format, StOut, Staged, Target, same_file};
 use crate::params::{
-    AxesArg, ChannelsArg, ParamError, U64List, check_output_order, exact_decimal, parse_axes,
-    parse_dequant_zero_point, parse_multiplier, parse_output_order, parse_tess_shape, parse_tile,
-    parse_tile_align, permuted_output, threads_parser,
+    AxesArg, BackendArg, ChannelsArg, ParamError, U64List, check_output_order, exact_decimal,
+    parse_axes, parse_dequant_zero_point, parse_multiplier, parse_output_order, parse_tess_shape,
+    parse_tile, parse_tile_align, permuted_output, threads_parser,
 };
 use crate::report::{self, Context, Done, shape_text};
 
@@ -112,9 +113,16 @@ pub struct DetessArgs {
     /// Output file: one .npy per head (repeat, in head order) or one .safetensors.
     #[arg(long, short = 'o', value_name = "PATH", required = true)]
     output: Vec<PathBuf>,
-    /// Threads per head (1 to 256).
+    /// Threads per head (1 to 256; with --backend a65 only).
     #[arg(long, value_name = "N", value_parser = threads_parser(), default_value_t = 1)]
     threads: u64,
+    /// Execution backend: a65 (host cores) or ev74-sim (the EV74 firmware's Detess,
+    /// DetessCast or DetessDequant entry on the host simulator; one descriptor per head).
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = BackendArg::A65)]
+    backend: BackendArg,
+    /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4))]
+    workers: Option<u64>,
 }
 
 /// The stored dtype of an MLA output.
@@ -359,18 +367,51 @@ impl Prepared {
         }
     }
 
+    /// Runs the head on `backend`: the A65 with `threads`, or the simulated EV74 (its
+    /// cost returned).
     fn run(
         &self,
+        backend: Backend,
         threads: usize,
         input: &[u8],
         output: &mut [u8],
-    ) -> Result<(), a65::ExecuteError> {
-        match self {
-            Prepared::Detess(p) => a65::execute_threaded(p, threads, input, output),
-            Prepared::Cast(p) => a65::execute_threaded(p, threads, input, output),
-            Prepared::Dequant(p) => a65::execute_threaded(p, threads, input, output),
+    ) -> Result<Option<SimCost>, String> {
+        match backend {
+            Backend::A65 => match self {
+                Prepared::Detess(p) => a65::execute_threaded(p, threads, input, output),
+                Prepared::Cast(p) => a65::execute_threaded(p, threads, input, output),
+                Prepared::Dequant(p) => a65::execute_threaded(p, threads, input, output),
+            }
+            .map(|()| None)
+            .map_err(|e| e.to_string()),
+            Backend::Ev74Sim { workers } => {
+                let options = ev74::SimOptions::new(workers);
+                let run = match self {
+                    Prepared::Detess(p) => ev74::run_sim_with(p.plan(), input, output, &options),
+                    Prepared::Cast(p) => ev74::run_sim_with(p.plan(), input, output, &options),
+                    Prepared::Dequant(p) => ev74::run_sim_with(p.plan(), input, output, &options),
+                }
+                .map_err(|e| e.to_string())?;
+                Ok(Some(SimCost {
+                    workers,
+                    simulated_cycles: run.cost.simulated_cycles,
+                    dma_commands: run.cost.dma_commands,
+                    bytes_read: run.cost.bytes_read,
+                    bytes_written: run.cost.bytes_written,
+                }))
+            }
         }
     }
+}
+
+/// A head's simulated EV74 run (`--backend ev74-sim`; `docs/cost-model.md`).
+#[derive(Debug, Clone, Copy, Serialize)]
+struct SimCost {
+    workers: usize,
+    simulated_cycles: u64,
+    dma_commands: u64,
+    bytes_read: u64,
+    bytes_written: u64,
 }
 
 /// One head's result in the summary.
@@ -396,6 +437,9 @@ struct HeadRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     zero_point: Option<i32>,
     elements: u64,
+    /// `--backend ev74-sim`: the head's simulated run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ev74: Option<SimCost>,
 }
 
 /// What `simak detess` did.
@@ -405,6 +449,7 @@ pub struct DetessSummary {
     input: String,
     buffer_bytes: u64,
     op: &'static str,
+    backend: &'static str,
     outputs: Vec<String>,
     heads: Vec<HeadRow>,
 }
@@ -526,6 +571,12 @@ fn outputs(args: &DetessArgs, heads: usize) -> Result<Outputs, CliError> {
 /// the buffer, a bad parameter, outputs that do not match the heads; internal otherwise.
 pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliError> {
     let input = args.input.as_path();
+    let backend = args.backend.with_workers(args.workers)?;
+    if args.threads > 1 && backend != Backend::A65 {
+        return Err(CliError::Input(
+            "--threads applies to --backend a65 only".to_owned(),
+        ));
+    }
     let heads = head_args(&args)?;
     let global_m = match &args.multiplier {
         Some(t) => Some(parse_multiplier(t).map_err(|e| CliError::Input(param_text(&e)))?),
@@ -664,6 +715,7 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
             multiplier: params.as_ref().map(|m| exact_decimal(m.bits)),
             zero_point: params.as_ref().map(|_| zp),
             elements: shape.iter().product(),
+            ev74: None,
         });
         prepared.push(p);
     }
@@ -694,7 +746,7 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
     let bar = ctx.progress("detess", rows.len(), total);
     let threads = args.threads as usize;
     let mut results: Vec<Vec<u8>> = Vec::with_capacity(rows.len());
-    for (p, r) in prepared.iter().zip(&rows) {
+    for (p, r) in prepared.iter().zip(rows.iter_mut()) {
         let span = p.span() as usize;
         let at = r.offset as usize;
         let head = bytes.get(at..at + span).ok_or_else(|| {
@@ -708,7 +760,8 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
         aligned.copy_from_slice(head);
         let mut out = crate::engine::try_zeroed("the output tensor", p.out_span() as usize)
             .map_err(|e| bad_file(input, e))?;
-        p.run(threads, aligned, &mut out)
+        r.ev74 = p
+            .run(backend, threads, aligned, &mut out)
             .map_err(|e| CliError::Internal(anyhow::anyhow!("detess {}: {e}", r.name)))?;
         bar.inc(r.elements);
         results.push(out);
@@ -748,6 +801,7 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
             Mode::Cast => "detess_cast",
             Mode::Dequant => "detess_dequant",
         },
+        backend: backend.name(),
         outputs: args
             .output
             .iter()
@@ -784,6 +838,9 @@ impl report::Summary for DetessSummary {
             self.op,
             self.outputs.join(", ")
         );
+        if self.backend != "a65" {
+            text.push_str(&format!("backend {}\n", self.backend));
+        }
         for h in &self.heads {
             let params = match (&h.multiplier_bits, &h.multiplier, h.zero_point) {
                 (Some(b), Some(m), Some(z)) => {
@@ -805,6 +862,12 @@ impl report::Summary for DetessSummary {
                 shape_text(&h.output_shape),
                 params
             ));
+            if let Some(c) = &h.ev74 {
+                text.push_str(&format!(
+                    "  ev74-sim: {} workers, {} simulated cycles, {} DMA commands, {} bytes read, {} written\n",
+                    c.workers, c.simulated_cycles, c.dma_commands, c.bytes_read, c.bytes_written
+                ));
+            }
         }
         text
     }

@@ -3,7 +3,9 @@
 //! A Runtime probes the table after connecting; a missing entry is an error, never a reason
 //! to reinterpret a packet for another entry or to fall back to the A65.
 
-use simak_core::ev74::{CastTess, ENTRIES, Entry, NativeEntry, Quant};
+use simak_core::ev74::{
+    CastTess, Detess, DetessCast, DetessDequant, ENTRIES, Entry, NativeEntry, Quant,
+};
 
 /// Advertised-entry flag word: one bit per native entry of [`TABLE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -17,6 +19,12 @@ bitflags::bitflags! {
         const QUANT_V1 = 1 << 0;
         /// `simaai_kernels_ev74_casttess_v1`, route 0x30.
         const CASTTESS_V1 = 1 << 1;
+        /// `simaai_kernels_ev74_detess_v1`, route 0x31.
+        const DETESS_V1 = 1 << 2;
+        /// `simaai_kernels_ev74_detesscast_v1`, route 0x32.
+        const DETESSCAST_V1 = 1 << 3;
+        /// `simaai_kernels_ev74_detessdequant_v1`, route 0x33.
+        const DETESSDEQUANT_V1 = 1 << 4;
     }
 }
 
@@ -57,11 +65,16 @@ impl Capability {
 }
 
 /// The routes this firmware build implements: each has a `FirmwareEntry` impl and a
-/// dispatch arm. A row of the library's [`ENTRIES`] whose route is not here (the
-/// Detess-family entries, whose device kernel is not written yet) is neither in [`TABLE`]
-/// nor advertised: a Runtime that needs it fails closed at its capability probe, and a
-/// command for it is an unknown route.
-pub const IMPLEMENTED: [u8; 2] = [Quant::ROUTE, CastTess::ROUTE];
+/// dispatch arm. A row of the library's [`ENTRIES`] whose route is not here would be
+/// neither in [`TABLE`] nor advertised: a Runtime that needs it fails closed at its
+/// capability probe, and a command for it is an unknown route.
+pub const IMPLEMENTED: [u8; 5] = [
+    Quant::ROUTE,
+    CastTess::ROUTE,
+    Detess::ROUTE,
+    DetessCast::ROUTE,
+    DetessDequant::ROUTE,
+];
 
 /// Number of implemented entries.
 const COUNT: usize = IMPLEMENTED.len();
@@ -114,6 +127,16 @@ pub const QUANT_V1: Capability = Capability::of::<Quant>(Capabilities::QUANT_V1)
 /// The CastTess v1 native entry (SPEC §7: route 48 = 0x30).
 pub const CASTTESS_V1: Capability = Capability::of::<CastTess>(Capabilities::CASTTESS_V1);
 
+/// The Detess v1 native entry (route 49 = 0x31).
+pub const DETESS_V1: Capability = Capability::of::<Detess>(Capabilities::DETESS_V1);
+
+/// The DetessCast v1 native entry (route 50 = 0x32).
+pub const DETESSCAST_V1: Capability = Capability::of::<DetessCast>(Capabilities::DETESSCAST_V1);
+
+/// The DetessDequant v1 native entry (route 51 = 0x33).
+pub const DETESSDEQUANT_V1: Capability =
+    Capability::of::<DetessDequant>(Capabilities::DETESSDEQUANT_V1);
+
 /// The named bits are the table's.
 #[allow(clippy::indexing_slicing)]
 const _: () = assert!(
@@ -121,6 +144,12 @@ const _: () = assert!(
         && TABLE_ROWS[0].flag.bits() == QUANT_V1.flag.bits()
         && TABLE_ROWS[1].route == CASTTESS_V1.route
         && TABLE_ROWS[1].flag.bits() == CASTTESS_V1.flag.bits()
+        && TABLE_ROWS[2].route == DETESS_V1.route
+        && TABLE_ROWS[2].flag.bits() == DETESS_V1.flag.bits()
+        && TABLE_ROWS[3].route == DETESSCAST_V1.route
+        && TABLE_ROWS[3].flag.bits() == DETESSCAST_V1.flag.bits()
+        && TABLE_ROWS[4].route == DETESSDEQUANT_V1.route
+        && TABLE_ROWS[4].flag.bits() == DETESSDEQUANT_V1.flag.bits()
         && ENTRIES.len() <= 32
 );
 

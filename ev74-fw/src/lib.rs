@@ -52,6 +52,7 @@ macro_rules! fw_log {
 
 pub mod capability;
 mod casttess;
+pub mod detess;
 pub mod device;
 pub mod numerics;
 mod quant;
@@ -61,10 +62,16 @@ pub mod work;
 use core::fmt;
 use core::marker::PhantomData;
 
-use simak_core::ev74::{self as codec, CastTess, NativeEntry, Quant};
+use simak_core::ev74::{
+    self as codec, CastTess, Detess, DetessCast, DetessDequant, NativeEntry, Quant,
+};
+use simak_core::wire::detess::DetessRepr;
 use simak_core::wire::{CastTessRepr, DecodeError, QuantRepr};
 
-pub use capability::{CAPABILITIES, CASTTESS_V1, Capabilities, Capability, QUANT_V1, capability};
+pub use capability::{
+    CAPABILITIES, CASTTESS_V1, Capabilities, Capability, DETESS_V1, DETESSCAST_V1,
+    DETESSDEQUANT_V1, QUANT_V1, capability,
+};
 pub use casttess::{
     DMA_MIN_ROW_BYTES, EXACT_WIDTH_MAX_PITCH, EXACT_WIDTH_MAX_PIXELS, EXACT_WIDTH_MIN_BAND,
     EXACT_WIDTH_MIN_PIXELS, RECT_MIN_BYTES,
@@ -259,6 +266,9 @@ pub struct TessStats {
     /// Staged band tasks packed by the metadata-selected BF16 pixel packer (counted in
     /// [`TessStats::staged_tasks`] too; SPEC §8).
     pub bf16_pixel_tasks: u64,
+    /// The Detess-family entries: output rows written with direct stores (rows under 16
+    /// bytes that form no 128-byte rectangle).
+    pub output_direct: u64,
 }
 
 /// What one command did.
@@ -312,6 +322,7 @@ impl Report {
                 exact_width_rows: 0,
                 staged_tasks: 0,
                 bf16_pixel_tasks: 0,
+                output_direct: 0,
             },
         }
     }
@@ -406,6 +417,9 @@ impl<U: FpUnit> Firmware<U> {
         match command.route {
             Quant::ROUTE => self.run_command::<Quant, P>(platform, command),
             CastTess::ROUTE => self.run_command::<CastTess, P>(platform, command),
+            Detess::ROUTE => self.run_command::<Detess, P>(platform, command),
+            DetessCast::ROUTE => self.run_command::<DetessCast, P>(platform, command),
+            DetessDequant::ROUTE => self.run_command::<DetessDequant, P>(platform, command),
             route => Err(FwError::UnknownRoute { route }),
         }
     }
@@ -457,9 +471,12 @@ const MAX_DESCRIPTOR: usize = codec::MAX_DESCRIPTOR_SIZE;
 // written.
 #[allow(clippy::indexing_slicing)]
 const _: () = assert!(
-    capability::IMPLEMENTED.len() == 2
+    capability::IMPLEMENTED.len() == 5
         && capability::IMPLEMENTED[0] == Quant::ROUTE
         && capability::IMPLEMENTED[1] == CastTess::ROUTE
+        && capability::IMPLEMENTED[2] == Detess::ROUTE
+        && capability::IMPLEMENTED[3] == DetessCast::ROUTE
+        && capability::IMPLEMENTED[4] == DetessDequant::ROUTE
 );
 
 /// A native entry this firmware runs: the codec's [`NativeEntry`] plus its execution on the
@@ -494,6 +511,22 @@ impl FirmwareEntry for Quant {
     }
 }
 
+/// The Detess-family entries: one kernel, the conversion told by the descriptor.
+macro_rules! detess_firmware_entry {
+    ($($entry:ident),*) => {$(
+        impl FirmwareEntry for $entry {
+            fn execute<P: Platform, U: FpUnit>(
+                platform: &mut P,
+                repr: &DetessRepr,
+            ) -> Result<Report, FwError> {
+                detess::execute(platform, repr)
+            }
+        }
+    )*};
+}
+
+detess_firmware_entry!(Detess, DetessCast, DetessDequant);
+
 impl FirmwareEntry for CastTess {
     fn execute<P: Platform, U: FpUnit>(
         platform: &mut P,
@@ -516,15 +549,18 @@ mod test {
         assert_eq!(CASTTESS_V1.name, "simaai_kernels_ev74_casttess_v1");
         assert_eq!(CASTTESS_V1.version, 1);
         let fw = Firmware::<Ieee>::full();
-        assert_eq!(fw.capabilities().count(), 2);
+        assert_eq!(fw.capabilities().count(), 5);
         let quant_only = Firmware::<Ieee>::new(Capabilities::QUANT_V1);
         assert_eq!(quant_only.capabilities().count(), 1);
         let none = Firmware::<Ieee>::new(Capabilities::empty());
         assert_eq!(none.capabilities().count(), 0);
-        // The Detess-family rows of the library's table have no device kernel yet: not
-        // implemented, not advertised.
-        for route in [0x31, 0x32, 0x33, 0xf0] {
-            assert_eq!(capability(route), None, "route {route:#x}");
-        }
+        assert_eq!(capability(0x31), Some(&DETESS_V1));
+        assert_eq!(capability(0x32), Some(&DETESSCAST_V1));
+        assert_eq!(capability(0x33), Some(&DETESSDEQUANT_V1));
+        assert_eq!(
+            DETESSDEQUANT_V1.name,
+            "simaai_kernels_ev74_detessdequant_v1"
+        );
+        assert_eq!(capability(0xf0), None);
     }
 }

@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::common::{assert_success, path_str, simak, stderr_of};
+use crate::common::{assert_success, json_run, path_str, simak, stderr_of};
 
 /// Encoding of a head, as the oracle knows it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -814,4 +814,54 @@ fn untile_reads_simaks_own_buffers_through_detess_and_the_c16_exception() {
         let want: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
         assert!(data == want, "{tile} {channels}");
     }
+}
+
+/// `--backend ev74-sim`: the three heads of a multi-head OFM dequantized by the EV74
+/// firmware's DetessDequant entry on the simulator, one descriptor per head, give the A65's
+/// bytes; the summary names the backend and each head's simulated run.
+#[test]
+fn the_ev74_backend_gives_the_a65_bytes() {
+    let tmp = dir();
+    let heads = heads();
+    let values: Vec<Vec<u32>> = heads
+        .iter()
+        .enumerate()
+        .map(|(k, h)| codes(h.elements(), h.e, 40 + k as u32))
+        .collect();
+    let ofm = tmp.path().join("ofm.bin");
+    write_ofm(&ofm, &heads, &values);
+    let run = |backend: &[&str], tag: &str| {
+        let outs: Vec<PathBuf> = (0..3)
+            .map(|k| tmp.path().join(format!("{tag}-{k}.npy")))
+            .collect();
+        let mut args: Vec<String> = vec!["detess".into(), path_str(&ofm).into(), "--json".into()];
+        for (h, dt) in heads.iter().zip(["i8", "i16", "i32"]) {
+            args.push("--head".into());
+            args.push(h.spec(dt, ":zero-point=-3"));
+        }
+        args.extend(["--multiplier".into(), "0x3eaaaaab".into()]);
+        args.extend(backend.iter().map(|s| (*s).to_owned()));
+        for o in &outs {
+            args.extend(["-o".into(), path_str(o).into()]);
+        }
+        let json = json_run(&args);
+        let data: Vec<Vec<u8>> = outs.iter().map(|o| npy_bytes(o).2).collect();
+        (json, data)
+    };
+    let (host_json, host) = run(&[], "a65");
+    assert_eq!(host_json["backend"], "a65");
+    let (sim_json, sim) = run(&["--backend", "ev74-sim", "--workers", "3"], "sim");
+    assert_eq!(sim, host, "the EV74's bytes differ from the A65's");
+    assert_eq!(sim_json["backend"], "ev74-sim");
+    for h in sim_json["heads"].as_array().unwrap() {
+        assert_eq!(h["ev74"]["workers"], 3, "{h}");
+        assert!(h["ev74"]["dma_commands"].as_u64().unwrap() > 0, "{h}");
+        assert!(h["ev74"]["simulated_cycles"].as_u64().unwrap() > 0, "{h}");
+    }
+    // --workers needs the EV74 backend, --threads the A65.
+    let out = simak(&["detess", path_str(&ofm), "--workers", "2", "-o", "x.npy"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--workers applies to --backend ev74-sim")
+    );
 }

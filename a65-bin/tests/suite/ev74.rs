@@ -688,7 +688,7 @@ fn quant_json_reports_the_simulated_cost_per_tensor() {
     assert!(cycles[1] * 3 < cycles[0], "{cycles:?}");
 }
 
-/// A DetessDequant v1 packet (issue 28's descriptor, no device kernel yet): the CLI's
+/// A DetessDequant v1 packet (issue 28's descriptor): the CLI's
 /// listing names the tail's fields with their offsets and meanings, and the verdict is the
 /// device decoder's; a corrupted zero point is refused with its code.
 #[test]

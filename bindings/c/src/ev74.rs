@@ -819,8 +819,7 @@ pub unsafe extern "C" fn simak_ev74_casttess_decode(
 /// v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
 /// least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
 /// and nothing is written. One descriptor per head: a multi-head OFM is one packet per
-/// head. The firmware of this release has no kernel for the entry (it does not advertise
-/// it); the descriptor is complete.
+/// head.
 ///
 /// # Safety
 ///
@@ -944,8 +943,7 @@ pub unsafe extern "C" fn simak_ev74_detess_decode(
 /// v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
 /// least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
 /// and nothing is written. One descriptor per head: a multi-head OFM is one packet per
-/// head. The firmware of this release has no kernel for the entry (it does not advertise
-/// it); the descriptor is complete.
+/// head.
 ///
 /// # Safety
 ///
@@ -1069,8 +1067,7 @@ pub unsafe extern "C" fn simak_ev74_detesscast_decode(
 /// v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
 /// least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
 /// and nothing is written. One descriptor per head: a multi-head OFM is one packet per
-/// head. The firmware of this release has no kernel for the entry (it does not advertise
-/// it); the descriptor is complete.
+/// head.
 ///
 /// # Safety
 ///

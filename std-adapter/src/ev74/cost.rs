@@ -87,6 +87,11 @@ pub struct CostModel {
     /// CastTess v1: conversions by band and panel tasks (fast) and by 4 KiB
     /// physical-block tasks (fallback).
     pub casttess: EntryCost,
+    /// The Detess-family entries (Detess v1, DetessCast v1, DetessDequant v1): an element
+    /// untiled, copied, widened or dequantized by table (fast; INT8 and every Detess and
+    /// DetessCast element), or dequantized on the exact integer path (fallback; INT16 and
+    /// INT32).
+    pub detess: EntryCost,
 }
 
 impl CostModel {
@@ -107,6 +112,11 @@ impl CostModel {
             fast_cycles_per_element: 1,
             fallback_cycles_per_element: 2,
             transpose_cycles_per_element: 1,
+        },
+        detess: EntryCost {
+            fast_cycles_per_element: 1,
+            fallback_cycles_per_element: 8,
+            transpose_cycles_per_element: 0,
         },
     };
 
@@ -129,15 +139,15 @@ impl CostModel {
     }
 
     /// Each entry's compute cost, row for row with the library's entry table
-    /// ([`ENTRIES`]: Quant v1, CastTess v1, then the Detess-family entries, which have no
-    /// device kernel in this firmware yet and never run: zero).
+    /// ([`ENTRIES`]: Quant v1, CastTess v1, then the three Detess-family entries, which
+    /// share one kernel and one cost).
     pub const fn entry_costs(&self) -> [EntryCost; ENTRIES.len()] {
         [
             self.quant,
             self.casttess,
-            EntryCost::NONE,
-            EntryCost::NONE,
-            EntryCost::NONE,
+            self.detess,
+            self.detess,
+            self.detess,
         ]
     }
 

@@ -6,8 +6,8 @@
 //!   plan on a fresh simulated device and reports its traffic (the generic [`run_sim`],
 //!   [`run_sim_with`] and [`run_sim_to_vec`] of [`run`], which infer the entry from the
 //!   plan's op);
-//! - [`detess`]: the core codec of the Detess-family entries (no device kernel yet: the
-//!   firmware does not advertise them);
+//! - [`detess`]: the core codec of the Detess-family entries (Detess v1, DetessCast v1,
+//!   DetessDequant v1) plus `run_sim`;
 //! - [`ENTRIES`]: the one table of native entries, with [`entry_of`] and [`verdict`];
 //! - [`sim`]: the host simulator — mapped regions in a 32-bit address space with guard
 //!   bands, a lazily completing DMA engine with traffic counters, 1–4 workers with 48 KiB of

@@ -115,6 +115,7 @@ fn a_single_block_costs_what_the_model_says() {
                 transpose_cycles_per_element: 5,
             },
             casttess: EntryCost::default(),
+            detess: EntryCost::default(),
         },
     ] {
         let options = SimOptions {

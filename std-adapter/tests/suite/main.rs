@@ -19,6 +19,7 @@ mod ev74_casttess;
 mod ev74_casttess_device;
 mod ev74_casttess_runtime;
 mod ev74_cost;
+mod ev74_detess;
 mod ev74_differential;
 mod ev74_dma;
 mod ev74_entries;

@@ -1877,8 +1877,7 @@ uint32_t simak_ev74_casttess_decode(const uint8_t *bytes,
  v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
  least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
  and nothing is written. One descriptor per head: a multi-head OFM is one packet per
- head. The firmware of this release has no kernel for the entry (it does not advertise
- it); the descriptor is complete.
+ head.
 
  # Safety
 
@@ -1959,8 +1958,7 @@ uint32_t simak_ev74_detess_decode(const uint8_t *bytes,
  v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
  least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
  and nothing is written. One descriptor per head: a multi-head OFM is one packet per
- head. The firmware of this release has no kernel for the entry (it does not advertise
- it); the descriptor is complete.
+ head.
 
  # Safety
 
@@ -2043,8 +2041,7 @@ uint32_t simak_ev74_detesscast_decode(const uint8_t *bytes,
  v1 descriptor (224 bytes, both address slots 0) into `packet` of `capacity` bytes (at
  least 224; exactly 224 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609)
  and nothing is written. One descriptor per head: a multi-head OFM is one packet per
- head. The firmware of this release has no kernel for the entry (it does not advertise
- it); the descriptor is complete.
+ head.
 
  # Safety
 

@@ -15,8 +15,7 @@
  *                                                                check_inference
  *     simak::ops::detess::place_heads, simak::channels_from_flags
  *     simak::ev74::{detess, detesscast, detessdequant}   encode_relocatable, bind,
- *                                                        validate, decode (no device kernel
- *                                                        yet: descriptors only)
+ *                                                        validate, decode
  *
  * and camera input (SPEC §13: 8-bit frames, normalized, as FP32, INT8 or tiled):
  *
@@ -1283,8 +1282,7 @@ inline Status validate(const Packet &packet) {
 
 }  // namespace casttess
 
-/* Detess v1 (224 bytes; no device kernel in this release's firmware, which does not
- * advertise the entry; the descriptor is complete). Every write takes its buffer's length. */
+/* Detess v1 (224 bytes, one descriptor per head). Every write takes its buffer's length. */
 namespace detess {
 
 using Packet = ev74::Packet<SIMAK_EV74_DETESS_DESCRIPTOR_SIZE>;
@@ -1333,8 +1331,7 @@ inline std::variant<simak_ev74_detess_fields, Error> decode(const Packet &packet
 
 }  // namespace detess
 
-/* DetessCast v1 (224 bytes; no device kernel in this release's firmware, which does not
- * advertise the entry; the descriptor is complete). Every write takes its buffer's length. */
+/* DetessCast v1 (224 bytes, one descriptor per head). Every write takes its buffer's length. */
 namespace detesscast {
 
 using Packet = ev74::Packet<SIMAK_EV74_DETESS_DESCRIPTOR_SIZE>;
@@ -1383,8 +1380,7 @@ inline std::variant<simak_ev74_detess_fields, Error> decode(const Packet &packet
 
 }  // namespace detesscast
 
-/* DetessDequant v1 (224 bytes; no device kernel in this release's firmware, which does not
- * advertise the entry; the descriptor is complete). Every write takes its buffer's length. */
+/* DetessDequant v1 (224 bytes, one descriptor per head). Every write takes its buffer's length. */
 namespace detessdequant {
 
 using Packet = ev74::Packet<SIMAK_EV74_DETESS_DESCRIPTOR_SIZE>;

@@ -2,9 +2,8 @@
 ``simaai_kernels_ev74_detess_v1``), DetessCast v1 (``b"SKDC"``) and DetessDequant v1
 (``b"SKDQ"``), one layout (``docs/contract.md`` §7).
 
-The firmware of this release has no device kernel for these entries (it does not
-advertise them); the descriptors are complete: encode them here, check or list them with
-:func:`simak.ev74.decode` and :func:`simak.ev74.fields`.
+Encode them here, check or list them with :func:`simak.ev74.decode` and
+:func:`simak.ev74.fields`; the firmware runs them (one descriptor per head).
 """
 
 from .. import _native
