@@ -10,9 +10,11 @@
 //!
 //! What differs between entries is one [`NativeEntry`] impl on the op's marker (name,
 //! version, route, descriptor and representation types, both ports by role, spans,
-//! lowering, parsing): [`Quant`] and [`CastTess`], the markers of [`crate::ops`]. The plan
+//! lowering, parsing): [`Quant`], [`CastTess`], [`Detess`], [`DetessCast`] and
+//! [`DetessDequant`], the markers of [`crate::ops`]. The plan
 //! names its op, so [`check_inference`] infers the entry from the plan it is given. Each
-//! entry's module ([`quant`], [`casttess`]) names the items for its entry
+//! entry's module ([`quant`], [`casttess`], [`detess`] for the three Detess-family entries)
+//! names the items for its entry
 //! (`quant::check_inference`, `quant::Packet<S>`, ...). [`ENTRIES`] is the one table of
 //! entries as data, with [`entry_of`] (which entry a descriptor is) and [`verdict`] (the
 //! device decoder's answer).
@@ -82,7 +84,8 @@ pub(crate) use sealed::Sealed;
 
 /// A native EV74 entry: everything the codec, the simulator, the Runtime and the firmware
 /// need to know about one operation's descriptor. Implemented by the operation's marker
-/// ([`crate::ops::Quant`], [`crate::ops::CastTess`]): the entry's plan is the op's plan
+/// ([`crate::ops::Quant`], [`crate::ops::CastTess`], the three Detess-family ops): the
+/// entry's plan is the op's plan
 /// (`<E as Op>::Plan`), so a generic function given a plan infers the entry. Sealed.
 ///
 /// A new entry is one impl of this trait (plus its wire tail in `crate::wire`, one row of
@@ -290,7 +293,8 @@ impl<E: NativeEntry, S: State> Packet<E, S> {
         }
     }
 
-    /// The descriptor bytes (little-endian; 224 for Quant, 216 for CastTess).
+    /// The descriptor bytes (little-endian; 224 for Quant and the Detess-family entries,
+    /// 216 for CastTess).
     pub const fn as_bytes(&self) -> &E::Bytes {
         &self.bytes
     }

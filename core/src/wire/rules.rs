@@ -242,7 +242,8 @@ pub enum DecodeError {
     },
     /// A reserved word is not zero.
     Reserved {
-        /// Its byte offset (20 and 220 in Quant v1, 20, 164 and 212 in CastTess v1).
+        /// Its byte offset (20 and 220 in Quant v1; 20, 164 and 212 in CastTess v1; 20, 212,
+        /// 216 and 220 in Detess v1 and DetessCast v1; 20 and 212 in DetessDequant v1).
         offset: u16,
         /// Value found.
         value: u32,
@@ -292,8 +293,9 @@ pub enum DecodeError {
         /// Count in the descriptor.
         found: u64,
     },
-    /// An input stride of an axis of extent > 1 is not a multiple of the element size (an
-    /// output stride always is: output elements are one byte, or whole tiles).
+    /// An input stride of an axis of extent > 1 is not a multiple of the element size (the
+    /// strided outputs of the Detess entries have [`DecodeError::OutputStrideNotMultiple`];
+    /// Quant's output elements are one byte).
     InputStrideNotMultiple {
         /// Axis.
         axis: u8,
@@ -362,8 +364,8 @@ pub enum DecodeError {
         /// Span in bytes.
         span: u64,
     },
-    /// An address is not aligned as the port requires (input: the element size; a tiled
-    /// output: 16 bytes).
+    /// An address is not aligned as the port requires (a strided port: its element size; a
+    /// tiled port: 16 bytes, or the element size at tile alignment 1).
     Misaligned {
         /// Port.
         port: Port,
