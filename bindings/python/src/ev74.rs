@@ -61,6 +61,79 @@ pub(crate) fn ev74_detess_encode_relocatable<'py>(
     })
 }
 
+/// Binds `packet`, which must be `plan`'s relocatable encoding (else 0x310), to the device
+/// regions `input` and `output` (bus address, capacity in bytes): the bound descriptor.
+fn bind_bytes<'py, P>(
+    py: Python<'py>,
+    plan: &P,
+    packet: &[u8],
+    input: (u32, u64),
+    output: (u32, u64),
+) -> PyResult<Bound<'py, PyBytes>>
+where
+    P: simak::ops::OpPlan,
+    P::Op: ev74::NativeEntry,
+{
+    let device = ev74::check_inference(plan).map_err(|e| lib_error(py, e, OFM_NAMES))?;
+    let encoded = ev74::encode_relocatable(&device);
+    if packet != encoded.as_bytes().as_ref() {
+        return Err(lib_error(py, ev74::BindError::PacketMismatch, OFM_NAMES));
+    }
+    let bound = ev74::bind(
+        &device,
+        &encoded,
+        ev74::DeviceRegion::new(input.0, input.1),
+        ev74::DeviceRegion::new(output.0, output.1),
+    )
+    .map_err(|e| lib_error(py, e, OFM_NAMES))?;
+    Ok(PyBytes::new(py, bound.as_bytes().as_ref()))
+}
+
+/// Binds a relocatable Quant v1 packet of `plan` to device regions (SPEC §6).
+#[pyfunction]
+pub(crate) fn ev74_quant_bind<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, QuantPlan>,
+    packet: &[u8],
+    input: (u32, u64),
+    output: (u32, u64),
+) -> PyResult<Bound<'py, PyBytes>> {
+    guarded(py, || {
+        bind_bytes(py, plan.get().prepared.plan(), packet, input, output)
+    })
+}
+
+/// Binds a relocatable CastTess v1 packet of `plan` to device regions (SPEC §6).
+#[pyfunction]
+pub(crate) fn ev74_casttess_bind<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, CastTessPlan>,
+    packet: &[u8],
+    input: (u32, u64),
+    output: (u32, u64),
+) -> PyResult<Bound<'py, PyBytes>> {
+    guarded(py, || {
+        bind_bytes(py, plan.get().prepared.plan(), packet, input, output)
+    })
+}
+
+/// Binds a relocatable Detess-family packet of the head `plan` to device regions (SPEC §6):
+/// the tiled input aligned to 16 bytes at tile alignment 16, else to its element size.
+#[pyfunction]
+pub(crate) fn ev74_detess_bind<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, DetessPlan>,
+    packet: &[u8],
+    input: (u32, u64),
+    output: (u32, u64),
+) -> PyResult<Bound<'py, PyBytes>> {
+    guarded(py, || match plan.get().prepared() {
+        Prepared::Detess(p) => bind_bytes(py, p.plan(), packet, input, output),
+        Prepared::Cast(p) => bind_bytes(py, p.plan(), packet, input, output),
+        Prepared::Dequant(p) => bind_bytes(py, p.plan(), packet, input, output),
+    })
+}
+
 pub(crate) fn decode_error(py: Python<'_>, title: &str, e: DecodeError) -> PyErr {
     let code = e.code();
     simak_error(

@@ -137,6 +137,27 @@ def test_ev74_detess_descriptors_encode_and_decode():
     with pytest.raises(simak.SimakError) as e:
         simak.ev74.decode(bad)
     assert e.value.code == 57
+    # Binding: the tiled input needs 16 bytes at tile alignment 16; the packet must be the
+    # plan's own encoding; the relocatable packet stays as it was.
+    b = simak.ev74.detess.bind(plan, p, (0x1000, 192), (0x2000, 204))
+    assert le("Q", b, 24) == 0x1000 and le("Q", b, 32) == 0x2000 and b[40:] == p[40:]
+    assert simak.ev74.decode(b)["input_address"] == 0x1000
+    with pytest.raises(simak.SimakError) as e:
+        simak.ev74.detess.bind(plan, p, (0x1008, 192), (0x2000, 204))
+    assert e.value.code == 36
+    with pytest.raises(simak.SimakError) as e:
+        simak.ev74.detess.bind(plan, p, (0x1000, 191), (0x2000, 204))
+    assert e.value.code == 0x311
+    with pytest.raises(simak.SimakError) as e:
+        simak.ev74.detess.bind(plan, bytes(bad), (0x1000, 192), (0x2000, 204))
+    assert e.value.code == 0x310
+    # Quant and CastTess bind the same way.
+    qp = simak.QuantPlan((4,), "f32", 2.0)
+    q = simak.ev74.quant.bind(qp, simak.ev74.quant.encode_relocatable(qp), (0x1000, 16), (0x2000, 4))
+    assert le("Q", q, 24) == 0x1000 and simak.ev74.decode(q)["output_address"] == 0x2000
+    with pytest.raises(simak.SimakError) as e:
+        simak.ev74.quant.bind(qp, simak.ev74.quant.encode_relocatable(qp), (0x1000, 16), (0x1008, 4))
+    assert e.value.code == 37
 
 
 def test_span_not_representable_on_the_ev74():

@@ -307,6 +307,15 @@ class DetessPlan:
 def ev74_quant_encode_relocatable(plan: QuantPlan) -> bytes: ...
 def ev74_casttess_encode_relocatable(plan: CastTessPlan) -> bytes: ...
 def ev74_detess_encode_relocatable(plan: DetessPlan) -> bytes: ...
+def ev74_quant_bind(
+    plan: QuantPlan, packet: bytes, input: Tuple[int, int], output: Tuple[int, int]
+) -> bytes: ...
+def ev74_casttess_bind(
+    plan: CastTessPlan, packet: bytes, input: Tuple[int, int], output: Tuple[int, int]
+) -> bytes: ...
+def ev74_detess_bind(
+    plan: DetessPlan, packet: bytes, input: Tuple[int, int], output: Tuple[int, int]
+) -> bytes: ...
 def ev74_decode(packet: bytes, validate: bool = True) -> Dict[str, Union[int, bytes]]: ...
 def _quantize_with_fp_control(
     x: npt.ArrayLike, multiplier: _Multiplier, control: int, exact: bool = False
@@ -329,6 +338,9 @@ __all__ = [
     "ev74_quant_encode_relocatable",
     "ev74_casttess_encode_relocatable",
     "ev74_detess_encode_relocatable",
+    "ev74_quant_bind",
+    "ev74_casttess_bind",
+    "ev74_detess_bind",
     "ev74_decode",
     "_quantize_with_fp_control",
     "QuantPlan",
