@@ -109,7 +109,55 @@ fn relocate_seeds() -> Vec<(&'static str, Vec<u8>)> {
 }
 
 fn bind_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    // A Detess-family head (bind.rs's layout): op bit 2, then conversion, input dtype,
+    // encoding, output dtype, rank, extents, axes, tile bytes, multiplier, zero point.
+    // DetessDequant INT16 [3, 17] PadTo16 (tiles of 2 pixels × 16 channels, alignment
+    // 16) to contiguous FP32, multiplier 0.5, zero point -3: the tiled input is 192 bytes,
+    // the output 204.
+    let dequant = |op: u8| {
+        B::default()
+            .u8s(&[op, 2, 1, 1, 0, 1, 3, 17])
+            .u8s(&[255, 255, 0, 1, 0, 0, 1, 15])
+            .u32(0x3f00_0000)
+            .u16(0xfffd)
+    };
     vec![
+        (
+            "detess_dequant_i16_pad16",
+            dequant(4)
+                .region(0x00, 0x1000, 192)
+                .region(0x00, 0x2000, 204)
+                .0,
+        ),
+        // The same head's input 8 bytes off its 16-byte alignment; then the packet of
+        // another head (the next zero point).
+        (
+            "detess_dequant_misaligned",
+            dequant(4)
+                .region(0x00, 0x1008, 192)
+                .region(0x00, 0x2000, 204)
+                .0,
+        ),
+        (
+            "detess_packet_mismatch",
+            dequant(6)
+                .region(0x00, 0x1000, 192)
+                .region(0x00, 0x2000, 204)
+                .0,
+        ),
+        // Detess BF16 [2, 3, 33] in one Compact tile, tile alignment 1 (SiMa's fixture):
+        // the input at an address aligned to 2 bytes only.
+        (
+            "detess_bf16_align1",
+            B::default()
+                .u8s(&[4, 0, 3, 6, 0, 2, 2, 3, 33])
+                .u8s(&[255, 0, 1, 2, 0, 1, 2, 32])
+                .u32(0)
+                .u16(0)
+                .region(0x00, 0x1002, 396)
+                .region(0x00, 0x3000, 396)
+                .0,
+        ),
         // Quant F32 [2, 3] at 0x1000 / 0x2000 with exact capacities.
         (
             "quant_f32_2x3",
