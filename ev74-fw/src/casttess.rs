@@ -38,7 +38,7 @@ use crate::tess::{
     CLASSES, Cursor, LOCAL_BYTES, Mode, OUTPUT_SLOT_BYTES, SLOT_BYTES, SOURCE_SLOT_BYTES, TaskSpan,
     TessGeometry, TileClass,
 };
-use crate::work::{add, bus, div, mul, rem, small, sub};
+use crate::work::{Events, add, bus, div, mul, rem, small, sub};
 use crate::{FwError, Report, TessStats};
 
 /// Source rows shorter than this many bytes are gathered with direct loads unless their
@@ -61,8 +61,6 @@ pub const EXACT_WIDTH_MAX_PIXELS: u64 = RECT_MIN_BYTES / 2 - 1;
 pub const EXACT_WIDTH_MIN_BAND: u64 = 64;
 /// BF16 exact-width gathers: largest row pitch in bytes (the 16-bit DMA pitch range).
 pub const EXACT_WIDTH_MAX_PITCH: u64 = u16::MAX as u64;
-/// Source transfers one slot keeps in flight before waiting for them early.
-const MAX_EVENTS: usize = 32;
 
 /// An element's raw little-endian bits (zero-extended) to BF16 bits.
 type ConvertFn = fn(u32) -> u16;
@@ -288,41 +286,6 @@ fn index(x: u64) -> Result<usize, FwError> {
 fn pixel_coord(p: u64, th: u64, tw: u64) -> Result<[u64; 3], FwError> {
     let (row, w) = (div(p, tw)?, rem(p, tw)?);
     Ok([div(row, th)?, rem(row, th)?, w])
-}
-
-/// Source transfers in flight for one slot.
-struct Events {
-    list: [Option<Event>; MAX_EVENTS],
-    n: usize,
-}
-
-impl Events {
-    const fn new() -> Events {
-        Events {
-            list: [None; MAX_EVENTS],
-            n: 0,
-        }
-    }
-
-    fn push<W: Dma>(&mut self, worker: &mut W, event: Event) -> Result<(), FwError> {
-        if self.n == MAX_EVENTS {
-            self.wait_all(worker)?;
-        }
-        *self.list.get_mut(self.n).ok_or(FwError::Internal)? = Some(event);
-        // Below MAX_EVENTS here: no wrap.
-        self.n = self.n.wrapping_add(1);
-        Ok(())
-    }
-
-    fn wait_all<W: Dma>(&mut self, worker: &mut W) -> Result<(), FwError> {
-        for e in self.list.iter_mut().take(self.n) {
-            if let Some(e) = e.take() {
-                worker.wait(e)?;
-            }
-        }
-        self.n = 0;
-        Ok(())
-    }
 }
 
 /// How a band's source values sit in the local source area.

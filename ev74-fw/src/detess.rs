@@ -39,8 +39,8 @@ use simak_core::layout::{Channels, TILE_CLASSES, TiledView};
 use simak_core::tensor::MAX_RANK;
 use simak_core::wire::detess::{Conversion, DetessRepr};
 
-use crate::device::{ComputePath, DeviceMemory, Direction, Dma, Event, Meter, Platform, Transfer};
-use crate::work::{add, bus, div, mul, rem, small, sub};
+use crate::device::{ComputePath, DeviceMemory, Direction, Dma, Meter, Platform, Transfer};
+use crate::work::{Events, add, bus, div, mul, rem, small, sub};
 use crate::{FwError, Report, TessStats};
 
 /// Input bytes per local slot.
@@ -58,8 +58,6 @@ pub const LOCAL_BYTES: usize = 2 * SLOT_BYTES + TABLE_BYTES;
 pub const DMA_MIN_ROW_BYTES: u64 = 16;
 /// A run of short rows moves by one 2D DMA command when its rows hold this many bytes.
 pub const RECT_MIN_BYTES: u64 = 128;
-/// Transfers one slot keeps in flight before waiting for them early.
-const MAX_EVENTS: usize = 32;
 /// Channels per 16-channel block (CBlock16) and the panel granule.
 const BLOCK: u64 = 16;
 
@@ -330,41 +328,6 @@ impl Cursor {
             self.outer = add(self.outer, 1)?;
         }
         g.place(self)
-    }
-}
-
-/// Transfers in flight for one slot.
-struct Events {
-    list: [Option<Event>; MAX_EVENTS],
-    n: usize,
-}
-
-impl Events {
-    const fn new() -> Events {
-        Events {
-            list: [None; MAX_EVENTS],
-            n: 0,
-        }
-    }
-
-    fn push<W: Dma>(&mut self, worker: &mut W, event: Event) -> Result<(), FwError> {
-        if self.n == MAX_EVENTS {
-            self.wait_all(worker)?;
-        }
-        *self.list.get_mut(self.n).ok_or(FwError::Internal)? = Some(event);
-        // Below MAX_EVENTS here: no wrap.
-        self.n = self.n.wrapping_add(1);
-        Ok(())
-    }
-
-    fn wait_all<W: Dma>(&mut self, worker: &mut W) -> Result<(), FwError> {
-        for e in self.list.iter_mut().take(self.n) {
-            if let Some(e) = e.take() {
-                worker.wait(e)?;
-            }
-        }
-        self.n = 0;
-        Ok(())
     }
 }
 

@@ -18,7 +18,49 @@ use simak_core::tensor::MAX_RANK;
 use simak_core::wire::quant::QuantRepr;
 
 use crate::FwError;
-use crate::device::Platform;
+use crate::device::{Dma, Event, Platform};
+
+/// Transfers one slot keeps in flight before waiting for them early.
+const MAX_EVENTS: usize = 32;
+
+/// The DMA transfers in flight for one local slot (CastTess, the Detess-family entries):
+/// pushed as they start, all waited for before the slot's bytes are used or reused.
+pub(crate) struct Events {
+    list: [Option<Event>; MAX_EVENTS],
+    n: usize,
+}
+
+impl Events {
+    /// No transfer in flight.
+    pub(crate) const fn new() -> Events {
+        Events {
+            list: [None; MAX_EVENTS],
+            n: 0,
+        }
+    }
+
+    /// Records `event`; with [`MAX_EVENTS`] in flight, waits for them all first.
+    pub(crate) fn push<W: Dma>(&mut self, worker: &mut W, event: Event) -> Result<(), FwError> {
+        if self.n == MAX_EVENTS {
+            self.wait_all(worker)?;
+        }
+        *self.list.get_mut(self.n).ok_or(FwError::Internal)? = Some(event);
+        // Below MAX_EVENTS here: no wrap.
+        self.n = self.n.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Waits for every transfer in flight.
+    pub(crate) fn wait_all<W: Dma>(&mut self, worker: &mut W) -> Result<(), FwError> {
+        for e in self.list.iter_mut().take(self.n) {
+            if let Some(e) = e.take() {
+                worker.wait(e)?;
+            }
+        }
+        self.n = 0;
+        Ok(())
+    }
+}
 
 /// At most this many workers (SPEC §8).
 pub const MAX_WORKERS: usize = 4;

@@ -458,47 +458,65 @@ impl CastTessDescriptorV1 {
     pub fn fields(&self) -> Fields {
         let mut out = Fields::new();
         self.prefix.fields(&mut out);
-        for (k, (name, &v)) in AXIS_NAMES.iter().zip(self.axes.iter()).enumerate() {
-            fields::push(
-                &mut out,
-                field::AXES.saturating_add(k),
-                name,
-                FieldValue::I32(i32::from(v)),
-            );
-        }
-        fields::push(
+        push_tiled_tail(
             &mut out,
-            field::RESERVED_164,
-            "reserved_164",
-            FieldValue::Hex32(self.reserved_164.get()),
-        );
-        fields::push_u32s(&mut out, field::TILE, &TILE_NAMES, &self.tile);
-        fields::push(
-            &mut out,
-            field::BYTES_PER_OUTER,
-            "bytes_per_outer",
-            FieldValue::U64(self.bytes_per_outer.get()),
-        );
-        fields::push_u32s(
-            &mut out,
-            field::TILE_COUNTS,
-            &COUNT_NAMES,
-            &self.tile_counts,
-        );
-        fields::push(
-            &mut out,
-            field::TILE_ALIGN,
-            "tile_align",
-            FieldValue::U32(self.tile_align.get()),
-        );
-        fields::push(
-            &mut out,
-            field::RESERVED_212,
-            "reserved_212",
-            FieldValue::Hex32(self.reserved_212.get()),
+            TiledTail {
+                axes: &self.axes,
+                word_164: ("reserved_164", FieldValue::Hex32(self.reserved_164.get())),
+                tile: &self.tile,
+                bytes_per_outer: self.bytes_per_outer.get(),
+                tile_counts: &self.tile_counts,
+                tile_align: self.tile_align.get(),
+                reserved_212: self.reserved_212.get(),
+            },
         );
         out
     }
+}
+
+/// The fields of a tiled port's tail from offset 160 to 216 (CastTess v1 and the Detess
+/// entries share them; only the word at 164 differs).
+pub(crate) struct TiledTail<'a> {
+    pub(crate) axes: &'a [i8; 4],
+    pub(crate) word_164: (&'static str, FieldValue),
+    pub(crate) tile: &'a [U32; 4],
+    pub(crate) bytes_per_outer: u64,
+    pub(crate) tile_counts: &'a [U32; 4],
+    pub(crate) tile_align: u32,
+    pub(crate) reserved_212: u32,
+}
+
+/// Lists the fields of `t` with their offsets into `out`, in wire order.
+pub(crate) fn push_tiled_tail(out: &mut Fields, t: TiledTail<'_>) {
+    for (k, (name, &v)) in AXIS_NAMES.iter().zip(t.axes.iter()).enumerate() {
+        fields::push(
+            out,
+            field::AXES.saturating_add(k),
+            name,
+            FieldValue::I32(i32::from(v)),
+        );
+    }
+    fields::push(out, field::RESERVED_164, t.word_164.0, t.word_164.1);
+    fields::push_u32s(out, field::TILE, &TILE_NAMES, t.tile);
+    fields::push(
+        out,
+        field::BYTES_PER_OUTER,
+        "bytes_per_outer",
+        FieldValue::U64(t.bytes_per_outer),
+    );
+    fields::push_u32s(out, field::TILE_COUNTS, &COUNT_NAMES, t.tile_counts);
+    fields::push(
+        out,
+        field::TILE_ALIGN,
+        "tile_align",
+        FieldValue::U32(t.tile_align),
+    );
+    fields::push(
+        out,
+        field::RESERVED_212,
+        "reserved_212",
+        FieldValue::Hex32(t.reserved_212),
+    );
 }
 
 /// Number of entries returned by [`CastTessDescriptorV1::fields`].

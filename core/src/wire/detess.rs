@@ -42,7 +42,8 @@ use crate::layout::{Channels, MlaTiled, TileAlign, TiledView};
 use crate::ops::dequant::Params as DequantParams;
 use crate::ops::detess::admit_tiled_input;
 use crate::wire::casttess::{
-    ABSENT_AXIS, Params, check_tile_counts, check_tile_params, store_u32s,
+    ABSENT_AXIS, Params, TiledTail, check_tile_counts, check_tile_params, push_tiled_tail,
+    store_u32s,
 };
 use crate::wire::fields::{self, FieldValue, Fields};
 use crate::wire::prefix::{
@@ -448,44 +449,17 @@ impl<const K: u8> DetessDescriptorV1<K> {
     pub fn fields(&self) -> Fields {
         let mut out = Fields::new();
         self.prefix.fields(&mut out);
-        for (k, (name, &v)) in AXIS_NAMES.iter().zip(self.axes.iter()).enumerate() {
-            fields::push(
-                &mut out,
-                field::AXES.saturating_add(k),
-                name,
-                FieldValue::I32(i32::from(v)),
-            );
-        }
-        fields::push(
+        push_tiled_tail(
             &mut out,
-            field::INPUT_DTYPE,
-            "input_dtype",
-            FieldValue::U32(self.input_dtype.get()),
-        );
-        fields::push_u32s(&mut out, field::TILE, &TILE_NAMES, &self.tile);
-        fields::push(
-            &mut out,
-            field::BYTES_PER_OUTER,
-            "bytes_per_outer",
-            FieldValue::U64(self.bytes_per_outer.get()),
-        );
-        fields::push_u32s(
-            &mut out,
-            field::TILE_COUNTS,
-            &COUNT_NAMES,
-            &self.tile_counts,
-        );
-        fields::push(
-            &mut out,
-            field::TILE_ALIGN,
-            "tile_align",
-            FieldValue::U32(self.tile_align.get()),
-        );
-        fields::push(
-            &mut out,
-            field::RESERVED_212,
-            "reserved_212",
-            FieldValue::Hex32(self.reserved_212.get()),
+            TiledTail {
+                axes: &self.axes,
+                word_164: ("input_dtype", FieldValue::U32(self.input_dtype.get())),
+                tile: &self.tile,
+                bytes_per_outer: self.bytes_per_outer.get(),
+                tile_counts: &self.tile_counts,
+                tile_align: self.tile_align.get(),
+                reserved_212: self.reserved_212.get(),
+            },
         );
         let (multiplier, zero_point) = if Self::CONVERSION.has_params() {
             ("multiplier", "zero_point")
@@ -758,15 +732,6 @@ impl DetessRepr {
 
 /// Number of entries returned by [`DetessDescriptorV1::fields`].
 pub const FIELD_COUNT: usize = 42;
-
-const AXIS_NAMES: [&str; 4] = ["axes[d]", "axes[h]", "axes[w]", "axes[c]"];
-const TILE_NAMES: [&str; 4] = ["tile[d]", "tile[h]", "tile[w]", "tile[c]"];
-const COUNT_NAMES: [&str; 4] = [
-    "tile_counts[d]",
-    "tile_counts[h]",
-    "tile_counts[w]",
-    "tile_counts[c]",
-];
 
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
