@@ -333,9 +333,12 @@ fn dma_commands_of_hand_computed_layouts() {
         &[128, 16, 1],
     );
     let ofm = random_ofm(&mut rng, capacity(&k));
-    let r = check(&k, &ofm, 1, |_| {}).report.unwrap();
+    let run = check(&k, &ofm, 1, |_| {});
+    let r = run.report.unwrap();
     assert_eq!((r.units, r.tess.source_dma, r.tess.output_dma), (1, 1, 1));
     assert_eq!(r.tess.output_direct, 0);
+    let w = &run.cost.workers[0];
+    assert_eq!((w.bytes_read, w.bytes_written), (512, 512));
     // BF16 [2, 8, 3] to an NCHW output (C stride 32, H 16, W 2): the input's 96 bytes in
     // one DMA; each of the two W segments leaves as one 2D DMA of 3 channel rows of 16
     // bytes.
@@ -371,6 +374,19 @@ fn dma_commands_of_hand_computed_layouts() {
     );
     let per_worker: Vec<u64> = run.cost.workers.iter().map(|w| w.dma_commands).collect();
     assert_eq!(per_worker, [6, 6], "DMA commands per worker");
+    // Bytes per worker: two tiles of 4 pixels × 48 stored bytes read, two tiles of 4 pixels
+    // × 40 channels × 4 bytes written.
+    let bytes: Vec<(u64, u64)> = run
+        .cost
+        .workers
+        .iter()
+        .map(|w| (w.bytes_read, w.bytes_written))
+        .collect();
+    assert_eq!(
+        bytes,
+        [(384, 1280), (384, 1280)],
+        "bytes read and written per worker"
+    );
     // Every input byte read exactly once (the capacity has no alignment padding here:
     // tiles of 4 pixels × 48 stored bytes = 192).
     assert!(run.input_read_counts.iter().all(|&n| n == 1));
