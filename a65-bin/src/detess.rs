@@ -864,8 +864,13 @@ impl report::Summary for DetessSummary {
             ));
             if let Some(c) = &h.ev74 {
                 text.push_str(&format!(
-                    "  ev74-sim: {} workers, {} simulated cycles, {} DMA commands, {} bytes read, {} written\n",
-                    c.workers, c.simulated_cycles, c.dma_commands, c.bytes_read, c.bytes_written
+                    "  ev74-sim: {} worker{}, {} simulated cycles, {} DMA commands, {} bytes read (the descriptor's included), {} written\n",
+                    c.workers,
+                    if c.workers == 1 { "" } else { "s" },
+                    c.simulated_cycles,
+                    c.dma_commands,
+                    c.bytes_read,
+                    c.bytes_written
                 ));
             }
         }

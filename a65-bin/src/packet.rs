@@ -32,9 +32,10 @@ pub enum PacketCommand {
     /// Encode a descriptor with the library's codec.
     #[command(subcommand)]
     Encode(EncodeCommand),
-    /// List every field of a descriptor file (Quant v1 or CastTess v1, told apart by the
-    /// magic) with its offset, then the device's verdict: valid (relocatable), valid
-    /// (bound), or the rejection with its numeric code (exit 2).
+    /// List every field of a descriptor file (Quant v1, CastTess v1, Detess v1,
+    /// DetessCast v1 or DetessDequant v1, told apart by the magic) with its offset, then the
+    /// device's verdict: valid (relocatable), valid (bound), or the rejection with its
+    /// numeric code (exit 2).
     Decode(DecodeArgs),
 }
 

@@ -448,7 +448,7 @@ impl<const K: u8> DetessDescriptorV1<K> {
     /// whatever they are.
     pub fn fields(&self) -> Fields {
         let mut out = Fields::new();
-        self.prefix.fields(&mut out);
+        self.prefix.fields_for(&mut out, Port::Output);
         push_tiled_tail(
             &mut out,
             TiledTail {

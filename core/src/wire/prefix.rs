@@ -794,9 +794,25 @@ const INPUT_STRIDE_NAMES: [&str; MAX_RANK] = [
     "input_strides[5]",
 ];
 
+const OUTPUT_STRIDE_NAMES: [&str; MAX_RANK] = [
+    "output_strides[0]",
+    "output_strides[1]",
+    "output_strides[2]",
+    "output_strides[3]",
+    "output_strides[4]",
+    "output_strides[5]",
+];
+
 impl Prefix {
-    /// Lists the 24 prefix fields with their offsets into `out`, in wire order.
+    /// Lists the 24 prefix fields with their offsets into `out`, in wire order, the stride
+    /// slots named for the input (Quant v1, CastTess v1).
     pub fn fields(&self, out: &mut Fields) {
+        self.fields_for(out, Port::Input);
+    }
+
+    /// Lists the 24 prefix fields as [`Prefix::fields`], the stride slots at 112 named for
+    /// `port`, the prefix's port (`output_strides[k]` for the Detess entries).
+    pub fn fields_for(&self, out: &mut Fields, port: Port) {
         let mut push = |offset, name, value| crate::wire::fields::push(out, offset, name, value);
         push(field::MAGIC, "magic", FieldValue::Magic(self.magic));
         push(
@@ -843,12 +859,11 @@ impl Prefix {
             FieldValue::U64(self.output_span.get()),
         );
         crate::wire::fields::push_u64s(out, field::EXTENTS, &EXTENT_NAMES, &self.extents);
-        crate::wire::fields::push_u64s(
-            out,
-            field::INPUT_STRIDES,
-            &INPUT_STRIDE_NAMES,
-            &self.input_strides,
-        );
+        let names = match port {
+            Port::Input => &INPUT_STRIDE_NAMES,
+            Port::Output => &OUTPUT_STRIDE_NAMES,
+        };
+        crate::wire::fields::push_u64s(out, field::INPUT_STRIDES, names, &self.input_strides);
     }
 }
 

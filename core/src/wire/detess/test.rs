@@ -226,6 +226,10 @@ fn the_listing_names_every_field() {
     assert_eq!(find("multiplier").value, FieldValue::Hex32(0x3f00_0000));
     assert_eq!(find("zero_point").value, FieldValue::I32(-3));
     assert_eq!(find("tile_counts[c]").offset, 204);
+    // The prefix describes the output: its stride slots are the output's.
+    assert_eq!(find("output_strides[0]").offset, 112);
+    assert_eq!(find("output_strides[0]").value, FieldValue::U64(68));
+    assert!(!fields.iter().any(|f| f.name.starts_with("input_strides")));
     // The other entries name the words at 216 and 220 reserved.
     let raw = DetessRaw::new_checked(&GOLDEN_DETESS_I16).unwrap();
     assert!(raw.fields().iter().any(|f| f.name == "reserved_220"));
