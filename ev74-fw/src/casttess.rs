@@ -129,13 +129,7 @@ pub(crate) fn execute<P: Platform>(
         ..TessStats::default()
     };
     crate::work::for_each_worker(platform, geometry.tasks, launched, |worker, start, end| {
-        let available = worker.local().len();
-        if available < LOCAL_BYTES {
-            return Err(FwError::LocalMemory {
-                required: LOCAL_BYTES as u32,
-                available: available as u32,
-            });
-        }
+        crate::work::require_local(worker, LOCAL_BYTES)?;
         ctx.run(worker, start, end, &mut tess)
     })?;
     Ok(Report {

@@ -429,13 +429,7 @@ pub(crate) fn execute<P: Platform>(platform: &mut P, repr: &DetessRepr) -> Resul
         ..TessStats::default()
     };
     crate::work::for_each_worker(platform, g.tasks, launched, |worker, start, end| {
-        let available = worker.local().len();
-        if available < LOCAL_BYTES {
-            return Err(FwError::LocalMemory {
-                required: LOCAL_BYTES as u32,
-                available: available as u32,
-            });
-        }
+        crate::work::require_local(worker, LOCAL_BYTES)?;
         ctx.run(worker, start, end, &mut tess)
     })?;
     let band = g

@@ -62,6 +62,22 @@ impl Events {
     }
 }
 
+/// Checks that `worker` has at least `required` bytes of local memory.
+///
+/// # Errors
+///
+/// [`FwError::LocalMemory`] with both sizes.
+pub(crate) fn require_local<W: Dma>(worker: &mut W, required: usize) -> Result<(), FwError> {
+    let available = worker.local().len();
+    if available < required {
+        return Err(FwError::LocalMemory {
+            required: required as u32,
+            available: available as u32,
+        });
+    }
+    Ok(())
+}
+
 /// At most this many workers (SPEC §8).
 pub const MAX_WORKERS: usize = 4;
 
