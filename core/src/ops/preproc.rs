@@ -668,6 +668,48 @@ impl Plan {
         input.get(start..start.checked_add(usize::try_from(3 * count).ok()?)?)
     }
 
+    /// The NV12 bytes of output pixels `(n, y, x0 + k)` and `(n, y + 1, x0 + k)`,
+    /// `k < count`, when both rows lie inside an NV12 frame (no border) and share one
+    /// chroma row (frame row `y − top` even) from an even frame column: (the luma bytes of
+    /// the two rows, `count` each; the chroma pairs that cover them, `2·⌈count / 2⌉`
+    /// bytes), or `None`. For a YUV step that computes each chroma pair once for both
+    /// rows (SPEC §13's formula, [`yuv_to_rgb`]).
+    #[inline]
+    pub fn nv12_pair<'a>(
+        &self,
+        input: &'a [u8],
+        n: u64,
+        y: u64,
+        x0: u64,
+        count: u64,
+    ) -> Option<(&'a [u8], &'a [u8], &'a [u8])> {
+        let b = &self.border;
+        let (fy, fx) = (y.checked_sub(b.top)?, x0.checked_sub(b.left)?);
+        if self.frame.format != Format::NV12
+            || fy % 2 != 0
+            || fx % 2 != 0
+            || fy.checked_add(1)? >= self.frame.height
+            || fx.checked_add(count)? > self.frame.width
+        {
+            return None;
+        }
+        let base = n.checked_mul(self.frame.frame_stride)?;
+        let slice = |plane: usize, row: u64, bytes: u64| -> Option<&'a [u8]> {
+            let p = &self.frame.planes[plane];
+            let start = base
+                .checked_add(p.offset)?
+                .checked_add(row.checked_mul(p.row_stride)?)?
+                .checked_add(fx)?;
+            let start = usize::try_from(start).ok()?;
+            input.get(start..start.checked_add(usize::try_from(bytes).ok()?)?)
+        };
+        Some((
+            slice(0, fy, count)?,
+            slice(0, fy + 1, count)?,
+            slice(1, fy / 2, count.div_ceil(2) * 2)?,
+        ))
+    }
+
     /// [`pixel_row`](Plan::pixel_row) with the YUV pixels (NV12, I420) converted by
     /// `yuv` (the same values: [`yuv_to_rgb`]'s formula).
     pub fn pixel_row_by(

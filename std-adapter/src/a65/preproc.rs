@@ -112,6 +112,49 @@ impl Yuv {
     }
 }
 
+impl Yuv {
+    /// Two rows of NV12 pixels sharing the chroma row `uv` ([`Plan::nv12_pair`]): luma
+    /// `y0` into `out0` and `y1` into `out1` (one pixel each per luma byte, pair `k / 2`
+    /// for pixel `k`), the SIMD blocks computing each chroma block once for both rows.
+    fn nv12_pair(
+        &self,
+        y0: &[u8],
+        y1: &[u8],
+        uv: &[u8],
+        out0: &mut [[u8; 3]],
+        out1: &mut [[u8; 3]],
+    ) {
+        let n = out0.len();
+        let blocks = n / 16;
+        let (o0, o1) = (
+            out0[..16 * blocks].as_flattened_mut(),
+            out1[..16 * blocks].as_flattened_mut(),
+        );
+        let done = match *self {
+            Yuv::Portable => 0,
+            #[cfg(target_arch = "x86_64")]
+            Yuv::Simd(Block::Sse41(t)) => t.yuv_nv12_pair_blocks(y0, y1, uv, o0, o1),
+            #[cfg(target_arch = "x86_64")]
+            Yuv::Simd(Block::Avx2(t)) => t.yuv_nv12_pair_blocks(y0, y1, uv, o0, o1),
+            #[cfg(target_arch = "aarch64")]
+            Yuv::Simd(Block::Neon(t)) => t.yuv_nv12_pair_blocks(y0, y1, uv, o0, o1),
+        };
+        let k = 16 * done;
+        if k < n {
+            for (out, luma) in [(out0, y0), (out1, y1)] {
+                PortableYuv.yuv_row(
+                    &mut out[k..n],
+                    &luma[k..n],
+                    &uv[k..],
+                    &uv[k + 1..],
+                    2,
+                    false,
+                );
+            }
+        }
+    }
+}
+
 impl YuvRows for Yuv {
     fn yuv_row(
         &self,
@@ -641,7 +684,7 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
     let extents = view.extents();
     let t = &state.tables.0;
     let mut pixels = Pixels::new(plan, input);
-    let mut raw = [[0u8; 3]; ROW];
+    let (mut raw, mut raw1) = ([[0u8; 3]; ROW], [[0u8; 3]; ROW]);
     // Unit steps per role, as slot vectors.
     let mut role_slot = [None; 4];
     for (r, axis) in layout.axes.iter().enumerate() {
@@ -676,6 +719,8 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
         // values per tile row.
         let rows = role_slot[2] == Some(2) && role_slot[3] == Some(3) && tw <= ROW;
         let mut k = 0usize;
+        // Whether the previous tile row was written as the first of a pair with this one.
+        let mut paired = false;
         for d in 0..td {
             for h in 0..th {
                 let mut row = first;
@@ -684,9 +729,15 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
                         row[s] += i;
                     }
                 }
+                if rows && paired {
+                    // The second row of a pair, written with the first.
+                    paired = false;
+                    k += tw;
+                    continue;
+                }
                 if rows {
                     let [n, y, x, c0] = row;
-                    let dst = &mut dst[k * pixel_bytes..(k + tw) * pixel_bytes];
+                    let (dst, pair) = dst[k * pixel_bytes..].split_at_mut(tw * pixel_bytes);
                     if let Some(a) = state
                         .affine
                         .as_ref()
@@ -714,6 +765,31 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
                         k += tw;
                         continue;
                     }
+                    if h + 1 < th
+                        && role_slot[1] == Some(1)
+                        && let Some((y0, y1, uv)) =
+                            plan.nv12_pair(input, n as u64, y as u64, x as u64, tw as u64)
+                    {
+                        // Two NV12 rows that share a chroma row, rows h and h + 1 of the
+                        // tile: each chroma pair converted once.
+                        // The next tile's same rows (tiles along W are adjacent in the frame).
+                        for piece in [y0, y1, uv] {
+                            prefetch_after(input, piece, piece.len());
+                        }
+                        let (r0, r1) = (&mut raw[..tw], &mut raw1[..tw]);
+                        state.yuv.nv12_pair(y0, y1, uv, r0, r1);
+                        if plan.bgr() {
+                            for px in r0.iter_mut().chain(r1.iter_mut()) {
+                                px.swap(0, 2);
+                            }
+                        }
+                        let d1 = &mut pair[..tw * pixel_bytes];
+                        piece_row(state, bf16, planes, r0, c0, tc, sc, dst);
+                        piece_row(state, bf16, planes, r1, c0, tc, sc, d1);
+                        paired = true;
+                        k += tw;
+                        continue;
+                    }
                     // The next tile's same row (tiles along W are adjacent in the frame).
                     prefetch_row(plan, input, n as u64, y as u64, (x + tw) as u64, tw as u64);
                     plan.pixel_row_by(
@@ -724,19 +800,7 @@ fn run_tiled(state: &State, planes: usize, input: &[u8], out: &mut [u8], tiles: 
                         x as u64,
                         &mut raw[..tw],
                     );
-                    if planes == 1 {
-                        tile_row::<1>(t, state.affine.as_ref(), &raw[..tw], c0, tc, sc, dst);
-                    } else if let Some(w) = state
-                        .placed
-                        .as_ref()
-                        .filter(|_| c0 == 0 && tc == 3 && sc == 3)
-                    {
-                        // Compact BF16: whole blocks in the lanes, the rest by the entries.
-                        let done = bf16.map_or(0, |b| b.pixels(raw[..tw].as_flattened(), dst));
-                        placed_pixels(w, &raw[done..tw], &mut dst[6 * done..]);
-                    } else {
-                        tile_row::<2>(t, None, &raw[..tw], c0, tc, sc, dst);
-                    }
+                    piece_row(state, bf16, planes, &raw[..tw], c0, tc, sc, dst);
                     k += tw;
                     continue;
                 }
@@ -812,6 +876,50 @@ fn prefetch_row(plan: &Plan, input: &[u8], n: u64, y: u64, x0: u64, count: u64) 
             count * format.pixel_bytes(),
         ),
     }
+}
+
+/// One tile row of `planes` byte planes (1: INT8, 2: BF16) from its row piece of raw
+/// values `raw` ([`tile_row`]): INT8 through the affine map's blocks where the plan has
+/// one, Compact three-channel BF16 through the BF16 lanes (`bf16`, where usable) and the
+/// placed entries.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn piece_row(
+    state: &State,
+    bf16: Option<&Bf16>,
+    planes: usize,
+    raw: &[[u8; 3]],
+    c0: usize,
+    tc: usize,
+    sc: usize,
+    dst: &mut [u8],
+) {
+    let t = &state.tables.0;
+    if planes == 1 {
+        tile_row::<1>(t, state.affine.as_ref(), raw, c0, tc, sc, dst);
+    } else if let Some(w) = state
+        .placed
+        .as_ref()
+        .filter(|_| c0 == 0 && tc == 3 && sc == 3)
+    {
+        // Compact BF16: whole blocks in the lanes, the rest by the entries.
+        let done = bf16.map_or(0, |b| b.pixels(raw.as_flattened(), dst));
+        placed_pixels(w, &raw[done..], &mut dst[6 * done..]);
+    } else {
+        tile_row::<2>(t, None, raw, c0, tc, sc, dst);
+    }
+}
+
+/// Prefetch hints for the `len` bytes of `input` that follow `piece`, a slice of `input`,
+/// clamped to `input`; never a read.
+#[inline]
+fn prefetch_after(input: &[u8], piece: &[u8], len: usize) {
+    let start = (piece.as_ptr() as usize)
+        .wrapping_sub(input.as_ptr() as usize)
+        .saturating_add(piece.len())
+        .min(input.len());
+    let end = start.saturating_add(len).min(input.len());
+    super::arch::prefetch(&input[start..end]);
 }
 
 /// Compact three-channel BF16 pixels of raw values `raw` into `dst` (six bytes a pixel):

@@ -492,6 +492,68 @@ fn bf16_blocks_match_the_existing_ops() {
     usual_route_at_every_level(Out::CastTess(layout), "bf16");
 }
 
+/// NV12 rows written in pairs (two luma rows with their shared chroma row, each chroma
+/// block converted once) to tiles (CastTess and QuantTess, Compact and PadTo16): tile heights 1–4 and 16 (odd ones leave a
+/// row unpaired), frame heights 2–10, widths 2–98 (whole 16-pixel blocks and tails), a
+/// border of 0 or 1 row on top (pairs start on odd tile rows) and 0 or 1 column on the
+/// left (odd frame columns, no pairs), batches, at every level and 1 or 3 threads, each
+/// against CastTess or QuantTess on the oracle's tensor.
+#[test]
+fn nv12_row_pairs_match_the_existing_ops() {
+    let mut rng = Rng::new(0x26_0212);
+    let mut runs = 0;
+    let widths: &[u64] = if simak_tests::sweeps::full() {
+        &[2, 6, 16, 18, 30, 32, 34, 48, 62, 64, 66, 98]
+    } else {
+        &[2, 18, 32, 64, 66]
+    };
+    for (i, &w) in widths.iter().enumerate() {
+        for (j, th) in [1u32, 2, 3, 4, 16].into_iter().enumerate() {
+            let h = 2 + 2 * rng.below(5);
+            let batch = [None, Some(2)][(i + j) % 2];
+            let (frame, bytes) = random_frame(&mut rng, Format::NV12, h, w, batch);
+            let setup = Setup {
+                frame,
+                divisor: 255.0,
+                mean: vec![0.485, 0.456, 0.406],
+                std: vec![0.229, 0.224, 0.225],
+                bgr: rng.chance(1, 2),
+                border: Border {
+                    top: ((i + j) % 3 == 1).into(),
+                    bottom: (j % 2).try_into().unwrap(),
+                    left: ((i + j) % 4 == 3).into(),
+                    right: 0,
+                },
+                pad: vec![7],
+            };
+            let b = setup.border;
+            let (tw, th) = ((w as u32).min(64), th.min((h + b.top + b.bottom) as u32));
+            let layout =
+                |channels| Output::default_layout(batch.is_some(), [1, th, tw, 3], channels);
+            let outs = [
+                Out::CastTess(layout(Channels::Compact)),
+                Out::QuantTess(layout(Channels::Compact), random_params(&mut rng)),
+                [
+                    Out::CastTess(layout(Channels::PadTo16)),
+                    Out::QuantTess(layout(Channels::PadTo16), random_params(&mut rng)),
+                ][j % 2]
+                    .clone(),
+            ];
+            let threads: &[usize] = if j == 4 { &[1, 3] } else { &[1] };
+            for out in &outs {
+                runs += check(
+                    &format!("NV12 {h}x{w} tile height {th}"),
+                    &setup,
+                    out,
+                    &bytes,
+                    threads,
+                );
+            }
+        }
+    }
+    assert!(runs >= widths.len() * 5 * 3);
+}
+
 /// The integer formula on all 2^24 (Y, U, V) triples against the restatement above.
 #[test]
 fn yuv_formula_on_every_triple() {

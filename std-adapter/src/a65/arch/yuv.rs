@@ -32,6 +32,26 @@ pub(crate) trait YuvLanes: Isa {
             .map(|(y, uv, o)| self.yuv16_nv12(y, uv, o))
             .count()
     }
+
+    /// [`yuv_nv12_blocks`](YuvLanes::yuv_nv12_blocks) on two luma rows that share the
+    /// chroma row `uv` (frame rows `2r` and `2r + 1`): block `b` of `y0` into `out0[48b..]`
+    /// and of `y1` into `out1[48b..]`, for every block all five hold; returns the number
+    /// of blocks. A level may compute each chroma block once for both rows.
+    fn yuv_nv12_pair_blocks(
+        self,
+        y0: &[u8],
+        y1: &[u8],
+        uv: &[u8],
+        out0: &mut [u8],
+        out1: &mut [u8],
+    ) -> usize {
+        let blocks = (y0.len().min(y1.len()).min(uv.len()) / 16)
+            .min(out0.len() / 48)
+            .min(out1.len() / 48);
+        let (y0, y1, uv) = (&y0[..16 * blocks], &y1[..16 * blocks], &uv[..16 * blocks]);
+        self.yuv_nv12_blocks(y0, uv, &mut out0[..48 * blocks]);
+        self.yuv_nv12_blocks(y1, uv, &mut out1[..48 * blocks])
+    }
 }
 
 /// The 16-pixel NV12 blocks that `y`, `uv` and `out` all hold, in order: (luma, pairs,
@@ -46,6 +66,18 @@ pub(crate) fn nv12_blocks<'a>(
     luma.zip(uv.as_chunks::<16>().0)
         .zip(pixels)
         .map(|((y, uv), o)| (y, uv, o))
+}
+
+/// The 16-pixel blocks that `y` and `out` both hold, in order: (luma, pixels).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn pixel_blocks<'a>(
+    y: &'a [u8],
+    out: &'a mut [u8],
+) -> impl Iterator<Item = (&'a [u8; 16], &'a mut [u8; 48])> {
+    y.as_chunks::<16>()
+        .0
+        .iter()
+        .zip(out.as_chunks_mut::<48>().0)
 }
 
 /// The byte shuffles that interleave three 16-byte planes (R, G, B) into 48 bytes:

@@ -15,7 +15,7 @@ use super::super::dequant::DequantLanes;
 use super::super::isa::{Avx2, lanes, ops};
 use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
-use super::super::yuv::{YuvLanes, nv12_blocks};
+use super::super::yuv::{YuvLanes, nv12_blocks, pixel_blocks};
 use super::CLAMP_HI;
 use super::sse41::store_interleaved3;
 
@@ -497,15 +497,42 @@ lanes! {
         }
 
         fn yuv_nv12_blocks(self, y: &[u8], uv: &[u8], out: &mut [u8]) -> usize {
-            nv12_blocks(y, uv, out).map(|(y, uv, o)| yuv16_avx2_nv12(y, uv, o)).count()
+            let mut n = 0;
+            // A loop, not an iterator adaptor: a closure would not be inlined into this body.
+            for (y, uv, o) in nv12_blocks(y, uv, out) {
+                yuv16_avx2_nv12(y, uv, o);
+                n += 1;
+            }
+            n
+        }
+
+        fn yuv_nv12_pair_blocks(
+            self,
+            y0: &[u8],
+            y1: &[u8],
+            uv: &[u8],
+            out0: &mut [u8],
+            out1: &mut [u8],
+        ) -> usize {
+            let mut n = 0;
+            for ((y0, uv, o0), (y1, o1)) in nv12_blocks(y0, uv, out0).zip(pixel_blocks(y1, out1)) {
+                // One chroma block for the two rows.
+                let (u, v) = split_nv12_avx2(uv);
+                let terms = chroma16_avx2(u, v);
+                luma16_avx2(y0, &terms, o0);
+                luma16_avx2(y1, &terms, o1);
+                n += 1;
+            }
+            n
         }
     }
 }
 
-/// The block of 16 NV12 pixels: the pairs' U and V split by one shuffle.
+/// The 8 pairs of an NV12 chroma block as U (low 8 bytes of the first vector) and V (of
+/// the second), split by one shuffle.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn yuv16_avx2_nv12(y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+fn split_nv12_avx2(uv: &[u8; 16]) -> (__m128i, __m128i) {
     // SAFETY: `uv` is 16 readable bytes; an unaligned load.
     let pairs = unsafe { _mm_loadu_si128(uv.as_ptr().cast()) };
     // The U (even) bytes, then the V (odd) bytes.
@@ -513,15 +540,31 @@ fn yuv16_avx2_nv12(y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
         pairs,
         _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15),
     );
-    yuv16_avx2(y, split, _mm_srli_si128::<8>(split), out);
+    (split, _mm_srli_si128::<8>(split))
+}
+
+/// The block of 16 NV12 pixels.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn yuv16_avx2_nv12(y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+    let (u, v) = split_nv12_avx2(uv);
+    yuv16_avx2(y, u, v, out);
 }
 
 /// The AVX2 YUV block (SSE4.1's in 8 lanes): luma `y`, the 8 pairs' U and V in the low 8
-/// bytes of `u` and `v`. Each pair's chroma terms are computed once, then spread to its
-/// two pixels.
+/// bytes of `u` and `v`.
 #[target_feature(enable = "avx2")]
 #[inline]
 fn yuv16_avx2(y: &[u8; 16], u: __m128i, v: __m128i, out: &mut [u8; 48]) {
+    luma16_avx2(y, &chroma16_avx2(u, v), out);
+}
+
+/// The chroma terms of 8 pairs (U and V in the low 8 bytes of `u` and `v`), each pair's
+/// computed once and spread to its two pixels: `[channel][half]`, pixels `8·half..` of
+/// the block, R, G, B.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn chroma16_avx2(u: __m128i, v: __m128i) -> [[__m256i; 2]; 3] {
     let c128 = _mm256_set1_epi32(128);
     let (u, v) = (
         _mm256_sub_epi32(_mm256_cvtepu8_epi32(u), c128),
@@ -535,10 +578,32 @@ fn yuv16_avx2(y: &[u8; 16], u: __m128i, v: __m128i, out: &mut [u8; 48]) {
         ),
         _mm256_mullo_epi32(u, _mm256_set1_epi32(2_116_026)),
     ];
-    let spread = [
+    let (lo, hi) = (
         _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
         _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7),
-    ];
+    );
+    // Without closures, which would not be inlined into this body.
+    [
+        [
+            _mm256_permutevar8x32_epi32(terms[0], lo),
+            _mm256_permutevar8x32_epi32(terms[0], hi),
+        ],
+        [
+            _mm256_permutevar8x32_epi32(terms[1], lo),
+            _mm256_permutevar8x32_epi32(terms[1], hi),
+        ],
+        [
+            _mm256_permutevar8x32_epi32(terms[2], lo),
+            _mm256_permutevar8x32_epi32(terms[2], hi),
+        ],
+    ]
+}
+
+/// 16 pixels of luma `y` with their chroma terms ([`chroma16_avx2`]) into `out` as R, G,
+/// B bytes per pixel.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn luma16_avx2(y: &[u8; 16], terms: &[[__m256i; 2]; 3], out: &mut [u8; 48]) {
     let (c16, zero) = (_mm256_set1_epi32(16), _mm256_setzero_si256());
     let mut rgb = [[zero; 2]; 3];
     for h in 0..2 {
@@ -551,17 +616,20 @@ fn yuv16_avx2(y: &[u8; 16], u: __m128i, v: __m128i, out: &mut [u8; 48]) {
             _mm256_set1_epi32(1 << 19),
         );
         for (c, t) in terms.iter().enumerate() {
-            let t = _mm256_permutevar8x32_epi32(*t, spread[h]);
-            rgb[c][h] = _mm256_srai_epi32::<20>(_mm256_add_epi32(base, t));
+            rgb[c][h] = _mm256_srai_epi32::<20>(_mm256_add_epi32(base, t[h]));
         }
     }
     // Signed then unsigned saturation: exactly the clamp to [0, 255]. The 32 → 16 pack
     // works per 128-bit half; the 64-bit permute restores pixel order.
-    let planes = rgb.map(|c| {
-        let w = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(c[0], c[1]));
-        _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256::<1>(w))
-    });
-    store_interleaved3(planes, out);
+    macro_rules! plane {
+        ($c:expr) => {{
+            let w = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(
+                rgb[$c][0], rgb[$c][1],
+            ));
+            _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256::<1>(w))
+        }};
+    }
+    store_interleaved3([plane!(0), plane!(1), plane!(2)], out);
 }
 
 lanes! {

@@ -11,7 +11,7 @@ use super::super::bf16map::{Bf16Lanes, Bf16Map3, MASKS, Steps};
 use super::super::dequant::DequantLanes;
 use super::super::isa::{Sse41, lanes};
 use super::super::quant::{Load, QuantLanes};
-use super::super::yuv::{INTERLEAVE3, YuvLanes, nv12_blocks};
+use super::super::yuv::{INTERLEAVE3, YuvLanes, nv12_blocks, pixel_blocks};
 use super::{CLAMP_HI, load_partial_128, store_partial_128};
 
 lanes! {
@@ -160,18 +160,44 @@ lanes! {
         }
 
         fn yuv_nv12_blocks(self, y: &[u8], uv: &[u8], out: &mut [u8]) -> usize {
-            nv12_blocks(y, uv, out).map(|(y, uv, o)| yuv16_sse41_nv12(y, uv, o)).count()
+            let mut n = 0;
+            // A loop, not an iterator adaptor: a closure would not be inlined into this body.
+            for (y, uv, o) in nv12_blocks(y, uv, out) {
+                yuv16_sse41_nv12(y, uv, o);
+                n += 1;
+            }
+            n
+        }
+
+        fn yuv_nv12_pair_blocks(
+            self,
+            y0: &[u8],
+            y1: &[u8],
+            uv: &[u8],
+            out0: &mut [u8],
+            out1: &mut [u8],
+        ) -> usize {
+            let mut n = 0;
+            for ((y0, uv, o0), (y1, o1)) in nv12_blocks(y0, uv, out0).zip(pixel_blocks(y1, out1)) {
+                // One chroma block for the two rows.
+                let (ud, vd) = spread_nv12_sse41(uv);
+                let terms = chroma16_sse41(ud, vd);
+                luma16_sse41(y0, &terms, o0);
+                luma16_sse41(y1, &terms, o1);
+                n += 1;
+            }
+            n
         }
     }
 }
 
-/// The block of 16 NV12 pixels: the pairs' U and V split by one shuffle.
+/// Each pixel's U and V of an NV12 chroma block (8 interleaved pairs): each U (even
+/// bytes) and each V (odd bytes) twice, by one shuffle each.
 #[target_feature(enable = "sse4.1")]
 #[inline]
-fn yuv16_sse41_nv12(y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+fn spread_nv12_sse41(uv: &[u8; 16]) -> (__m128i, __m128i) {
     // SAFETY: `uv` is 16 readable bytes; an unaligned load.
     let pairs = unsafe { _mm_loadu_si128(uv.as_ptr().cast()) };
-    // Each U (even bytes) and each V (odd bytes) twice.
     let ud = _mm_shuffle_epi8(
         pairs,
         _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14),
@@ -180,6 +206,14 @@ fn yuv16_sse41_nv12(y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
         pairs,
         _mm_setr_epi8(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15),
     );
+    (ud, vd)
+}
+
+/// The block of 16 NV12 pixels.
+#[target_feature(enable = "sse4.1")]
+#[inline]
+fn yuv16_sse41_nv12(y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+    let (ud, vd) = spread_nv12_sse41(uv);
     yuv16_sse41(y, ud, vd, out);
 }
 
@@ -187,18 +221,49 @@ fn yuv16_sse41_nv12(y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
 #[target_feature(enable = "sse4.1")]
 #[inline]
 fn yuv16_sse41(y: &[u8; 16], ud: __m128i, vd: __m128i, out: &mut [u8; 48]) {
+    luma16_sse41(y, &chroma16_sse41(ud, vd), out);
+}
+
+/// The 16 bytes of `x` as four vectors of 32-bit lanes.
+#[target_feature(enable = "sse4.1")]
+#[inline]
+fn quarters_sse41(x: __m128i) -> [__m128i; 4] {
+    [
+        _mm_cvtepu8_epi32(x),
+        _mm_cvtepu8_epi32(_mm_srli_si128::<4>(x)),
+        _mm_cvtepu8_epi32(_mm_srli_si128::<8>(x)),
+        _mm_cvtepu8_epi32(_mm_srli_si128::<12>(x)),
+    ]
+}
+
+/// The chroma terms of 16 pixels (each pixel's U and V in `ud`, `vd`): `[channel][quarter]`,
+/// R, G, B, pixels `4·quarter..`.
+#[target_feature(enable = "sse4.1")]
+#[inline]
+fn chroma16_sse41(ud: __m128i, vd: __m128i) -> [[__m128i; 4]; 3] {
+    let (us, vs) = (quarters_sse41(ud), quarters_sse41(vd));
+    let (c128, zero) = (_mm_set1_epi32(128), _mm_setzero_si128());
+    let mut terms = [[zero; 4]; 3];
+    for q in 0..4 {
+        let (u, v) = (_mm_sub_epi32(us[q], c128), _mm_sub_epi32(vs[q], c128));
+        terms[0][q] = _mm_mullo_epi32(v, _mm_set1_epi32(1_673_527));
+        terms[1][q] = _mm_add_epi32(
+            _mm_mullo_epi32(v, _mm_set1_epi32(-852_492)),
+            _mm_mullo_epi32(u, _mm_set1_epi32(-409_993)),
+        );
+        terms[2][q] = _mm_mullo_epi32(u, _mm_set1_epi32(2_116_026));
+    }
+    terms
+}
+
+/// 16 pixels of luma `y` with their chroma terms ([`chroma16_sse41`]) into `out` as R, G,
+/// B bytes per pixel.
+#[target_feature(enable = "sse4.1")]
+#[inline]
+fn luma16_sse41(y: &[u8; 16], terms: &[[__m128i; 4]; 3], out: &mut [u8; 48]) {
     // SAFETY: `y` is 16 readable bytes; an unaligned load.
-    let yv = unsafe { _mm_loadu_si128(y.as_ptr().cast()) };
-    let quarter = |x: __m128i| {
-        [
-            _mm_cvtepu8_epi32(x),
-            _mm_cvtepu8_epi32(_mm_srli_si128::<4>(x)),
-            _mm_cvtepu8_epi32(_mm_srli_si128::<8>(x)),
-            _mm_cvtepu8_epi32(_mm_srli_si128::<12>(x)),
-        ]
-    };
-    let (ys, us, vs) = (quarter(yv), quarter(ud), quarter(vd));
-    let (c16, c128, zero) = (_mm_set1_epi32(16), _mm_set1_epi32(128), _mm_setzero_si128());
+    let ys = quarters_sse41(unsafe { _mm_loadu_si128(y.as_ptr().cast()) });
+    let (c16, zero) = (_mm_set1_epi32(16), _mm_setzero_si128());
     let mut rgb = [[zero; 4]; 3];
     for q in 0..4 {
         let luma = _mm_max_epi32(_mm_sub_epi32(ys[q], c16), zero);
@@ -206,24 +271,20 @@ fn yuv16_sse41(y: &[u8; 16], ud: __m128i, vd: __m128i, out: &mut [u8; 48]) {
             _mm_mullo_epi32(luma, _mm_set1_epi32(1_220_542)),
             _mm_set1_epi32(1 << 19),
         );
-        let (u, v) = (_mm_sub_epi32(us[q], c128), _mm_sub_epi32(vs[q], c128));
-        let r = _mm_add_epi32(base, _mm_mullo_epi32(v, _mm_set1_epi32(1_673_527)));
-        let g = _mm_add_epi32(
-            base,
-            _mm_add_epi32(
-                _mm_mullo_epi32(v, _mm_set1_epi32(-852_492)),
-                _mm_mullo_epi32(u, _mm_set1_epi32(-409_993)),
-            ),
-        );
-        let b = _mm_add_epi32(base, _mm_mullo_epi32(u, _mm_set1_epi32(2_116_026)));
-        rgb[0][q] = _mm_srai_epi32::<20>(r);
-        rgb[1][q] = _mm_srai_epi32::<20>(g);
-        rgb[2][q] = _mm_srai_epi32::<20>(b);
+        for c in 0..3 {
+            rgb[c][q] = _mm_srai_epi32::<20>(_mm_add_epi32(base, terms[c][q]));
+        }
     }
     // Signed then unsigned saturation: exactly the clamp to [0, 255].
-    let planes =
-        rgb.map(|c| _mm_packus_epi16(_mm_packs_epi32(c[0], c[1]), _mm_packs_epi32(c[2], c[3])));
-    store_interleaved3(planes, out);
+    macro_rules! plane {
+        ($c:expr) => {
+            _mm_packus_epi16(
+                _mm_packs_epi32(rgb[$c][0], rgb[$c][1]),
+                _mm_packs_epi32(rgb[$c][2], rgb[$c][3]),
+            )
+        };
+    }
+    store_interleaved3([plane!(0), plane!(1), plane!(2)], out);
 }
 
 /// Interleaves three 16-byte planes (R, G, B) into 48 bytes of pixels.
