@@ -24,8 +24,9 @@ hits them alike):
 - camera frames (``--only preproc``, issue 26): ``PreprocPlan.execute(out=)`` and
   ``simak.preprocess`` on a 1080 x 1920 RGB8 or NV12 frame (ImageNet mean and std) to INT8
   ``[1080, 1920, 3]`` strided, QuantTess and CastTess (tile (1, 16, 64, 3), compact),
-  against, all on one thread: a same-traffic NumPy kernel (the frame's bytes read, the
-  output's written), the OpenCV pipeline (``cv2.cvtColor`` for NV12, NumPy
+  against, all on one thread: a same-traffic NumPy kernel (the frame's bytes read, each
+  XORed with 0x80 as in ``simak bench preproc``, the output's written) and a plain copy of
+  the same bytes (``np.copyto``, the faster bound), the OpenCV pipeline (``cv2.cvtColor`` for NV12, NumPy
   ``(x / 255 - mean) / std`` in float32, ``rint``/add/``clip``/``astype(int8)`` for INT8,
   simak's ``quanttess``/``casttess`` on the float32 result for the tiled outputs) and the
   PyTorch equivalent (``torch.from_numpy``, float division, normalize, ``round``,
@@ -569,16 +570,23 @@ def preproc_rows(reps: int, peers: dict) -> list:
             want = plan.execute(frame)
             fns = {"plan": lambda plan=plan, out=out, frame=frame: plan.execute(frame, out=out),
                    "function": lambda kw=kw, frame=frame: simak.preprocess(frame, **kw)}
-            # Same traffic: the frame's bytes read and the output's written.
+            # Same traffic: the frame's bytes read and the output's written, each byte
+            # transformed (XOR 0x80, as `simak bench preproc`'s kernel), and a plain copy
+            # (memcpy), the faster bound.
             src_bytes = frame.reshape(-1)
             dst_bytes = out.reshape(-1).view(np.uint8)
             fb = src_bytes.size
 
             def same_traffic(s=src_bytes, d=dst_bytes, fb=fb):
+                np.bitwise_xor(s, np.uint8(0x80), out=d[:fb])
+                d[fb:].fill(0)
+
+            def memcpy(s=src_bytes, d=dst_bytes, fb=fb):
                 np.copyto(d[:fb], s)
                 d[fb:].fill(0)
 
             fns["same-traffic"] = same_traffic
+            fns["memcpy"] = memcpy
 
             def finish_numpy(x, to=to):
                 if to == "i8":
@@ -620,16 +628,17 @@ def preproc_table(say, reps: int, peers: dict) -> None:
     say("Camera frames (issue 26), 1080 × 1920, one thread (cv2.setNumThreads(1), "
         "torch.set_num_threads(1)); ms per frame (median), ratio = peer / PreprocPlan.execute(out=)")
     say()
-    say("| input | output | PreprocPlan.execute(out=) | simak.preprocess | same-traffic | OpenCV pipeline | torch pipeline | × OpenCV | × torch | plan / same-traffic |")
-    say("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    say("| input | output | PreprocPlan.execute(out=) | simak.preprocess | same-traffic | memcpy | OpenCV pipeline | torch pipeline | × OpenCV | × torch | plan / same-traffic | plan / memcpy |")
+    say("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     names = {"i8": "INT8 strided", "quanttess": "QuantTess (1,16,64,3)",
              "casttess": "CastTess (1,16,64,3)"}
     for src, to, r in preproc_rows(reps, peers):
         cell = lambda k: f"{r[k] * 1e3:.2f}" if k in r else "—"  # noqa: E731
         ratio = lambda k: f"{r[k] / r['plan']:.1f}×" if k in r else "—"  # noqa: E731
         say(f"| {src} | {names[to]} | {cell('plan')} | {cell('function')} | "
-            f"{cell('same-traffic')} | {cell('opencv')} | {cell('torch')} | {ratio('opencv')} | "
-            f"{ratio('torch')} | {r['same-traffic'] / r['plan']:.2f}× |")
+            f"{cell('same-traffic')} | {cell('memcpy')} | {cell('opencv')} | {cell('torch')} | "
+            f"{ratio('opencv')} | {ratio('torch')} | {r['same-traffic'] / r['plan']:.2f}× | "
+            f"{r['memcpy'] / r['plan']:.2f}× |")
 
 
 if __name__ == "__main__":
