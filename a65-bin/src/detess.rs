@@ -52,7 +52,8 @@ head's dequantization parameters, overriding --multiplier and --zero-point). Exa
     One head: --shape, --tile, --channels and --dtype (with --axes, --tile-align and \
     --offset when the defaults do not fit). Several heads: one --head spec per head, in \
     buffer order; a head's offset defaults to the end of the head before it. Heads are \
-    checked against the buffer (offset, span, overlap) before it is read.\n\n\
+    checked against the buffer (offset, span, overlap) before it is read; when no offset \
+    is given, the heads must cover the whole buffer.\n\n\
     Outputs: one --output FILE.npy per head, in head order, or one --output \
     FILE.safetensors holding a tensor per head (named by the heads' name= keys, else \
     head0, head1, ...). .npy cannot hold bfloat16: write .safetensors, or use --cast / \
@@ -738,6 +739,24 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
         .collect();
     let mut offsets = vec![0u64; specs.len()];
     place_heads(buffer, &specs, &mut offsets).map_err(|e| bad_file(input, coded(&e)))?;
+    // With every offset defaulted the heads must cover the buffer exactly: a buffer left
+    // over (or one read with the wrong tile alignment) would give other values silently.
+    let end = offsets
+        .last()
+        .zip(specs.last())
+        .map_or(0, |(o, h)| o + h.span);
+    if specs.iter().all(|h| h.offset.is_none()) && end != buffer {
+        return Err(bad_file(
+            input,
+            format!(
+                "the heads cover bytes 0..{end} of the {buffer}-byte buffer, and with every \
+                 offset defaulted they must cover all of it: check each head's tile alignment \
+                 (simak's own quanttess and casttess buffers align tiles to 16 bytes: \
+                 --tile-align 16), or give the offsets (--offset, offset=) to read part of a \
+                 buffer"
+            ),
+        ));
+    }
     for (r, &o) in rows.iter_mut().zip(&offsets) {
         r.offset = o;
     }

@@ -816,6 +816,91 @@ fn untile_reads_simaks_own_buffers_through_detess_and_the_c16_exception() {
     }
 }
 
+/// With every offset defaulted the heads must cover the buffer: simak's own CastTess
+/// buffer (Compact tiles of 120, 60, 40 and 20 bytes, aligned to 16) read with the default tile alignment
+/// 1 is refused with a hint, read with `--tile-align 16` gives `x` back; a buffer with
+/// bytes after its one head is refused, and read with `--offset 0` given.
+#[test]
+fn heads_with_defaulted_offsets_must_cover_the_buffer() {
+    let tmp = dir();
+    let x: Vec<f32> = (0..4 * 6 * 5).map(|i| (i as f32) - 50.0).collect();
+    let input = tmp.path().join("x.npy");
+    write_npy(&input, &[4, 6, 5], &x);
+    let buf = tmp.path().join("t.bin");
+    assert_success(&simak(&[
+        "casttess",
+        "--input",
+        path_str(&input),
+        "--output",
+        path_str(&buf),
+        "--axes",
+        "-1,0,1,2",
+        "--tile",
+        "1,3,4,5",
+        "--channels",
+        "compact",
+        "-q",
+    ]));
+    // Tiles of 3×4, 3×2, 1×4 and 1×2 pixels of 5 BF16 values: 120, 60, 40 and 20 bytes,
+    // each padded to a multiple of 16.
+    assert_eq!(fs::metadata(&buf).unwrap().len(), 128 + 64 + 48 + 32);
+    let out = tmp.path().join("back.npy");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "detess",
+            path_str(&buf),
+            "--shape",
+            "4,6,5",
+            "--tile",
+            "1,3,4,5",
+            "--channels",
+            "compact",
+            "--dtype",
+            "bf16",
+            "--cast",
+            "-o",
+            path_str(&out),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let a = args(&[]);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let o = simak(&a);
+    let err = stderr_of(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("0..240 of the 272-byte buffer") && err.contains("--tile-align 16"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let a = args(&["--tile-align", "16", "-q"]);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    assert_success(&simak(&a));
+    let (shape, descr, data) = npy_bytes(&out);
+    assert_eq!((shape, descr.as_str()), (vec![4, 6, 5], "<f4"));
+    let want: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert!(data == want);
+    fs::remove_file(&out).unwrap();
+    // One byte more than the head: refused with the offset defaulted, read with it given.
+    let mut longer = fs::read(&buf).unwrap();
+    longer.push(0);
+    fs::write(&buf, &longer).unwrap();
+    let a = args(&["--tile-align", "16"]);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let o = simak(&a);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr_of(&o));
+    assert!(stderr_of(&o).contains("0..272 of the 273-byte buffer"));
+    assert!(!out.exists());
+    let a = args(&["--tile-align", "16", "--offset", "0", "-q"]);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    assert_success(&simak(&a));
+    assert!(npy_bytes(&out).2 == want);
+}
+
 /// `--backend ev74-sim`: the three heads of a multi-head OFM dequantized by the EV74
 /// firmware's DetessDequant entry on the simulator, one descriptor per head, give the A65's
 /// bytes; the summary names the backend and each head's simulated run.
