@@ -36,7 +36,8 @@ order): KEY=VALUE items separated by ':', the keys spelled as the single-head fl
 shape=H,W,C (required), tile=D,H,W,C (required), channels=compact|pad16|cblock16 \
 (required), dtype=i8|i16|i32|bf16 (required), axes=D,H,W,C [default: the last three \
 logical axes as H, W, C], tile-align=16|1 [default: 1 for compact, 16 otherwise], \
-offset=BYTES [default: the end of the head before it, 0 for the first], name=NAME (the \
+offset=BYTES [default: the end of the head before it, 0 for the first; a last head \
+placed by default must end at the buffer's end], name=NAME (the \
 safetensors tensor name) [default: head0, head1, ...], multiplier=M and zero-point=Z (this \
 head's dequantization parameters, overriding --multiplier and --zero-point). Example: \
 --head shape=80,80,144:tile=1,80,80,16:channels=cblock16:dtype=i8:multiplier=0.0625";
@@ -52,8 +53,9 @@ head's dequantization parameters, overriding --multiplier and --zero-point). Exa
     One head: --shape, --tile, --channels and --dtype (with --axes, --tile-align and \
     --offset when the defaults do not fit). Several heads: one --head spec per head, in \
     buffer order; a head's offset defaults to the end of the head before it. Heads are \
-    checked against the buffer (offset, span, overlap) before it is read; when no offset \
-    is given, the heads must cover the whole buffer.\n\n\
+    checked against the buffer (offset, span, overlap) before it is read; when the last \
+    head's offset is defaulted, the heads must reach the buffer's end (give that offset, 0 \
+    included, to read part of a buffer).\n\n\
     Outputs: one --output FILE.npy per head, in head order, or one --output \
     FILE.safetensors holding a tensor per head (named by the heads' name= keys, else \
     head0, head1, ...). .npy cannot hold bfloat16: write .safetensors, or use --cast / \
@@ -84,7 +86,8 @@ pub struct DetessArgs {
     /// The stored dtype.
     #[arg(long, value_enum, value_name = "DTYPE", conflicts_with = "heads")]
     dtype: Option<OfmDType>,
-    /// Byte offset of the head in the buffer [default: 0].
+    /// Byte offset of the head in the buffer [default: 0, and then the head must end at the
+    /// buffer's end; a given offset, 0 included, reads the head wherever the buffer holds it].
     #[arg(long, value_name = "BYTES", conflicts_with = "heads")]
     offset: Option<u64>,
     #[arg(long = "head", value_name = "SPEC", help = HEAD_HELP)]
@@ -620,6 +623,7 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
     // Admit every head.
     let mut prepared = Vec::with_capacity(heads.len());
     let mut rows = Vec::with_capacity(heads.len());
+    let mut span16: Vec<u64> = Vec::with_capacity(heads.len());
     for (k, h) in heads.iter().enumerate() {
         let label = if args.heads.is_empty() {
             "head".to_owned()
@@ -699,6 +703,13 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
             .map(|p| Prepared::Dequant(a65::detessdequant::prepare(&p))),
         };
         let p = admitted.map_err(|e| bad(coded(&e)))?;
+        // The span this head would have with 16-byte tile alignment (for the coverage hint).
+        span16.push(
+            layout
+                .with_tile_align(TileAlign::Bytes16)
+                .admit(shape, dtype.size() as u8)
+                .map_or(p.span(), |v| v.capacity()),
+        );
         rows.push(HeadRow {
             name: h.name.clone().unwrap_or_else(|| format!("head{k}")),
             offset: 0,
@@ -739,21 +750,29 @@ pub fn run(args: DetessArgs, ctx: &Context) -> Result<Done<DetessSummary>, CliEr
         .collect();
     let mut offsets = vec![0u64; specs.len()];
     place_heads(buffer, &specs, &mut offsets).map_err(|e| bad_file(input, coded(&e)))?;
-    // With every offset defaulted the heads must cover the buffer exactly: a buffer left
-    // over (or one read with the wrong tile alignment) would give other values silently.
+    // A last head placed by default (after the head before it, or at 0) must end at the
+    // buffer's end: a buffer left over, most often read with the wrong tile alignment,
+    // would give other values silently.
     let end = offsets
         .last()
         .zip(specs.last())
         .map_or(0, |(o, h)| o + h.span);
-    if specs.iter().all(|h| h.offset.is_none()) && end != buffer {
+    if specs.last().is_some_and(|h| h.offset.is_none()) && end != buffer {
+        let hint =
+            if specs.iter().all(|h| h.offset.is_none()) && span16.iter().sum::<u64>() == buffer {
+                "with 16-byte tile alignment they would cover it exactly, as simak's own \
+             quanttess and casttess buffers are written: give --tile-align 16 (tile-align=16 \
+             in each --head)"
+            } else {
+                "check each head's shape, tile, channels, dtype and tile alignment (simak's own \
+             quanttess and casttess buffers align tiles to 16 bytes); to read only part of a \
+             buffer, give the last head's offset (--offset, or offset= in its --head)"
+            };
         return Err(bad_file(
             input,
             format!(
-                "the heads cover bytes 0..{end} of the {buffer}-byte buffer, and with every \
-                 offset defaulted they must cover all of it: check each head's tile alignment \
-                 (simak's own quanttess and casttess buffers align tiles to 16 bytes: \
-                 --tile-align 16), or give the offsets (--offset, offset=) to read part of a \
-                 buffer"
+                "the last head ends at byte {end} of the {buffer}-byte buffer, and a last head \
+                 placed by default must end at the buffer's end: {hint}"
             ),
         ));
     }

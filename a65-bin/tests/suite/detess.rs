@@ -816,12 +816,13 @@ fn untile_reads_simaks_own_buffers_through_detess_and_the_c16_exception() {
     }
 }
 
-/// With every offset defaulted the heads must cover the buffer: simak's own CastTess
-/// buffer (Compact tiles of 120, 60, 40 and 20 bytes, aligned to 16) read with the default tile alignment
-/// 1 is refused with a hint, read with `--tile-align 16` gives `x` back; a buffer with
-/// bytes after its one head is refused, and read with `--offset 0` given.
+/// A last head placed by default must end at the buffer's end: simak's own CastTess buffer
+/// (Compact tiles of 120, 60, 40 and 20 bytes, aligned to 16) read with the default tile
+/// alignment 1 is refused with the alignment hint, read with `--tile-align 16` gives `x`
+/// back; a buffer with bytes after its one head is refused, and read with `--offset 0`
+/// given; two heads of which only the first gives an offset are still checked.
 #[test]
-fn heads_with_defaulted_offsets_must_cover_the_buffer() {
+fn a_last_head_placed_by_default_must_end_at_the_buffer_end() {
     let tmp = dir();
     let x: Vec<f32> = (0..4 * 6 * 5).map(|i| (i as f32) - 50.0).collect();
     let input = tmp.path().join("x.npy");
@@ -873,7 +874,9 @@ fn heads_with_defaulted_offsets_must_cover_the_buffer() {
     let err = stderr_of(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("0..240 of the 272-byte buffer") && err.contains("--tile-align 16"),
+        err.contains("ends at byte 240 of the 272-byte buffer")
+            && err.contains("with 16-byte tile alignment they would cover it exactly")
+            && err.contains("--tile-align 16"),
         "{err}"
     );
     assert!(!out.exists());
@@ -893,12 +896,53 @@ fn heads_with_defaulted_offsets_must_cover_the_buffer() {
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
     let o = simak(&a);
     assert_eq!(o.status.code(), Some(2), "{}", stderr_of(&o));
-    assert!(stderr_of(&o).contains("0..272 of the 273-byte buffer"));
+    let err = stderr_of(&o);
+    assert!(
+        err.contains("ends at byte 272 of the 273-byte buffer"),
+        "{err}"
+    );
+    assert!(err.contains("give the last head's offset"), "{err}");
     assert!(!out.exists());
     let a = args(&["--tile-align", "16", "--offset", "0", "-q"]);
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
     assert_success(&simak(&a));
     assert!(npy_bytes(&out).2 == want);
+    fs::remove_file(&out).unwrap();
+    // Two heads, the first placed by hand and the last by default: still checked.
+    let two = tmp.path().join("two.bin");
+    let mut both = longer[..272].to_vec();
+    both.extend_from_slice(&longer[..272]);
+    fs::write(&two, &both).unwrap();
+    let spec = "shape=4,6,5:tile=1,3,4,5:channels=compact:dtype=bf16";
+    let st = tmp.path().join("two.safetensors");
+    let head0 = format!("--head={spec}:offset=0");
+    let head1 = format!("--head={spec}");
+    let run = |h0: &str, h1: &str| {
+        simak(&[
+            "detess",
+            path_str(&two),
+            h0,
+            h1,
+            "--cast",
+            "-o",
+            path_str(&st),
+            "-q",
+        ])
+    };
+    let o = run(&head0, &head1);
+    let err = stderr_of(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ends at byte 480 of the 544-byte buffer"),
+        "{err}"
+    );
+    assert!(!st.exists());
+    let o = run(
+        &format!("--head={spec}:tile-align=16"),
+        &format!("--head={spec}:tile-align=16"),
+    );
+    assert_success(&o);
+    assert!(st.exists());
 }
 
 /// `--backend ev74-sim`: the three heads of a multi-head OFM dequantized by the EV74
