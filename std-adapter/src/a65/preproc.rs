@@ -573,15 +573,72 @@ fn run_strided(
     };
     let [sn, sy, sx, sc] = strides4(plan, view);
     let t = &state.tables.0;
-    let mut raw = [[0u8; 3]; ROW];
+    let (mut raw, mut raw1) = ([[0u8; 3]; ROW], [[0u8; 3]; ROW]);
     // INT8 packed three-channel rows straight from a frame in the output's channel order.
     let direct = state
         .affine
         .as_ref()
         .filter(|_| bytes == 1 && sc == 1 && sx == 3 && ranges[3] == (0..3));
+    let write = |raw: &[[u8; 3]], at: usize, out: &mut [u8]| {
+        // The part's slice starts at `base`, at or before every element it owns (the C
+        // axis too may be the one cut).
+        let row = Row {
+            raw,
+            at,
+            sx,
+            sc,
+            channels: ranges[3].clone(),
+            base,
+        };
+        if bytes == 4 {
+            row.write::<4>(t, None, out);
+        } else {
+            row.write::<1>(t, state.affine.as_ref(), out);
+        }
+    };
     for n in ranges[0].clone() {
+        // Whether row `y` was written with the row before it (an NV12 pair).
+        let mut paired = false;
         for y in ranges[1].clone() {
-            let x = ranges[2].start;
+            if paired {
+                paired = false;
+                continue;
+            }
+            let (x0, x1) = (ranges[2].start, ranges[2].end);
+            // Rows y and y + 1 sharing a chroma row: each chroma pair converted once.
+            if y + 1 < ranges[1].end
+                && plan
+                    .nv12_pair(input, n as u64, y as u64, x0 as u64, (x1 - x0) as u64)
+                    .is_some()
+            {
+                let mut x = x0;
+                let mut whole = true;
+                while x < x1 {
+                    let k = (x1 - x).min(ROW);
+                    let Some((l0, l1, uv)) =
+                        plan.nv12_pair(input, n as u64, y as u64, x as u64, k as u64)
+                    else {
+                        whole = false;
+                        break;
+                    };
+                    let (r0, r1) = (&mut raw[..k], &mut raw1[..k]);
+                    state.yuv.nv12_pair(l0, l1, uv, r0, r1);
+                    if plan.bgr() {
+                        for px in r0.iter_mut().chain(r1.iter_mut()) {
+                            px.swap(0, 2);
+                        }
+                    }
+                    let at = n * sn + y * sy + x * sx;
+                    write(r0, at, out);
+                    write(r1, at + sy, out);
+                    x += k;
+                }
+                if whole {
+                    paired = true;
+                    continue;
+                }
+            }
+            let x = x0;
             let count = ranges[2].end - x;
             if let Some(a) = direct {
                 let src = plan.packed_row(input, n as u64, y as u64, x as u64, count as u64);
@@ -600,22 +657,7 @@ fn run_strided(
                 let k = (ranges[2].end - x).min(ROW);
                 let raw = &mut raw[..k];
                 plan.pixel_row_by(&state.yuv, input, n as u64, y as u64, x as u64, raw);
-                // The part's slice starts at `base`, at or before every element it owns
-                // (the C axis too may be the one cut).
-                let at = n * sn + y * sy + x * sx;
-                let row = Row {
-                    raw,
-                    at,
-                    sx,
-                    sc,
-                    channels: ranges[3].clone(),
-                    base,
-                };
-                if bytes == 4 {
-                    row.write::<4>(t, None, out);
-                } else {
-                    row.write::<1>(t, state.affine.as_ref(), out);
-                }
+                write(raw, n * sn + y * sy + x * sx, out);
                 x += k;
             }
         }

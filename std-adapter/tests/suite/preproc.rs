@@ -493,11 +493,12 @@ fn bf16_blocks_match_the_existing_ops() {
 }
 
 /// NV12 rows written in pairs (two luma rows with their shared chroma row, each chroma
-/// block converted once) to tiles (CastTess and QuantTess, Compact and PadTo16): tile heights 1–4 and 16 (odd ones leave a
+/// block converted once) to tiles (CastTess and QuantTess, Compact and PadTo16) and to
+/// strided FP32 and INT8 outputs (packed and random strides): tile heights 1–4 and 16 (odd ones leave a
 /// row unpaired), frame heights 2–10, widths 2–98 (whole 16-pixel blocks and tails), a
 /// border of 0 or 1 row on top (pairs start on odd tile rows) and 0 or 1 column on the
 /// left (odd frame columns, no pairs), batches, at every level and 1 or 3 threads, each
-/// against CastTess or QuantTess on the oracle's tensor.
+/// against the existing op on the oracle's tensor.
 #[test]
 fn nv12_row_pairs_match_the_existing_ops() {
     let mut rng = Rng::new(0x26_0212);
@@ -538,6 +539,12 @@ fn nv12_row_pairs_match_the_existing_ops() {
                     Out::QuantTess(layout(Channels::PadTo16), random_params(&mut rng)),
                 ][j % 2]
                     .clone(),
+                // Strided: rows in pairs too, packed or at random strides.
+                Out::F32((j % 2 == 1).then(|| random_strides(&mut rng, &setup.extents(), 4))),
+                Out::I8(
+                    (j % 2 == 0).then(|| random_strides(&mut rng, &setup.extents(), 1)),
+                    random_params(&mut rng),
+                ),
             ];
             let threads: &[usize] = if j == 4 { &[1, 3] } else { &[1] };
             for out in &outs {
@@ -551,7 +558,7 @@ fn nv12_row_pairs_match_the_existing_ops() {
             }
         }
     }
-    assert!(runs >= widths.len() * 5 * 3);
+    assert!(runs >= widths.len() * 5 * 5);
 }
 
 /// The integer formula on all 2^24 (Y, U, V) triples against the restatement above.
