@@ -17,7 +17,11 @@
 //! - `casttess/DTYPE/LEVEL/PATH`: CastTess of a `16·K × 1920 × 3` HWC frame, tile
 //!   (1, 16, 64, 3) Compact, `PATH` = `band` (the level as `prepare_at` gives it,
 //!   with its band kernel) or `general` (the same level without its fused kernels,
-//!   `Prepared::general_path`; a level without fused kernels, `scalar`, has only this).
+//!   `Prepared::general_path`; a level without fused kernels, `scalar`, has only this);
+//! - `preproc/nv12/OUTPUT/LEVEL`: Preproc of a `16·K × 1920` NV12 frame (ImageNet mean and
+//!   std over 255) to `OUTPUT` = `casttess` (BF16, tile (1, 16, 64, 3) Compact) or
+//!   `quanttess` (INT8, the same tiles, multiplier 40, zero point 3), elements counted as
+//!   output values (3 per pixel).
 //!
 //! Inputs: values uniform in [-200, 200) (normal numbers; BF16 truncated from FP32, FP16
 //! rounded by `half`), a 4096-element pattern repeated.
@@ -26,6 +30,7 @@
 use simak::a65::{self, Level};
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::casttess::TiledTensorSpec;
+use simak::ops::preproc::{self, Border, Format, Frame, Normalize, Output};
 use simak::ops::{casttess, quant};
 use simak::{DType, TensorSpec};
 use simak_tests::bytes::Aligned;
@@ -45,6 +50,8 @@ const MAX_K: usize = 2;
 enum Workload {
     Quant(DType, Level),
     CastTess(DType, Level, bool),
+    /// NV12 Preproc to CastTess (`true`) or QuantTess (`false`).
+    Preproc(bool, Level),
 }
 
 impl Workload {
@@ -55,12 +62,18 @@ impl Workload {
                 let path = if general { "general" } else { "band" };
                 format!("casttess/{d}/{}/{path}", l.name())
             }
+            Workload::Preproc(cast, l) => {
+                let out = if cast { "casttess" } else { "quanttess" };
+                format!("preproc/nv12/{out}/{}", l.name())
+            }
         }
     }
 
     fn dtype(self) -> DType {
         match self {
             Workload::Quant(d, _) | Workload::CastTess(d, _, _) => d,
+            // The frame's bytes.
+            Workload::Preproc(..) => DType::I8,
         }
     }
 
@@ -68,7 +81,7 @@ impl Workload {
     fn step(self) -> usize {
         match self {
             Workload::Quant(..) => QUANT_STEP,
-            Workload::CastTess(..) => BAND_ROWS * FRAME_W * 3,
+            Workload::CastTess(..) | Workload::Preproc(..) => BAND_ROWS * FRAME_W * 3,
         }
     }
 }
@@ -115,6 +128,32 @@ fn tess_prepared(
     }
 }
 
+/// The Preproc plan of an NV12 frame of `rows × 1920` pixels.
+fn preproc_plan(cast: bool, rows: usize) -> preproc::Plan {
+    let layout = Output::default_layout(false, [1, 16, 64, 3], Channels::Compact);
+    let output = if cast {
+        Output::CastTess { layout }
+    } else {
+        Output::QuantTess {
+            layout,
+            params: quant::Params::new(40.0).with_zero_point(3),
+        }
+    };
+    preproc::check_inference(&preproc::Request {
+        frame: Frame::packed(Format::NV12, rows as u64, FRAME_W as u64),
+        normalize: Normalize {
+            divisor: 255.0,
+            mean: &[0.485, 0.456, 0.406],
+            std: &[0.229, 0.224, 0.225],
+        },
+        bgr: false,
+        border: Border::default(),
+        pad_value: &[0],
+        output,
+    })
+    .expect("a valid Preproc request")
+}
+
 /// Every workload this CPU runs, in table order.
 fn workloads() -> Vec<Workload> {
     let mut out = Vec::new();
@@ -132,6 +171,13 @@ fn workloads() -> Vec<Workload> {
                 if tess_prepared(dtype, level, general, BAND_ROWS).is_some() {
                     out.push(Workload::CastTess(dtype, level, general));
                 }
+            }
+        }
+    }
+    for cast in [true, false] {
+        for level in Level::ALL.into_iter().rev() {
+            if a65::preproc::prepare_at(&preproc_plan(cast, BAND_ROWS), level).is_ok() {
+                out.push(Workload::Preproc(cast, level));
             }
         }
     }
@@ -179,6 +225,20 @@ fn run(w: Workload, k: usize) -> Result<(), String> {
                 tess_prepared(dtype, level, general, BAND_ROWS * k).ok_or("level unavailable")?;
             a65::casttess::execute(&p, data.as_slice(), out.as_mut_slice())
                 .map_err(|e| e.to_string())?;
+            std::hint::black_box(out.as_slice());
+        }
+        Workload::Preproc(cast, level) => {
+            let span = preproc_plan(cast, BAND_ROWS * MAX_K).output_span() as usize;
+            let mut out = Aligned::new(span, 0);
+            let plan = preproc_plan(cast, BAND_ROWS * k);
+            let p = a65::preproc::prepare_at(&plan, level).map_err(|_| "level unavailable")?;
+            let frame = &data.as_slice()[..plan.input_span() as usize];
+            a65::preproc::execute(
+                &p,
+                frame,
+                &mut out.as_mut_slice()[..plan.output_span() as usize],
+            )
+            .map_err(|e| e.to_string())?;
             std::hint::black_box(out.as_slice());
         }
     }

@@ -69,7 +69,10 @@ pub(crate) fn nv12_blocks<'a>(
 }
 
 /// The 16-pixel blocks that `y` and `out` both hold, in order: (luma, pixels).
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) fn pixel_blocks<'a>(
     y: &'a [u8],
     out: &'a mut [u8],

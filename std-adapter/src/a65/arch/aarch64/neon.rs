@@ -16,7 +16,7 @@ use super::super::dequant::DequantLanes;
 use super::super::isa::{Neon, lanes, ops};
 use super::super::quant::{Load, QuantLanes};
 use super::super::split::SplitLanes;
-use super::super::yuv::YuvLanes;
+use super::super::yuv::{YuvLanes, nv12_blocks, pixel_blocks};
 
 lanes! {
     impl QuantLanes for Neon with "neon" {
@@ -359,48 +359,124 @@ lanes! {
 lanes! {
     impl YuvLanes for Neon with "neon" {
         fn yuv16(self, y: &[u8; 16], u: &[u8; 8], v: &[u8; 8], out: &mut [u8; 48]) {
-            // SAFETY: `y` is 16 readable bytes.
-            let yv = unsafe { vld1q_u8(y.as_ptr()) };
             // SAFETY: `u` is 8 readable bytes.
-            let u8v = unsafe { vld1_u8(u.as_ptr()) };
+            let u = unsafe { vld1_u8(u.as_ptr()) };
             // SAFETY: `v` is 8 readable bytes.
-            let v8v = unsafe { vld1_u8(v.as_ptr()) };
-            // Each chroma byte twice: pixel k's pair is k / 2.
-            let ud = vzip1q_u8(vcombine_u8(u8v, u8v), vcombine_u8(u8v, u8v));
-            let vd = vzip1q_u8(vcombine_u8(v8v, v8v), vcombine_u8(v8v, v8v));
-            let quarter = |x: uint8x16_t| {
-                let (lo, hi) = (vmovl_u8(vget_low_u8(x)), vmovl_high_u8(x));
-                [
-                    vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(lo))),
-                    vreinterpretq_s32_u32(vmovl_high_u16(lo)),
-                    vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(hi))),
-                    vreinterpretq_s32_u32(vmovl_high_u16(hi)),
-                ]
-            };
-            let (ys, us, vs) = (quarter(yv), quarter(ud), quarter(vd));
-            let zero = vdupq_n_s32(0);
-            let mut rgb = [[zero; 4]; 3];
-            for q in 0..4 {
-                let luma = vmaxq_s32(vsubq_s32(ys[q], vdupq_n_s32(16)), zero);
-                let base = vaddq_s32(vmulq_n_s32(luma, 1_220_542), vdupq_n_s32(1 << 19));
-                let (u, v) = (vsubq_s32(us[q], vdupq_n_s32(128)), vsubq_s32(vs[q], vdupq_n_s32(128)));
-                let r = vaddq_s32(base, vmulq_n_s32(v, 1_673_527));
-                let g = vaddq_s32(base, vaddq_s32(vmulq_n_s32(v, -852_492), vmulq_n_s32(u, -409_993)));
-                let b = vaddq_s32(base, vmulq_n_s32(u, 2_116_026));
-                rgb[0][q] = vshrq_n_s32::<20>(r);
-                rgb[1][q] = vshrq_n_s32::<20>(g);
-                rgb[2][q] = vshrq_n_s32::<20>(b);
+            let v = unsafe { vld1_u8(v.as_ptr()) };
+            luma16_neon(y, &chroma16_neon(u, v), out);
+        }
+
+        fn yuv16_nv12(self, y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+            yuv16_neon_nv12(y, uv, out);
+        }
+
+        fn yuv_nv12_blocks(self, y: &[u8], uv: &[u8], out: &mut [u8]) -> usize {
+            let mut n = 0;
+            // A loop, not an iterator adaptor: a closure would not be inlined into this body.
+            for (y, uv, o) in nv12_blocks(y, uv, out) {
+                yuv16_neon_nv12(y, uv, o);
+                n += 1;
             }
-            // Signed then unsigned saturation: exactly the clamp to [0, 255].
-            let planes = rgb.map(|c| {
-                let lo = vcombine_s16(vqmovn_s32(c[0]), vqmovn_s32(c[1]));
-                let hi = vcombine_s16(vqmovn_s32(c[2]), vqmovn_s32(c[3]));
-                vcombine_u8(vqmovun_s16(lo), vqmovun_s16(hi))
-            });
-            // SAFETY: `out` is 48 writable bytes: three planes interleaved per pixel.
-            unsafe { vst3q_u8(out.as_mut_ptr(), uint8x16x3_t(planes[0], planes[1], planes[2])) };
+            n
+        }
+
+        fn yuv_nv12_pair_blocks(
+            self,
+            y0: &[u8],
+            y1: &[u8],
+            uv: &[u8],
+            out0: &mut [u8],
+            out1: &mut [u8],
+        ) -> usize {
+            let mut n = 0;
+            for ((y0, uv, o0), (y1, o1)) in nv12_blocks(y0, uv, out0).zip(pixel_blocks(y1, out1)) {
+                // One chroma block for the two rows.
+                // SAFETY: `uv` is 16 readable bytes: 8 (U, V) pairs, split by the load.
+                let pairs = unsafe { vld2_u8(uv.as_ptr()) };
+                let terms = chroma16_neon(pairs.0, pairs.1);
+                luma16_neon(y0, &terms, o0);
+                luma16_neon(y1, &terms, o1);
+                n += 1;
+            }
+            n
         }
     }
+}
+
+/// The block of 16 NV12 pixels: the 8 interleaved (U, V) pairs split by the load.
+#[target_feature(enable = "neon")]
+#[inline]
+fn yuv16_neon_nv12(y: &[u8; 16], uv: &[u8; 16], out: &mut [u8; 48]) {
+    // SAFETY: `uv` is 16 readable bytes: 8 (U, V) pairs, split by the load.
+    let pairs = unsafe { vld2_u8(uv.as_ptr()) };
+    luma16_neon(y, &chroma16_neon(pairs.0, pairs.1), out);
+}
+
+/// The chroma terms of 8 pairs (U and V in `u`, `v`), each pair's computed once and spread
+/// to its two pixels: `[channel][quarter]`, R, G, B, pixels `4·quarter..` of the block.
+#[target_feature(enable = "neon")]
+#[inline]
+fn chroma16_neon(u: uint8x8_t, v: uint8x8_t) -> [[int32x4_t; 4]; 3] {
+    let c128 = vdupq_n_s32(128);
+    let (u16, v16) = (vmovl_u8(u), vmovl_u8(v));
+    let u = [
+        vsubq_s32(vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(u16))), c128),
+        vsubq_s32(vreinterpretq_s32_u32(vmovl_high_u16(u16)), c128),
+    ];
+    let v = [
+        vsubq_s32(vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(v16))), c128),
+        vsubq_s32(vreinterpretq_s32_u32(vmovl_high_u16(v16)), c128),
+    ];
+    let mut terms = [[vdupq_n_s32(0); 4]; 3];
+    for h in 0..2 {
+        let t = [
+            vmulq_n_s32(v[h], 1_673_527),
+            vaddq_s32(vmulq_n_s32(v[h], -852_492), vmulq_n_s32(u[h], -409_993)),
+            vmulq_n_s32(u[h], 2_116_026),
+        ];
+        // Pairs 4h..4h + 4 are pixels 8h..8h + 8: quarters 2h and 2h + 1.
+        for c in 0..3 {
+            terms[c][2 * h] = vzip1q_s32(t[c], t[c]);
+            terms[c][2 * h + 1] = vzip2q_s32(t[c], t[c]);
+        }
+    }
+    terms
+}
+
+/// 16 pixels of luma `y` with their chroma terms ([`chroma16_neon`]) into `out` as R, G, B
+/// bytes per pixel.
+#[target_feature(enable = "neon")]
+#[inline]
+fn luma16_neon(y: &[u8; 16], terms: &[[int32x4_t; 4]; 3], out: &mut [u8; 48]) {
+    // SAFETY: `y` is 16 readable bytes.
+    let yv = unsafe { vld1q_u8(y.as_ptr()) };
+    let (lo, hi) = (vmovl_u8(vget_low_u8(yv)), vmovl_high_u8(yv));
+    let ys = [
+        vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(lo))),
+        vreinterpretq_s32_u32(vmovl_high_u16(lo)),
+        vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(hi))),
+        vreinterpretq_s32_u32(vmovl_high_u16(hi)),
+    ];
+    let zero = vdupq_n_s32(0);
+    let mut rgb = [[zero; 4]; 3];
+    for q in 0..4 {
+        let luma = vmaxq_s32(vsubq_s32(ys[q], vdupq_n_s32(16)), zero);
+        let base = vaddq_s32(vmulq_n_s32(luma, 1_220_542), vdupq_n_s32(1 << 19));
+        for c in 0..3 {
+            rgb[c][q] = vshrq_n_s32::<20>(vaddq_s32(base, terms[c][q]));
+        }
+    }
+    // Signed then unsigned saturation: exactly the clamp to [0, 255].
+    macro_rules! plane {
+        ($c:expr) => {{
+            let lo = vcombine_s16(vqmovn_s32(rgb[$c][0]), vqmovn_s32(rgb[$c][1]));
+            let hi = vcombine_s16(vqmovn_s32(rgb[$c][2]), vqmovn_s32(rgb[$c][3]));
+            vcombine_u8(vqmovun_s16(lo), vqmovun_s16(hi))
+        }};
+    }
+    let planes = uint8x16x3_t(plane!(0), plane!(1), plane!(2));
+    // SAFETY: `out` is 48 writable bytes: three planes interleaved per pixel.
+    unsafe { vst3q_u8(out.as_mut_ptr(), planes) };
 }
 
 lanes! {
