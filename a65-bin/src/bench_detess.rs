@@ -17,7 +17,8 @@
 //!
 //! The same-traffic kernel ([`simak::a65::reference::widen`]) reads the OFM's element
 //! bytes once in order and writes the output bytes once (INT8 → FP32 value, BF16 → FP32
-//! bits), a plain loop compiled at the same level. Per workload every kernel (the op and
+//! bits), a plain loop compiled at the same level, into the op's own output buffer (the
+//! same working set). Per workload every kernel (the op and
 //! the reference at each level) is first calibrated to about [`SAMPLE`] per sample, then
 //! the samples are taken interleaved (rep 1 of every kernel, rep 2 of every kernel, …), so
 //! that drifts of a shared machine hit all of them; the median per call is reported.
@@ -314,10 +315,12 @@ fn measure(w: DetessWorkload, levels: &[Level], reps: usize) -> Result<WorkloadF
     let elements = (output_bytes / 4) as u64;
     let input = ofm(dtype, ofm_bytes)?;
     let input = input.as_slice();
-    // One output buffer per timed kernel (the kernels live side by side).
-    let mut outputs = (0..2 * levels.len())
+    // One output buffer per level, written by the op and its reference alike (the same
+    // working set).
+    let outputs = (0..levels.len())
         .map(|_| {
             AlignedBuf::zeroed("the output buffer", output_bytes, 64)
+                .map(std::cell::RefCell::new)
                 .map_err(|e| CliError::Input(format!("bench detess: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -334,29 +337,33 @@ fn measure(w: DetessWorkload, levels: &[Level], reps: usize) -> Result<WorkloadF
     let in_size = dtype.size();
     let ref_in = &input[..(output_bytes / 4) * in_size];
     let mut kernels: Vec<Kernel<'_>> = Vec::new();
-    let mut outs = outputs.iter_mut();
-    for (heads, &level) in prepared.iter().zip(levels) {
+    for ((heads, &level), out) in prepared.iter().zip(levels).zip(&outputs) {
         let spans = &spans;
-        let (Some(out_op), Some(out_ref)) = (outs.next(), outs.next()) else {
-            unreachable!("two output buffers per level")
-        };
-        let (out_op, out_ref) = (out_op.as_mut_slice(), out_ref.as_mut_slice());
         // One checked call of each before timing (the timed calls ignore the result).
-        for (h, (i, o)) in heads.iter().zip(spans) {
-            h.execute(&input[i.clone()], &mut out_op[o.clone()])
-                .map_err(internal)?;
-        }
-        reference::widen(level, in_size, ref_in, out_ref).map_err(|e| bad(format!("{e}")))?;
-        kernels.push(Box::new(move || {
+        {
+            let mut out = out.borrow_mut();
+            let out = out.as_mut_slice();
             for (h, (i, o)) in heads.iter().zip(spans) {
-                let _ = h.execute(
-                    black_box(&input[i.clone()]),
-                    black_box(&mut out_op[o.clone()]),
-                );
+                h.execute(&input[i.clone()], &mut out[o.clone()])
+                    .map_err(internal)?;
+            }
+            reference::widen(level, in_size, ref_in, out).map_err(|e| bad(format!("{e}")))?;
+        }
+        kernels.push(Box::new(move || {
+            let mut out = out.borrow_mut();
+            let out = out.as_mut_slice();
+            for (h, (i, o)) in heads.iter().zip(spans) {
+                let _ = h.execute(black_box(&input[i.clone()]), black_box(&mut out[o.clone()]));
             }
         }));
         kernels.push(Box::new(move || {
-            let _ = reference::widen(level, in_size, black_box(ref_in), black_box(&mut *out_ref));
+            let mut out = out.borrow_mut();
+            let _ = reference::widen(
+                level,
+                in_size,
+                black_box(ref_in),
+                black_box(out.as_mut_slice()),
+            );
         }));
     }
     let medians = interleaved(&mut kernels, reps);
