@@ -58,6 +58,8 @@ pub mod calibrate;
 pub mod dequant;
 pub mod error;
 pub mod ev74;
+#[cfg(feature = "model")]
+pub mod model;
 
 pub use error::Error;
 

@@ -36,6 +36,8 @@ mod ev74_transpose;
 mod fp_routes;
 mod fuzz_regressions;
 mod levels;
+#[cfg(feature = "model")]
+mod model;
 mod preproc;
 mod quanttess_exact;
 mod raw_entry;
