@@ -15,6 +15,7 @@ pub mod detess;
 pub mod engine;
 pub mod error;
 pub mod layout;
+pub mod model;
 pub mod output;
 pub mod packet;
 pub mod params;

@@ -18,8 +18,8 @@ use simak_cli::error::CliError;
 use simak_cli::packet::{EncodeCommand, PacketCommand};
 use simak_cli::report::{self, Context, finish};
 use simak_cli::{
-    bench, bench_detess, bench_preproc, bench_tess, demo, detess, layout, packet, preproc, qualify,
-    quant, tess, untile,
+    bench, bench_detess, bench_preproc, bench_tess, demo, detess, layout, model, packet, preproc,
+    qualify, quant, tess, untile,
 };
 
 /// Quantize FP32 / BF16 / FP16 tensors to INT8 exactly as the simak accelerator
@@ -65,6 +65,10 @@ enum Command {
     Detess(detess::DetessArgs),
     Preproc(preproc::PreprocArgs),
     Layout(layout::LayoutArgs),
+    /// Read a compiled model's manifest (`*_mpk.json`, SPEC §14): inspect its stages, turn
+    /// frames into its IFM bytes, its OFM into named tensors.
+    #[command(subcommand)]
+    Model(model::ModelCommand),
     /// Encode and decode EV74 descriptors (SPEC §7).
     #[command(subcommand)]
     Packet(PacketCommand),
@@ -93,6 +97,15 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Detess(args) => finish(ctx, detess::run(args, ctx)?),
         Command::Preproc(args) => finish(ctx, preproc::run(args, ctx)?),
         Command::Layout(args) => finish(ctx, layout::run(args, ctx)?),
+        Command::Model(model::ModelCommand::Inspect(args)) => {
+            finish(ctx, model::run_inspect(args, ctx)?)
+        }
+        Command::Model(model::ModelCommand::Preprocess(args)) => {
+            finish(ctx, model::run_preprocess(args, ctx)?)
+        }
+        Command::Model(model::ModelCommand::Postprocess(args)) => {
+            finish(ctx, model::run_postprocess(args, ctx)?)
+        }
         Command::Packet(PacketCommand::Decode(args)) => finish(ctx, packet::run_decode(args, ctx)?),
         Command::Packet(PacketCommand::Encode(EncodeCommand::Quant(args))) => {
             finish(ctx, packet::run_encode(args, ctx)?)

@@ -482,6 +482,80 @@ fn host_examples() -> Vec<(&'static str, String, u32)> {
     out.extend(runtime.map(|e| ("RuntimeError", format!("{e:?}"), e.code())));
     out.extend(transport.map(|e| ("TransportError", format!("{e:?}"), e.code())));
     out.extend(memory.map(|e| ("MemoryError", format!("{e:?}"), e.code())));
+    use simak::model::{ModelError, ModelErrorKind as K};
+    let model = [
+        K::Io(String::new()),
+        K::Json(String::new()),
+        K::RepeatedKey(String::new()),
+        K::MissingKey,
+        K::BadValue {
+            expected: String::new(),
+            found: String::new(),
+        },
+        K::ConflictingAliases {
+            other: String::new(),
+        },
+        K::UnsupportedKernel {
+            kernel: String::new(),
+        },
+        K::UnknownKey,
+        K::ListLength {
+            found: 2,
+            tensors: 3,
+        },
+        K::BatchMismatch {
+            frames: 1,
+            other: String::new(),
+            compiled: 2,
+        },
+        K::SizeMismatch {
+            declared: 1,
+            computed: 2,
+            rule: String::new(),
+        },
+        K::Graph(String::new()),
+        K::Shape(String::new()),
+        K::InputRange { lo: 0.5, hi: 1.0 },
+        K::BufferSize {
+            what: String::new(),
+            expected: 1,
+            found: 2,
+        },
+        K::Index { index: 1, count: 1 },
+    ];
+    // Every variant but `Stage` (which keeps its op's code) is listed above: a new variant
+    // does not compile here until it is added there.
+    for k in &model {
+        match k {
+            K::Io(_)
+            | K::Json(_)
+            | K::RepeatedKey(_)
+            | K::MissingKey
+            | K::BadValue { .. }
+            | K::ConflictingAliases { .. }
+            | K::UnsupportedKernel { .. }
+            | K::UnknownKey
+            | K::ListLength { .. }
+            | K::BatchMismatch { .. }
+            | K::SizeMismatch { .. }
+            | K::Graph(_)
+            | K::Shape(_)
+            | K::InputRange { .. }
+            | K::BufferSize { .. }
+            | K::Index { .. }
+            | K::Stage(_) => {}
+        }
+    }
+    out.extend(model.map(|k| {
+        let e = ModelError {
+            plugin: None,
+            key: None,
+            kind: k,
+        };
+        let code = e.code();
+        assert!((0x700..=0x7ff).contains(&code), "{e:?}");
+        ("ModelErrorKind", format!("{:?}", e.kind), code)
+    }));
     out
 }
 

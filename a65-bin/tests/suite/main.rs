@@ -16,6 +16,7 @@ mod fuzz_seeds;
 mod hostile;
 mod jpeg;
 mod messages;
+mod model;
 mod oom;
 mod output_order;
 mod outputs;

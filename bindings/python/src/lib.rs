@@ -28,6 +28,7 @@ mod detess;
 mod errors;
 mod ev74;
 mod layout;
+mod model;
 mod preproc;
 mod quant;
 mod quanttess;
@@ -72,5 +73,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<layout::Layout>()?;
     m.add_class::<detess::DetessPlan>()?;
     m.add_class::<preproc::PreprocPlan>()?;
+    m.add_class::<model::Model>()?;
+    m.add_class::<model::ModelStage>()?;
     Ok(())
 }

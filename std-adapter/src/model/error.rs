@@ -20,7 +20,6 @@ pub struct ModelError {
 
 /// What went wrong in a [`ModelError`].
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum ModelErrorKind {
     /// The file could not be read (0x700).
     Io(String),
@@ -179,10 +178,15 @@ impl fmt::Display for ModelError {
                 write!(f, "kernel {kernel} is not supported (SPEC §14 kernels)")
             }
             ModelErrorKind::UnknownKey => write!(f, "key `{key}` is not a preproc key"),
+            ModelErrorKind::ListLength { found, tensors } if *tensors == 1 => write!(
+                f,
+                "key `{key}`: a list of {found} entries, but lists are per tensor (never per \
+                 channel) and this plugin has one tensor: give one entry"
+            ),
             ModelErrorKind::ListLength { found, tensors } => write!(
                 f,
-                "key `{key}`: a list of {found} entries, but lists are per tensor and this \
-                 plugin has {tensors} tensor(s) (give 1 or {tensors})"
+                "key `{key}`: a list of {found} entries, but lists are per tensor (never per \
+                 channel) and this plugin has {tensors} tensors: give 1 or {tensors}"
             ),
             ModelErrorKind::BatchMismatch {
                 frames,

@@ -419,7 +419,10 @@ mod test {
         assert_eq!(p.integer(ZERO_POINT, 2).unwrap(), Some(("q_zp", 5)));
         let e = p.integer(&["x"], 0).unwrap_err();
         assert_eq!(e.code(), 0x707);
-        assert!(e.to_string().contains("2 entries") && e.to_string().contains("3 tensor"));
+        assert!(
+            e.to_string().contains("2 entries") && e.to_string().contains("3 tensors: give 1 or 3"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -20,6 +20,9 @@ Operations (``docs/contract.md`` is the normative contract):
 - :func:`preprocess`: 8-bit camera frames (RGB8, BGR8, RGBX8, BGRX8, GRAY8, NV12, I420;
   NumPy ``uint8`` in OpenCV's conventions) to FP32, INT8 or the tiled outputs in one pass
   (SPEC §13: YUV, channel order, border, normalization), and :class:`PreprocPlan`;
+- :class:`Model`: a compiled model's whole boundary from its manifest (``*_mpk.json``,
+  SPEC §14): ``Model.from_mpk(path)``, ``m.preprocess(frame)`` (the IFM bytes),
+  ``m.postprocess(ofm)`` (a ``dict`` of output name → array);
 - :func:`calibrate_absmax`: the absmax multiplier of a tensor, ``127 / max|x|`` over its
   finite elements (1.0 when there is none), as ``simak quant --calibrate absmax`` picks it;
 - :mod:`simak.ev74`: the EV74 descriptors (224-byte Quant v1, 216-byte CastTess v1,
@@ -36,6 +39,8 @@ from ._native import (
     CastTessPlan,
     DetessPlan,
     Layout,
+    Model,
+    ModelStage,
     PreprocPlan,
     QuantPlan,
     SimakError,
@@ -68,6 +73,8 @@ __all__ = [
     "CastTessPlan",
     "DetessPlan",
     "Layout",
+    "Model",
+    "ModelStage",
     "PreprocPlan",
     "QuantPlan",
     "ROUNDING_MODES",

@@ -7,6 +7,8 @@ from . import ev74 as ev74
 from ._native import CastTessPlan as CastTessPlan
 from ._native import DetessPlan as DetessPlan
 from ._native import Layout as Layout
+from ._native import Model as Model
+from ._native import ModelStage as ModelStage
 from ._native import PreprocPlan as PreprocPlan
 from ._native import QuantPlan as QuantPlan
 from ._native import SimakError as SimakError
@@ -30,6 +32,8 @@ __all__ = [
     "CastTessPlan",
     "DetessPlan",
     "Layout",
+    "Model",
+    "ModelStage",
     "PreprocPlan",
     "QuantPlan",
     "ROUNDING_MODES",

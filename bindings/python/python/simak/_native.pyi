@@ -1,6 +1,7 @@
 """Type stubs of the extension module simak._native (re-exported by simak)."""
 
-from typing import Any, Dict, Literal, Optional, Sequence, Tuple, Union, final
+import os
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -348,6 +349,8 @@ __all__ = [
     "Layout",
     "DetessPlan",
     "PreprocPlan",
+    "Model",
+    "ModelStage",
 ]
 
 #: Preproc's frame formats (SPEC §13).
@@ -439,3 +442,66 @@ class PreprocPlan:
     @property
     def implementation(self) -> str: ...
     def __reduce__(self) -> Tuple[type[PreprocPlan], Tuple[Any, ...]]: ...
+
+@final
+class ModelStage:
+    """One stage of a :class:`Model`: an input (frame or tensor → IFM bytes) or an output
+    (OFM head → tensor)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def params(self) -> Dict[str, str]: ...
+    @property
+    def plugins(self) -> List[str]: ...
+    @property
+    def input_bytes(self) -> int: ...
+    @property
+    def output_bytes(self) -> int: ...
+    @property
+    def backends(self) -> Tuple[str, ...]: ...
+    @property
+    def rules(self) -> List[str]: ...
+
+@final
+class Model:
+    """A compiled model's boundary from its manifest (``*_mpk.json``, SPEC §14)."""
+
+    @staticmethod
+    def from_mpk(path: Union[str, os.PathLike[str]]) -> Model: ...
+    @staticmethod
+    def from_mpk_json(text: str) -> Model: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def ifm_size(self) -> int: ...
+    @property
+    def ofm_size(self) -> int: ...
+    @property
+    def inputs(self) -> List[ModelStage]: ...
+    @property
+    def outputs(self) -> List[ModelStage]: ...
+    def preprocess(
+        self,
+        frame: npt.NDArray[Any],
+        input: Union[int, str] = 0,
+        out: Optional[npt.NDArray[np.uint8]] = None,
+        threads: int = 1,
+    ) -> npt.NDArray[np.uint8]: ...
+    def postprocess(
+        self,
+        ofm: Union[npt.NDArray[np.uint8], bytes, bytearray, memoryview],
+        threads: int = 1,
+    ) -> Dict[str, npt.NDArray[Any]]: ...

@@ -1,0 +1,238 @@
+//! `simak model` end to end (SPEC §14, issue 30): `inspect` prints the stages the fixtures'
+//! hand-written sidecars list; `preprocess` of a PNG and of a `.npy` frame and
+//! `postprocess` into `.npz` and `.safetensors` give the bytes of the library's `Model`
+//! (itself tested against single-op calls in `std-adapter/tests/suite/model.rs`); refusals
+//! exit 2 with the rule's code and write nothing.
+
+use crate::common::*;
+
+use std::fs;
+use std::io::Read;
+
+use serde_json::Value;
+use simak::model::Model;
+use simak_tests::rng::Rng;
+
+fn mpk(name: &str) -> std::path::PathBuf {
+    data(&format!("mpk/{name}.mpk.json"))
+}
+
+fn random(seed: u64, n: usize) -> Vec<u8> {
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| rng.next_u32() as u8).collect()
+}
+
+#[test]
+fn inspect_prints_the_stages_of_each_fixture() {
+    for name in ["yolo", "bf16", "classifier"] {
+        let want: Value = serde_json::from_str(
+            &fs::read_to_string(data(&format!("mpk/{name}.expected.json"))).unwrap(),
+        )
+        .unwrap();
+        let got = json_run(&["--json", "model", "inspect", path_str(&mpk(name))]);
+        assert_eq!(got["ifm_bytes"], want["ifm_size"], "{name}");
+        assert_eq!(got["ofm_bytes"], want["ofm_size"], "{name}");
+        let stages = got["stages"].as_array().unwrap();
+        let wanted: Vec<&Value> = want["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(want["outputs"].as_array().unwrap())
+            .collect();
+        assert_eq!(stages.len(), wanted.len(), "{name}");
+        for (s, w) in stages.iter().zip(wanted) {
+            for key in [
+                "name", "op", "plugins", "shape", "dtype", "size", "offset", "backends",
+            ] {
+                assert_eq!(s[key], w[key], "{name} {key}");
+            }
+        }
+        // The text table names every stage, its op and its plugins.
+        let out = simak(&["model", "inspect", path_str(&mpk(name))]);
+        assert_success(&out);
+        let text = stdout_of(&out);
+        for w in want["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(want["outputs"].as_array().unwrap())
+        {
+            assert!(text.contains(w["name"].as_str().unwrap()), "{text}");
+            assert!(text.contains(w["op"].as_str().unwrap()), "{text}");
+        }
+    }
+}
+
+#[test]
+fn preprocess_of_a_png_and_a_npy_frame_gives_the_models_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let pixels = random(300, 480 * 640 * 3);
+    let png = dir.path().join("frame.png");
+    image::RgbImage::from_raw(640, 480, pixels.clone())
+        .unwrap()
+        .save(&png)
+        .unwrap();
+    let npy = dir.path().join("frame.npy");
+    {
+        use npyz::WriterBuilder;
+        let mut bytes = Vec::new();
+        let mut w = npyz::WriteOptions::<u8>::new()
+            .default_dtype()
+            .shape(&[1, 480, 640, 3])
+            .writer(&mut bytes)
+            .begin_nd()
+            .unwrap();
+        w.extend(pixels.iter().copied()).unwrap();
+        w.finish().unwrap();
+        fs::write(&npy, bytes).unwrap();
+    }
+    let want = Model::from_mpk(mpk("yolo"))
+        .unwrap()
+        .preprocess(0, &pixels, 1)
+        .unwrap();
+    for (input, threads) in [(&png, "1"), (&npy, "2")] {
+        let ifm = dir.path().join("ifm.bin");
+        let out = simak(&[
+            "model",
+            "preprocess",
+            path_str(&mpk("yolo")),
+            "--input",
+            path_str(input),
+            "--output",
+            path_str(&ifm),
+            "--threads",
+            threads,
+        ]);
+        assert_success(&out);
+        assert!(
+            fs::read(&ifm).unwrap() == want.as_slice(),
+            "{}",
+            input.display()
+        );
+    }
+}
+
+#[test]
+fn postprocess_writes_npz_and_safetensors() {
+    let dir = tempfile::tempdir().unwrap();
+    let ofm_bytes = random(301, 2_150_400);
+    let ofm = dir.path().join("ofm.bin");
+    fs::write(&ofm, &ofm_bytes).unwrap();
+    let want = Model::from_mpk(mpk("yolo"))
+        .unwrap()
+        .postprocess(&ofm_bytes, 1)
+        .unwrap();
+
+    let st = dir.path().join("out.safetensors");
+    assert_success(&simak(&[
+        "model",
+        "postprocess",
+        path_str(&mpk("yolo")),
+        "--input",
+        path_str(&ofm),
+        "--output",
+        path_str(&st),
+    ]));
+    let bytes = fs::read(&st).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    for t in &want {
+        let v = file.tensor(&t.name).unwrap();
+        assert_eq!(v.dtype(), safetensors::Dtype::F32);
+        assert_eq!(
+            v.shape(),
+            t.shape.iter().map(|&e| e as usize).collect::<Vec<_>>()
+        );
+        assert!(v.data() == t.data.as_slice(), "{}", t.name);
+    }
+
+    let npz = dir.path().join("out.npz");
+    assert_success(&simak(&[
+        "model",
+        "postprocess",
+        path_str(&mpk("yolo")),
+        "--input",
+        path_str(&ofm),
+        "--output",
+        path_str(&npz),
+        "--threads",
+        "2",
+    ]));
+    let mut zip = zip::ZipArchive::new(fs::File::open(&npz).unwrap()).unwrap();
+    assert_eq!(zip.len(), 3);
+    for t in &want {
+        let mut member = Vec::new();
+        zip.by_name(&format!("{}.npy", t.name))
+            .unwrap()
+            .read_to_end(&mut member)
+            .unwrap();
+        let npy = npyz::NpyFile::new(&member[..]).unwrap();
+        assert_eq!(npy.shape(), t.shape.as_slice());
+        let values: Vec<f32> = npy.into_vec().unwrap();
+        assert_eq!(values, t.f32_values().unwrap(), "{}", t.name);
+    }
+}
+
+#[test]
+fn refusals_exit_2_with_the_code_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("out.safetensors");
+    let ofm = dir.path().join("ofm.bin");
+    fs::write(&ofm, random(302, 20)).unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "postprocess".into(),
+                path_str(&data("mpk/errors/conflicting_aliases.mpk.json")).into(),
+                "--input".into(),
+                path_str(&ofm).into(),
+                "--output".into(),
+                path_str(&out_path).into(),
+            ],
+            "code 0x704",
+        ),
+        (
+            vec![
+                "postprocess".into(),
+                path_str(&mpk("yolo")).into(),
+                "--input".into(),
+                path_str(&ofm).into(),
+                "--output".into(),
+                path_str(&out_path).into(),
+            ],
+            "20 bytes, but the model's OFM is 2150400 bytes",
+        ),
+        (
+            vec![
+                "postprocess".into(),
+                path_str(&mpk("classifier")).into(),
+                "--input".into(),
+                path_str(&ofm).into(),
+                "--output".into(),
+                path_str(&dir.path().join("out.npy")).into(),
+            ],
+            "give an .npz or a .safetensors file",
+        ),
+        (
+            vec![
+                "preprocess".into(),
+                path_str(&mpk("classifier")).into(),
+                "--input".into(),
+                path_str(&ofm).into(),
+                "--output".into(),
+                path_str(&dir.path().join("ifm.bin")).into(),
+                "--input-index".into(),
+                "1".into(),
+            ],
+            "--input-index 1: the model has 1 input(s)",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut full = vec!["model".to_owned()];
+        full.extend(args);
+        let out = simak(&full);
+        assert_eq!(out.status.code(), Some(2), "{full:?}: {}", stderr_of(&out));
+        assert!(stderr_of(&out).contains(needle), "{}", stderr_of(&out));
+        let written: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(written.len(), 1, "{full:?} wrote a file");
+    }
+}
