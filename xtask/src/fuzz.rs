@@ -60,6 +60,7 @@ pub(crate) fn run(root: &Path, options: &FuzzOptions) -> ExitCode {
                 .args(["run", "nightly", "cargo", "fuzz", "run", target])
                 .arg(&scratch)
                 .arg(&seeds)
+                .args(extra_corpora(target).iter().map(|d| root.join(d)))
                 .arg("--")
                 .arg(format!("-max_total_time={}", options.seconds))
                 .arg("-timeout=10")
@@ -96,8 +97,17 @@ pub(crate) fn run(root: &Path, options: &FuzzOptions) -> ExitCode {
 /// up to the decoder limit and the FP32 tensor limit of the CLI (512 MiB each).
 pub(crate) fn extra_flags(target: &str) -> &'static [&'static str] {
     match target {
-        "read_npy" | "read_safetensors" => &["-malloc_limit_mb=256"],
+        "read_npy" | "read_safetensors" | "model_mpk" => &["-malloc_limit_mb=256"],
         "read_image" => &["-malloc_limit_mb=600"],
+        _ => &[],
+    }
+}
+
+/// Seed folders of `target` beyond `fuzz/corpus/<target>/`, from the repository root: the
+/// test data a target reads (read only; libFuzzer writes only to the first corpus).
+pub(crate) fn extra_corpora(target: &str) -> &'static [&'static str] {
+    match target {
+        "model_mpk" => &["tests/data/mpk", "tests/data/mpk/errors"],
         _ => &[],
     }
 }
@@ -128,6 +138,7 @@ mod tests {
             "bind",
             "casttess_decode",
             "detess_decode",
+            "model_mpk",
             "quant_decode",
             "read_image",
             "read_npy",
@@ -143,5 +154,20 @@ mod tests {
         assert_eq!(super::extra_flags("read_npy"), ["-malloc_limit_mb=256"]);
         assert_eq!(super::extra_flags("read_image"), ["-malloc_limit_mb=600"]);
         assert!(super::extra_flags("bind").is_empty());
+    }
+
+    #[test]
+    fn model_mpk_reads_the_manifests_as_seeds() {
+        let root = crate::project_root();
+        for dir in super::extra_corpora("model_mpk") {
+            let n = std::fs::read_dir(root.join(dir))
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".mpk.json"))
+                })
+                .count();
+            assert!(n >= 3, "{dir}: {n} manifests");
+        }
     }
 }
