@@ -30,12 +30,18 @@ hits them alike):
   ``(x / 255 - mean) / std`` in float32, ``rint``/add/``clip``/``astype(int8)`` for INT8,
   simak's ``quanttess``/``casttess`` on the float32 result for the tiled outputs) and the
   PyTorch equivalent (``torch.from_numpy``, float division, normalize, ``round``,
-  ``clamp``). The pipelines' results are checked byte for byte against simak's.
+  ``clamp``). The pipelines' results are checked byte for byte against simak's;
+- a whole model (``--only model``, issue 30): the YOLO fixture (``tests/data/mpk``) with a
+  640 x 640 RGB frame: ``Model.preprocess(out=)`` against the same op called alone
+  (``PreprocPlan.execute(out=)``) and the NumPy script a user writes (normalize, quantize,
+  tile PadTo16 by reshape / transpose); ``Model.postprocess`` of its three-head CBlock16
+  OFM against three ``DetessPlan.run`` calls and the NumPy script (untile, cast, subtract,
+  divide). Results are checked byte for byte against simak's.
 
 Peers are optional imports: a missing one is reported and skipped. Usage:
 
     python bindings/python/bench.py [--reps N] [--quick] [--simak-cli target/release/simak]
-        [--markdown FILE] [--only quant,overhead,casttess,detess,preproc]
+        [--markdown FILE] [--only quant,overhead,casttess,detess,preproc,model]
 
 Run it on an idle machine: the figures are wall-clock medians.
 """
@@ -423,8 +429,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="64 Ki and 1 Mi only, 5 reps")
     ap.add_argument("--simak-cli", type=Path, default=REPO / "target" / "release" / "simak")
     ap.add_argument("--markdown", type=Path, help="also write the tables to this file")
-    ap.add_argument("--only", default="quant,overhead,casttess,detess,preproc",
-                    help="comma-separated groups: quant, overhead, casttess, detess, preproc")
+    ap.add_argument("--only", default="quant,overhead,casttess,detess,preproc,model",
+                    help="comma-separated groups: quant, overhead, casttess, detess, preproc, "
+                    "model")
     ap.add_argument("--clock", choices=["wall", "thread"], default="wall",
                     help="wall time, or the calling thread's CPU time")
     args = ap.parse_args()
@@ -452,6 +459,8 @@ def main() -> None:
         detess_table(say, reps, peers)
     if "preproc" in groups:
         preproc_table(say, reps, peers)
+    if "model" in groups:
+        model_table(say, reps)
     if args.markdown:
         args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -639,6 +648,84 @@ def preproc_table(say, reps: int, peers: dict) -> None:
             f"{cell('same-traffic')} | {cell('memcpy')} | {cell('opencv')} | {cell('torch')} | "
             f"{ratio('opencv')} | {ratio('torch')} | {r['same-traffic'] / r['plan']:.2f}× | "
             f"{r['memcpy'] / r['plan']:.2f}× |")
+
+
+def model_rows(reps: int) -> list:
+    """[(stage, {candidate: seconds per call})] of the YOLO fixture at 640 x 640."""
+    manifest = json.loads((REPO / "tests/data/mpk/yolo.mpk.json").read_text())
+    pre = next(p for p in manifest["plugins"] if p["kernel"] == "preproc")
+    pre["params"].update(input_shapes=[[1, 640, 640, 3]], scaled_height=640, padding=[0, 0, 0, 0])
+    manifest["input_nodes"][0]["size"] = 640 * 640 * 3
+    m = simak.Model.from_mpk_json(json.dumps(manifest))
+    rng = np.random.default_rng(30)
+    frame = rng.integers(0, 256, (640, 640, 3), dtype=np.uint8)
+    ifm = np.empty(m.inputs[0].size, np.uint8)
+    plan = simak.PreprocPlan(640, 640, format="rgb", batch=1, to="quanttess", multiplier=127.0,
+                             zero_point=-128, tile=(1, 32, 32, 3), channels="pad16")
+    ifm_plan = np.empty(plan.output_span, np.uint8)
+
+    def numpy_pre():
+        q = np.clip(np.rint((frame.astype(np.float32) / np.float32(255)) * np.float32(127))
+                    - 128, -128, 127).astype(np.int8)
+        t = np.zeros((20, 20, 32, 32, 16), np.int8)
+        t[..., :3] = q.reshape(20, 32, 20, 32, 3).transpose(0, 2, 1, 3, 4)
+        return t.reshape(-1).view(np.uint8)
+
+    m.preprocess(frame, out=ifm)
+    plan.execute(frame[None], out=ifm_plan)
+    assert np.array_equal(ifm, ifm_plan) and np.array_equal(ifm, numpy_pre())
+    rows = [("preprocess 640 × 640 RGB → QuantTess", measure({
+        "model": lambda: m.preprocess(frame, out=ifm),
+        "single": lambda: plan.execute(frame[None], out=ifm_plan),
+        "numpy": numpy_pre,
+    }, reps))]
+
+    ofm = rng.integers(0, 256, m.ofm_size, dtype=np.uint8)
+    # The heads as the fixture gives them (offset, shape, dq_scale, dq_zp, slice), by hand.
+    heads = [(0, (1, 80, 80, 255), 21.5, -3, (1, 16, 16, 255)),
+             (1_638_400, (1, 40, 40, 255), 33.25, 0, (1, 8, 8, 255)),
+             (2_048_000, (1, 20, 20, 255), 40.0, 7, (1, 4, 4, 255))]
+    plans = [simak.DetessPlan(simak.Layout(shape, (None, 1, 2, 3), tile, "cblock16", "i8"),
+                              "detess_dequant", scale, zero_point=zp)
+             for _, shape, scale, zp, tile in heads]
+
+    def numpy_post():
+        out = {}
+        for s, (offset, shape, scale, zp, tile) in zip(m.outputs, heads):
+            _, h, w, c = shape
+            _, th, tw, _ = tile
+            seg = ofm[offset:offset + s.size].view(np.int8)
+            q = seg.reshape(h // th, w // tw, 16, th, tw, 16).transpose(0, 3, 1, 4, 2, 5)
+            q = q.reshape(1, h, w, 256)[..., :c]
+            out[s.name] = (q.astype(np.float32) - np.float32(zp)) / np.float32(scale)
+        return out
+
+    def singles():
+        return [p.run(ofm, offset=o) for p, (o, *_rest) in zip(plans, heads)]
+
+    got, want = m.postprocess(ofm), numpy_post()
+    for k, single in zip(got, singles()):
+        assert np.array_equal(got[k].view(np.uint32), want[k].view(np.uint32))
+        assert np.array_equal(got[k].view(np.uint32), single.view(np.uint32))
+    rows.append(("postprocess three CBlock16 INT8 heads → FP32", measure({
+        "model": lambda: m.postprocess(ofm),
+        "single": singles,
+        "numpy": numpy_post,
+    }, reps)))
+    return rows
+
+
+def model_table(say, reps: int) -> None:
+    say()
+    say("A whole model (issue 30): the YOLO fixture at 640 × 640, one thread; ms per call "
+        "(median), ratio = candidate / Model")
+    say()
+    say("| stage | simak.Model | single ops | NumPy script | single / Model | NumPy / Model |")
+    say("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for stage, r in model_rows(reps):
+        say(f"| {stage} | {r['model'] * 1e3:.2f} | {r['single'] * 1e3:.2f} | "
+            f"{r['numpy'] * 1e3:.2f} | {r['single'] / r['model']:.2f}× | "
+            f"{r['numpy'] / r['model']:.1f}× |")
 
 
 if __name__ == "__main__":
