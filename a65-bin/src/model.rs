@@ -7,13 +7,15 @@ use std::io::{Cursor, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use simak::model::{ElementType, Model, ModelError, StageInfo};
+use simak::model::{Backend as ModelBackend, ElementType, Model, ModelError, StageInfo};
 
+use crate::engine::Backend;
 use crate::error::{CliError, bad_file};
 use crate::output::{Format, StOut, Target};
+use crate::params::BackendArg;
 use crate::read::{self, Expect};
 use crate::report::{self, Context, Done, shape_text};
 
@@ -32,13 +34,6 @@ pub enum ModelCommand {
     /// Run every output stage: an OFM buffer (raw bytes, exactly the model's OFM size) →
     /// one tensor per model output, in one `.npz` (NumPy's `np.load`) or `.safetensors`.
     Postprocess(PostprocessArgs),
-}
-
-/// The backend that runs the stages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModelBackend {
-    /// The A65 host CPU.
-    A65,
 }
 
 /// `simak model inspect`'s flags.
@@ -64,10 +59,14 @@ pub struct PreprocessArgs {
     /// Which model input (0-based, in the manifest's `input_nodes` order).
     #[arg(long, default_value_t = 0)]
     pub input_index: usize,
-    /// Where the stages run.
-    #[arg(long, value_enum, default_value_t = ModelBackend::A65)]
-    pub backend: ModelBackend,
-    /// Threads (A65).
+    /// Execution backend: a65 (host cores) or ev74-sim (the EV74 firmware's entries on the
+    /// host simulator; a stage whose op has no EV74 entry is refused, code 0x501).
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = BackendArg::A65)]
+    pub backend: BackendArg,
+    /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4))]
+    pub workers: Option<u64>,
+    /// Threads, 1 to 256 (with --backend a65 only).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
 }
@@ -85,10 +84,14 @@ pub struct PostprocessArgs {
     /// outputs.
     #[arg(long, value_name = "OUT.npz|OUT.safetensors")]
     pub output: PathBuf,
-    /// Where the stages run.
-    #[arg(long, value_enum, default_value_t = ModelBackend::A65)]
-    pub backend: ModelBackend,
-    /// Threads (A65).
+    /// Execution backend: a65 (host cores) or ev74-sim (the EV74 firmware's entries on the
+    /// host simulator; a stage whose op has no EV74 entry is refused, code 0x501).
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = BackendArg::A65)]
+    pub backend: BackendArg,
+    /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4))]
+    pub workers: Option<u64>,
+    /// Threads, 1 to 256 (with --backend a65 only).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
 }
@@ -106,6 +109,28 @@ fn model_error(path: &Path, e: &ModelError) -> CliError {
 
 fn load(path: &Path) -> Result<Model, CliError> {
     Model::from_mpk(path).map_err(|e| model_error(path, &e))
+}
+
+/// The library backend of `--backend`, `--workers` and `--threads`, and its name.
+fn backend(
+    arg: BackendArg,
+    workers: Option<u64>,
+    threads: u32,
+) -> Result<(ModelBackend, &'static str), CliError> {
+    match arg.with_workers(workers)? {
+        Backend::A65 => Ok((
+            ModelBackend::A65 {
+                threads: threads as usize,
+            },
+            "a65",
+        )),
+        Backend::Ev74Sim { workers } if threads == 1 => {
+            Ok((ModelBackend::Ev74Sim { workers }, "ev74-sim"))
+        }
+        Backend::Ev74Sim { .. } => Err(CliError::Input(
+            "--threads applies to --backend a65 only".to_owned(),
+        )),
+    }
 }
 
 /// One stage as `inspect` prints it.
@@ -359,10 +384,11 @@ pub fn run_preprocess(args: PreprocessArgs, _ctx: &Context) -> Result<Done<RunSu
             ),
         ));
     };
+    let (b, backend_name) = backend(args.backend, args.workers, args.threads)?;
     let data = input_bytes(&args.input, stage)?;
     let start = Instant::now();
     let ifm = m
-        .preprocess(args.input_index, &data, args.threads as usize)
+        .preprocess_on(args.input_index, &data, b)
         .map_err(|e| model_error(&args.input, &e))?;
     let seconds = start.elapsed().as_secs_f64();
     let staged = target.stage(|w| w.write_all(ifm.as_slice()))?;
@@ -372,7 +398,7 @@ pub fn run_preprocess(args: PreprocessArgs, _ctx: &Context) -> Result<Done<RunSu
             manifest: args.mpk.display().to_string(),
             input: args.input.display().to_string(),
             output: args.output.display().to_string(),
-            backend: "a65",
+            backend: backend_name,
             stages: vec![row("input", stage)],
             execute_seconds: seconds,
         },
@@ -449,6 +475,7 @@ pub fn run_postprocess(
     target.not_input("--output", &args.input)?;
     target.not_input("--output", &args.mpk)?;
     let m = load(&args.mpk)?;
+    let (b, backend_name) = backend(args.backend, args.workers, args.threads)?;
     if ext == "npz"
         && let Some(s) = m
             .outputs()
@@ -476,7 +503,7 @@ pub fn run_postprocess(
     let bytes = read::read_input(&args.input, "", Expect::AtMost(size))?;
     let start = Instant::now();
     let tensors = m
-        .postprocess(&bytes, args.threads as usize)
+        .postprocess_on(&bytes, b)
         .map_err(|e| model_error(&args.input, &e))?;
     let seconds = start.elapsed().as_secs_f64();
     let staged = if ext == "npz" {
@@ -504,7 +531,7 @@ pub fn run_postprocess(
             manifest: args.mpk.display().to_string(),
             input: args.input.display().to_string(),
             output: args.output.display().to_string(),
-            backend: "a65",
+            backend: backend_name,
             stages: m.outputs().iter().map(|s| row("output", s)).collect(),
             execute_seconds: seconds,
         },

@@ -236,3 +236,61 @@ fn refusals_exit_2_with_the_code_and_write_nothing() {
         assert_eq!(written.len(), 1, "{full:?} wrote a file");
     }
 }
+
+#[test]
+fn ev74_sim_gives_the_a65_bytes_or_refuses_with_0x501() {
+    let dir = tempfile::tempdir().unwrap();
+    let ofm = dir.path().join("ofm.bin");
+    fs::write(&ofm, random(303, 20)).unwrap();
+    let classifier = mpk("classifier");
+    let run = |backend: &[&str], out: &std::path::Path| {
+        let mut args = vec![
+            "model",
+            "postprocess",
+            path_str(&classifier),
+            "--input",
+            path_str(&ofm),
+            "--output",
+            path_str(out),
+        ];
+        args.extend_from_slice(backend);
+        assert_success(&simak(&args));
+        fs::read(out).unwrap()
+    };
+    let a65 = run(&[], &dir.path().join("a.safetensors"));
+    let ev74 = run(
+        &["--backend", "ev74-sim", "--workers", "3"],
+        &dir.path().join("e.safetensors"),
+    );
+    assert_eq!(a65, ev74);
+    // The YOLO fixture's Preproc has no EV74 entry: refused, nothing written.
+    let frame = dir.path().join("frame.npy");
+    {
+        use npyz::WriterBuilder;
+        let mut bytes = Vec::new();
+        let mut w = npyz::WriteOptions::<u8>::new()
+            .default_dtype()
+            .shape(&[1, 480, 640, 3])
+            .writer(&mut bytes)
+            .begin_nd()
+            .unwrap();
+        w.extend(std::iter::repeat_n(7u8, 480 * 640 * 3)).unwrap();
+        w.finish().unwrap();
+        fs::write(&frame, bytes).unwrap();
+    }
+    let ifm = dir.path().join("ifm.bin");
+    let out = simak(&[
+        "model",
+        "preprocess",
+        path_str(&mpk("yolo")),
+        "--input",
+        path_str(&frame),
+        "--output",
+        path_str(&ifm),
+        "--backend",
+        "ev74-sim",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("preproc_0") && stderr_of(&out).contains("code 0x501"));
+    assert!(!ifm.exists());
+}

@@ -46,7 +46,7 @@ use std::path::Path;
 
 pub use error::{ModelError, ModelErrorKind};
 pub use params::ElementType;
-pub use stage::{AlignedBytes, OutputTensor, StageInfo, StageOp};
+pub use stage::{AlignedBytes, Backend, OutputTensor, StageInfo, StageOp};
 
 use json::Json;
 use params::{BATCH_COMPILED, BATCH_FRAMES, PluginParams};
@@ -570,6 +570,23 @@ impl Model {
         ifm: &mut [u8],
         threads: usize,
     ) -> Result<(), ModelError> {
+        self.prepare_input_on(index, input, ifm, Backend::A65 { threads })
+    }
+
+    /// [`prepare_input`](Model::prepare_input) on `backend`.
+    ///
+    /// # Errors
+    ///
+    /// As [`prepare_input`](Model::prepare_input); on the EV74, a stage whose op has no EV74
+    /// entry is refused with the Runtime's missing-capability error (0x501, in
+    /// [`ModelErrorKind::Stage`], naming the plugin), and the simulator's errors.
+    pub fn prepare_input_on(
+        &self,
+        index: usize,
+        input: &[u8],
+        ifm: &mut [u8],
+        backend: Backend,
+    ) -> Result<(), ModelError> {
         let (info, kernel) = self.input(index)?;
         check_len(
             &format!("input {:?}", info.name),
@@ -582,7 +599,7 @@ impl Model {
             ifm.len(),
         )?;
         kernel
-            .run(input, ifm, threads)
+            .run(input, ifm, backend)
             .map_err(|e| stage_error(&info.plugins, e))
     }
 
@@ -597,10 +614,48 @@ impl Model {
         input: &[u8],
         threads: usize,
     ) -> Result<AlignedBytes, ModelError> {
+        self.preprocess_on(index, input, Backend::A65 { threads })
+    }
+
+    /// [`preprocess`](Model::preprocess) on `backend`.
+    ///
+    /// # Errors
+    ///
+    /// As [`prepare_input_on`](Model::prepare_input_on).
+    pub fn preprocess_on(
+        &self,
+        index: usize,
+        input: &[u8],
+        backend: Backend,
+    ) -> Result<AlignedBytes, ModelError> {
         let (info, _) = self.input(index)?;
         let mut ifm = AlignedBytes::zeroed(info.size as usize, 16);
-        self.prepare_input(index, input, ifm.as_mut_slice(), threads)?;
+        self.prepare_input_on(index, input, ifm.as_mut_slice(), backend)?;
         Ok(ifm)
+    }
+
+    /// Checks that every stage can run on `backend` (on the EV74: that its op has an EV74
+    /// entry, [`StageOp::backends`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ModelErrorKind::Stage`] with the Runtime's missing-capability error (0x501),
+    /// naming the plugin of the first stage whose op has no EV74 entry.
+    pub fn check_backend(&self, backend: Backend) -> Result<(), ModelError> {
+        self.check_stages(self.inputs.iter().chain(&self.outputs), backend)
+    }
+
+    fn check_stages<'a>(
+        &self,
+        mut stages: impl Iterator<Item = &'a StageInfo>,
+        backend: Backend,
+    ) -> Result<(), ModelError> {
+        if let Backend::Ev74Sim { .. } = backend
+            && let Some(info) = stages.find(|i| !i.op.backends().contains(&"ev74"))
+        {
+            return Err(stage_error(&info.plugins, stage::missing_entry(info.op)));
+        }
+        Ok(())
     }
 
     fn input(&self, index: usize) -> Result<(&StageInfo, &InputKernel), ModelError> {
@@ -628,6 +683,23 @@ impl Model {
         outputs: &mut [&mut [u8]],
         threads: usize,
     ) -> Result<(), ModelError> {
+        self.read_outputs_on(ofm, outputs, Backend::A65 { threads })
+    }
+
+    /// [`read_outputs`](Model::read_outputs) on `backend`; on the EV74 every output stage
+    /// is checked to have an EV74 entry before anything is written.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_outputs`](Model::read_outputs) and [`check_backend`](Model::check_backend)
+    /// for the output stages, and the simulator's errors.
+    pub fn read_outputs_on(
+        &self,
+        ofm: &[u8],
+        outputs: &mut [&mut [u8]],
+        backend: Backend,
+    ) -> Result<(), ModelError> {
+        self.check_stages(self.outputs.iter(), backend)?;
         check_len("the OFM buffer", self.ofm_size, ofm.len())?;
         if outputs.len() != self.outputs.len() {
             return Err(ModelError::new(ModelErrorKind::BufferSize {
@@ -661,7 +733,7 @@ impl Model {
         {
             let head = &ofm[info.offset as usize..(info.offset + info.size) as usize];
             kernel
-                .run(head, out, threads)
+                .run(head, out, backend)
                 .map_err(|e| stage_error(&info.plugins, e))?;
         }
         Ok(())
@@ -674,6 +746,19 @@ impl Model {
     ///
     /// As [`read_outputs`](Model::read_outputs).
     pub fn postprocess(&self, ofm: &[u8], threads: usize) -> Result<Vec<OutputTensor>, ModelError> {
+        self.postprocess_on(ofm, Backend::A65 { threads })
+    }
+
+    /// [`postprocess`](Model::postprocess) on `backend`.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_outputs_on`](Model::read_outputs_on).
+    pub fn postprocess_on(
+        &self,
+        ofm: &[u8],
+        backend: Backend,
+    ) -> Result<Vec<OutputTensor>, ModelError> {
         check_len("the OFM buffer", self.ofm_size, ofm.len())?;
         let copy;
         let ofm = if (ofm.as_ptr() as usize).is_multiple_of(16) {
@@ -695,7 +780,7 @@ impl Model {
             })
             .collect();
         let mut bufs: Vec<&mut [u8]> = tensors.iter_mut().map(|t| t.data.as_mut_slice()).collect();
-        self.read_outputs(ofm, &mut bufs, threads)?;
+        self.read_outputs_on(ofm, &mut bufs, backend)?;
         Ok(tensors)
     }
 }

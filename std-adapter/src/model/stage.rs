@@ -203,18 +203,78 @@ fn run_aligned<O: HostOp>(
     Ok(a65::execute_threaded(p, threads, input, output)?)
 }
 
+/// Where a model's stages run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The A65 host CPU, on up to `threads` threads (`a65::execute_threaded`).
+    A65 {
+        /// Threads (0 counts as 1).
+        threads: usize,
+    },
+    /// The simulated EV74 (`ev74::run_sim_with`), on `workers` workers (1 to 4). A stage
+    /// whose op has no EV74 entry is refused with the Runtime's missing-capability error
+    /// (0x501): there is no fallback to the A65.
+    Ev74Sim {
+        /// Workers, 1 to 4.
+        workers: usize,
+    },
+}
+
+/// The Runtime's refusal of an op without an EV74 entry (SPEC §14: no silent fallback),
+/// naming the op as the entry it lacks.
+pub(crate) fn missing_entry(op: StageOp) -> crate::Error {
+    crate::ev74::runtime::RuntimeError::MissingCapability {
+        entry: op.name(),
+        version: 1,
+    }
+    .into()
+}
+
+fn sim<P>(plan: &P, input: &[u8], output: &mut [u8], workers: usize) -> Result<(), crate::Error>
+where
+    P: simak_core::ops::OpPlan,
+    P::Op: crate::ev74::FirmwareEntry,
+{
+    crate::ev74::run_sim_with(plan, input, output, &crate::ev74::SimOptions::new(workers))?;
+    Ok(())
+}
+
 impl InputKernel {
+    fn op(&self) -> StageOp {
+        match self {
+            InputKernel::Preproc(_) => StageOp::Preproc,
+            InputKernel::Quant(_) => StageOp::Quant,
+            InputKernel::QuantTess(_) => StageOp::QuantTess,
+            InputKernel::CastTess(_) => StageOp::CastTess,
+        }
+    }
+
     pub(crate) fn run(
         &self,
         input: &[u8],
         ifm: &mut [u8],
-        threads: usize,
+        backend: Backend,
     ) -> Result<(), crate::Error> {
-        match self {
-            InputKernel::Preproc(p) => run_aligned(p, input, ifm, threads),
-            InputKernel::Quant(p) => run_aligned(p, input, ifm, threads),
-            InputKernel::QuantTess(p) => run_aligned(p, input, ifm, threads),
-            InputKernel::CastTess(p) => run_aligned(p, input, ifm, threads),
+        match (backend, self) {
+            (Backend::A65 { threads }, InputKernel::Preproc(p)) => {
+                run_aligned(p, input, ifm, threads)
+            }
+            (Backend::A65 { threads }, InputKernel::Quant(p)) => {
+                run_aligned(p, input, ifm, threads)
+            }
+            (Backend::A65 { threads }, InputKernel::QuantTess(p)) => {
+                run_aligned(p, input, ifm, threads)
+            }
+            (Backend::A65 { threads }, InputKernel::CastTess(p)) => {
+                run_aligned(p, input, ifm, threads)
+            }
+            (Backend::Ev74Sim { workers }, InputKernel::Quant(p)) => {
+                sim(p.plan(), input, ifm, workers)
+            }
+            (Backend::Ev74Sim { workers }, InputKernel::CastTess(p)) => {
+                sim(p.plan(), input, ifm, workers)
+            }
+            (Backend::Ev74Sim { .. }, k) => Err(missing_entry(k.op())),
         }
     }
 }
@@ -236,17 +296,44 @@ impl OutputKernel {
         }
     }
 
+    fn op(&self) -> StageOp {
+        match self {
+            OutputKernel::Detess(_) => StageOp::Detess,
+            OutputKernel::DetessCast(_) => StageOp::DetessCast,
+            OutputKernel::DetessDequant(_) => StageOp::DetessDequant,
+            OutputKernel::Dequant(_) => StageOp::Dequant,
+        }
+    }
+
     pub(crate) fn run(
         &self,
         head: &[u8],
         out: &mut [u8],
-        threads: usize,
+        backend: Backend,
     ) -> Result<(), crate::Error> {
-        match self {
-            OutputKernel::Detess(p) => Ok(a65::execute_threaded(p, threads, head, out)?),
-            OutputKernel::DetessCast(p) => Ok(a65::execute_threaded(p, threads, head, out)?),
-            OutputKernel::DetessDequant(p) => Ok(a65::execute_threaded(p, threads, head, out)?),
-            OutputKernel::Dequant(p) => Ok(a65::execute_threaded(p, threads, head, out)?),
+        match (backend, self) {
+            (Backend::A65 { threads }, OutputKernel::Detess(p)) => {
+                Ok(a65::execute_threaded(p, threads, head, out)?)
+            }
+            (Backend::A65 { threads }, OutputKernel::DetessCast(p)) => {
+                Ok(a65::execute_threaded(p, threads, head, out)?)
+            }
+            (Backend::A65 { threads }, OutputKernel::DetessDequant(p)) => {
+                Ok(a65::execute_threaded(p, threads, head, out)?)
+            }
+            (Backend::A65 { threads }, OutputKernel::Dequant(p)) => {
+                Ok(a65::execute_threaded(p, threads, head, out)?)
+            }
+            (Backend::Ev74Sim { workers }, OutputKernel::Detess(p)) => {
+                sim(p.plan(), head, out, workers)
+            }
+            (Backend::Ev74Sim { workers }, OutputKernel::DetessCast(p)) => {
+                sim(p.plan(), head, out, workers)
+            }
+            (Backend::Ev74Sim { workers }, OutputKernel::DetessDequant(p)) => {
+                sim(p.plan(), head, out, workers)
+            }
+            (Backend::Ev74Sim { .. }, k) => Err(missing_entry(k.op())),
         }
     }
 }

@@ -475,3 +475,51 @@ fn input_range_sets_the_normalization() {
         assert_eq!(got.as_slice(), want, "{range:?}");
     }
 }
+
+/// The EV74 backend (the simulator) gives the A65's bytes for every stage whose op has an
+/// EV74 entry, at 1 and 4 workers; a stage without one is refused with the Runtime's
+/// missing-capability error (0x501) naming its plugin, nothing written and no fallback.
+#[test]
+fn ev74_gives_the_a65_bytes_or_refuses_the_stage() {
+    use simak::model::Backend;
+    let mut rng = Rng::new(33);
+    for name in ["bf16", "classifier"] {
+        let m = model(name);
+        let x = f32s(&mut rng, (m.inputs()[0].input_bytes / 4) as usize);
+        let ofm = aligned(&bytes(&mut rng, m.ofm_size() as usize));
+        let a65_in = m.preprocess(0, &x, 1).unwrap();
+        let a65_out = m.postprocess(ofm.as_slice(), 1).unwrap();
+        for workers in [1, 4] {
+            let b = Backend::Ev74Sim { workers };
+            m.check_backend(b).unwrap();
+            let ev_in = m.preprocess_on(0, &x, b).unwrap();
+            assert!(ev_in.as_slice() == a65_in.as_slice(), "{name} {workers}");
+            let ev_out = m.postprocess_on(ofm.as_slice(), b).unwrap();
+            for (e, a) in ev_out.iter().zip(&a65_out) {
+                assert!(e.data.as_slice() == a.data.as_slice(), "{name} {workers}");
+            }
+        }
+    }
+    // YOLO: its Preproc has no EV74 entry; its DetessDequant heads do.
+    let m = model("yolo");
+    let b = Backend::Ev74Sim { workers: 2 };
+    let e = m.check_backend(b).unwrap_err();
+    assert_eq!(e.code(), 0x501, "{e}");
+    assert_eq!(e.plugin.as_deref(), Some("preproc_0"));
+    let mut ifm = vec![0xabu8; 6_553_600];
+    let e = m
+        .prepare_input_on(0, &vec![0u8; 921_600], &mut ifm, b)
+        .unwrap_err();
+    assert_eq!(e.code(), 0x501, "{e}");
+    assert!(ifm.iter().all(|&v| v == 0xab));
+    let ofm = aligned(&bytes(&mut rng, 2_150_400));
+    let ev = m.postprocess_on(ofm.as_slice(), b).unwrap();
+    let a = m.postprocess(ofm.as_slice(), 1).unwrap();
+    for (e, a) in ev.iter().zip(&a) {
+        assert!(
+            e.data.as_slice() == a.data.as_slice(),
+            "yolo head {}",
+            a.name
+        );
+    }
+}
