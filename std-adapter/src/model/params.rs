@@ -90,6 +90,9 @@ pub(crate) fn rounding(s: &str) -> Option<Rounding> {
     })
 }
 
+/// A parameter's value with the key (alias) it was read under.
+pub(crate) type Keyed<T> = Option<(&'static str, T)>;
+
 /// One plugin's parameters as a stage reads them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PluginParams<'a> {
@@ -309,10 +312,7 @@ impl<'a> PluginParams<'a> {
 
     /// The scale and zero point of `tensor`: from the scale and zero-point aliases, or
     /// `channel_params: [[scale, zp], …]` (per tensor; both given: they must agree).
-    pub(crate) fn scale_zp(
-        &self,
-        tensor: usize,
-    ) -> Result<(Option<(&'static str, f64)>, Option<(&'static str, i64)>), ModelError> {
+    pub(crate) fn scale_zp(&self, tensor: usize) -> Result<(Keyed<f64>, Keyed<i64>), ModelError> {
         let scale = self.number(SCALE, tensor)?;
         let zp = self.integer(ZERO_POINT, tensor)?;
         let Some(cp) = self.params.get("channel_params") else {

@@ -160,7 +160,8 @@ impl OutputTensor {
 /// A prepared input stage.
 #[derive(Debug)]
 pub(crate) enum InputKernel {
-    Preproc(Prepared<Preproc>),
+    // Boxed: Preproc's state holds its per-plan tables (a few KiB).
+    Preproc(Box<Prepared<Preproc>>),
     Quant(Prepared<Quant>),
     QuantTess(Prepared<QuantTess>),
     CastTess(Prepared<CastTess>),
@@ -1151,7 +1152,7 @@ fn preproc_stage(
             params,
             rules,
         },
-        InputKernel::Preproc(Prepared::new(&plan)),
+        InputKernel::Preproc(Box::new(Prepared::new(&plan))),
     ))
 }
 
