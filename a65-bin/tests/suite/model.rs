@@ -178,53 +178,35 @@ fn refusals_exit_2_with_the_code_and_write_nothing() {
     let out_path = dir.path().join("out.safetensors");
     let ofm = dir.path().join("ofm.bin");
     fs::write(&ofm, random(302, 20)).unwrap();
+    let post = |manifest: &std::path::Path, out: &std::path::Path| -> Vec<String> {
+        [
+            "postprocess",
+            path_str(manifest),
+            "--input",
+            path_str(&ofm),
+            "--output",
+            path_str(out),
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+    let mut index = post(&mpk("classifier"), &dir.path().join("ifm.bin"));
+    index[0] = "preprocess".into();
+    index.extend(["--input-index".into(), "1".into()]);
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
-            vec![
-                "postprocess".into(),
-                path_str(&data("mpk/errors/conflicting_aliases.mpk.json")).into(),
-                "--input".into(),
-                path_str(&ofm).into(),
-                "--output".into(),
-                path_str(&out_path).into(),
-            ],
+            post(&data("mpk/errors/conflicting_aliases.mpk.json"), &out_path),
             "code 0x704",
         ),
         (
-            vec![
-                "postprocess".into(),
-                path_str(&mpk("yolo")).into(),
-                "--input".into(),
-                path_str(&ofm).into(),
-                "--output".into(),
-                path_str(&out_path).into(),
-            ],
+            post(&mpk("yolo"), &out_path),
             "20 bytes, but the model's OFM is 2150400 bytes",
         ),
         (
-            vec![
-                "postprocess".into(),
-                path_str(&mpk("classifier")).into(),
-                "--input".into(),
-                path_str(&ofm).into(),
-                "--output".into(),
-                path_str(&dir.path().join("out.npy")).into(),
-            ],
+            post(&mpk("classifier"), &dir.path().join("out.npy")),
             "give an .npz or a .safetensors file",
         ),
-        (
-            vec![
-                "preprocess".into(),
-                path_str(&mpk("classifier")).into(),
-                "--input".into(),
-                path_str(&ofm).into(),
-                "--output".into(),
-                path_str(&dir.path().join("ifm.bin")).into(),
-                "--input-index".into(),
-                "1".into(),
-            ],
-            "--input-index 1: the model has 1 input(s)",
-        ),
+        (index, "--input-index 1: the model has 1 input(s)"),
     ];
     for (args, needle) in cases {
         let mut full = vec!["model".to_owned()];
