@@ -104,7 +104,11 @@ fn model_error(path: &Path, e: &ModelError) -> CliError {
     } else {
         format!("code 0x{code:03x}")
     };
-    bad_file(path, format!("{e} ({code})"))
+    match e.kind {
+        // The library's message names the file already.
+        simak::model::ModelErrorKind::Io(_) => CliError::Input(format!("{e} ({code})")),
+        _ => bad_file(path, format!("{e} ({code})")),
+    }
 }
 
 fn load(path: &Path) -> Result<Model, CliError> {

@@ -23,7 +23,8 @@ pub struct ModelError {
 pub enum ModelErrorKind {
     /// The file could not be read (0x700).
     Io(String),
-    /// Not JSON: `serde_json`'s message with line and column (0x701).
+    /// Not JSON (`serde_json`'s message with line and column), or not a JSON object
+    /// (0x701).
     Json(String),
     /// A key repeated in one JSON object (0x70f); `key` names it, `plugin` the plugin it
     /// is in (if any), the string where in the plugin or the manifest.
@@ -161,7 +162,7 @@ impl fmt::Display for ModelError {
         let key = self.key.as_deref().unwrap_or("");
         match &self.kind {
             ModelErrorKind::Io(m) => write!(f, "cannot read the manifest: {m}"),
-            ModelErrorKind::Json(m) => write!(f, "the manifest is not valid JSON: {m}"),
+            ModelErrorKind::Json(m) => write!(f, "{m}"),
             ModelErrorKind::MissingKey => write!(f, "missing key `{key}`"),
             ModelErrorKind::RepeatedKey(at) => write!(
                 f,

@@ -299,8 +299,11 @@ impl Model {
     /// of chains (0x70a), shapes (0x70b), `input_range` (0x70c), and the admission errors of
     /// the ops (their own codes).
     pub fn from_mpk_json(text: &str) -> Result<Model, ModelError> {
-        let root =
-            Json::parse(text).map_err(|e| ModelError::new(ModelErrorKind::Json(e.to_string())))?;
+        let root = Json::parse(text).map_err(|e| {
+            ModelError::new(ModelErrorKind::Json(format!(
+                "the manifest is not valid JSON: {e}"
+            )))
+        })?;
         if !matches!(root, Json::Obj(_)) {
             return Err(ModelError::new(ModelErrorKind::Json(format!(
                 "the manifest is {}, not an object",
@@ -995,7 +998,7 @@ impl<'a> Wiring<'a> {
     ) -> Result<(Vec<Step>, usize), ModelError> {
         let mut chain = Vec::new();
         let mut at = node;
-        loop {
+        for _ in 0..=plugins.len() {
             let Some(&(p, k)) = self.consumer.get(at) else {
                 return Err(graph_error(at, "consumed by no plugin"));
             };
@@ -1022,6 +1025,8 @@ impl<'a> Wiring<'a> {
                 return Err(graph_error(at, "an input chain that ends before the MLA"));
             }
         }
+        // Each node has one producer, so a chain visits each plugin at most once per tensor.
+        Err(graph_error(at, "a chain longer than the plugins (a cycle)"))
     }
 
     /// The heads of the OFM (the unpack's outputs, or the OFM node itself) and the unpack.
@@ -1047,7 +1052,12 @@ impl<'a> Wiring<'a> {
     fn output_chain(&self, plugins: &[Plugin<'a>], head: &'a str) -> Result<Vec<Step>, ModelError> {
         let mut chain = Vec::new();
         let mut at = head;
+        let mut steps = 0;
         while !self.model_outputs.contains(&at) {
+            steps += 1;
+            if steps > plugins.len() + 1 {
+                return Err(graph_error(at, "a chain longer than the plugins (a cycle)"));
+            }
             let Some(&(p, k)) = self.consumer.get(at) else {
                 return Err(graph_error(at, "consumed by no plugin"));
             };
