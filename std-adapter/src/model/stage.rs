@@ -416,14 +416,14 @@ fn tiled_layout(
         })
     };
     let (axes, tile) = match *slice {
-        [h, w, c] if rank >= 3 => {
+        [h, w, c] if (3..=simak_core::MAX_RANK).contains(&rank) => {
             let r = rank as u8;
             (
                 [None, Some(r - 3), Some(r - 2), Some(r - 1)],
                 [1, tile_u32(h)?, tile_u32(w)?, tile_u32(c)?],
             )
         }
-        [d, h, w, c] if rank >= 4 => {
+        [d, h, w, c] if (4..=simak_core::MAX_RANK).contains(&rank) => {
             let r = rank as u8;
             (
                 [Some(r - 4), Some(r - 3), Some(r - 2), Some(r - 1)],
@@ -436,7 +436,8 @@ fn tiled_layout(
                 "slice_shape",
                 format!(
                     "{slice:?}: a slice of rank 3 (H, W, C) or 4 (D, H, W, C), at most the \
-                     tensor's rank {rank}"
+                     tensor's rank {rank} (itself at most {})",
+                    simak_core::MAX_RANK
                 ),
             ));
         }
@@ -990,8 +991,8 @@ fn preproc_stage(
     let c = format.channels() as u64;
     let out_shape = vec![
         n,
-        border.top + h + border.bottom,
-        border.left + w + border.right,
+        border.top.saturating_add(h).saturating_add(border.bottom),
+        border.left.saturating_add(w).saturating_add(border.right),
         c,
     ];
     if let Some((k, s)) = pp.shape(OUT_SHAPES, t0)?
@@ -1474,6 +1475,14 @@ pub(crate) fn output_stage(
     ))
 }
 
+/// The product of a declared shape's extents (saturating: a size no buffer has).
+fn bytes_of(shape: &[u64]) -> u64 {
+    shape
+        .iter()
+        .try_fold(1u64, |a, &b| a.checked_mul(b))
+        .unwrap_or(u64::MAX)
+}
+
 /// Checks an `unpack_transform`'s declared sizes (SPEC §14): `input_shapes [[1, N]]` is the
 /// OFM's bytes, `output_shapes` each head's bytes (products of the shapes).
 pub(crate) fn check_unpack(
@@ -1491,7 +1500,7 @@ pub(crate) fn check_unpack(
         check_size(
             plugin.name,
             k,
-            s.iter().product(),
+            bytes_of(&s),
             spans.iter().sum(),
             "the sum of the heads' spans",
         )?;
@@ -1506,7 +1515,7 @@ pub(crate) fn check_unpack(
             check_size(
                 plugin.name,
                 k,
-                s.iter().product(),
+                bytes_of(&s),
                 span,
                 &format!("head {i}'s span"),
             )?;

@@ -523,3 +523,25 @@ fn ev74_gives_the_a65_bytes_or_refuses_the_stage() {
         );
     }
 }
+
+/// Extreme numbers in a manifest are refused with their rule, never an overflow: padding
+/// and unpack shapes near 2^64, a tensor of rank 300 with a slice.
+#[test]
+fn extreme_numbers_are_refused_not_overflowed() {
+    let yolo: Value = serde_json::from_str(&text("yolo.mpk.json")).unwrap();
+    let big = u64::MAX / 2;
+    let mut cases: Vec<(Value, u32)> = Vec::new();
+    let mut v = yolo.clone();
+    v["plugins"][1]["params"]["padding"] = serde_json::json!([big, big, 0, 0]);
+    cases.push((v, 0x70b));
+    let mut v = yolo.clone();
+    v["plugins"][2]["params"]["input_shapes"] = serde_json::json!([[big, big]]);
+    cases.push((v, 0x709));
+    let mut v = yolo.clone();
+    v["plugins"][3]["params"]["output_shapes"] = serde_json::json!([vec![1u64; 300]]);
+    cases.push((v, 0x70b));
+    for (v, code) in cases {
+        let e = Model::from_mpk_json(&v.to_string()).unwrap_err();
+        assert_eq!(e.code(), code, "{e}");
+    }
+}
