@@ -22,6 +22,21 @@ fn random(seed: u64, n: usize) -> Vec<u8> {
     (0..n).map(|_| rng.next_u32() as u8).collect()
 }
 
+/// Writes `pixels` as the YOLO fixture's frame: a uint8 `.npy` of shape [1, 480, 640, 3].
+fn write_frame_npy(path: &std::path::Path, pixels: &[u8]) {
+    use npyz::WriterBuilder;
+    let mut bytes = Vec::new();
+    let mut w = npyz::WriteOptions::<u8>::new()
+        .default_dtype()
+        .shape(&[1, 480, 640, 3])
+        .writer(&mut bytes)
+        .begin_nd()
+        .unwrap();
+    w.extend(pixels.iter().copied()).unwrap();
+    w.finish().unwrap();
+    fs::write(path, bytes).unwrap();
+}
+
 #[test]
 fn inspect_prints_the_stages_of_each_fixture() {
     for name in ["yolo", "bf16", "classifier"] {
@@ -73,19 +88,7 @@ fn preprocess_of_a_png_and_a_npy_frame_gives_the_models_bytes() {
         .save(&png)
         .unwrap();
     let npy = dir.path().join("frame.npy");
-    {
-        use npyz::WriterBuilder;
-        let mut bytes = Vec::new();
-        let mut w = npyz::WriteOptions::<u8>::new()
-            .default_dtype()
-            .shape(&[1, 480, 640, 3])
-            .writer(&mut bytes)
-            .begin_nd()
-            .unwrap();
-        w.extend(pixels.iter().copied()).unwrap();
-        w.finish().unwrap();
-        fs::write(&npy, bytes).unwrap();
-    }
+    write_frame_npy(&npy, &pixels);
     let want = Model::from_mpk(mpk("yolo"))
         .unwrap()
         .preprocess(0, &pixels, 1)
@@ -247,19 +250,7 @@ fn ev74_sim_gives_the_a65_bytes_or_refuses_with_0x501() {
     assert_eq!(a65, ev74);
     // The YOLO fixture's Preproc has no EV74 entry: refused, nothing written.
     let frame = dir.path().join("frame.npy");
-    {
-        use npyz::WriterBuilder;
-        let mut bytes = Vec::new();
-        let mut w = npyz::WriteOptions::<u8>::new()
-            .default_dtype()
-            .shape(&[1, 480, 640, 3])
-            .writer(&mut bytes)
-            .begin_nd()
-            .unwrap();
-        w.extend(std::iter::repeat_n(7u8, 480 * 640 * 3)).unwrap();
-        w.finish().unwrap();
-        fs::write(&frame, bytes).unwrap();
-    }
+    write_frame_npy(&frame, &[7u8; 480 * 640 * 3]);
     let ifm = dir.path().join("ifm.bin");
     let out = simak(&[
         "model",

@@ -104,7 +104,8 @@ pub(crate) struct PluginParams<'a> {
     pub(crate) tensors: usize,
 }
 
-fn bad(plugin: &str, key: &str, expected: &str, found: &Json) -> ModelError {
+/// A value of `key` in `plugin` that is not `expected` (0x703).
+pub(crate) fn bad(plugin: &str, key: &str, expected: &str, found: impl ToString) -> ModelError {
     ModelError::at(
         plugin,
         key,
@@ -275,7 +276,7 @@ impl<'a> PluginParams<'a> {
                 self.plugin,
                 key,
                 "a dtype (INT8, UINT8, INT16, INT32, FP32, BF16, FP16 or an alias)",
-                &Json::Str(s.to_owned()),
+                Json::Str(s.to_owned()),
             )),
         }
     }

@@ -16,7 +16,7 @@ use crate::a65::{self, HostOp, Prepared};
 
 use super::error::{ModelError, ModelErrorKind};
 use super::params::{
-    ElementType, IN_DTYPE, IN_SHAPES, OUT_DTYPE, OUT_SHAPES, PluginParams, ROUNDING, rounding,
+    ElementType, IN_DTYPE, IN_SHAPES, OUT_DTYPE, OUT_SHAPES, PluginParams, ROUNDING, bad, rounding,
 };
 use super::{Kernel, Node, Plugin, Step, check_size};
 
@@ -347,17 +347,6 @@ pub(crate) struct Context<'a, 'b> {
 
 fn missing(plugin: &str, key: &str) -> ModelError {
     ModelError::at(plugin, key, ModelErrorKind::MissingKey)
-}
-
-fn bad(plugin: &str, key: &str, expected: &str, found: impl ToString) -> ModelError {
-    ModelError::at(
-        plugin,
-        key,
-        ModelErrorKind::BadValue {
-            expected: expected.to_owned(),
-            found: found.to_string(),
-        },
-    )
 }
 
 fn shape_error(plugin: &str, key: &str, message: String) -> ModelError {
