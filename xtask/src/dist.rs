@@ -408,6 +408,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
     let c_test = s(&tests.join("c").join("capi_test.c"));
     let c_output_side = s(&tests.join("c").join("output_side.c"));
     let c_preproc = s(&tests.join("c").join("preproc.c"));
+    let c_model = s(&tests.join("c").join("model.c"));
     let header = s(&host.join("include").join("simak").join("simak.h"));
     let hpp = s(&host.join("include").join("simak").join("simak.hpp"));
     let exe = |name: &str| s(&work.join(name));
@@ -453,6 +454,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
             c_test.clone(),
             c_output_side.clone(),
             c_preproc.clone(),
+            c_model.clone(),
             "-o".to_owned(),
             exe(name),
             libdir.to_owned(),
@@ -490,6 +492,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
             "--error-exitcode=1",
             "--leak-check=full",
             "--errors-for-leak-kinds=definite,indirect,possible",
+            &format!("--suppressions={}", s(&tests.join("valgrind.supp"))),
             "--quiet",
             &exe("capi_test"),
             &data,
@@ -528,6 +531,7 @@ fn checks(root: &Path, host: &Path, cross: &Path, work: &Path) -> Vec<Check> {
         s(&cpp.join("wrapper_test.cpp")),
         s(&cpp.join("output_side_test.cpp")),
         s(&cpp.join("preproc_test.cpp")),
+        s(&cpp.join("model_test.cpp")),
         s(&seeds.join("ev74_quant.cpp")),
         s(&seeds.join("a65_quant.cpp")),
         s(&seeds.join("ev74_casttess.cpp")),

@@ -37,6 +37,8 @@ mod tess;
 mod detess;
 // Preproc: 8-bit camera frames (SPEC §13).
 mod preproc;
+// A model's boundary from its manifest (SPEC §14).
+mod model;
 // The EV74 codec.
 mod ev74;
 // The plan handles' generic bodies (no exported items).
@@ -44,6 +46,7 @@ mod plan;
 
 pub use detess::*;
 pub use ev74::*;
+pub use model::*;
 pub use preproc::*;
 pub use quant::*;
 pub use tess::*;
@@ -51,7 +54,7 @@ pub use tess::*;
 const _: () = assert!(MAX_RANK == 6, "simak_tensor holds six extents");
 
 /// Input element type or output element type of a tensor (`simak_tensor::dtype`). The codes
-/// of the float types are the EV74 wire codes; the integer codes (5 to 7) are API codes
+/// of the float types are the EV74 wire codes; the integer codes (5 to 8) are API codes
 /// only. Codes are never renumbered: new ones are appended.
 #[repr(u32)]
 #[allow(non_camel_case_types, reason = "the C name")]
@@ -71,6 +74,9 @@ pub enum simak_dtype {
     SIMAK_DTYPE_I16 = 6,
     /// Signed 32-bit integer, little-endian (the output side only, as `SIMAK_DTYPE_I16`).
     SIMAK_DTYPE_I32 = 7,
+    /// Unsigned 8-bit: camera frames, as a model's input stages report them
+    /// (`simak_model_stage::dtype`). Not a tensor port's dtype (0x601 there).
+    SIMAK_DTYPE_U8 = 8,
 }
 
 /// Channel encoding of an MLA tiled layout (`simak_mla_tiled_v2::channels`, SPEC §12.1).

@@ -673,7 +673,7 @@ impl Model {
 
     /// Runs every output stage on the A65: `ofm` (exactly [`ofm_size`](Model::ofm_size)
     /// bytes, aligned to 16) → `outputs[i]` (exactly `outputs()[i].output_bytes`, the dense
-    /// row-major tensor, aligned to its dtype's size), on up to `threads` threads. Every
+    /// row-major tensor, at any address), on up to `threads` threads. Every
     /// buffer is checked before anything is written.
     ///
     /// # Errors

@@ -1,8 +1,8 @@
 /*
  * simak: FP32 / BF16 / FP16 tensors into what the ML accelerator reads: the C ABI of
  * libsimak (Quant, CastTess, QuantTess on the A65; the output side, Detess, DetessCast,
- * DetessDequant and Dequant, on the A65; Preproc of 8-bit camera frames on the A65; the EV74
- * descriptor codec).
+ * DetessDequant and Dequant, on the A65; Preproc of 8-bit camera frames on the A65; a model's
+ * whole boundary from its manifest; the EV74 descriptor codec).
  *
  * Every function that can fail returns its status code (0 on success; the stable codes
  * of docs/errors.md) and fills `error` when it is not NULL. Plans are immutable,
@@ -83,7 +83,7 @@
 
 /*
  Input element type or output element type of a tensor (`simak_tensor::dtype`). The codes
- of the float types are the EV74 wire codes; the integer codes (5 to 7) are API codes
+ of the float types are the EV74 wire codes; the integer codes (5 to 8) are API codes
  only. Codes are never renumbered: new ones are appended.
  */
 enum simak_dtype
@@ -117,6 +117,11 @@ enum simak_dtype
    Signed 32-bit integer, little-endian (the output side only, as `SIMAK_DTYPE_I16`).
    */
   SIMAK_DTYPE_I32 = 7,
+  /*
+   Unsigned 8-bit: camera frames, as a model's input stages report them
+   (`simak_model_stage::dtype`). Not a tensor port's dtype (0x601 there).
+   */
+  SIMAK_DTYPE_U8 = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -300,6 +305,12 @@ typedef struct simak_detesscast_plan simak_detesscast_plan;
  threads).
  */
 typedef struct simak_detessdequant_plan simak_detessdequant_plan;
+
+/*
+ A model read from its manifest (opaque; immutable; shareable between threads; the
+ strings its queries return live as long as the model).
+ */
+typedef struct simak_model simak_model;
 
 /*
  A checked Preproc plan, prepared for the A65 (opaque; immutable; shareable between
@@ -599,6 +610,88 @@ typedef struct simak_preproc_output {
    */
   struct simak_mla_tiled layout;
 } simak_preproc_output;
+
+/*
+ One stage of a model (`simak_model_input`, `simak_model_output`). The strings and
+ arrays belong to the model and live as long as it (its last handle).
+ */
+typedef struct simak_model_stage {
+  /*
+   The model input's or output's node name (NUL-terminated).
+   */
+  const char *name;
+  /*
+   The op the stage runs: "preproc", "quant", "quanttess", "casttess", "detess",
+   "detesscast", "detessdequant" or "dequant".
+   */
+  const char *op;
+  /*
+   Axes of `shape` (at most 6).
+   */
+  uint32_t rank;
+  /*
+   Input stage: the shape of what the caller gives (a frame `[N, H, W, C]` for
+   interleaved formats, `[N, H·3/2, W]` for NV12 and I420, OpenCV's layout; or the
+   float tensor's shape). Output stage: the dense tensor's shape. Leading batch extent
+   included; slots from `rank` on are 0.
+   */
+  uint64_t shape[6];
+  /*
+   Input stage: the caller's dtype (`SIMAK_DTYPE_U8` for frames); output stage: the
+   tensor's. A `simak_dtype` code.
+   */
+  uint32_t dtype;
+  /*
+   Input stage: the IFM's bytes; output stage: the head's bytes in the OFM.
+   */
+  uint64_t size;
+  /*
+   Input stage: the IFM's byte offset among the MLA's inputs (back to back in input
+   order); output stage: the head's byte offset in the OFM.
+   */
+  uint64_t offset;
+  /*
+   Bytes of the caller's input (input stage: the frame or tensor) or of the OFM head
+   (output stage).
+   */
+  uint64_t input_bytes;
+  /*
+   Bytes written: the IFM (input stage) or the dense tensor (output stage).
+   */
+  uint64_t output_bytes;
+  /*
+   1 when the stage's op has an EV74 entry, else 0 (the A65 runs every stage).
+   */
+  uint32_t ev74;
+  /*
+   Plugins the stage fuses, in chain order.
+   */
+  size_t plugin_count;
+  /*
+   `plugin_count` plugin names.
+   */
+  const char *const *plugins;
+  /*
+   The op's parameters, in a fixed order.
+   */
+  size_t param_count;
+  /*
+   `param_count` parameter names (e.g. "multiplier").
+   */
+  const char *const *param_names;
+  /*
+   `param_count` parameter values as text (e.g. "0.5", "[-, 1, 2, 3]").
+   */
+  const char *const *param_values;
+  /*
+   The SPEC §14 rules and defaults the stage used, in words.
+   */
+  size_t rule_count;
+  /*
+   `rule_count` rules.
+   */
+  const char *const *rules;
+} simak_model_stage;
 
 /*
  One DMA-BUF relocation for `simak_ev74_*_relocate` (SPEC §6): the address slot at byte
@@ -1664,6 +1757,205 @@ struct simak_preproc_plan *simak_preproc_plan_clone(const struct simak_preproc_p
  `plan` is NULL or a live handle, not used afterwards.
  */
 void simak_preproc_plan_free(struct simak_preproc_plan *plan);
+
+/*
+ Reads the manifest file at `path` (a NUL-terminated file name, any bytes but NUL) into a
+ model: its plugins wired into chains, each chain admitted and prepared for the A65
+ (SPEC §14). On success `*model` is a new handle (free it with `simak_model_free`); on
+ failure it is NULL.
+
+ Returns 0, 0x700 when the file cannot be read, then the codes of
+ `simak_model_from_mpk_json`; 0x603 for a NULL `path` or `model`.
+
+ # Safety
+
+ `path` is NULL or a NUL-terminated string; `model` NULL or writable; `error` NULL or
+ writable.
+ */
+uint32_t simak_model_from_mpk(const char *path,
+                              struct simak_model **model,
+                              struct simak_error *error);
+
+/*
+ Reads a manifest's JSON text (`text_bytes` bytes of UTF-8 at `text`, no terminating NUL
+ needed) into a model, as `simak_model_from_mpk`.
+
+ Returns 0, or the code of docs/errors.md naming the plugin and the key: 0x701 text that
+ is not UTF-8 or not a JSON object, 0x70f a repeated key, 0x702 a missing key, 0x703 a
+ bad value, 0x704 conflicting aliases, 0x705 an unsupported kernel, 0x706 an unknown
+ `preproc` key, 0x707 a per-tensor list of the wrong length, 0x708 unequal batch keys,
+ 0x709 a declared size that differs from the computed one, 0x70a a graph that is not a
+ set of chains, 0x70b a shape, 0x70c an `input_range`, or an op's admission code; 0x603
+ for a NULL `text` (with `text_bytes` > 0) or `model`.
+
+ # Safety
+
+ `text` is NULL or readable for `text_bytes` bytes; `model` NULL or writable; `error`
+ NULL or writable.
+ */
+uint32_t simak_model_from_mpk_json(const char *text,
+                                   size_t text_bytes,
+                                   struct simak_model **model,
+                                   struct simak_error *error);
+
+/*
+ Shares `model`: one more reference to the same immutable model. NULL for NULL.
+
+ # Safety
+
+ `model` is NULL or a live handle.
+ */
+struct simak_model *simak_model_clone(const struct simak_model *model);
+
+/*
+ Releases one reference to `model`; the model (and every string its queries returned)
+ is freed with its last handle. Nothing for NULL.
+
+ # Safety
+
+ `model` is NULL or a live handle, not used afterwards.
+ */
+void simak_model_free(struct simak_model *model);
+
+/*
+ The manifest's `name` (empty when it has none), owned by the model; NULL for NULL.
+
+ # Safety
+
+ `model` is NULL or a live handle.
+ */
+const char *simak_model_name(const struct simak_model *model);
+
+/*
+ Frames per call (SPEC §14's batch keys; 1 when the manifest gives none); 0 for NULL.
+
+ # Safety
+
+ `model` is NULL or a live handle.
+ */
+uint64_t simak_model_batch(const struct simak_model *model);
+
+/*
+ Bytes of all IFMs, back to back in the MLA's input order; 0 for NULL.
+
+ # Safety
+
+ `model` is NULL or a live handle.
+ */
+uint64_t simak_model_ifm_size(const struct simak_model *model);
+
+/*
+ Bytes of the OFM buffer (every head); 0 for NULL.
+
+ # Safety
+
+ `model` is NULL or a live handle.
+ */
+uint64_t simak_model_ofm_size(const struct simak_model *model);
+
+/*
+ The number of input stages; 0 for NULL.
+
+ # Safety
+
+ `model` is NULL or a live handle.
+ */
+size_t simak_model_input_count(const struct simak_model *model);
+
+/*
+ The number of output stages (heads); 0 for NULL.
+
+ # Safety
+
+ `model` is NULL or a live handle.
+ */
+size_t simak_model_output_count(const struct simak_model *model);
+
+/*
+ Describes input stage `index` (in the model's `input_nodes` order) in `*stage`.
+
+ Returns 0, 0x70e for an index past `simak_model_input_count`, 0x603 for a NULL `model`
+ or `stage`. Nothing is written on failure.
+
+ # Safety
+
+ `model` is NULL or a live handle; `stage` NULL or writable; `error` NULL or writable.
+ */
+uint32_t simak_model_input(const struct simak_model *model,
+                           size_t index,
+                           struct simak_model_stage *stage,
+                           struct simak_error *error);
+
+/*
+ Describes output stage `index` (in the model's `output_nodes` order) in `*stage`.
+
+ Returns as `simak_model_input`, against `simak_model_output_count`.
+
+ # Safety
+
+ As `simak_model_input`.
+ */
+uint32_t simak_model_output(const struct simak_model *model,
+                            size_t index,
+                            struct simak_model_stage *stage,
+                            struct simak_error *error);
+
+/*
+ Runs input stage `input` on the A65: `frame` (the frame or float tensor, exactly
+ `simak_model_stage::input_bytes`, row-major in the stage's `shape`) → `ifm` (exactly the
+ stage's `size` bytes, aligned to 16 for a tiled IFM), on up to `threads` threads (0
+ counts as 1).
+
+ Checked before anything is read or written: a NULL `model` (0x603), a NULL `frame`
+ (0x409) or `ifm` (0x40a) with bytes, address overflow (0x405, 0x406), overlapping
+ buffers (0x407), an index past the inputs (0x70e), a byte length other than the
+ stage's (0x70d), then the op's own checks (alignment 0x404).
+
+ # Safety
+
+ `model` is NULL or a live handle. When every check passes, `frame` must be readable for
+ `frame_bytes` bytes and `ifm` readable and writable for `ifm_bytes` bytes, and no other
+ thread may write the frame or access the IFM until the call returns. `error` is NULL or
+ writable.
+ */
+uint32_t simak_model_preprocess(const struct simak_model *model,
+                                size_t input,
+                                const void *frame,
+                                size_t frame_bytes,
+                                void *ifm,
+                                size_t ifm_bytes,
+                                uint32_t threads,
+                                struct simak_error *error);
+
+/*
+ Runs every output stage on the A65: `ofm` (exactly `simak_model_ofm_size` bytes,
+ aligned to 16 when a head has tile alignment 16, else to the heads' element size) →
+ `outputs[i]` (`output_count` buffers, one per output stage in order; `output_bytes[i]`
+ exactly the stage's `output_bytes`, the dense row-major tensor, at any address), on up
+ to `threads` threads (0 counts as 1).
+
+ Checked before anything is read or written: a NULL `model` (0x603), NULL `outputs` or
+ `output_bytes` with `output_count` > 0 (0x603), a NULL `ofm` (0x409) or output (0x40a)
+ with bytes, address overflow (0x405, 0x406), any two buffers overlapping (0x407), a
+ buffer count or byte length other than the model's (0x70d), then each op's own checks
+ (the OFM's alignment 0x403).
+
+ # Safety
+
+ `model` is NULL or a live handle; `outputs` and `output_bytes` NULL or readable for
+ `output_count` values. When every check passes, `ofm` must be readable for `ofm_bytes`
+ bytes and each `outputs[i]` readable and writable for `output_bytes[i]` bytes, and no
+ other thread may write the OFM or access an output until the call returns. `error` is
+ NULL or writable.
+ */
+uint32_t simak_model_postprocess(const struct simak_model *model,
+                                 const void *ofm,
+                                 size_t ofm_bytes,
+                                 void *const *outputs,
+                                 const size_t *output_bytes,
+                                 size_t output_count,
+                                 uint32_t threads,
+                                 struct simak_error *error);
 
 /*
  Checks `plan` for the EV74 (each span at most 2^32 - 1 bytes: 0x301, 0x302) and writes

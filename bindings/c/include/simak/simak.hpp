@@ -22,6 +22,11 @@
  *     simak::ops::preproc   Format, To, Plane, Frame, Border, Request, Plan, check_inference
  *     simak::a65::preproc   prepare, execute, check_inference
  *
+ * and a model's whole boundary from its manifest (SPEC §14: frames in, named tensors out):
+ *
+ *     simak::Model          from_mpk, from_mpk_json, inputs, outputs, preprocess(_into),
+ *                           postprocess(_into)
+ *
  * RAII over the C handles, no exceptions: fallible calls return std::variant<T, Error> or
  * Status. A Plan shares its handle (a reference-counted clone in the C ABI), so a Prepared
  * may outlive the variant it came from; plans are immutable and may be used from several
@@ -37,6 +42,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -54,6 +60,8 @@ enum class DType : std::uint32_t {
     /* The output side only (Detess, DetessDequant and Dequant inputs, SPEC §12). */
     Int16 = SIMAK_DTYPE_I16,
     Int32 = SIMAK_DTYPE_I32,
+    /* Camera frames, as a Model's input stages report them; not a tensor port's dtype. */
+    UInt8 = SIMAK_DTYPE_U8,
 };
 
 /* Integer rounding of the binary32 product (SPEC §3). */
@@ -1430,6 +1438,195 @@ inline std::variant<simak_ev74_detess_fields, Error> decode(const Packet &packet
 }  // namespace detessdequant
 
 }  // namespace ev74
+
+/* One stage of a Model (SPEC §14): an input stage turns a frame or float tensor into IFM
+ * bytes, an output stage one head of the OFM into a dense tensor. */
+struct ModelStage {
+    /* The model input's or output's node name. */
+    std::string name;
+    /* "preproc", "quant", "quanttess", "casttess", "detess", "detesscast", "detessdequant"
+     * or "dequant". */
+    std::string op;
+    /* Input stage: what the caller gives (a frame [N, H, W, C], or [N, H*3/2, W] for NV12
+     * and I420; or the float tensor's shape); output stage: the dense tensor's shape. */
+    std::vector<std::uint64_t> shape;
+    DType dtype = DType::Float32;
+    /* Input stage: the IFM's bytes and offset among the MLA's inputs; output stage: the
+     * head's bytes and offset in the OFM. */
+    std::uint64_t size = 0;
+    std::uint64_t offset = 0;
+    /* Bytes of the caller's input (frame or tensor; the OFM head) and bytes written (the
+     * IFM; the dense tensor). */
+    std::uint64_t input_bytes = 0;
+    std::uint64_t output_bytes = 0;
+    /* Whether the stage's op has an EV74 entry (the A65 runs every stage). */
+    bool ev74 = false;
+    /* The plugins the stage fuses, in chain order. */
+    std::vector<std::string> plugins;
+    /* The op's parameters as (name, value) text, in a fixed order. */
+    std::vector<std::pair<std::string, std::string>> params;
+    /* The SPEC §14 rules and defaults the stage used, in words. */
+    std::vector<std::string> rules;
+};
+
+/* One output of Model::postprocess: the output's name, shape, dtype and row-major bytes. */
+struct ModelTensor {
+    std::string name;
+    std::vector<std::uint64_t> shape;
+    DType dtype = DType::Float32;
+    std::vector<std::uint8_t> bytes;
+};
+
+/* A model read from its manifest (`*_mpk.json`, SPEC §14): ordered input stages (frame or
+ * float tensor -> the IFM bytes the MLA reads) and output stages (the OFM buffer -> one dense
+ * tensor per head), each a prepared op, run on the A65. Shares its handle like a Plan
+ * (immutable; usable from several threads at once). Errors name the plugin and the key;
+ * codes 0x700-0x70f of docs/errors.md, or an op's own. */
+class Model {
+public:
+    static std::variant<Model, Error> from_mpk(const std::string &path) {
+        simak_model *model = nullptr;
+        simak_error error;
+        if (simak_model_from_mpk(path.c_str(), &model, &error) != 0) {
+            return detail::error_of(error);
+        }
+        return Model(model);
+    }
+
+    static std::variant<Model, Error> from_mpk_json(std::string_view text) {
+        simak_model *model = nullptr;
+        simak_error error;
+        if (simak_model_from_mpk_json(text.data(), text.size(), &model, &error) != 0) {
+            return detail::error_of(error);
+        }
+        return Model(model);
+    }
+
+    const simak_model *get() const noexcept { return handle_.get(); }
+    /* The manifest's name (empty when it has none). */
+    std::string name() const { return simak_model_name(get()); }
+    /* Frames per call. */
+    std::uint64_t batch() const noexcept { return simak_model_batch(get()); }
+    /* Bytes of all IFMs, back to back in the MLA's input order. */
+    std::uint64_t ifm_size() const noexcept { return simak_model_ifm_size(get()); }
+    /* Bytes of the OFM buffer (every head). */
+    std::uint64_t ofm_size() const noexcept { return simak_model_ofm_size(get()); }
+    std::vector<ModelStage> inputs() const {
+        return stages(simak_model_input_count(get()), simak_model_input);
+    }
+    std::vector<ModelStage> outputs() const {
+        return stages(simak_model_output_count(get()), simak_model_output);
+    }
+
+    /* Input stage `input`: `frame` (exactly the stage's input_bytes, row-major) -> `ifm`
+     * (exactly its size, aligned to 16 for a tiled IFM). Nothing is written on failure. */
+    Status preprocess_into(std::size_t input, ConstHostBuffer frame, HostBuffer ifm,
+                           unsigned threads = 1) const {
+        simak_error error;
+        if (simak_model_preprocess(get(), input, frame.data, frame.bytes, ifm.data, ifm.bytes,
+                                   threads, &error) != 0) {
+            return detail::error_of(error);
+        }
+        return Status();
+    }
+
+    /* The IFM bytes of input stage `input` in a new buffer (operator new's alignment, 16). */
+    std::variant<std::vector<std::uint8_t>, Error> preprocess(std::size_t input,
+                                                              ConstHostBuffer frame,
+                                                              unsigned threads = 1) const {
+        simak_model_stage stage;
+        simak_error error;
+        if (simak_model_input(get(), input, &stage, &error) != 0) {
+            return detail::error_of(error);
+        }
+        std::vector<std::uint8_t> ifm(static_cast<std::size_t>(stage.size));
+        Status s = preprocess_into(input, frame, HostBuffer{ifm.data(), ifm.size()}, threads);
+        if (!s) return s.error();
+        return ifm;
+    }
+
+    /* Every output stage: `ofm` (exactly ofm_size() bytes, aligned to 16 when a head has
+     * tile alignment 16) -> `outputs[i]` (exactly output i's output_bytes, at any address).
+     * Every buffer is checked before anything is written. */
+    Status postprocess_into(ConstHostBuffer ofm, const std::vector<HostBuffer> &outputs,
+                            unsigned threads = 1) const {
+        std::vector<void *> data;
+        std::vector<std::size_t> bytes;
+        for (const HostBuffer &b : outputs) {
+            data.push_back(b.data);
+            bytes.push_back(b.bytes);
+        }
+        simak_error error;
+        if (simak_model_postprocess(get(), ofm.data, ofm.bytes, data.data(), bytes.data(),
+                                    outputs.size(), threads, &error) != 0) {
+            return detail::error_of(error);
+        }
+        return Status();
+    }
+
+    /* Every output as a new tensor, in the model's output order. A misaligned `ofm` is
+     * copied once into an aligned buffer. */
+    std::variant<std::vector<ModelTensor>, Error> postprocess(ConstHostBuffer ofm,
+                                                              unsigned threads = 1) const {
+        std::vector<std::uint8_t> copy;
+        if (ofm.data != nullptr && reinterpret_cast<std::uintptr_t>(ofm.data) % 16 != 0) {
+            const auto *p = static_cast<const std::uint8_t *>(ofm.data);
+            copy.assign(p, p + ofm.bytes);
+            ofm.data = copy.data();
+        }
+        std::vector<ModelTensor> tensors;
+        std::vector<HostBuffer> buffers;
+        for (ModelStage &s : outputs()) {
+            ModelTensor t;
+            t.name = std::move(s.name);
+            t.shape = std::move(s.shape);
+            t.dtype = s.dtype;
+            t.bytes.resize(static_cast<std::size_t>(s.output_bytes));
+            tensors.push_back(std::move(t));
+        }
+        for (ModelTensor &t : tensors) buffers.push_back(HostBuffer{t.bytes.data(), t.bytes.size()});
+        Status s = postprocess_into(ofm, buffers, threads);
+        if (!s) return s.error();
+        return tensors;
+    }
+
+private:
+    static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= 16,
+                  "Model::preprocess returns tiled IFMs in std::vector storage");
+
+    explicit Model(simak_model *handle) noexcept : handle_(handle) {}
+
+    using Query = std::uint32_t (*)(const simak_model *, std::size_t, simak_model_stage *,
+                                    simak_error *);
+
+    std::vector<ModelStage> stages(std::size_t count, Query query) const {
+        std::vector<ModelStage> out;
+        for (std::size_t i = 0; i < count; ++i) {
+            simak_model_stage s;
+            simak_error error;
+            if (query(get(), i, &s, &error) != 0) break;
+            ModelStage m;
+            m.name = s.name;
+            m.op = s.op;
+            m.shape.assign(s.shape, s.shape + s.rank);
+            m.dtype = static_cast<DType>(s.dtype);
+            m.size = s.size;
+            m.offset = s.offset;
+            m.input_bytes = s.input_bytes;
+            m.output_bytes = s.output_bytes;
+            m.ev74 = s.ev74 != 0;
+            m.plugins.assign(s.plugins, s.plugins + s.plugin_count);
+            for (std::size_t k = 0; k < s.param_count; ++k) {
+                m.params.emplace_back(s.param_names[k], s.param_values[k]);
+            }
+            m.rules.assign(s.rules, s.rules + s.rule_count);
+            out.push_back(std::move(m));
+        }
+        return out;
+    }
+
+    detail::Handle<simak_model, simak_model_clone, simak_model_free> handle_;
+};
 
 /* The library version, e.g. "0.1.0". */
 inline const char *version() noexcept { return simak_version(); }

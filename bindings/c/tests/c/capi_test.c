@@ -5,7 +5,7 @@
  * Usage: capi_test DATA_DIR   (the repository's tests/data)
  *
  * The output side (Detess, DetessCast, DetessDequant, Dequant) is tested in output_side.c,
- * linked into this program.
+ * Preproc in preproc.c and the model in model.c, each linked into this program.
  *
  * Results on the MiniLM tensors are compared with the independent oracles of oracle.h, never
  * with simak itself; every refusal is checked for its code and for leaving the output
@@ -20,6 +20,7 @@
 #include <simak/simak.h>
 
 #include "fp_env.h"
+#include "model.h"
 #include "oracle.h"
 #include "output_side.h"
 #include "preproc.h"
@@ -895,6 +896,7 @@ int main(int argc, char **argv) {
     shared_plans();
     output_side_tests(&passed, &failed);
     preproc_tests(data_dir, &passed, &failed);
+    model_tests(data_dir, &passed, &failed);
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -20,6 +20,8 @@ simak::Status seed_ev74_casttess();
 void output_side_tests(int &passed, int &failed);
 // Preproc (preproc_test.cpp), adding to the counts.
 void preproc_tests(const std::string &dir, int &passed, int &failed);
+// simak::Model (model_test.cpp), adding to the counts.
+void model_tests(const std::string &dir, int &passed, int &failed);
 simak::Status seed_a65_quant(const std::array<simak::ConstHostBuffer, 1> &input_views,
                              const std::array<simak::HostBuffer, 1> &output_views);
 
@@ -289,6 +291,7 @@ int main(int argc, char **argv) {
     errors_and_sharing();
     output_side_tests(passed, failed);
     preproc_tests(argv[1], passed, failed);
+    model_tests(argv[1], passed, failed);
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
