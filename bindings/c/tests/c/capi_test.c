@@ -27,24 +27,9 @@
 
 static int passed = 0, failed = 0;
 
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (cond) {                                                        \
-            ++passed;                                                      \
-        } else {                                                           \
-            ++failed;                                                      \
-            printf("FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
-            printf(__VA_ARGS__);                                           \
-            printf("\n");                                                  \
-        }                                                                  \
-    } while (0)
-
-/* A code and, when nonzero, a message; checks both against `want`. */
-#define CHECK_CODE(got, want, err)                                                       \
-    CHECK((got) == (want) && (err).code == (got) &&                                      \
-              ((want) == 0 ? (err).message[0] == 0 : (err).message[0] != 0),            \
-          "code 0x%x (error.code 0x%x, \"%s\"), want 0x%x", (unsigned)(got),            \
-          (unsigned)(err).code, (err).message, (unsigned)(want))
+#define CHECK_PASSED passed
+#define CHECK_FAILED failed
+#include "check.h"
 
 static const char *data_dir;
 static const char *query = "encoder.layer.0.attention.self.query.weight[:64]";

@@ -20,23 +20,9 @@
 
 static int *passed_, *failed_;
 
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (cond) {                                                        \
-            ++*passed_;                                                    \
-        } else {                                                           \
-            ++*failed_;                                                    \
-            printf("FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
-            printf(__VA_ARGS__);                                           \
-            printf("\n");                                                  \
-        }                                                                  \
-    } while (0)
-
-#define CHECK_CODE(got, want, err)                                                       \
-    CHECK((got) == (want) && (err).code == (got) &&                                      \
-              ((want) == 0 ? (err).message[0] == 0 : (err).message[0] != 0),            \
-          "code 0x%x (error.code 0x%x, \"%s\"), want 0x%x", (unsigned)(got),            \
-          (unsigned)(err).code, (err).message, (unsigned)(want))
+#define CHECK_PASSED (*passed_)
+#define CHECK_FAILED (*failed_)
+#include "check.h"
 
 /* A buffer whose data starts 16-byte aligned (`base` is what to free). */
 typedef struct buffer {
