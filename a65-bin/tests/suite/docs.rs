@@ -521,7 +521,15 @@ fn host_examples() -> Vec<(&'static str, String, u32)> {
             expected: 1,
             found: 2,
         },
-        K::Index { index: 1, count: 1 },
+        K::BufferCount {
+            expected: 1,
+            found: 2,
+        },
+        K::Index {
+            side: "input",
+            index: 1,
+            count: 1,
+        },
     ];
     // Every variant but `Stage` (which keeps its op's code) is listed above: a new variant
     // does not compile here until it is added there.
@@ -542,6 +550,7 @@ fn host_examples() -> Vec<(&'static str, String, u32)> {
             | K::Shape(_)
             | K::InputRange { .. }
             | K::BufferSize { .. }
+            | K::BufferCount { .. }
             | K::Index { .. }
             | K::Stage(_) => {}
         }

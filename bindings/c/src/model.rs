@@ -4,7 +4,7 @@
 //! library; the stage queries describe them, `simak_model_preprocess` and
 //! `simak_model_postprocess` run them on the A65.
 //!
-//! Every rule is `simak::model`'s: a refused manifest reports its code (0x700–0x70f, or
+//! Every rule is `simak::model`'s: a refused manifest reports its code (0x700–0x710, or
 //! the op's own admission code) and a message naming the plugin and the key.
 
 use std::ffi::{CStr, CString, OsStr, c_char, c_void};
@@ -16,8 +16,8 @@ use simak::a65::ExecuteError;
 use simak::model::{ElementType, Model, ModelError, ModelErrorKind, StageInfo};
 
 use crate::{
-    Failure, borrow, clone_handle, dtype_code, free_handle, guard, into_handle, put, simak_dtype,
-    simak_error,
+    Failure, SIMAK_PLAN_EXACT, borrow, clone_handle, dtype_code, free_handle, guard, into_handle,
+    put, simak_dtype, simak_error,
 };
 
 /// A model read from its manifest (opaque; immutable; shareable between threads; the
@@ -27,7 +27,9 @@ use crate::{
 pub struct simak_model(ModelHandle);
 
 /// One stage of a model (`simak_model_input`, `simak_model_output`). The strings and
-/// arrays belong to the model and live as long as it (its last handle).
+/// arrays belong to the model and live as long as it (its last handle); a NUL inside a
+/// manifest's string is dropped from its C string. An input stage's `output_bytes` and an
+/// output stage's `input_bytes` equal its `size`.
 #[repr(C)]
 #[allow(non_camel_case_types, reason = "the C name")]
 #[derive(Debug, Clone, Copy)]
@@ -65,9 +67,12 @@ pub struct simak_model_stage {
     pub plugins: *const *const c_char,
     /// The op's parameters, in a fixed order.
     pub param_count: usize,
-    /// `param_count` parameter names (e.g. "multiplier").
+    /// `param_count` parameter names, as `simak model inspect` prints them
+    /// (docs/contract.md §14 lists each op's): e.g. "multiplier", "zero_point",
+    /// "rounding", "axes", "tile", "channels", "tile_align", "out_dtype".
     pub param_names: *const *const c_char,
-    /// `param_count` parameter values as text (e.g. "0.5", "[-, 1, 2, 3]").
+    /// `param_count` parameter values as text: numbers in decimal (a multiplier is the
+    /// shortest decimal of its binary32), lists as "[a, b, …]" ("-" an absent axis).
     pub param_values: *const *const c_char,
     /// The SPEC §14 rules and defaults the stage used, in words.
     pub rule_count: usize,
@@ -163,7 +168,8 @@ impl From<ModelError> for Failure {
     }
 }
 
-/// The body of both constructors: `*model` is NULL first, then `read` gives the model;
+/// The body of both constructors: `*model` is NULL first; a NULL `model` (0x603) and
+/// flags other than `SIMAK_PLAN_EXACT` (0x601) are refused before `read` gives the model;
 /// on success `*model` is a new handle.
 ///
 /// # Safety
@@ -171,15 +177,24 @@ impl From<ModelError> for Failure {
 /// `model` and `error` are NULL or writable; `read` is sound to call.
 unsafe fn model_new(
     model: *mut *mut simak_model,
+    flags: u32,
     error: *mut simak_error,
     read: impl FnOnce() -> Result<Model, Failure>,
 ) -> u32 {
     // SAFETY: `model` is null or writable by this function's contract.
     unsafe { put(model, std::ptr::null_mut()) };
     let body = || {
-        let m = read()?;
         if model.is_null() {
             return Err(Failure::null("model"));
+        }
+        if flags & !SIMAK_PLAN_EXACT != 0 {
+            return Err(Failure::invalid_enum(format!(
+                "model flags 0x{flags:x} have bits other than SIMAK_PLAN_EXACT (0x1)"
+            )));
+        }
+        let mut m = read()?;
+        if flags & SIMAK_PLAN_EXACT != 0 {
+            m = m.with_exact_paths();
         }
         let c = |s: &str| CString::new(s.replace('\0', "")).unwrap_or_default();
         let handle = ModelHandle {
@@ -198,11 +213,16 @@ unsafe fn model_new(
 
 /// Reads the manifest file at `path` (a NUL-terminated file name, any bytes but NUL) into a
 /// model: its plugins wired into chains, each chain admitted and prepared for the A65
-/// (SPEC §14). On success `*model` is a new handle (free it with `simak_model_free`); on
-/// failure it is NULL.
+/// (SPEC §14). `flags` is 0 or `SIMAK_PLAN_EXACT`: the Quant and QuantTess input stages on
+/// the exact integer path (the same bytes in any FP environment, for a program built with
+/// `-ffast-math`; without it their SIMD routes refuse such a program's calls with 0x408).
+/// On success `*model` is a new handle (free it with `simak_model_free`); on failure it is
+/// NULL.
 ///
-/// Returns 0, 0x700 when the file cannot be read, then the codes of
-/// `simak_model_from_mpk_json`; 0x603 for a NULL `path` or `model`.
+/// Returns 0; 0x603 for a NULL `model` or `path`, 0x601 for other flags; 0x700 when the
+/// file cannot be read or holds more than 16 MiB (at most that much is read, whatever the
+/// file); 0x701 when its bytes are not UTF-8; then the codes of
+/// `simak_model_from_mpk_json`.
 ///
 /// # Safety
 ///
@@ -211,6 +231,7 @@ unsafe fn model_new(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn simak_model_from_mpk(
     path: *const c_char,
+    flags: u32,
     model: *mut *mut simak_model,
     error: *mut simak_error,
 ) -> u32 {
@@ -224,19 +245,19 @@ pub unsafe extern "C" fn simak_model_from_mpk(
         Ok(Model::from_mpk(path)?)
     };
     // SAFETY: this function's contract; `read` reads only `path`.
-    unsafe { model_new(model, error, read) }
+    unsafe { model_new(model, flags, error, read) }
 }
 
 /// Reads a manifest's JSON text (`text_bytes` bytes of UTF-8 at `text`, no terminating NUL
-/// needed) into a model, as `simak_model_from_mpk`.
+/// needed) into a model, as `simak_model_from_mpk` (`flags` too).
 ///
-/// Returns 0, or the code of docs/errors.md naming the plugin and the key: 0x701 text that
-/// is not UTF-8 or not a JSON object, 0x70f a repeated key, 0x702 a missing key, 0x703 a
-/// bad value, 0x704 conflicting aliases, 0x705 an unsupported kernel, 0x706 an unknown
+/// Returns 0; 0x603 for a NULL `model`, or a NULL `text` with `text_bytes` > 0; 0x601 for
+/// other flags; else the code of docs/errors.md naming the plugin and the key: 0x701 text
+/// that is not UTF-8 or not a JSON object, 0x70f a repeated key, 0x702 a missing key, 0x703
+/// a bad value, 0x704 conflicting aliases, 0x705 an unsupported kernel, 0x706 an unknown
 /// `preproc` key, 0x707 a per-tensor list of the wrong length, 0x708 unequal batch keys,
 /// 0x709 a declared size that differs from the computed one, 0x70a a graph that is not a
-/// set of chains, 0x70b a shape, 0x70c an `input_range`, or an op's admission code; 0x603
-/// for a NULL `text` (with `text_bytes` > 0) or `model`.
+/// set of chains, 0x70b a shape, 0x70c an `input_range`, or an op's admission code.
 ///
 /// # Safety
 ///
@@ -246,6 +267,7 @@ pub unsafe extern "C" fn simak_model_from_mpk(
 pub unsafe extern "C" fn simak_model_from_mpk_json(
     text: *const c_char,
     text_bytes: usize,
+    flags: u32,
     model: *mut *mut simak_model,
     error: *mut simak_error,
 ) -> u32 {
@@ -262,7 +284,7 @@ pub unsafe extern "C" fn simak_model_from_mpk_json(
         Ok(Model::from_mpk_json(text)?)
     };
     // SAFETY: this function's contract; `read` reads only `text`.
-    unsafe { model_new(model, error, read) }
+    unsafe { model_new(model, flags, error, read) }
 }
 
 /// `len` bytes at `ptr` (empty for `len` 0, whatever `ptr`), or [`Failure::null`].
@@ -408,6 +430,7 @@ unsafe fn stage_of(
                 plugin: None,
                 key: None,
                 kind: ModelErrorKind::Index {
+                    side: if input { "input" } else { "output" },
                     index,
                     count: infos.len(),
                 },
@@ -459,32 +482,51 @@ pub unsafe extern "C" fn simak_model_output(
     unsafe { stage_of(model, index, stage, error, false) }
 }
 
-/// A caller's buffer: its address and length in bytes, and the port it is.
-#[derive(Clone, Copy)]
+/// A caller's buffer: its address and length in bytes, the port it is and its name for
+/// messages ("the frame", "output 2", …).
 struct Region {
     ptr: usize,
     len: usize,
     port: Port,
+    name: String,
+}
+
+/// The code of an execute error of SPEC §6.
+fn code_of(e: ExecuteError) -> u32 {
+    simak::Error::from(e).code()
 }
 
 /// The checks of SPEC §6 that need addresses only, before any slice is formed: a null
 /// buffer with bytes (0x409 the input, 0x40a an output), a range that wraps the address
 /// space or exceeds `isize::MAX` (0x405, 0x406), two ranges that overlap (0x407; the
-/// outputs among themselves too). Empty buffers are never touched.
+/// outputs among themselves too). Empty buffers are never touched. Messages name the
+/// buffers.
 fn check_regions(regions: &[Region]) -> Result<(), Failure> {
     for r in regions.iter().filter(|r| r.len > 0) {
         if r.ptr == 0 {
-            return Err(ExecuteError::NullPointer { port: r.port }.into());
+            return Err(Failure::new(
+                code_of(ExecuteError::NullPointer { port: r.port }),
+                format!("{} is NULL, with {} bytes", r.name, r.len),
+            ));
         }
         if isize::try_from(r.len).is_err() || r.ptr.checked_add(r.len).is_none() {
-            return Err(ExecuteError::AddressOverflow { port: r.port }.into());
+            return Err(Failure::new(
+                code_of(ExecuteError::AddressOverflow { port: r.port }),
+                format!(
+                    "{} at 0x{:x} with {} bytes passes the end of the address space",
+                    r.name, r.ptr, r.len
+                ),
+            ));
         }
     }
     let nonempty: Vec<&Region> = regions.iter().filter(|r| r.len > 0).collect();
     for (k, a) in nonempty.iter().enumerate() {
         for b in &nonempty[k + 1..] {
             if a.ptr < b.ptr + b.len && b.ptr < a.ptr + a.len {
-                return Err(ExecuteError::Overlap.into());
+                return Err(Failure::new(
+                    code_of(ExecuteError::Overlap),
+                    format!("{} and {} overlap", a.name, b.name),
+                ));
             }
         }
     }
@@ -499,7 +541,11 @@ fn check_regions(regions: &[Region]) -> Result<(), Failure> {
 /// Checked before anything is read or written: a NULL `model` (0x603), a NULL `frame`
 /// (0x409) or `ifm` (0x40a) with bytes, address overflow (0x405, 0x406), overlapping
 /// buffers (0x407), an index past the inputs (0x70e), a byte length other than the
-/// stage's (0x70d), then the op's own checks (alignment 0x404).
+/// stage's (0x70d), then the op's own checks: the IFM's alignment (0x404: 16 bytes for a
+/// tiled IFM, that is a QuantTess or CastTess stage or a Preproc one whose `to` parameter
+/// is tiled; the frame may be at any address), and for a Quant or QuantTess stage of a
+/// model made without `SIMAK_PLAN_EXACT`, the calling thread's FP environment (0x408: a
+/// program running with flush-to-zero).
 ///
 /// # Safety
 ///
@@ -526,11 +572,13 @@ pub unsafe extern "C" fn simak_model_preprocess(
                 ptr: frame as usize,
                 len: frame_bytes,
                 port: Port::Input,
+                name: "the frame".into(),
             },
             Region {
                 ptr: ifm as usize,
                 len: ifm_bytes,
                 port: Port::Output,
+                name: "the IFM".into(),
             },
         ])?;
         // SAFETY: checked not null when nonempty, not wrapping; readable by this
@@ -566,11 +614,12 @@ unsafe fn bytes_out<'a>(ptr: *mut u8, len: usize) -> &'a mut [u8] {
 /// exactly the stage's `output_bytes`, the dense row-major tensor, at any address), on up
 /// to `threads` threads (0 counts as 1).
 ///
-/// Checked before anything is read or written: a NULL `model` (0x603), NULL `outputs` or
-/// `output_bytes` with `output_count` > 0 (0x603), a NULL `ofm` (0x409) or output (0x40a)
-/// with bytes, address overflow (0x405, 0x406), any two buffers overlapping (0x407), a
-/// buffer count or byte length other than the model's (0x70d), then each op's own checks
-/// (the OFM's alignment 0x403).
+/// Checked before anything is read or written: a NULL `model` (0x603), an `output_count`
+/// other than `simak_model_output_count` (0x710; nothing is read from the arrays), NULL
+/// `outputs` or `output_bytes` (0x603), a NULL `ofm` (0x409) or output (0x40a) with
+/// bytes, address overflow (0x405, 0x406), any two buffers overlapping (0x407), a byte
+/// length other than the model's (0x70d), then each op's own checks (the OFM's alignment,
+/// 0x403). The messages name the buffer (`output 2 ("p5")`).
 ///
 /// # Safety
 ///
@@ -597,7 +646,19 @@ pub unsafe extern "C" fn simak_model_postprocess(
             ptr: ofm as usize,
             len: ofm_bytes,
             port: Port::Input,
+            name: "the OFM".into(),
         }];
+        if output_count != m.outputs.len() {
+            return Err(ModelError {
+                plugin: None,
+                key: None,
+                kind: ModelErrorKind::BufferCount {
+                    expected: m.outputs.len(),
+                    found: output_count,
+                },
+            }
+            .into());
+        }
         if output_count > 0 {
             if outputs.is_null() {
                 return Err(Failure::null("outputs"));
@@ -616,6 +677,7 @@ pub unsafe extern "C" fn simak_model_postprocess(
                 ptr: ptr as usize,
                 len,
                 port: Port::Output,
+                name: format!("output {k} ({:?})", m.model.outputs()[k].name),
             });
         }
         check_regions(&regions)?;

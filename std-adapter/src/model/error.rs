@@ -103,8 +103,17 @@ pub enum ModelErrorKind {
         /// Bytes given.
         found: u64,
     },
+    /// A count of output buffers other than the model's outputs' (0x710).
+    BufferCount {
+        /// The model's outputs.
+        expected: usize,
+        /// Buffers given.
+        found: usize,
+    },
     /// An input or output index past the model's count (0x70e).
     Index {
+        /// `"input"` or `"output"`.
+        side: &'static str,
         /// The index given.
         index: usize,
         /// The count.
@@ -149,6 +158,7 @@ impl ModelError {
             ModelErrorKind::BufferSize { .. } => 0x70d,
             ModelErrorKind::Index { .. } => 0x70e,
             ModelErrorKind::RepeatedKey(_) => 0x70f,
+            ModelErrorKind::BufferCount { .. } => 0x710,
             ModelErrorKind::Stage(e) => e.code(),
         }
     }
@@ -225,9 +235,15 @@ impl fmt::Display for ModelError {
                 expected,
                 found,
             } => write!(f, "{what}: {found} bytes, the model needs {expected}"),
-            ModelErrorKind::Index { index, count } => {
-                write!(f, "index {index}: the model has {count}")
-            }
+            ModelErrorKind::BufferCount { expected, found } => write!(
+                f,
+                "{found} output buffers given, but the model has {expected} outputs (one buffer \
+                 each)"
+            ),
+            ModelErrorKind::Index { side, index, count } => write!(
+                f,
+                "{side} index {index} is past the model's {count} {side}s"
+            ),
         }
     }
 }

@@ -262,25 +262,35 @@ fn graph_error(node: &str, message: &str) -> ModelError {
 }
 
 impl Model {
-    /// Reads the manifest at `path` ([`from_mpk_json`](Model::from_mpk_json)).
+    /// Reads the manifest at `path` ([`from_mpk_json`](Model::from_mpk_json)). At most
+    /// [`MAX_MANIFEST_BYTES`] are read, whatever the file is (a device or a pipe has no
+    /// length to check first).
     ///
     /// # Errors
     ///
-    /// [`ModelErrorKind::Io`] when the file cannot be read or is larger than
-    /// [`MAX_MANIFEST_BYTES`]; then as [`from_mpk_json`](Model::from_mpk_json).
+    /// [`ModelErrorKind::Io`] when the file cannot be read or holds more than
+    /// [`MAX_MANIFEST_BYTES`]; [`ModelErrorKind::Json`] when its bytes are not UTF-8; then
+    /// as [`from_mpk_json`](Model::from_mpk_json).
     pub fn from_mpk(path: impl AsRef<Path>) -> Result<Model, ModelError> {
+        use std::io::Read;
         let path = path.as_ref();
-        let io =
-            |e: String| ModelError::new(ModelErrorKind::Io(format!("{}: {e}", path.display())));
-        let len = std::fs::metadata(path)
-            .map_err(|e| io(e.to_string()))?
-            .len();
-        if len > MAX_MANIFEST_BYTES {
+        let io = |e: String| ModelError::new(ModelErrorKind::Io(format!("{path:?}: {e}")));
+        let file = std::fs::File::open(path).map_err(|e| io(e.to_string()))?;
+        let mut bytes = Vec::new();
+        file.take(MAX_MANIFEST_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io(e.to_string()))?;
+        if bytes.len() as u64 > MAX_MANIFEST_BYTES {
             return Err(io(format!(
-                "{len} bytes, more than the {MAX_MANIFEST_BYTES} a manifest may have"
+                "more than the {MAX_MANIFEST_BYTES} bytes a manifest may have"
             )));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| io(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            ModelError::new(ModelErrorKind::Json(format!(
+                "the manifest is not UTF-8 text: {}",
+                e.utf8_error()
+            )))
+        })?;
         Model::from_mpk_json(&text)
     }
 
@@ -291,8 +301,8 @@ impl Model {
     ///
     /// # Errors
     ///
-    /// A [`ModelError`] naming the plugin and the key: JSON errors and repeated keys
-    /// (0x701), missing keys (0x702), bad values (0x703), conflicting aliases (0x704),
+    /// A [`ModelError`] naming the plugin and the key: JSON errors (0x701), repeated keys
+    /// (0x70f), missing keys (0x702), bad values (0x703), conflicting aliases (0x704),
     /// unknown kernels and kernel chains that are no op (0x705), unknown `preproc` keys
     /// (0x706), per-tensor lists of the wrong length (0x707), unequal batch keys (0x708),
     /// declared sizes that differ from the computed ones (0x709), a graph that is not a set
@@ -525,6 +535,19 @@ impl Model {
         })
     }
 
+    /// The model with its Quant and QuantTess input stages prepared on the exact integer
+    /// path of SPEC §3 (`a65::quant::prepare_exact`): the same bytes, slower, in any FP
+    /// environment. For a program that runs with flush-to-zero (built with `-ffast-math`),
+    /// where those stages' SIMD routes refuse the call (0x408). The other stages are
+    /// integer code either way.
+    #[must_use]
+    pub fn with_exact_paths(mut self) -> Model {
+        for k in &mut self.input_kernels {
+            k.make_exact();
+        }
+        self
+    }
+
     /// The manifest's `name` (empty when it has none).
     pub fn name(&self) -> &str {
         &self.name
@@ -665,6 +688,7 @@ impl Model {
         match (self.inputs.get(index), self.input_kernels.get(index)) {
             (Some(i), Some(k)) => Ok((i, k)),
             _ => Err(ModelError::new(ModelErrorKind::Index {
+                side: "input",
                 index,
                 count: self.inputs.len(),
             })),
@@ -672,13 +696,14 @@ impl Model {
     }
 
     /// Runs every output stage on the A65: `ofm` (exactly [`ofm_size`](Model::ofm_size)
-    /// bytes, aligned to 16) → `outputs[i]` (exactly `outputs()[i].output_bytes`, the dense
-    /// row-major tensor, at any address), on up to `threads` threads. Every
-    /// buffer is checked before anything is written.
+    /// bytes, aligned to 16 when a head has tile alignment 16, else to the heads' element
+    /// size) → `outputs[i]` (exactly `outputs()[i].output_bytes`, the dense row-major
+    /// tensor, at any address), on up to `threads` threads. Every buffer is checked before
+    /// anything is written.
     ///
     /// # Errors
     ///
-    /// [`ModelErrorKind::BufferSize`] (also for a count of buffers other than the outputs'),
+    /// [`ModelErrorKind::BufferSize`], [`ModelErrorKind::BufferCount`],
     /// or the op's execute error ([`ModelErrorKind::Stage`]: a misaligned buffer).
     pub fn read_outputs(
         &self,
@@ -705,10 +730,9 @@ impl Model {
         self.check_stages(self.outputs.iter(), backend)?;
         check_len("the OFM buffer", self.ofm_size, ofm.len())?;
         if outputs.len() != self.outputs.len() {
-            return Err(ModelError::new(ModelErrorKind::BufferSize {
-                what: "the output buffers (a count)".into(),
-                expected: self.outputs.len() as u64,
-                found: outputs.len() as u64,
+            return Err(ModelError::new(ModelErrorKind::BufferCount {
+                expected: self.outputs.len(),
+                found: outputs.len(),
             }));
         }
         for (info, out) in self.outputs.iter().zip(outputs.iter()) {

@@ -241,6 +241,15 @@ where
 }
 
 impl InputKernel {
+    /// Prepares a Quant or QuantTess stage on its exact integer path.
+    pub(crate) fn make_exact(&mut self) {
+        match self {
+            InputKernel::Quant(p) => *p = a65::quant::prepare_exact(p.plan()),
+            InputKernel::QuantTess(p) => *p = a65::quanttess::prepare_exact(p.plan()),
+            InputKernel::Preproc(_) | InputKernel::CastTess(_) => {}
+        }
+    }
+
     fn op(&self) -> StageOp {
         match self {
             InputKernel::Preproc(_) => StageOp::Preproc,
@@ -470,9 +479,10 @@ fn quant_params(
     rules: &mut Vec<String>,
 ) -> Result<QuantParams, ModelError> {
     let (scale, zp) = pp.scale_zp(t)?;
-    let Some((_, scale)) = scale else {
+    let Some((key, scale)) = scale else {
         return Err(missing(pp.plugin, "q_scale"));
     };
+    let scale = multiplier(pp, key, scale)?;
     let zp = match zp {
         Some((key, z)) => {
             i32::try_from(z).map_err(|_| bad(pp.plugin, key, "a zero point in i32", z))?
@@ -494,9 +504,7 @@ fn quant_params(
             format!("{r:?}"),
         ));
     };
-    Ok(QuantParams::new(scale as f32)
-        .with_zero_point(zp)
-        .with_rounding(r))
+    Ok(QuantParams::new(scale).with_zero_point(zp).with_rounding(r))
 }
 
 /// What a chain of float-input kernels asks for.
@@ -1153,9 +1161,10 @@ fn dequant_params(
     rules: &mut Vec<String>,
 ) -> Result<dequant::Params, ModelError> {
     let (scale, zp) = pp.scale_zp(t)?;
-    let Some((_, scale)) = scale else {
+    let Some((key, scale)) = scale else {
         return Err(missing(pp.plugin, "dq_scale"));
     };
+    let scale = multiplier(pp, key, scale)?;
     let zp = match zp {
         Some((key, z)) => {
             i32::try_from(z).map_err(|_| bad(pp.plugin, key, "a zero point in i32", z))?
@@ -1165,7 +1174,24 @@ fn dequant_params(
             0
         }
     };
-    Ok(dequant::Params::new(scale as f32).with_zero_point(zp))
+    Ok(dequant::Params::new(scale).with_zero_point(zp))
+}
+
+/// A scale of the manifest as the binary32 multiplier of SPEC §3 and §12.2: finite and
+/// positive after rounding to binary32 (a value beyond binary32's range or rounding to 0
+/// is refused here, naming the plugin and the key, rather than by the op's admission).
+fn multiplier(pp: &PluginParams<'_>, key: &str, scale: f64) -> Result<f32, ModelError> {
+    let m = scale as f32;
+    if m.is_finite() && m > 0.0 {
+        Ok(m)
+    } else {
+        Err(bad(
+            pp.plugin,
+            key,
+            "a scale > 0 that is finite as a binary32",
+            scale,
+        ))
+    }
 }
 
 fn dequant_out(

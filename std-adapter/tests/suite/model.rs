@@ -545,3 +545,65 @@ fn extreme_numbers_are_refused_not_overflowed() {
         assert_eq!(e.code(), code, "{e}");
     }
 }
+
+/// Scales that are no binary32 multiplier (0, negative, beyond binary32's range) are
+/// refused as bad values of their key, in the plugin that holds it.
+#[test]
+fn scales_are_finite_binary32_multipliers() {
+    let classifier: Value = serde_json::from_str(&text("classifier.mpk.json")).unwrap();
+    for bad in [0.0, -1.0, 1e39, 1e-50] {
+        let mut v = classifier.clone();
+        v["plugins"][4]["params"]["dq_scale"] = serde_json::json!(bad);
+        let e = Model::from_mpk_json(&v.to_string()).unwrap_err();
+        assert_eq!(e.code(), 0x703, "dq_scale {bad}: {e}");
+        assert_eq!(e.plugin.as_deref(), Some("dequant_0"), "{e}");
+        assert_eq!(e.key.as_deref(), Some("dq_scale"), "{e}");
+        let mut v = classifier.clone();
+        v["plugins"][0]["params"]["channel_params"] = serde_json::json!([[bad, 3]]);
+        let e = Model::from_mpk_json(&v.to_string()).unwrap_err();
+        assert_eq!(e.code(), 0x703, "channel_params {bad}: {e}");
+        assert_eq!(e.plugin.as_deref(), Some("quant_0"), "{e}");
+    }
+}
+
+/// `from_mpk` reads at most 16 MiB whatever the file (a device has no length to check
+/// first), and bytes that are not UTF-8 are the JSON error, as in `from_mpk_json`.
+#[test]
+fn from_mpk_bounds_what_it_reads() {
+    let e = Model::from_mpk("/dev/zero").unwrap_err();
+    assert_eq!(e.code(), 0x700, "{e}");
+    assert!(e.to_string().contains("more than"), "{e}");
+    let path = std::env::temp_dir().join(format!("simak-not-utf8-{}.json", std::process::id()));
+    std::fs::write(&path, b"{\"name\": \"\xff\"}").unwrap();
+    let e = Model::from_mpk(&path).unwrap_err();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(e.code(), 0x701, "{e}");
+    let e = Model::from_mpk("").unwrap_err();
+    assert_eq!(e.code(), 0x700, "{e}");
+    assert!(
+        e.to_string().contains("\"\""),
+        "the empty path is quoted: {e}"
+    );
+}
+
+/// `with_exact_paths` gives the same IFM bytes; an input index past the inputs and a count
+/// of output buffers other than the outputs' say what they are.
+#[test]
+fn exact_paths_and_call_errors() {
+    let m = model("classifier");
+    let mut rng = Rng::new(33);
+    let x = f32s(&mut rng, 2 * 8 * 8 * 3);
+    let fast = m.preprocess(0, &x, 1).unwrap();
+    let m = m.with_exact_paths();
+    assert_eq!(m.preprocess(0, &x, 2).unwrap().as_slice(), fast.as_slice());
+    let e = m.preprocess(1, &x, 1).unwrap_err();
+    assert_eq!(e.code(), 0x70e);
+    assert_eq!(e.to_string(), "input index 1 is past the model's 1 inputs");
+    let ofm = aligned(&bytes(&mut rng, 20));
+    let e = m.read_outputs(ofm.as_slice(), &mut [], 1).unwrap_err();
+    assert_eq!(e.code(), 0x710);
+    assert_eq!(
+        e.to_string(),
+        "0 output buffers given, but the model has 1 outputs (one buffer each)"
+    );
+}

@@ -613,7 +613,9 @@ typedef struct simak_preproc_output {
 
 /*
  One stage of a model (`simak_model_input`, `simak_model_output`). The strings and
- arrays belong to the model and live as long as it (its last handle).
+ arrays belong to the model and live as long as it (its last handle); a NUL inside a
+ manifest's string is dropped from its C string. An input stage's `output_bytes` and an
+ output stage's `input_bytes` equal its `size`.
  */
 typedef struct simak_model_stage {
   /*
@@ -676,11 +678,14 @@ typedef struct simak_model_stage {
    */
   size_t param_count;
   /*
-   `param_count` parameter names (e.g. "multiplier").
+   `param_count` parameter names, as `simak model inspect` prints them
+   (docs/contract.md §14 lists each op's): e.g. "multiplier", "zero_point",
+   "rounding", "axes", "tile", "channels", "tile_align", "out_dtype".
    */
   const char *const *param_names;
   /*
-   `param_count` parameter values as text (e.g. "0.5", "[-, 1, 2, 3]").
+   `param_count` parameter values as text: numbers in decimal (a multiplier is the
+   shortest decimal of its binary32), lists as "[a, b, …]" ("-" an absent axis).
    */
   const char *const *param_values;
   /*
@@ -1761,11 +1766,16 @@ void simak_preproc_plan_free(struct simak_preproc_plan *plan);
 /*
  Reads the manifest file at `path` (a NUL-terminated file name, any bytes but NUL) into a
  model: its plugins wired into chains, each chain admitted and prepared for the A65
- (SPEC §14). On success `*model` is a new handle (free it with `simak_model_free`); on
- failure it is NULL.
+ (SPEC §14). `flags` is 0 or `SIMAK_PLAN_EXACT`: the Quant and QuantTess input stages on
+ the exact integer path (the same bytes in any FP environment, for a program built with
+ `-ffast-math`; without it their SIMD routes refuse such a program's calls with 0x408).
+ On success `*model` is a new handle (free it with `simak_model_free`); on failure it is
+ NULL.
 
- Returns 0, 0x700 when the file cannot be read, then the codes of
- `simak_model_from_mpk_json`; 0x603 for a NULL `path` or `model`.
+ Returns 0; 0x603 for a NULL `model` or `path`, 0x601 for other flags; 0x700 when the
+ file cannot be read or holds more than 16 MiB (at most that much is read, whatever the
+ file); 0x701 when its bytes are not UTF-8; then the codes of
+ `simak_model_from_mpk_json`.
 
  # Safety
 
@@ -1773,20 +1783,21 @@ void simak_preproc_plan_free(struct simak_preproc_plan *plan);
  writable.
  */
 uint32_t simak_model_from_mpk(const char *path,
+                              uint32_t flags,
                               struct simak_model **model,
                               struct simak_error *error);
 
 /*
  Reads a manifest's JSON text (`text_bytes` bytes of UTF-8 at `text`, no terminating NUL
- needed) into a model, as `simak_model_from_mpk`.
+ needed) into a model, as `simak_model_from_mpk` (`flags` too).
 
- Returns 0, or the code of docs/errors.md naming the plugin and the key: 0x701 text that
- is not UTF-8 or not a JSON object, 0x70f a repeated key, 0x702 a missing key, 0x703 a
- bad value, 0x704 conflicting aliases, 0x705 an unsupported kernel, 0x706 an unknown
+ Returns 0; 0x603 for a NULL `model`, or a NULL `text` with `text_bytes` > 0; 0x601 for
+ other flags; else the code of docs/errors.md naming the plugin and the key: 0x701 text
+ that is not UTF-8 or not a JSON object, 0x70f a repeated key, 0x702 a missing key, 0x703
+ a bad value, 0x704 conflicting aliases, 0x705 an unsupported kernel, 0x706 an unknown
  `preproc` key, 0x707 a per-tensor list of the wrong length, 0x708 unequal batch keys,
  0x709 a declared size that differs from the computed one, 0x70a a graph that is not a
- set of chains, 0x70b a shape, 0x70c an `input_range`, or an op's admission code; 0x603
- for a NULL `text` (with `text_bytes` > 0) or `model`.
+ set of chains, 0x70b a shape, 0x70c an `input_range`, or an op's admission code.
 
  # Safety
 
@@ -1795,6 +1806,7 @@ uint32_t simak_model_from_mpk(const char *path,
  */
 uint32_t simak_model_from_mpk_json(const char *text,
                                    size_t text_bytes,
+                                   uint32_t flags,
                                    struct simak_model **model,
                                    struct simak_error *error);
 
@@ -1909,7 +1921,11 @@ uint32_t simak_model_output(const struct simak_model *model,
  Checked before anything is read or written: a NULL `model` (0x603), a NULL `frame`
  (0x409) or `ifm` (0x40a) with bytes, address overflow (0x405, 0x406), overlapping
  buffers (0x407), an index past the inputs (0x70e), a byte length other than the
- stage's (0x70d), then the op's own checks (alignment 0x404).
+ stage's (0x70d), then the op's own checks: the IFM's alignment (0x404: 16 bytes for a
+ tiled IFM, that is a QuantTess or CastTess stage or a Preproc one whose `to` parameter
+ is tiled; the frame may be at any address), and for a Quant or QuantTess stage of a
+ model made without `SIMAK_PLAN_EXACT`, the calling thread's FP environment (0x408: a
+ program running with flush-to-zero).
 
  # Safety
 
@@ -1934,11 +1950,12 @@ uint32_t simak_model_preprocess(const struct simak_model *model,
  exactly the stage's `output_bytes`, the dense row-major tensor, at any address), on up
  to `threads` threads (0 counts as 1).
 
- Checked before anything is read or written: a NULL `model` (0x603), NULL `outputs` or
- `output_bytes` with `output_count` > 0 (0x603), a NULL `ofm` (0x409) or output (0x40a)
- with bytes, address overflow (0x405, 0x406), any two buffers overlapping (0x407), a
- buffer count or byte length other than the model's (0x70d), then each op's own checks
- (the OFM's alignment 0x403).
+ Checked before anything is read or written: a NULL `model` (0x603), an `output_count`
+ other than `simak_model_output_count` (0x710; nothing is read from the arrays), NULL
+ `outputs` or `output_bytes` (0x603), a NULL `ofm` (0x409) or output (0x40a) with
+ bytes, address overflow (0x405, 0x406), any two buffers overlapping (0x407), a byte
+ length other than the model's (0x70d), then each op's own checks (the OFM's alignment,
+ 0x403). The messages name the buffer (`output 2 ("p5")`).
 
  # Safety
 

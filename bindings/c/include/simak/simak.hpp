@@ -1481,30 +1481,39 @@ struct ModelTensor {
  * float tensor -> the IFM bytes the MLA reads) and output stages (the OFM buffer -> one dense
  * tensor per head), each a prepared op, run on the A65. Shares its handle like a Plan
  * (immutable; usable from several threads at once). Errors name the plugin and the key;
- * codes 0x700-0x70f of docs/errors.md, or an op's own. */
+ * codes 0x700-0x710 of docs/errors.md, or an op's own. */
 class Model {
 public:
-    static std::variant<Model, Error> from_mpk(const std::string &path) {
+    /* `flags`: 0, or SIMAK_PLAN_EXACT for the Quant and QuantTess input stages on the exact
+     * integer path (the same bytes in any FP environment: a program built with -ffast-math,
+     * whose calls the SIMD routes refuse with 0x408). */
+    static std::variant<Model, Error> from_mpk(const std::string &path, std::uint32_t flags = 0) {
         simak_model *model = nullptr;
         simak_error error;
-        if (simak_model_from_mpk(path.c_str(), &model, &error) != 0) {
+        if (simak_model_from_mpk(path.c_str(), flags, &model, &error) != 0) {
             return detail::error_of(error);
         }
         return Model(model);
     }
 
-    static std::variant<Model, Error> from_mpk_json(std::string_view text) {
+    static std::variant<Model, Error> from_mpk_json(std::string_view text,
+                                                    std::uint32_t flags = 0) {
         simak_model *model = nullptr;
         simak_error error;
-        if (simak_model_from_mpk_json(text.data(), text.size(), &model, &error) != 0) {
+        if (simak_model_from_mpk_json(text.data(), text.size(), flags, &model, &error) != 0) {
             return detail::error_of(error);
         }
         return Model(model);
     }
 
+    /* The C handle; null after the Model was moved from (every call then fails with 0x603
+     * or gives an empty result). */
     const simak_model *get() const noexcept { return handle_.get(); }
     /* The manifest's name (empty when it has none). */
-    std::string name() const { return simak_model_name(get()); }
+    std::string name() const {
+        const char *n = simak_model_name(get());
+        return n ? std::string(n) : std::string();
+    }
     /* Frames per call. */
     std::uint64_t batch() const noexcept { return simak_model_batch(get()); }
     /* Bytes of all IFMs, back to back in the MLA's input order. */

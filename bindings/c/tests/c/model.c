@@ -8,6 +8,7 @@
  * the outputs untouched.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include <simak/simak.h>
 
+#include "fp_env.h"
 #include "model.h"
 #include "oracle.h"
 
@@ -72,7 +74,7 @@ static simak_model *open_fixture(const char *dir, const char *name, simak_error 
     char path[1024];
     simak_model *model = NULL;
     snprintf(path, sizeof path, "%s/mpk/%s", dir, name);
-    *code = simak_model_from_mpk(path, &model, error);
+    *code = simak_model_from_mpk(path, 0, &model, error);
     return model;
 }
 
@@ -214,7 +216,7 @@ static void classifier(const char *dir) {
         code = simak_model_postprocess(model, ofm.data, 19, outs, bytes, 1, 1, &error);
         CHECK_CODE(code, 0x70du, error);
         code = simak_model_postprocess(model, ofm.data, 20, outs, bytes, 0, 1, &error);
-        CHECK_CODE(code, 0x70du, error);
+        CHECK_CODE(code, 0x710u, error);
         bytes[0] = 79;
         code = simak_model_postprocess(model, ofm.data, 20, outs, bytes, 1, 1, &error);
         CHECK_CODE(code, 0x70du, error);
@@ -302,10 +304,10 @@ static void two_heads(void) {
              "  \"slice_shape\": [[4, 4, 20], [2, 3, 7]], \"align_c16\": true, \"cblock\": true,"
              "  \"dq_scale\": [21.5, 3.25], \"dq_zp\": [-3, 7]}}]}",
              total, span[0], span[1]);
-    code = simak_model_from_mpk_json(json, strlen(json), &model, &error);
+    code = simak_model_from_mpk_json(json, strlen(json), 0, &model, &error);
     CHECK_CODE(code, 0u, error);
     if (!model) return;
-    code = simak_model_from_mpk_json(json, strlen(json), NULL, &error);
+    code = simak_model_from_mpk_json(json, strlen(json), 0, NULL, &error);
     CHECK_CODE(code, 0x603u, error);
     CHECK(simak_model_ofm_size(model) == total, "OFM %llu, want %zu",
           (unsigned long long)simak_model_ofm_size(model), total);
@@ -354,6 +356,12 @@ static void two_heads(void) {
         code = simak_model_postprocess(model, ofm.data, total, outs, bytes, 2, 1, &error);
         CHECK_CODE(code, 0x407u, error);
         CHECK(all_equal(both.data, bytes[0] + bytes[1], 0x5a), "overlapping outputs written");
+        CHECK(strstr(error.message, "output 0 (\"a\")") != NULL &&
+                  strstr(error.message, "output 1 (\"b\")") != NULL,
+              "the message names both outputs: %s", error.message);
+        /* A count other than the outputs' is refused before the arrays are read. */
+        code = simak_model_postprocess(model, ofm.data, total, NULL, NULL, 3, 1, &error);
+        CHECK_CODE(code, 0x710u, error);
         /* An OFM of tile alignment 16 one byte off: 0x403, nothing written. */
         {
             buffer shifted = buffer_new(total + 1, 0);
@@ -370,6 +378,79 @@ static void two_heads(void) {
     }
     simak_model_free(model);
     free(ofm.base);
+}
+
+/* A preprocess call on a thread running with flush-to-zero (as -ffast-math sets it). */
+typedef struct ftz_job {
+    const simak_model *model;
+    const unsigned char *frame;
+    unsigned char *ifm;
+    int stuck;
+    uint32_t code;
+    simak_error error;
+} ftz_job;
+
+static void *ftz_thread(void *arg) {
+    ftz_job *job = (ftz_job *)arg;
+    job->stuck = set_ftz();
+    job->code = simak_model_preprocess(job->model, 0, job->frame, 1536, job->ifm, 384, 1,
+                                       &job->error);
+    return NULL;
+}
+
+/* SIMAK_PLAN_EXACT: the classifier's Quant stage gives the same bytes, also under
+ * flush-to-zero, where the model made without it refuses the call (0x408). */
+static void exact_flag(const char *dir) {
+    char path[1024];
+    simak_model *fast = NULL, *exact = NULL;
+    simak_error error;
+    uint32_t code, seed = 777;
+    buffer frame = buffer_new(1536, 0), a = buffer_new(384, 0), b = buffer_new(384, 0);
+    size_t i;
+    snprintf(path, sizeof path, "%s/mpk/classifier.mpk.json", dir);
+    code = simak_model_from_mpk(path, 2, &fast, &error);
+    CHECK_CODE(code, 0x601u, error);
+    code = simak_model_from_mpk(path, 0, &fast, &error);
+    CHECK_CODE(code, 0u, error);
+    code = simak_model_from_mpk(path, SIMAK_PLAN_EXACT, &exact, &error);
+    CHECK_CODE(code, 0u, error);
+    if (!fast || !exact) return;
+    for (i = 0; i < 384; ++i) {
+        float x = ((float)(next(&seed) % 100001u) - 50000.0f) / 33.0f;
+        memcpy(frame.data + 4 * i, &x, 4);
+    }
+    code = simak_model_preprocess(fast, 0, frame.data, 1536, a.data, 384, 1, &error);
+    CHECK_CODE(code, 0u, error);
+    code = simak_model_preprocess(exact, 0, frame.data, 1536, b.data, 384, 1, &error);
+    CHECK_CODE(code, 0u, error);
+    CHECK(memcmp(a.data, b.data, 384) == 0, "the exact path differs");
+    {
+        pthread_t thread;
+        ftz_job job;
+        memset(&job, 0, sizeof job);
+        job.model = exact;
+        job.frame = frame.data;
+        job.ifm = b.data;
+        memset(b.data, 0, 384);
+        pthread_create(&thread, NULL, ftz_thread, &job);
+        pthread_join(thread, NULL);
+        CHECK_CODE(job.code, 0u, job.error);
+        CHECK(memcmp(a.data, b.data, 384) == 0, "the exact path under FTZ differs");
+        job.model = fast;
+        pthread_create(&thread, NULL, ftz_thread, &job);
+        pthread_join(thread, NULL);
+        if (job.stuck) {
+            CHECK_CODE(job.code, 0x408u, job.error);
+        } else {
+            printf("note: flush-to-zero did not stick on this CPU or emulator; the model's "
+                   "FP-environment refusal is not checked in this run\n");
+        }
+    }
+    simak_model_free(fast);
+    simak_model_free(exact);
+    free(frame.base);
+    free(a.base);
+    free(b.base);
 }
 
 /* Refused manifests: the code, the plugin named in the message, no model. */
@@ -399,13 +480,13 @@ static void refusals(const char *dir) {
     model = open_fixture(dir, "no-such-file.mpk.json", &error, &code);
     CHECK_CODE(code, 0x700u, error);
     CHECK(model == NULL, "a missing file gave a model");
-    code = simak_model_from_mpk(NULL, &model, &error);
+    code = simak_model_from_mpk(NULL, 0, &model, &error);
     CHECK_CODE(code, 0x603u, error);
-    code = simak_model_from_mpk_json("{\"a\": \xff}", 9, &model, &error);
+    code = simak_model_from_mpk_json("{\"a\": \xff}", 9, 0, &model, &error);
     CHECK_CODE(code, 0x701u, error);
-    code = simak_model_from_mpk_json("[1, 2]", 6, &model, &error);
+    code = simak_model_from_mpk_json("[1, 2]", 6, 0, &model, &error);
     CHECK_CODE(code, 0x701u, error);
-    code = simak_model_from_mpk_json(NULL, 0, &model, &error);
+    code = simak_model_from_mpk_json(NULL, 0, 0, &model, &error);
     CHECK_CODE(code, 0x701u, error); /* empty text is not JSON */
     CHECK(simak_model_input_count(NULL) == 0 && simak_model_name(NULL) == NULL &&
               simak_model_ofm_size(NULL) == 0,
@@ -416,6 +497,7 @@ void model_tests(const char *data_dir, int *passed, int *failed) {
     passed_ = passed;
     failed_ = failed;
     classifier(data_dir);
+    exact_flag(data_dir);
     two_heads();
     refusals(data_dir);
 }

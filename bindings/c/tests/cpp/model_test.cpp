@@ -137,7 +137,8 @@ void bf16_model(const std::string &dir) {
         check(bad == 0, std::to_string(bad) + " values differ from the oracle");
     }
 
-    // The buffer form: the aligned OFM, a misaligned one refused (0x403), wrong sizes (0x70d);
+    // The buffer form: the aligned OFM, a misaligned one refused (0x403), wrong sizes (0x70d)
+    // and counts (0x710);
     // nothing written on a refusal.
     std::vector<std::uint8_t> dense(23040, 0x5a);
     simak::Status refused = model.postprocess_into(simak::ConstHostBuffer{ofm + 1, len},
@@ -147,7 +148,7 @@ void bf16_model(const std::string &dir) {
                                      {simak::HostBuffer{dense.data(), dense.size()}});
     check(refused.code() == 0x70d, "short OFM: code " + std::to_string(refused.code()));
     refused = model.postprocess_into(simak::ConstHostBuffer{ofm + 1, len}, {});
-    check(refused.code() == 0x70d, "no output buffers: code " + std::to_string(refused.code()));
+    check(refused.code() == 0x710, "no output buffers: code " + std::to_string(refused.code()));
     bool untouched = true;
     for (std::uint8_t b : dense) untouched = untouched && b == 0x5a;
     check(untouched, "a refused postprocess wrote");
@@ -160,6 +161,16 @@ void bf16_model(const std::string &dir) {
     auto bad_index = model.preprocess(1, frame);
     const auto *be = std::get_if<simak::Error>(&bad_index);
     check(be && be->code() == 0x70e, "input index 1 refused (0x70e)");
+
+    // A moved-from Model answers with empty results and 0x603, never a throw.
+    simak::Model copy = model;
+    simak::Model moved = std::move(copy);
+    check(copy.get() == nullptr && copy.name().empty() && copy.inputs().empty() &&
+              copy.ofm_size() == 0 && moved.name() == "bf16-model",
+          "a moved-from Model");
+    const auto refused_call = copy.postprocess({ofm, len});
+    const auto *me = std::get_if<simak::Error>(&refused_call);
+    check(me && me->code() == SIMAK_ERROR_NULL_ARGUMENT, "a moved-from Model's call: 0x603");
 }
 
 void refusals(const std::string &dir) {
