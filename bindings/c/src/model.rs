@@ -105,12 +105,11 @@ struct StageText {
 
 impl StageText {
     fn new(info: &StageInfo) -> StageText {
-        let c = |s: &str| CString::new(s.replace('\0', "")).unwrap_or_default();
         let mut strings = Vec::new();
         let mut list = |items: &mut dyn Iterator<Item = &str>| -> Vec<*const c_char> {
             items
                 .map(|s| {
-                    let owned = c(s);
+                    let owned = c_text(s);
                     let ptr = owned.as_ptr();
                     strings.push(owned);
                     ptr
@@ -122,8 +121,8 @@ impl StageText {
         let param_values = list(&mut info.params.iter().map(|(_, v)| v.as_str()));
         let rules = list(&mut info.rules.iter().map(String::as_str));
         StageText {
-            name: c(&info.name),
-            op: c(info.op.name()),
+            name: c_text(&info.name),
+            op: c_text(info.op.name()),
             strings,
             plugins,
             param_names,
@@ -162,6 +161,11 @@ impl StageText {
     }
 }
 
+/// `s` as a C string, any NUL inside dropped.
+fn c_text(s: &str) -> CString {
+    CString::new(s.replace('\0', "")).unwrap_or_default()
+}
+
 impl From<ModelError> for Failure {
     fn from(e: ModelError) -> Failure {
         Failure::new(e.code(), e.to_string())
@@ -196,9 +200,8 @@ unsafe fn model_new(
         if flags & SIMAK_PLAN_EXACT != 0 {
             m = m.with_exact_paths();
         }
-        let c = |s: &str| CString::new(s.replace('\0', "")).unwrap_or_default();
         let handle = ModelHandle {
-            name: c(m.name()),
+            name: c_text(m.name()),
             inputs: m.inputs().iter().map(StageText::new).collect(),
             outputs: m.outputs().iter().map(StageText::new).collect(),
             model: m,

@@ -242,7 +242,7 @@ impl fmt::Display for ModelError {
             ),
             ModelErrorKind::Index { side, index, count } => write!(
                 f,
-                "{side} index {index} is past the model's {count} {side}s"
+                "{side} index {index} is past the model's {side}s (it has {count})"
             ),
         }
     }

@@ -598,7 +598,10 @@ fn exact_paths_and_call_errors() {
     assert_eq!(m.preprocess(0, &x, 2).unwrap().as_slice(), fast.as_slice());
     let e = m.preprocess(1, &x, 1).unwrap_err();
     assert_eq!(e.code(), 0x70e);
-    assert_eq!(e.to_string(), "input index 1 is past the model's 1 inputs");
+    assert_eq!(
+        e.to_string(),
+        "input index 1 is past the model's inputs (it has 1)"
+    );
     let ofm = aligned(&bytes(&mut rng, 20));
     let e = m.read_outputs(ofm.as_slice(), &mut [], 1).unwrap_err();
     assert_eq!(e.code(), 0x710);
