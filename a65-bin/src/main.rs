@@ -44,7 +44,7 @@ use simak_cli::{
 )]
 struct Cli {
     /// Quiet: no progress bar and no summary table; only errors and any --json output are
-    /// printed (`demo -q` still prints its checksum line).
+    /// printed (`demo -q` still prints its checksum line, `model inspect -q` its stages).
     #[arg(short, long, global = true, display_order = 100)]
     quiet: bool,
     /// Print the summary as JSON on stdout instead of the text table.

@@ -220,6 +220,11 @@ impl report::Summary for InspectSummary {
         }
         out
     }
+
+    /// The table is the command's result: `-q` prints it too.
+    fn quiet_text(&self) -> Option<String> {
+        Some(self.text())
+    }
 }
 
 /// Runs `simak model inspect`.
@@ -330,22 +335,32 @@ fn input_bytes(path: &Path, stage: &StageInfo) -> Result<Vec<u8>, CliError> {
             let bytes = read::read_input(path, "", Expect::Npy)?;
             let (header, offset) = read::npy_header(&bytes)
                 .map_err(|e| bad_file(path, format!("malformed .npy file: {e}")))?;
-            let dtype = match header.dtype() {
-                npyz::DType::Plain(ts) => match (ts.type_char(), ts.size_field()) {
-                    (npyz::TypeChar::Uint, 1) => Some(ElementType::U8),
-                    (npyz::TypeChar::Float, 4) => Some(ElementType::D(simak::DType::F32)),
-                    (npyz::TypeChar::Float, 2) => Some(ElementType::D(simak::DType::F16)),
-                    _ => None,
-                },
-                _ => None,
+            let (dtype, big_endian) = match header.dtype() {
+                npyz::DType::Plain(ts) => (
+                    match (ts.type_char(), ts.size_field()) {
+                        (npyz::TypeChar::Uint, 1) => Some(ElementType::U8),
+                        (npyz::TypeChar::Float, 4) => Some(ElementType::D(simak::DType::F32)),
+                        (npyz::TypeChar::Float, 2) => Some(ElementType::D(simak::DType::F16)),
+                        _ => None,
+                    },
+                    ts.endianness() == npyz::Endianness::Big,
+                ),
+                _ => (None, false),
             };
-            if dtype != Some(stage.dtype) || header.shape() != stage.shape.as_slice() {
+            // With batch 1 the leading 1 may be left out, as in Python.
+            let shape = header.shape();
+            let fits = shape == stage.shape.as_slice()
+                || (stage.shape.first() == Some(&1) && shape == &stage.shape[1..]);
+            if dtype != Some(stage.dtype) || !fits {
+                let given = dtype.map_or_else(
+                    || format!("dtype {}", header.dtype().descr()),
+                    |d| d.numpy_name().to_owned(),
+                );
                 return Err(bad_file(
                     path,
                     format!(
-                        "{} {}, but input {:?} takes {} {}",
-                        header.dtype().descr(),
-                        shape_text(header.shape()),
+                        "{given} {}, but input {:?} takes {} {}",
+                        shape_text(shape),
                         stage.name,
                         stage.dtype.numpy_name(),
                         shape_text(&stage.shape)
@@ -358,7 +373,15 @@ fn input_bytes(path: &Path, stage: &StageInfo) -> Result<Vec<u8>, CliError> {
                     "a Fortran-order array: save it in C order (np.ascontiguousarray)",
                 ));
             }
-            Ok(bytes[offset..].to_vec())
+            let mut data = bytes[offset..].to_vec();
+            if big_endian {
+                // Big-endian elements, little-endian for the model.
+                let size = stage.dtype.size() as usize;
+                for e in data.chunks_exact_mut(size) {
+                    e.reverse();
+                }
+            }
+            Ok(data)
         }
         _ => Err(bad_file(
             path,

@@ -267,3 +267,79 @@ fn ev74_sim_gives_the_a65_bytes_or_refuses_with_0x501() {
     assert!(stderr_of(&out).contains("preproc_0") && stderr_of(&out).contains("code 0x501"));
     assert!(!ifm.exists());
 }
+
+/// A big-endian float `.npy` gives the bytes of its little-endian twin (the CLI reads the
+/// byte order), and a batch-1 frame may leave out its leading 1, as in Python.
+#[test]
+fn preprocess_reads_byte_order_and_an_omitted_batch_of_one() {
+    use npyz::WriterBuilder;
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(301);
+    let x: Vec<f32> = (0..2 * 8 * 8 * 3)
+        .map(|_| (rng.next_u32() as i32) as f32 / 1e7)
+        .collect();
+    let le: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want = Model::from_mpk(mpk("classifier"))
+        .unwrap()
+        .preprocess(0, &le, 1)
+        .unwrap();
+    let big = dir.path().join("big.npy");
+    let mut bytes = Vec::new();
+    let mut w = npyz::WriteOptions::<f32>::new()
+        .dtype(npyz::DType::Plain(">f4".parse::<npyz::TypeStr>().unwrap()))
+        .shape(&[2, 8, 8, 3])
+        .writer(&mut bytes)
+        .begin_nd()
+        .unwrap();
+    w.extend(x.iter().copied()).unwrap();
+    w.finish().unwrap();
+    assert_eq!(&bytes[bytes.len() - 4..], x[x.len() - 1].to_be_bytes());
+    fs::write(&big, bytes).unwrap();
+    let ifm = dir.path().join("ifm.bin");
+    let out = simak(&[
+        "model",
+        "preprocess",
+        path_str(&mpk("classifier")),
+        "--input",
+        path_str(&big),
+        "--output",
+        path_str(&ifm),
+    ]);
+    assert_success(&out);
+    assert!(
+        fs::read(&ifm).unwrap() == want.as_slice(),
+        "big-endian .npy"
+    );
+
+    let pixels = random(302, 480 * 640 * 3);
+    let frame = dir.path().join("frame3.npy");
+    let mut bytes = Vec::new();
+    let mut w = npyz::WriteOptions::<u8>::new()
+        .default_dtype()
+        .shape(&[480, 640, 3])
+        .writer(&mut bytes)
+        .begin_nd()
+        .unwrap();
+    w.extend(pixels.iter().copied()).unwrap();
+    w.finish().unwrap();
+    fs::write(&frame, bytes).unwrap();
+    let want = Model::from_mpk(mpk("yolo"))
+        .unwrap()
+        .preprocess(0, &pixels, 1)
+        .unwrap();
+    let ifm = dir.path().join("ifm3.bin");
+    let out = simak(&[
+        "model",
+        "preprocess",
+        path_str(&mpk("yolo")),
+        "--input",
+        path_str(&frame),
+        "--output",
+        path_str(&ifm),
+    ]);
+    assert_success(&out);
+    assert!(
+        fs::read(&ifm).unwrap() == want.as_slice(),
+        "[480, 640, 3] frame"
+    );
+}
