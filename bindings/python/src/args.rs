@@ -51,8 +51,19 @@ pub(crate) fn type_name(x: &Bound<'_, PyAny>) -> String {
 }
 
 pub(crate) fn repr(x: &Bound<'_, PyAny>) -> String {
-    x.repr()
-        .map_or_else(|_| "?".to_owned(), |r| r.to_string_lossy().into_owned())
+    const MAX: usize = 200;
+    let r = x
+        .repr()
+        .map_or_else(|_| "?".to_owned(), |r| r.to_string_lossy().into_owned());
+    if r.len() <= MAX {
+        return r;
+    }
+    // A large array or buffer: its first characters, then how much was left out.
+    let mut end = MAX;
+    while !r.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} characters)", &r[..end], r.chars().count())
 }
 
 /// The float dtype of input array `a` (`name` in messages), with an optional `dtype=`

@@ -330,7 +330,7 @@ struct Ofm<'py> {
 
 /// Reads `ofm`: the dtype (5), C-contiguity (0x607).
 fn read_ofm<'py>(py: Python<'py>, ofm: &Bound<'py, PyAny>, name: &str) -> PyResult<Ofm<'py>> {
-    let a = tiled_input(py, ofm)?;
+    let a = tiled_input(py, ofm, name)?;
     let n = a.dtype().num();
     if n != num(NPY_TYPES::NPY_UBYTE) && n != num(NPY_TYPES::NPY_BYTE) {
         let code = 5;

@@ -316,12 +316,14 @@ pub(crate) fn tiled_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<
     }
 }
 
-/// A tiled buffer argument (`untile`'s `t`, the Detess ops' `ofm`): an ndarray as is; a `bytes`, `bytearray` or
-/// `memoryview` as its bytes (`np.frombuffer(t, np.uint8)`, read in place; a
-/// non-contiguous `memoryview` is `BINDING_NOT_CONTIGUOUS`); anything else as `as_array`.
+/// A tiled buffer argument named `name` in messages (the Detess ops' and the model's
+/// `ofm`): an ndarray as is; a `bytes`, `bytearray` or `memoryview` as its bytes
+/// (`np.frombuffer(t, np.uint8)`, read in place; a non-contiguous `memoryview` is
+/// `BINDING_NOT_CONTIGUOUS`); anything else as `as_array`.
 pub(crate) fn tiled_input<'py>(
     py: Python<'py>,
     t: &Bound<'py, PyAny>,
+    name: &str,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
     if t.is_instance_of::<PyBytes>()
         || t.is_instance_of::<PyByteArray>()
@@ -332,7 +334,10 @@ pub(crate) fn tiled_input<'py>(
             return Err(simak_error(
                 py,
                 code,
-                "t is a memoryview that is not C-contiguous; pass bytes(t) or np.ascontiguousarray(t)",
+                format!(
+                    "{name} is a memoryview that is not C-contiguous; pass bytes({name}) or \
+                     np.ascontiguousarray({name})"
+                ),
             ));
         }
         let u8_type = py.import("numpy")?.getattr("uint8")?;

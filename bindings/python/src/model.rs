@@ -5,13 +5,14 @@
 
 use std::sync::Arc;
 
+use numpy::npyffi::NPY_TYPES;
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use simak::model::{ElementType, ModelError, StageInfo};
 
 use crate::args::{check_threads, repr};
-use crate::arrays::{data_address, new_tiled, numpy_fn};
+use crate::arrays::{data_address, new_tiled, num, numpy_fn};
 use crate::detess::numpy_descr;
 use crate::errors::{guarded, simak_error};
 use crate::layout::tiled_input;
@@ -147,41 +148,49 @@ impl Model {
         PyList::new(py, items)
     }
 
-    fn input_index(&self, py: Python<'_>, input: &InputSel) -> PyResult<usize> {
+    /// The index of `input=`: an index (an `int`, not a `bool`), a name (a `str`), or
+    /// absent (the first input).
+    fn input_index(&self, py: Python<'_>, input: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
         let inputs = self.inner.inputs();
-        let i = match input {
-            InputSel::Name(name) => {
-                return inputs.iter().position(|s| s.name == *name).ok_or_else(|| {
-                    let names: Vec<&str> = inputs.iter().map(|s| s.name.as_str()).collect();
-                    simak_error(
-                        py,
-                        0x70e,
-                        format!("input={name:?}: the model's inputs are {names:?}"),
-                    )
-                });
-            }
-            InputSel::Index(i) => *i,
+        let Some(input) = input.filter(|i| !i.is_none()) else {
+            return Ok(0);
         };
-        usize::try_from(i)
-            .ok()
-            .filter(|&i| i < inputs.len())
-            .ok_or_else(|| {
+        if let Ok(name) = input.cast::<pyo3::types::PyString>() {
+            let name = name.to_string_lossy();
+            return inputs.iter().position(|s| s.name == *name).ok_or_else(|| {
+                let names: Vec<&str> = inputs.iter().map(|s| s.name.as_str()).collect();
                 simak_error(
                     py,
                     0x70e,
-                    format!("input={i}: the model has {} input(s)", inputs.len()),
+                    format!("input={name:?}: the model's inputs are {names:?}"),
                 )
-            })
+            });
+        }
+        if input.is_instance_of::<pyo3::types::PyBool>()
+            || !input.is_instance_of::<pyo3::types::PyInt>()
+        {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "input= takes an input's index (an int) or name (a str), not {}",
+                repr(input)
+            )));
+        }
+        let past = || {
+            simak_error(
+                py,
+                0x70e,
+                format!(
+                    "input={}: the model's inputs are indexed 0 to {}",
+                    repr(input),
+                    inputs.len().saturating_sub(1)
+                ),
+            )
+        };
+        let i: i64 = input.extract().map_err(|_| past())?;
+        usize::try_from(i)
+            .ok()
+            .filter(|&i| i < inputs.len())
+            .ok_or_else(past)
     }
-}
-
-/// `input=`: an index or an input's name.
-#[derive(FromPyObject)]
-pub(crate) enum InputSel {
-    /// An index into `inputs`.
-    Index(i64),
-    /// An input's name.
-    Name(String),
 }
 
 #[pymethods]
@@ -241,42 +250,49 @@ impl Model {
         Model::stage_list(py, self.inner.outputs())
     }
 
-    /// Runs input stage `input` (an index or a name) on `frame`: a NumPy array of the
-    /// stage's dtype and shape (`inputs[i].shape`; with batch 1 the leading 1 may be left
-    /// out), any strides (a non-contiguous view is copied once). Returns the IFM bytes, a
-    /// 1-D `uint8` array of `inputs[i].size` bytes aligned to 16, or writes `out=` (a
-    /// writeable C-contiguous `uint8` array of exactly that size).
+    /// Runs input stage `input` (an index, or a name; the first by default) on `frame`: a
+    /// NumPy array of the stage's dtype, in native byte order, and shape (`inputs[i].shape`;
+    /// with batch 1 the leading 1 may be left out), any strides (a non-contiguous view is
+    /// copied once). Returns the IFM bytes, a 1-D `uint8` array of `inputs[i].size` bytes
+    /// aligned to 16, or writes `out=`: a writeable C-contiguous 1-D `uint8` array of
+    /// exactly that size, aligned to 16 when the IFM is tiled (a QuantTess or CastTess
+    /// stage, or a Preproc one with a tiled `to`; 0x404 otherwise), not sharing memory with
+    /// `frame` (0x407). Raises `TypeError` for a `frame` that is not an array or a bad
+    /// `input=`, `SimakError` 5 for another dtype, 0x70d for another shape or size, 0x70e
+    /// for an input past the model's.
     #[pyo3(
-        signature = (frame, input = InputSel::Index(0), out = None, threads = 1),
+        signature = (frame, input = None, out = None, threads = 1),
         text_signature = "(self, /, frame, input=0, out=None, threads=1)"
     )]
     fn preprocess<'py>(
         &self,
         py: Python<'py>,
         frame: &Bound<'py, PyAny>,
-        input: InputSel,
+        input: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
         threads: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
         guarded(py, || {
             let threads = check_threads(threads)?;
-            let index = self.input_index(py, &input)?;
+            let index = self.input_index(py, input)?;
             let stage = &self.inner.inputs()[index];
-            let a = numpy_fn(py, "ascontiguousarray")?.call1((frame,))?;
-            let a = a.cast_into::<PyUntypedArray>().map_err(|_| {
-                pyo3::exceptions::PyTypeError::new_err(format!(
-                    "frame must be a NumPy array, not {}",
+            if frame.cast::<PyUntypedArray>().is_err() {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "frame must be a NumPy array (a uint8 frame or a float tensor), not {}",
                     repr(frame)
-                ))
-            })?;
+                )));
+            }
+            let a = numpy_fn(py, "ascontiguousarray")?
+                .call1((frame,))?
+                .cast_into::<PyUntypedArray>()?;
             let want_dtype = descr(py, stage.dtype)?;
             if !a.dtype().as_any().eq(&want_dtype)? {
                 return Err(simak_error(
                     py,
                     5,
                     format!(
-                        "frame has dtype {}; input {:?} takes {}",
-                        repr(a.dtype().as_any()),
+                        "frame has dtype {}; input {:?} takes {} (native byte order)",
+                        a.dtype().as_any().str()?,
                         stage.name,
                         stage.dtype.numpy_name()
                     ),
@@ -288,10 +304,16 @@ impl Model {
             if !fits {
                 return Err(simak_error(
                     py,
-                    simak::error::BINDING_OUT_OF_RANGE,
+                    0x70d,
                     format!(
-                        "frame has shape {shape:?}; input {:?} takes {:?}",
-                        stage.name, stage.shape
+                        "frame has shape {shape:?}; input {:?} takes {:?}{}",
+                        stage.name,
+                        stage.shape,
+                        if stage.shape.first() == Some(&1) {
+                            " (or without its leading 1)"
+                        } else {
+                            ""
+                        }
                     ),
                 ));
             }
@@ -316,7 +338,17 @@ impl Model {
             };
             let arr = ifm.cast::<PyArray1<u8>>()?;
             let mut rw = arr.try_readwrite().map_err(|_| {
-                simak_error(py, simak::error::BINDING_READONLY, "out= is not writeable")
+                let writeable = arr
+                    .getattr("flags")
+                    .and_then(|f| f.getattr("writeable"))
+                    .and_then(|w| w.is_truthy())
+                    .unwrap_or(false);
+                if writeable {
+                    // numpy's borrow checker: `out=` shares memory with the frame.
+                    simak_error(py, 0x407, "out= overlaps frame")
+                } else {
+                    simak_error(py, simak::error::BINDING_READONLY, "out= is not writeable")
+                }
             })?;
             let dst = rw.as_slice_mut().map_err(|_| {
                 simak_error(
@@ -347,14 +379,17 @@ impl Model {
     ) -> PyResult<Bound<'py, PyDict>> {
         guarded(py, || {
             let threads = check_threads(threads)?;
-            let a = tiled_input(py, ofm)?;
-            if a.dtype().itemsize() != 1 || a.ndim() != 1 {
+            let a = tiled_input(py, ofm, "ofm")?;
+            let n = a.dtype().num();
+            let bytes_like = n == num(NPY_TYPES::NPY_UBYTE) || n == num(NPY_TYPES::NPY_BYTE);
+            if !bytes_like || a.ndim() != 1 {
                 return Err(simak_error(
                     py,
                     5,
                     format!(
-                        "ofm must be a 1-D uint8 array or bytes-like object, not dtype {} of {} dimensions",
-                        repr(a.dtype().as_any()),
+                        "ofm must be a 1-D uint8 (or int8) array or bytes-like object, not dtype {} \
+                         of {} dimensions",
+                        a.dtype().as_any().str()?,
                         a.ndim()
                     ),
                 ));

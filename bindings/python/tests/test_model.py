@@ -116,3 +116,40 @@ def test_bad_calls_raise_and_write_nothing():
     with pytest.raises(simak.SimakError) as e:
         m.postprocess(np.zeros(100, np.uint8))
     assert e.value.code == 0x70D
+
+
+def test_arguments_are_checked_with_clear_errors():
+    c = model("classifier")
+    x = np.zeros((2, 8, 8, 3), np.float32)
+    # input=: an int or a str; a bool, a float or bytes is a TypeError.
+    assert np.array_equal(c.preprocess(x, input="pixels"), c.preprocess(x, input=0))
+    for bad in [True, 0.0, b"pixels"]:
+        with pytest.raises(TypeError, match="input= takes"):
+            c.preprocess(x, input=bad)
+    with pytest.raises(simak.SimakError) as e:
+        c.preprocess(x, input=2**70)
+    assert e.value.code == 0x70E
+    # frame: an array of the stage's shape (0x70d otherwise); not a list or None.
+    for bad in [x.tolist(), None, b"\0" * 1536]:
+        with pytest.raises(TypeError, match="frame must be a NumPy array"):
+            c.preprocess(bad)
+    with pytest.raises(simak.SimakError) as e:
+        c.preprocess(np.zeros((2, 8, 8, 4), np.float32))
+    assert e.value.code == 0x70D
+    # out= sharing memory with the frame: 0x407, not "read-only".
+    buf = np.zeros(1536, np.uint8)
+    with pytest.raises(simak.SimakError) as e:
+        c.preprocess(buf.view(np.float32).reshape(2, 8, 8, 3), out=buf[:384])
+    assert e.value.code == 0x407 and "overlaps" in str(e.value)
+    # A huge argument's repr is cut in messages.
+    y = model("yolo")
+    with pytest.raises(simak.SimakError) as e:
+        y.preprocess(np.zeros((480, 640, 3), np.uint8), out=bytearray(6_553_600))
+    assert e.value.code == 5 and len(str(e.value)) < 1000
+    # ofm: uint8 or int8 bytes only, and a non-contiguous view is named as `ofm`.
+    with pytest.raises(simak.SimakError) as e:
+        c.postprocess(np.zeros(20, np.bool_))
+    assert e.value.code == 5
+    with pytest.raises(simak.SimakError) as e:
+        c.postprocess(memoryview(np.zeros(40, np.uint8))[::2])
+    assert "ofm is a memoryview" in str(e.value)
