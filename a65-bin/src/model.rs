@@ -104,10 +104,16 @@ fn model_error(path: &Path, e: &ModelError) -> CliError {
     } else {
         format!("code 0x{code:03x}")
     };
+    // The Runtime's refusal of a stage without an EV74 entry: the A65 runs every stage.
+    let hint = if e.code() == 0x501 {
+        "; --backend a65 runs every stage"
+    } else {
+        ""
+    };
     match e.kind {
         // The library's message names the file already.
         simak::model::ModelErrorKind::Io(_) => CliError::Input(format!("{e} ({code})")),
-        _ => bad_file(path, format!("{e} ({code})")),
+        _ => bad_file(path, format!("{e} ({code}{hint})")),
     }
 }
 

@@ -119,11 +119,16 @@ impl ModelStage {
     }
 
     fn __repr__(&self) -> String {
+        // The shape as the tuple `.shape` is, the dtype as `np.dtype`'s repr.
+        let dims: Vec<String> = self.info.shape.iter().map(u64::to_string).collect();
+        let shape = match dims.as_slice() {
+            [one] => format!("({one},)"),
+            _ => format!("({})", dims.join(", ")),
+        };
         format!(
-            "ModelStage(name={:?}, op={:?}, shape={:?}, dtype={:?}, size={}, offset={})",
+            "ModelStage(name={:?}, op={:?}, shape={shape}, dtype=dtype('{}'), size={}, offset={})",
             self.info.name,
             self.info.op.name(),
-            self.info.shape,
             self.info.dtype.numpy_name(),
             self.info.size,
             self.info.offset

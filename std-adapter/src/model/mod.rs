@@ -309,6 +309,8 @@ impl Model {
     /// of chains (0x70a), shapes (0x70b), `input_range` (0x70c), and the admission errors of
     /// the ops (their own codes).
     pub fn from_mpk_json(text: &str) -> Result<Model, ModelError> {
+        // A byte-order mark, as some editors save UTF-8, is not part of the JSON text.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let root = Json::parse(text).map_err(|e| {
             ModelError::new(ModelErrorKind::Json(format!(
                 "the manifest is not valid JSON: {e}"

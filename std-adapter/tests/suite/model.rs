@@ -578,6 +578,12 @@ fn from_mpk_bounds_what_it_reads() {
     let e = Model::from_mpk(&path).unwrap_err();
     std::fs::remove_file(&path).unwrap();
     assert_eq!(e.code(), 0x701, "{e}");
+    let with_bom = format!("\u{feff}{}", text("classifier.mpk.json"));
+    same_model(
+        &Model::from_mpk_json(&with_bom).unwrap(),
+        &model("classifier"),
+        "a byte-order mark",
+    );
     let e = Model::from_mpk("").unwrap_err();
     assert_eq!(e.code(), 0x700, "{e}");
     assert!(
