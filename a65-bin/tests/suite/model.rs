@@ -24,17 +24,48 @@ fn random(seed: u64, n: usize) -> Vec<u8> {
 
 /// Writes `pixels` as the YOLO fixture's frame: a uint8 `.npy` of shape [1, 480, 640, 3].
 fn write_frame_npy(path: &std::path::Path, pixels: &[u8]) {
+    write_npy(path, pixels, "|u1", &[1, 480, 640, 3]);
+}
+
+/// Writes `values` as a `.npy` of dtype `descr` (e.g. `>f4`, big-endian) and `shape`.
+fn write_npy<T: npyz::Serialize + Copy>(
+    path: &std::path::Path,
+    values: &[T],
+    descr: &str,
+    shape: &[u64],
+) {
     use npyz::WriterBuilder;
     let mut bytes = Vec::new();
-    let mut w = npyz::WriteOptions::<u8>::new()
-        .default_dtype()
-        .shape(&[1, 480, 640, 3])
+    let mut w = npyz::WriteOptions::<T>::new()
+        .dtype(npyz::DType::Plain(descr.parse::<npyz::TypeStr>().unwrap()))
+        .shape(shape)
         .writer(&mut bytes)
         .begin_nd()
         .unwrap();
-    w.extend(pixels.iter().copied()).unwrap();
+    w.extend(values.iter().copied()).unwrap();
     w.finish().unwrap();
     fs::write(path, bytes).unwrap();
+}
+
+/// The IFM bytes `simak model preprocess MPK --input INPUT` writes (into `dir`).
+fn preprocess_cli(
+    dir: &std::path::Path,
+    mpk: &std::path::Path,
+    input: &std::path::Path,
+) -> Vec<u8> {
+    let ifm = dir.join("ifm.bin");
+    let _ = fs::remove_file(&ifm);
+    let out = simak(&[
+        "model",
+        "preprocess",
+        path_str(mpk),
+        "--input",
+        path_str(input),
+        "--output",
+        path_str(&ifm),
+    ]);
+    assert_success(&out);
+    fs::read(&ifm).unwrap()
 }
 
 #[test]
@@ -272,7 +303,6 @@ fn ev74_sim_gives_the_a65_bytes_or_refuses_with_0x501() {
 /// byte order), and a batch-1 frame may leave out its leading 1, as in Python.
 #[test]
 fn preprocess_reads_byte_order_and_an_omitted_batch_of_one() {
-    use npyz::WriterBuilder;
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng::new(301);
     let x: Vec<f32> = (0..2 * 8 * 8 * 3)
@@ -284,62 +314,19 @@ fn preprocess_reads_byte_order_and_an_omitted_batch_of_one() {
         .preprocess(0, &le, 1)
         .unwrap();
     let big = dir.path().join("big.npy");
-    let mut bytes = Vec::new();
-    let mut w = npyz::WriteOptions::<f32>::new()
-        .dtype(npyz::DType::Plain(">f4".parse::<npyz::TypeStr>().unwrap()))
-        .shape(&[2, 8, 8, 3])
-        .writer(&mut bytes)
-        .begin_nd()
-        .unwrap();
-    w.extend(x.iter().copied()).unwrap();
-    w.finish().unwrap();
+    write_npy(&big, &x, ">f4", &[2, 8, 8, 3]);
+    let bytes = fs::read(&big).unwrap();
     assert_eq!(&bytes[bytes.len() - 4..], x[x.len() - 1].to_be_bytes());
-    fs::write(&big, bytes).unwrap();
-    let ifm = dir.path().join("ifm.bin");
-    let out = simak(&[
-        "model",
-        "preprocess",
-        path_str(&mpk("classifier")),
-        "--input",
-        path_str(&big),
-        "--output",
-        path_str(&ifm),
-    ]);
-    assert_success(&out);
-    assert!(
-        fs::read(&ifm).unwrap() == want.as_slice(),
-        "big-endian .npy"
-    );
+    let got = preprocess_cli(dir.path(), &mpk("classifier"), &big);
+    assert!(got == want.as_slice(), "big-endian .npy");
 
     let pixels = random(302, 480 * 640 * 3);
     let frame = dir.path().join("frame3.npy");
-    let mut bytes = Vec::new();
-    let mut w = npyz::WriteOptions::<u8>::new()
-        .default_dtype()
-        .shape(&[480, 640, 3])
-        .writer(&mut bytes)
-        .begin_nd()
-        .unwrap();
-    w.extend(pixels.iter().copied()).unwrap();
-    w.finish().unwrap();
-    fs::write(&frame, bytes).unwrap();
+    write_npy(&frame, &pixels, "|u1", &[480, 640, 3]);
     let want = Model::from_mpk(mpk("yolo"))
         .unwrap()
         .preprocess(0, &pixels, 1)
         .unwrap();
-    let ifm = dir.path().join("ifm3.bin");
-    let out = simak(&[
-        "model",
-        "preprocess",
-        path_str(&mpk("yolo")),
-        "--input",
-        path_str(&frame),
-        "--output",
-        path_str(&ifm),
-    ]);
-    assert_success(&out);
-    assert!(
-        fs::read(&ifm).unwrap() == want.as_slice(),
-        "[480, 640, 3] frame"
-    );
+    let got = preprocess_cli(dir.path(), &mpk("yolo"), &frame);
+    assert!(got == want.as_slice(), "[480, 640, 3] frame");
 }
