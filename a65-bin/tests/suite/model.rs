@@ -24,27 +24,7 @@ fn random(seed: u64, n: usize) -> Vec<u8> {
 
 /// Writes `pixels` as the YOLO fixture's frame: a uint8 `.npy` of shape [1, 480, 640, 3].
 fn write_frame_npy(path: &std::path::Path, pixels: &[u8]) {
-    write_npy(path, pixels, "|u1", &[1, 480, 640, 3]);
-}
-
-/// Writes `values` as a `.npy` of dtype `descr` (e.g. `>f4`, big-endian) and `shape`.
-fn write_npy<T: npyz::Serialize + Copy>(
-    path: &std::path::Path,
-    values: &[T],
-    descr: &str,
-    shape: &[u64],
-) {
-    use npyz::WriterBuilder;
-    let mut bytes = Vec::new();
-    let mut w = npyz::WriteOptions::<T>::new()
-        .dtype(npyz::DType::Plain(descr.parse::<npyz::TypeStr>().unwrap()))
-        .shape(shape)
-        .writer(&mut bytes)
-        .begin_nd()
-        .unwrap();
-    w.extend(values.iter().copied()).unwrap();
-    w.finish().unwrap();
-    fs::write(path, bytes).unwrap();
+    write_npy(path, "|u1", &[1, 480, 640, 3], npyz::Order::C, pixels);
 }
 
 /// The IFM bytes `simak model preprocess MPK --input INPUT` writes (into `dir`).
@@ -314,15 +294,14 @@ fn preprocess_reads_byte_order_and_an_omitted_batch_of_one() {
         .preprocess(0, &le, 1)
         .unwrap();
     let big = dir.path().join("big.npy");
-    write_npy(&big, &x, ">f4", &[2, 8, 8, 3]);
-    let bytes = fs::read(&big).unwrap();
-    assert_eq!(&bytes[bytes.len() - 4..], x[x.len() - 1].to_be_bytes());
+    let be: Vec<u8> = x.iter().flat_map(|v| v.to_be_bytes()).collect();
+    write_npy(&big, ">f4", &[2, 8, 8, 3], npyz::Order::C, &be);
     let got = preprocess_cli(dir.path(), &mpk("classifier"), &big);
     assert!(got == want.as_slice(), "big-endian .npy");
 
     let pixels = random(302, 480 * 640 * 3);
     let frame = dir.path().join("frame3.npy");
-    write_npy(&frame, &pixels, "|u1", &[480, 640, 3]);
+    write_npy(&frame, "|u1", &[480, 640, 3], npyz::Order::C, &pixels);
     let want = Model::from_mpk(mpk("yolo"))
         .unwrap()
         .preprocess(0, &pixels, 1)
