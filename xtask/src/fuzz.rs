@@ -139,6 +139,7 @@ mod tests {
             "casttess_decode",
             "detess_decode",
             "model_mpk",
+            "preproc_decode",
             "quant_decode",
             "read_image",
             "read_npy",

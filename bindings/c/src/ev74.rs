@@ -1,12 +1,12 @@
 //! The EV74 host codec (SPEC §6, §7): the representability check, relocatable encoding,
 //! binding to device regions, the device decoder's validation and decoding into a fields
 //! struct, for Quant v1 (224 bytes), CastTess v1 (216 bytes) and the Detess-family entries
-//! Detess v1, DetessCast v1 and DetessDequant v1 (224 bytes each; their functions take
-//! the length of every buffer they write).
+//! Detess v1, DetessCast v1 and DetessDequant v1 (224 bytes each) and Preproc v1 (368
+//! bytes; the functions of these take the length of every buffer they write).
 
 use simak::ev74::{
     self, BindError, CastTess, DecodeError, Detess, DetessCast, DetessDequant, DevicePlan,
-    DeviceRegion, NativeEntry, Packet, Quant, Relocation,
+    DeviceRegion, NativeEntry, Packet, Preproc, Quant, Relocation,
 };
 use simak::state::{Bound, Encoded};
 
@@ -14,7 +14,7 @@ use crate::plan::PlanHandle;
 use crate::{
     Failure, SIMAK_ERROR_CAPACITY, borrow, dtype_code, guard, put, simak_casttess_plan,
     simak_channels, simak_detess_plan, simak_detesscast_plan, simak_detessdequant_plan,
-    simak_error, simak_quant_plan,
+    simak_error, simak_preproc_plan, simak_quant_plan,
 };
 
 /// Bytes of a Quant v1 descriptor.
@@ -23,10 +23,12 @@ pub const SIMAK_EV74_QUANT_DESCRIPTOR_SIZE: u32 = 224;
 pub const SIMAK_EV74_CASTTESS_DESCRIPTOR_SIZE: u32 = 216;
 /// Bytes of a Detess v1, DetessCast v1 or DetessDequant v1 descriptor.
 pub const SIMAK_EV74_DETESS_DESCRIPTOR_SIZE: u32 = 224;
+/// Bytes of a Preproc v1 descriptor.
+pub const SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE: u32 = 368;
 
 // The C constants are literals (cbindgen writes them as `#define`s); they are the table's.
 const _: () = assert!(
-    ev74::ENTRIES.len() == 5
+    ev74::ENTRIES.len() == 6
         && ev74::ENTRIES[0].is::<Quant>()
         && ev74::ENTRIES[0].size == SIMAK_EV74_QUANT_DESCRIPTOR_SIZE as usize
         && ev74::ENTRIES[1].is::<CastTess>()
@@ -37,6 +39,8 @@ const _: () = assert!(
         && ev74::ENTRIES[2].size == SIMAK_EV74_DETESS_DESCRIPTOR_SIZE as usize
         && ev74::ENTRIES[3].size == SIMAK_EV74_DETESS_DESCRIPTOR_SIZE as usize
         && ev74::ENTRIES[4].size == SIMAK_EV74_DETESS_DESCRIPTOR_SIZE as usize
+        && ev74::ENTRIES[5].is::<Preproc>()
+        && ev74::ENTRIES[5].size == SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE as usize
 );
 
 /// The fields of a Quant v1 descriptor that passed the decoder's rules (SPEC §7).
@@ -1184,4 +1188,263 @@ pub unsafe extern "C" fn simak_ev74_detessdequant_decode(
 ) -> u32 {
     // SAFETY: this function's contract is `decode`'s.
     unsafe { decode::<DetessDequant, _>(bytes, length, fields, error, detess_fields) }
+}
+
+/// The fields of a Preproc v1 descriptor that passed the decoder's rules (SPEC §7, §13).
+#[repr(C)]
+#[allow(non_camel_case_types, reason = "the C name")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct simak_ev74_preproc_fields {
+    /// Output elements (0 when empty).
+    pub elements: u64,
+    /// The frame's accessed span in bytes (0 when empty).
+    pub input_span: u64,
+    /// The output's span in bytes: accessed (strided) or the `MlaTiled` capacity (tiled).
+    pub output_span: u64,
+    /// Output extents `[H', W', C]` or `[N, H', W', C]`; slots from `rank` on are 0.
+    pub extents: [u64; 6],
+    /// Output byte strides (strided outputs; 0 for extent-0/1 axes, unused slots and tiled
+    /// outputs).
+    pub output_strides: [u64; 6],
+    /// Frame height and width in pixels.
+    pub height: u64,
+    /// Frame width in pixels.
+    pub width: u64,
+    /// Plane byte offsets from the frame's start (slots past the format's planes 0).
+    pub plane_offsets: [u64; 3],
+    /// Plane row strides in bytes (slots past the format's planes 0).
+    pub row_strides: [u64; 3],
+    /// Bytes from one frame to the next (0 for a single frame).
+    pub frame_stride: u64,
+    /// Border top, bottom, left, right in pixels.
+    pub border: [u64; 4],
+    /// Tiled outputs: output bytes per outer index (0 for strided outputs).
+    pub bytes_per_outer: u64,
+    /// A `simak_preproc_format` code.
+    pub format: u32,
+    /// A `simak_preproc_to` code: the output kind.
+    pub to: u32,
+    /// The output's `simak_dtype` code.
+    pub output_dtype: u32,
+    /// Rank, 3 or 4.
+    pub rank: u32,
+    /// 1 when the output channels are B, G, R.
+    pub bgr: u32,
+    /// Tiled outputs: a `simak_channels` code (Compact or PadTo16); 0 for strided outputs.
+    pub channels: u32,
+    /// Input bus address (0: unbound).
+    pub input_address: u32,
+    /// Output bus address (0: unbound).
+    pub output_address: u32,
+    /// The raw pad value per output channel (slots past C 0).
+    pub pad_value: [u32; 3],
+    /// The divisor's binary32 bits.
+    pub divisor_bits: u32,
+    /// The mean's binary32 bits per output channel (slots past C 0).
+    pub mean_bits: [u32; 3],
+    /// The std's binary32 bits per output channel (slots past C 0).
+    pub std_bits: [u32; 3],
+    /// INT8 outputs: the multiplier's binary32 bits (else 0).
+    pub multiplier_bits: u32,
+    /// INT8 outputs: the zero point (else 0).
+    pub zero_point: i32,
+    /// INT8 outputs: a `simak_rounding` code (else 0).
+    pub rounding: u32,
+    /// Tiled outputs: logical axis of D, H, W, C, -1 absent (0 for strided outputs).
+    pub axes: [i32; 4],
+    /// Tiled outputs: tile extents of D, H, W, C (0 for strided outputs).
+    pub tile: [u32; 4],
+    /// Tiled outputs: tiles along D, H, W, C (0 for strided outputs).
+    pub tile_counts: [u32; 4],
+}
+
+/// The C fields of a Preproc v1 representation: the wire's fields, codes as the C enums
+/// spell them (the raw descriptor's listing has the wire codes).
+fn preproc_fields(r: &<Preproc as NativeEntry>::Repr) -> simak_ev74_preproc_fields {
+    use simak::ops::preproc::PlanOutput;
+    let p = &r.prefix;
+    let plan = &r.plan;
+    let frame = plan.frame();
+    let b = plan.border();
+    let (divisor, mean, std) = plan.normalization_bits();
+    let channels = plan.channels().min(3);
+    let mut out = simak_ev74_preproc_fields {
+        elements: p.elements,
+        input_span: p.input_span,
+        output_span: p.output_span,
+        extents: p.extents,
+        output_strides: p.input_strides,
+        height: frame.height,
+        width: frame.width,
+        plane_offsets: frame.planes.map(|q| q.offset),
+        row_strides: frame.planes.map(|q| q.row_stride),
+        frame_stride: frame.frame_stride,
+        border: [b.top, b.bottom, b.left, b.right],
+        format: crate::preproc::format_code(frame.format),
+        to: match plan.output() {
+            PlanOutput::F32(_) => crate::preproc::simak_preproc_to::SIMAK_PREPROC_TO_F32,
+            PlanOutput::I8(..) => crate::preproc::simak_preproc_to::SIMAK_PREPROC_TO_I8,
+            PlanOutput::QuantTess(..) => {
+                crate::preproc::simak_preproc_to::SIMAK_PREPROC_TO_QUANTTESS
+            }
+            PlanOutput::CastTess(_) => crate::preproc::simak_preproc_to::SIMAK_PREPROC_TO_CASTTESS,
+        } as u32,
+        output_dtype: dtype_code(p.dtype),
+        rank: u32::from(p.rank),
+        bgr: u32::from(plan.bgr()),
+        input_address: p.input_address,
+        output_address: p.output_address,
+        divisor_bits: divisor,
+        ..simak_ev74_preproc_fields::default()
+    };
+    for c in 0..channels {
+        out.pad_value[c] = u32::from(plan.pad_value()[c]);
+        out.mean_bits[c] = mean[c];
+        out.std_bits[c] = std[c];
+    }
+    match plan.output() {
+        PlanOutput::I8(_, q) | PlanOutput::QuantTess(_, q) => {
+            let q = q.params();
+            out.multiplier_bits = q.multiplier_bits;
+            out.zero_point = q.zero_point;
+            out.rounding = q.rounding.code();
+        }
+        PlanOutput::F32(_) | PlanOutput::CastTess(_) => {}
+    }
+    if let PlanOutput::QuantTess(t, _) | PlanOutput::CastTess(t) = plan.output() {
+        out.channels = match t.layout().channels {
+            simak::layout::Channels::PadTo16 => simak_channels::SIMAK_CHANNELS_PAD_TO_16,
+            _ => simak_channels::SIMAK_CHANNELS_COMPACT,
+        } as u32;
+        out.bytes_per_outer = t.bytes_per_outer();
+        out.axes = t.layout().axes.map(|a| a.map_or(-1, i32::from));
+        out.tile = t.layout().tile;
+        for (o, c) in out.tile_counts.iter_mut().zip(t.tile_counts()) {
+            *o = u32::try_from(*c).unwrap_or(u32::MAX);
+        }
+    }
+    out
+}
+
+/// Checks the Preproc `plan` for the EV74 (the frame's span and the output's span at most
+/// 2^32 - 1 bytes: 0x301, 0x302) and writes its relocatable Preproc v1 descriptor (368
+/// bytes, both address slots 0) into `packet` of `capacity` bytes (at least 368; exactly
+/// 368 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609) and nothing is
+/// written. The descriptor holds the plan's frame geometry, normalization, border and
+/// output; no firmware implements the entry yet (a submission fails closed, 0x102).
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_preproc_encode_relocatable(
+    plan: *const simak_preproc_plan,
+    packet: *mut u8,
+    capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `encode_relocatable`'s.
+    unsafe { encode_relocatable(plan, packet, Some(capacity), error) }
+}
+
+/// Binds a relocatable Preproc packet (368 bytes at `encoded`, this plan's own encoding:
+/// else 0x310) to the frame's region and the output's region (bus address, capacity in
+/// bytes), into `bound` of `bound_capacity` bytes (at least 368), as
+/// `simak_ev74_quant_bind` does. The frame binds at any byte and must hold its span
+/// (0x311); the output must be aligned to its element size, or to 16 bytes when tiled
+/// (50), and hold its span (0x312).
+///
+/// # Safety
+///
+/// `plan` is NULL or a live handle; `encoded` NULL or readable for 368 bytes; `bound` NULL
+/// or writable for `bound_capacity` bytes (it may be `encoded`); `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_preproc_bind(
+    plan: *const simak_preproc_plan,
+    encoded: *const u8,
+    input_address: u32,
+    input_capacity: u64,
+    output_address: u32,
+    output_capacity: u64,
+    bound: *mut u8,
+    bound_capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    let input = DeviceRegion::new(input_address, input_capacity);
+    let output = DeviceRegion::new(output_address, output_capacity);
+    // SAFETY: this function's contract is `bind_with`'s.
+    unsafe {
+        bind_with(
+            plan,
+            encoded,
+            bound,
+            Some(bound_capacity),
+            error,
+            |device, relocatable| ev74::bind(device, relocatable, input, output),
+        )
+    }
+}
+
+/// Applies DMA-BUF relocations to a relocatable Preproc packet as
+/// `simak_ev74_quant_relocate` does, with the address rules of `simak_ev74_preproc_bind`.
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_relocate`, with 368-byte packets (`bound_capacity` at least 368).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_preproc_relocate(
+    plan: *const simak_preproc_plan,
+    encoded: *const u8,
+    relocations: *const simak_ev74_relocation,
+    count: usize,
+    bound: *mut u8,
+    bound_capacity: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `relocate`'s.
+    unsafe {
+        relocate(
+            plan,
+            encoded,
+            relocations,
+            count,
+            bound,
+            bound_capacity,
+            error,
+        )
+    }
+}
+
+/// The Preproc v1 device decoder's checks on the caller's `length` bytes, as
+/// `simak_ev74_quant_validate` (a packet of another entry fails on its magic word, 2).
+///
+/// # Safety
+///
+/// `bytes` is NULL or readable for `length` bytes; `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_preproc_validate(
+    bytes: *const u8,
+    length: usize,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `validate`'s.
+    unsafe { validate::<Preproc>(bytes, length, error) }
+}
+
+/// Decodes a Preproc v1 descriptor into `fields` (every rule but the bound-address one),
+/// as `simak_ev74_quant_decode`.
+///
+/// # Safety
+///
+/// As `simak_ev74_quant_decode`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn simak_ev74_preproc_decode(
+    bytes: *const u8,
+    length: usize,
+    fields: *mut simak_ev74_preproc_fields,
+    error: *mut simak_error,
+) -> u32 {
+    // SAFETY: this function's contract is `decode`'s.
+    unsafe { decode::<Preproc, _>(bytes, length, fields, error, preproc_fields) }
 }

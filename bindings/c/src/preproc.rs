@@ -208,6 +208,14 @@ pub extern "C" fn simak_preproc_frame_packed(
     out
 }
 
+/// The `simak_preproc_format` code of a format (its index in [`Format::ALL`]).
+pub(crate) fn format_code(format: Format) -> u32 {
+    Format::ALL
+        .iter()
+        .position(|f| *f == format)
+        .map_or(u32::MAX, |i| i as u32)
+}
+
 fn format_of(code: u32) -> Result<Format, Failure> {
     Format::ALL.get(code as usize).copied().ok_or_else(|| {
         Failure::invalid_enum(format!(

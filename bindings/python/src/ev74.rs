@@ -7,7 +7,14 @@ use simak::ev74::{self, DecodeError, Entry, FieldValue};
 
 use crate::casttess::CastTessPlan;
 use crate::detess::{DetessPlan, OFM_NAMES, Prepared};
-use crate::errors::{QUANT_NAMES, TILED_NAMES, guarded, lib_error, simak_error};
+use crate::errors::{Names, QUANT_NAMES, TILED_NAMES, guarded, lib_error, simak_error};
+
+/// The argument names of Preproc errors.
+const PREPROC_NAMES: Names = Names {
+    input: "frame",
+    output: "out",
+};
+use crate::preproc::PreprocPlan;
 use crate::quant::QuantPlan;
 
 /// The relocatable EV74 Quant v1 descriptor of `plan` (224 bytes, address slots 0).
@@ -58,6 +65,21 @@ pub(crate) fn ev74_detess_encode_relocatable<'py>(
         Prepared::Detess(p) => bytes(py, p.plan()),
         Prepared::Cast(p) => bytes(py, p.plan()),
         Prepared::Dequant(p) => bytes(py, p.plan()),
+    })
+}
+
+/// The relocatable EV74 Preproc v1 descriptor of `plan` (368 bytes, address slots 0): the
+/// plan's frame geometry, normalization, border and output.
+#[pyfunction]
+pub(crate) fn ev74_preproc_encode_relocatable<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, PreprocPlan>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    guarded(py, || {
+        let device = ev74::check_inference(plan.get().core_plan())
+            .map_err(|e| lib_error(py, e, PREPROC_NAMES))?;
+        let packet = ev74::encode_relocatable(&device);
+        Ok(PyBytes::new(py, packet.as_bytes().as_ref()))
     })
 }
 
@@ -131,6 +153,21 @@ pub(crate) fn ev74_detess_bind<'py>(
         Prepared::Detess(p) => bind_bytes(py, p.plan(), packet, input, output),
         Prepared::Cast(p) => bind_bytes(py, p.plan(), packet, input, output),
         Prepared::Dequant(p) => bind_bytes(py, p.plan(), packet, input, output),
+    })
+}
+
+/// Binds a relocatable Preproc v1 packet of `plan` to device regions (SPEC §6): the frame
+/// at any byte, a strided output at its element size, a tiled one at 16 bytes.
+#[pyfunction]
+pub(crate) fn ev74_preproc_bind<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, PreprocPlan>,
+    packet: &[u8],
+    input: (u32, u64),
+    output: (u32, u64),
+) -> PyResult<Bound<'py, PyBytes>> {
+    guarded(py, || {
+        bind_bytes(py, plan.get().core_plan(), packet, input, output)
     })
 }
 

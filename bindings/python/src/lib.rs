@@ -66,6 +66,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ev74::ev74_quant_bind, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_casttess_bind, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_detess_bind, m)?)?;
+    m.add_function(wrap_pyfunction!(ev74::ev74_preproc_encode_relocatable, m)?)?;
+    m.add_function(wrap_pyfunction!(ev74::ev74_preproc_bind, m)?)?;
     m.add_function(wrap_pyfunction!(ev74::ev74_decode, m)?)?;
     m.add_function(wrap_pyfunction!(quant::_quantize_with_fp_control, m)?)?;
     m.add_class::<quant::QuantPlan>()?;

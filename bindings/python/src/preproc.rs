@@ -1196,6 +1196,13 @@ pub(crate) struct PreprocPlan {
     row_strides: Option<Vec<u64>>,
 }
 
+impl PreprocPlan {
+    /// The admitted plan of the constructor's frame geometry (for the EV74 codec).
+    pub(crate) fn core_plan(&self) -> &Plan {
+        self.prepared.plan()
+    }
+}
+
 #[pymethods]
 impl PreprocPlan {
     #[new]

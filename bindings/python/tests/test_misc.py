@@ -160,6 +160,63 @@ def test_ev74_detess_descriptors_encode_and_decode():
     assert e.value.code == 37
 
 
+def test_ev74_preproc_descriptor_encodes_binds_and_decodes():
+    """The Preproc v1 descriptor (docs/contract.md §7), field by field against the table: a
+    4×6 NV12 frame with a border, BGR, per-channel mean and std, to INT8 [5, 8, 3]."""
+    plan = simak.PreprocPlan(
+        4, 6, format="nv12", mean=(0.5, 0.25, 0.125), std=(0.5, 1.0, 2.0), bgr=True,
+        border=(1, 0, 0, 2), pad_value=(114, 115, 116), to="i8", multiplier=2.0**-7,
+        zero_point=-3,
+    )
+    p = simak.ev74.preproc.encode_relocatable(plan)
+    assert isinstance(p, bytes) and len(p) == simak.ev74.preproc.DESCRIPTOR_SIZE == 368
+    assert p[0:4] == b"SKPP" and le("H", p, 6) == 368
+    assert le("I", p, 8) == 5 and le("I", p, 12) == 3  # INT8, rank 3
+    assert le("I", p, 16) == 1  # bgr
+    assert le("Q", p, 24) == 0 and le("Q", p, 32) == 0  # relocatable
+    # 24 luma bytes + 12 chroma bytes; 5·8·3 INT8 outputs.
+    assert le("Q", p, 40) == 120 and le("Q", p, 48) == 36 and le("Q", p, 56) == 120
+    assert struct.unpack_from("<3Q", p, 64) == (5, 8, 3)
+    assert struct.unpack_from("<3Q", p, 112) == (24, 3, 1)
+    assert le("I", p, 164) == 6 and le("I", p, 212) == 2  # NV12, INT8 strided
+    assert struct.unpack_from("<2Q", p, 216) == (4, 6)
+    assert struct.unpack_from("<3Q", p, 232) == (0, 24, 0)
+    assert struct.unpack_from("<3Q", p, 256) == (6, 6, 0)
+    assert struct.unpack_from("<4Q", p, 288) == (1, 0, 0, 2)
+    assert p[320:324] == bytes([114, 115, 116, 0])
+    assert struct.unpack_from("<f3f3f", p, 324) == (255.0, 0.5, 0.25, 0.125, 0.5, 1.0, 2.0)
+    assert struct.unpack_from("<IiI", p, 352) == (0x3C000000, -3, 1)
+    f = simak.ev74.decode(p)
+    assert f["magic"] == b"SKPP" and f["pixel_format"] == 6 and f["border_right"] == 2
+    # A frame binds at any byte; the packet must be the plan's own encoding.
+    b = simak.ev74.preproc.bind(plan, p, (0x1003, 36), (0x2001, 120))
+    assert le("Q", b, 24) == 0x1003 and le("Q", b, 32) == 0x2001 and b[40:] == p[40:]
+    assert simak.ev74.decode(b)["output_address"] == 0x2001
+    bad = bytearray(p)
+    bad[356:360] = struct.pack("<i", 128)  # outside INT8's zero points
+    with pytest.raises(simak.SimakError) as e:
+        simak.ev74.decode(bad)
+    assert e.value.code == 15
+    bad = bytearray(p)
+    bad[216:224] = struct.pack("<Q", 6)  # a 6-row frame under a 5-row output
+    with pytest.raises(simak.SimakError) as e:
+        simak.ev74.decode(bad)
+    assert e.value.code == 89
+    with pytest.raises(simak.SimakError) as e:
+        simak.ev74.preproc.bind(plan, bytes(bad), (0x1000, 36), (0x2000, 120))
+    assert e.value.code == 0x310
+    with pytest.raises(simak.SimakError) as e:
+        simak.ev74.preproc.bind(plan, p, (0x1000, 35), (0x2000, 120))
+    assert e.value.code == 0x311
+    # A tiled output binds at 16 bytes.
+    tess = simak.PreprocPlan(4, 6, format="rgb", to="casttess", tile=(1, 4, 6, 3))
+    t = simak.ev74.preproc.encode_relocatable(tess)
+    assert le("I", t, 8) == 1 and le("I", t, 212) == 4 and le("I", t, 208) == 16
+    with pytest.raises(simak.SimakError) as e:
+        simak.ev74.preproc.bind(tess, t, (0x1000, 72), (0x2008, le("Q", t, 56)))
+    assert e.value.code == 50
+
+
 def test_span_not_representable_on_the_ev74():
     plan = simak.QuantPlan((2**31,), "f32", 1.0)  # 8 GiB of input: fine for the A65
     with pytest.raises(simak.SimakError) as e:

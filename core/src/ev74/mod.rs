@@ -53,6 +53,7 @@ use crate::wire::rules::{DecodeCode, DecodeError};
 pub mod casttess;
 pub mod detess;
 mod error;
+pub mod preproc;
 pub mod quant;
 mod relocate;
 #[cfg(test)]
@@ -63,6 +64,7 @@ mod table;
 pub use casttess::CastTess;
 pub use detess::{Detess, DetessCast, DetessDequant};
 pub use error::{BindError, RepresentError};
+pub use preproc::Preproc;
 pub use quant::Quant;
 pub use relocate::{Relocation, address_slot, relocate, slot_port};
 pub use table::{

@@ -7,7 +7,7 @@
 
 use core::fmt;
 
-use super::{CastTess, Detess, DetessCast, DetessDequant, NativeEntry, Quant, decode};
+use super::{CastTess, Detess, DetessCast, DetessDequant, NativeEntry, Preproc, Quant, decode};
 use crate::ops::Op;
 use crate::wire::fields::Fields;
 use crate::wire::prefix::Format;
@@ -123,12 +123,13 @@ impl fmt::Debug for Entry {
 }
 
 /// Every native entry, in route order: the one list of them.
-pub const ENTRIES: [Entry; 5] = [
+pub const ENTRIES: [Entry; 6] = [
     Entry::of::<Quant>(),
     Entry::of::<CastTess>(),
     Entry::of::<Detess>(),
     Entry::of::<DetessCast>(),
     Entry::of::<DetessDequant>(),
+    Entry::of::<Preproc>(),
 ];
 
 /// Bytes of the largest descriptor of any entry.
@@ -203,7 +204,7 @@ pub const fn route_index(route: u8) -> Option<usize> {
 /// ```
 /// use simak_core::ev74::{self, Verdict};
 ///
-/// assert_eq!(ev74::ENTRIES.map(|e| e.route), [0x2f, 0x30, 0x31, 0x32, 0x33]);
+/// assert_eq!(ev74::ENTRIES.map(|e| e.route), [0x2f, 0x30, 0x31, 0x32, 0x33, 0x34]);
 /// let entry = ev74::entry_of(b"SKCT").unwrap(); // by its magic, even truncated
 /// assert_eq!((entry.title, entry.size), ("CastTess v1", 216));
 /// assert_eq!(ev74::entry_of(&[0u8; 216]).unwrap().title, "CastTess v1"); // by its size

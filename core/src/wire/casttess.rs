@@ -467,7 +467,7 @@ impl CastTessDescriptorV1 {
                 bytes_per_outer: self.bytes_per_outer.get(),
                 tile_counts: &self.tile_counts,
                 tile_align: self.tile_align.get(),
-                reserved_212: self.reserved_212.get(),
+                word_212: ("reserved_212", FieldValue::Hex32(self.reserved_212.get())),
             },
         );
         out
@@ -475,7 +475,8 @@ impl CastTessDescriptorV1 {
 }
 
 /// The fields of a tiled port's tail from offset 160 to 216 (CastTess v1 and the Detess
-/// entries share them; only the word at 164 differs).
+/// entries share them, and Preproc v1 for its tiled outputs; only the words at 164 and 212
+/// differ).
 pub(crate) struct TiledTail<'a> {
     pub(crate) axes: &'a [i8; 4],
     pub(crate) word_164: (&'static str, FieldValue),
@@ -483,7 +484,7 @@ pub(crate) struct TiledTail<'a> {
     pub(crate) bytes_per_outer: u64,
     pub(crate) tile_counts: &'a [U32; 4],
     pub(crate) tile_align: u32,
-    pub(crate) reserved_212: u32,
+    pub(crate) word_212: (&'static str, FieldValue),
 }
 
 /// Lists the fields of `t` with their offsets into `out`, in wire order.
@@ -511,12 +512,7 @@ pub(crate) fn push_tiled_tail(out: &mut Fields, t: TiledTail<'_>) {
         "tile_align",
         FieldValue::U32(t.tile_align),
     );
-    fields::push(
-        out,
-        field::RESERVED_212,
-        "reserved_212",
-        FieldValue::Hex32(t.reserved_212),
-    );
+    fields::push(out, field::RESERVED_212, t.word_212.0, t.word_212.1);
 }
 
 /// Number of entries returned by [`CastTessDescriptorV1::fields`].

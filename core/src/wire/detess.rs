@@ -458,7 +458,7 @@ impl<const K: u8> DetessDescriptorV1<K> {
                 bytes_per_outer: self.bytes_per_outer.get(),
                 tile_counts: &self.tile_counts,
                 tile_align: self.tile_align.get(),
-                reserved_212: self.reserved_212.get(),
+                word_212: ("reserved_212", FieldValue::Hex32(self.reserved_212.get())),
             },
         );
         let (multiplier, zero_point) = if Self::CONVERSION.has_params() {

@@ -6,8 +6,8 @@ use core::fmt;
 
 use zerocopy::little_endian::{U32, U64};
 
-/// Most fields a descriptor lists (CastTess v1 has 40).
-pub const MAX_FIELDS: usize = 48;
+/// Most fields a descriptor lists (Preproc v1 has 65).
+pub const MAX_FIELDS: usize = 72;
 
 /// A descriptor's fields in wire order.
 pub type Fields = heapless::Vec<Field, MAX_FIELDS>;

@@ -8,7 +8,7 @@
 //!   length, flag bits, the meaning of the span at offset 56) as a [`prefix::Format`];
 //! - [`rules`]: the one [`DecodeError`] of every entry and its stable [`DecodeCode`]s;
 //! - [`fields`]: the field listing of raw descriptors;
-//! - [`quant`], [`casttess`]: each entry's tail (raw struct, flags, validated `…Repr`,
+//! - [`quant`], [`casttess`], [`detess`], [`preproc`]: each entry's tail (raw struct, flags, validated `…Repr`,
 //!   `parse` and `emit`).
 //!
 //! Each raw struct is `#[repr(C)]` of `zerocopy` little-endian integers and byte arrays
@@ -23,6 +23,7 @@ pub mod casttess;
 pub mod detess;
 pub mod fields;
 pub mod prefix;
+pub mod preproc;
 pub mod quant;
 pub mod rules;
 

@@ -543,46 +543,7 @@ pub(crate) fn parse<T: Tail>(raw: &T) -> Result<T::Repr, DecodeError> {
     let p = raw.prefix();
     let format = T::FORMAT;
     let strided_port = format.prefix_port;
-    let strided_format = format.port(strided_port);
-    if p.magic != format.magic {
-        return Err(DecodeError::Magic { found: p.magic });
-    }
-    if p.version.get() != VERSION {
-        return Err(DecodeError::Version {
-            found: p.version.get(),
-        });
-    }
-    if p.byte_length.get() != format.size {
-        return Err(DecodeError::ByteLength {
-            found: p.byte_length.get(),
-            expected: format.size,
-        });
-    }
-    let code = p.dtype.get();
-    let dtype = DType::from_wire_code(code)
-        .filter(|d| strided_format.admits(*d))
-        .ok_or(DecodeError::DType { code })?;
-    let rank_raw = p.rank.get();
-    let rank = match u8::try_from(rank_raw) {
-        Ok(r @ 1..=6) => r,
-        _ => return Err(DecodeError::Rank { rank: rank_raw }),
-    };
-    let flags = p.flags.get();
-    if flags & !format.flag_mask != 0 {
-        return Err(DecodeError::UnknownFlags { bits: flags });
-    }
-    if p.reserved_20.get() != 0 {
-        return Err(DecodeError::Reserved {
-            offset: 20,
-            value: p.reserved_20.get(),
-        });
-    }
-    for &offset in T::RESERVED {
-        match word_at(raw.as_bytes(), usize::from(offset)) {
-            0 => {}
-            value => return Err(DecodeError::Reserved { offset, value }),
-        }
-    }
+    let (dtype, rank, flags) = check_header(p, raw.as_bytes(), &format, T::RESERVED)?;
     raw.check_header()?;
 
     let extents = load_u64s(&p.extents);
@@ -667,6 +628,62 @@ pub(crate) fn parse<T: Tail>(raw: &T) -> Result<T::Repr, DecodeError> {
     Ok(T::finish(prefix, flags, params, output))
 }
 
+/// Step 1 of the shared parse, the prefix's part: magic, version, byte length, the dtype
+/// of the prefix port, the rank (1..=6), the flag bits, the reserved word at 20, then the
+/// tail's reserved words at `reserved` (offsets into `bytes`, the whole descriptor).
+///
+/// # Errors
+///
+/// The first failing rule, in that order.
+pub(crate) fn check_header(
+    p: &Prefix,
+    bytes: &[u8],
+    format: &Format,
+    reserved: &[u16],
+) -> Result<(DType, u8, u32), DecodeError> {
+    let strided_format = format.port(format.prefix_port);
+    if p.magic != format.magic {
+        return Err(DecodeError::Magic { found: p.magic });
+    }
+    if p.version.get() != VERSION {
+        return Err(DecodeError::Version {
+            found: p.version.get(),
+        });
+    }
+    if p.byte_length.get() != format.size {
+        return Err(DecodeError::ByteLength {
+            found: p.byte_length.get(),
+            expected: format.size,
+        });
+    }
+    let code = p.dtype.get();
+    let dtype = DType::from_wire_code(code)
+        .filter(|d| strided_format.admits(*d))
+        .ok_or(DecodeError::DType { code })?;
+    let rank_raw = p.rank.get();
+    let rank = match u8::try_from(rank_raw) {
+        Ok(r @ 1..=6) => r,
+        _ => return Err(DecodeError::Rank { rank: rank_raw }),
+    };
+    let flags = p.flags.get();
+    if flags & !format.flag_mask != 0 {
+        return Err(DecodeError::UnknownFlags { bits: flags });
+    }
+    if p.reserved_20.get() != 0 {
+        return Err(DecodeError::Reserved {
+            offset: 20,
+            value: p.reserved_20.get(),
+        });
+    }
+    for &offset in reserved {
+        match word_at(bytes, usize::from(offset)) {
+            0 => {}
+            value => return Err(DecodeError::Reserved { offset, value }),
+        }
+    }
+    Ok((dtype, rank, flags))
+}
+
 /// Admits one strided port of `rank` axes the way host admission does ([`View::new`]),
 /// after the wire's own rule that an axis of extent 0 or 1 has stride 0.
 ///
@@ -690,7 +707,7 @@ pub(crate) fn admit_port(
 /// # Errors
 ///
 /// [`DecodeError::SingletonStride`] naming the first such axis.
-fn check_singletons(
+pub(crate) fn check_singletons(
     rank: usize,
     extents: &[u64; MAX_RANK],
     strides: &[u64; MAX_RANK],
@@ -726,7 +743,7 @@ pub(crate) fn check_span(port: Port, expected: u64, found: u64) -> Result<(), De
 }
 
 /// Step 7: both address slots against their spans, their alignment and each other.
-fn check_addresses(
+pub(crate) fn check_addresses(
     p: &Prefix,
     repr: &PrefixRepr,
     input_align: u64,

@@ -151,6 +151,42 @@ decode_codes! {
     DequantZeroPoint = 57,
     /// [`DecodeError::OutputStrideNotMultiple`].
     OutputStrideNotMultiple = 58,
+    /// [`DecodeError::PreprocRank`].
+    PreprocRank = 80,
+    /// [`DecodeError::Reserved`] at offset 364.
+    Reserved364 = 81,
+    /// [`DecodeError::PixelFormat`].
+    PixelFormat = 82,
+    /// [`DecodeError::OutputKind`].
+    OutputKind = 83,
+    /// [`DecodeError::UnusedTiledFields`].
+    UnusedTiledFields = 84,
+    /// [`DecodeError::UnusedQuantParams`].
+    UnusedQuantParams = 85,
+    /// [`DecodeError::UnusedChannel`].
+    UnusedChannel = 86,
+    /// [`DecodeError::UnusedPlane`].
+    UnusedPlane = 87,
+    /// [`DecodeError::TiledOutputStride`].
+    TiledOutputStride = 88,
+    /// [`DecodeError::OutputExtents`].
+    OutputExtents = 89,
+    /// [`DecodeError::Frame`] with `PreprocError::OddSize`.
+    OddFrameSize = 90,
+    /// [`DecodeError::Frame`] with `PreprocError::RowStride`.
+    RowStride = 91,
+    /// [`DecodeError::Frame`] with `PreprocError::PlaneOverlap`.
+    PlaneOverlap = 92,
+    /// [`DecodeError::Frame`] with `PreprocError::FrameStride`.
+    FrameStride = 93,
+    /// [`DecodeError::Frame`] with `PreprocError::NotFinite`.
+    NormalizationNotFinite = 94,
+    /// [`DecodeError::Frame`] with `PreprocError::DivisorNotPositive`.
+    DivisorNotPositive = 95,
+    /// [`DecodeError::Frame`] with `PreprocError::StdZero`.
+    StdZero = 96,
+    /// [`DecodeError::UnusedFrameStride`].
+    UnusedFrameStride = 97,
 }
 
 impl DecodeCode {
@@ -484,6 +520,76 @@ pub enum DecodeError {
         /// Stride in bytes.
         stride: u64,
     },
+    /// Preproc v1: the rank is not 3 (`[H', W', C]`) or 4 (`[N, H', W', C]`) (SPEC §13).
+    PreprocRank {
+        /// Rank found (1..=6).
+        rank: u8,
+    },
+    /// Preproc v1: the pixel format code at offset 164 is not 1..=7 (RGB8, BGR8, RGBX8,
+    /// BGRX8, GRAY8, NV12, I420).
+    PixelFormat {
+        /// Code found.
+        code: u32,
+    },
+    /// Preproc v1: the output kind at offset 212 is not 1..=4 (FP32, INT8, QuantTess,
+    /// CastTess) or is not a kind of the output dtype at offset 8 (FP32: 1; INT8: 2 or 3;
+    /// BF16: 4).
+    OutputKind {
+        /// Code found.
+        code: u32,
+        /// The output dtype (offset 8).
+        dtype: crate::dtype::DType,
+    },
+    /// Preproc v1: a strided output (FP32, INT8) has a nonzero tiled-layout field (bytes
+    /// 160..212 but the pixel format at 164) or flag bit 1 (`pad16`).
+    UnusedTiledFields {
+        /// Byte offset of the field (16 for the flag word).
+        offset: u16,
+    },
+    /// Preproc v1: an output that is not INT8 has a nonzero multiplier, zero point or
+    /// rounding word (offsets 328, 332, 336).
+    UnusedQuantParams {
+        /// Byte offset of the word.
+        offset: u16,
+    },
+    /// Preproc v1: a pad value, mean or std slot past the output's channels (or the pad
+    /// word's byte 3) is not zero.
+    UnusedChannel {
+        /// Byte offset of the slot.
+        offset: u16,
+    },
+    /// Preproc v1: a plane slot past the format's planes has a nonzero offset or row
+    /// stride.
+    UnusedPlane {
+        /// Plane slot (1 or 2).
+        plane: u8,
+    },
+    /// Preproc v1: the frame stride of fewer than two frames is not zero.
+    UnusedFrameStride {
+        /// The frame stride found, in bytes.
+        stride: u64,
+    },
+    /// Preproc v1: a tiled output (QuantTess, CastTess) has a nonzero byte stride in the
+    /// prefix (the tail describes its layout).
+    TiledOutputStride {
+        /// Axis slot.
+        axis: u8,
+        /// Stride found, in bytes.
+        stride: u64,
+    },
+    /// Preproc v1: an output extent is not the frame's with its border (`[N,] top + H +
+    /// bottom, left + W + right, C`).
+    OutputExtents {
+        /// Axis.
+        axis: u8,
+        /// Recomputed extent (saturating).
+        expected: u64,
+        /// Extent found.
+        found: u64,
+    },
+    /// Preproc v1: the frame or its normalization breaks a rule of SPEC §13 (the host's
+    /// admission rule, 0x240..=0x246, has this descriptor twin: codes 90..=96).
+    Frame(crate::ops::preproc::PreprocError),
     /// The device's admission refused the packet for a host rule that has no descriptor
     /// twin (its host code, `docs/errors.md`). A decoder built on the shared admission never
     /// reports it for the current entries; it exists so that the conversion from host rules
@@ -498,8 +604,9 @@ pub enum DecodeError {
 /// prefix's word at 20 and each entry tail's). The shared parse asserts at compile time that
 /// every reserved offset a tail lists is here (`reserved_words_known`), so a new entry's
 /// reserved word cannot be reported under another word's code.
-pub const RESERVED_WORDS: [(u16, DecodeCode); 5] = [
+pub const RESERVED_WORDS: [(u16, DecodeCode); 6] = [
     (20, DecodeCode::Reserved20),
+    (364, DecodeCode::Reserved364),
     (220, DecodeCode::Reserved220),
     (164, DecodeCode::Reserved164),
     (212, DecodeCode::Reserved212),
@@ -609,6 +716,30 @@ impl DecodeError {
             DecodeError::C16TileChannels { .. } => C::C16TileChannels,
             DecodeError::DequantZeroPoint { .. } => C::DequantZeroPoint,
             DecodeError::OutputStrideNotMultiple { .. } => C::OutputStrideNotMultiple,
+            DecodeError::PreprocRank { .. } => C::PreprocRank,
+            DecodeError::PixelFormat { .. } => C::PixelFormat,
+            DecodeError::OutputKind { .. } => C::OutputKind,
+            DecodeError::UnusedTiledFields { .. } => C::UnusedTiledFields,
+            DecodeError::UnusedQuantParams { .. } => C::UnusedQuantParams,
+            DecodeError::UnusedChannel { .. } => C::UnusedChannel,
+            DecodeError::UnusedPlane { .. } => C::UnusedPlane,
+            DecodeError::UnusedFrameStride { .. } => C::UnusedFrameStride,
+            DecodeError::TiledOutputStride { .. } => C::TiledOutputStride,
+            DecodeError::OutputExtents { .. } => C::OutputExtents,
+            DecodeError::Frame(e) => {
+                use crate::ops::preproc::PreprocError as P;
+                match e {
+                    P::OddSize { .. } => C::OddFrameSize,
+                    P::RowStride { .. } => C::RowStride,
+                    P::PlaneOverlap { .. } => C::PlaneOverlap,
+                    P::FrameStride { .. } => C::FrameStride,
+                    P::NotFinite { .. } => C::NormalizationNotFinite,
+                    P::DivisorNotPositive { .. } => C::DivisorNotPositive,
+                    P::StdZero { .. } => C::StdZero,
+                    // The wire gives one value per channel: never a count mismatch.
+                    P::ChannelCount { .. } => C::Inadmissible,
+                }
+            }
             DecodeError::Inadmissible { .. } => C::Inadmissible,
         }
     }
@@ -707,7 +838,10 @@ impl From<AdmissionError> for DecodeError {
             | AdmissionError::HeadOffset { .. }
             | AdmissionError::HeadSpan { .. }
             | AdmissionError::HeadOverlap { .. }
-            | AdmissionError::Preproc(_)) => DecodeError::Inadmissible { code: other.code() },
+            | AdmissionError::Preproc(crate::ops::preproc::PreprocError::ChannelCount {
+                ..
+            })) => DecodeError::Inadmissible { code: other.code() },
+            AdmissionError::Preproc(e) => DecodeError::Frame(e),
         }
     }
 }
@@ -849,6 +983,53 @@ impl fmt::Display for DecodeError {
                 f,
                 "output stride {stride} on axis {axis} is not a multiple of the element size"
             ),
+            DecodeError::PreprocRank { rank } => {
+                write!(
+                    f,
+                    "rank {rank} is not 3 ([H', W', C]) or 4 ([N, H', W', C])"
+                )
+            }
+            DecodeError::PixelFormat { code } => {
+                write!(f, "pixel format code {code} at offset 164 is not 1..=7")
+            }
+            DecodeError::OutputKind { code, dtype } => write!(
+                f,
+                "output kind {code} at offset 212 is not one of output dtype {dtype} \
+                 (f32: 1; i8: 2 strided, 3 QuantTess; bf16: 4 CastTess)"
+            ),
+            DecodeError::UnusedTiledFields { offset } => write!(
+                f,
+                "a strided output has a nonzero tiled-layout field at offset {offset}"
+            ),
+            DecodeError::UnusedQuantParams { offset } => write!(
+                f,
+                "an output that is not INT8 has a nonzero quant word at offset {offset}"
+            ),
+            DecodeError::UnusedChannel { offset } => write!(
+                f,
+                "the slot at offset {offset} is past the output's channels but not zero"
+            ),
+            DecodeError::UnusedPlane { plane } => write!(
+                f,
+                "plane slot {plane} is past the format's planes but not zero"
+            ),
+            DecodeError::UnusedFrameStride { stride } => write!(
+                f,
+                "frame stride {stride} bytes is given for fewer than two frames, not 0"
+            ),
+            DecodeError::TiledOutputStride { axis, stride } => write!(
+                f,
+                "a tiled output has stride {stride} on axis {axis} in the prefix, not 0"
+            ),
+            DecodeError::OutputExtents {
+                axis,
+                expected,
+                found,
+            } => write!(
+                f,
+                "output extent {found} on axis {axis} should be {expected} (frame and border)"
+            ),
+            DecodeError::Frame(e) => write!(f, "frame: {e}"),
             DecodeError::Inadmissible { code } => write!(
                 f,
                 "the device's admission refused the packet (host rule 0x{code:03x})"
@@ -866,12 +1047,17 @@ mod test {
 
     #[test]
     fn codes_are_dense_nonzero_and_round_trip() {
+        // Dense within each range: 1..=58 (the Quant, CastTess and Detess entries), then
+        // from 80 (Preproc v1's range, 80..=99).
         for (k, c) in DecodeCode::ALL.iter().enumerate() {
-            assert_eq!(c.get() as usize, k + 1);
+            let expected = if k < 58 { k + 1 } else { k - 58 + 80 };
+            assert_eq!(c.get() as usize, expected, "{c:?}");
             assert_eq!(DecodeCode::from_u16(c.get()), Some(*c));
         }
-        assert_eq!(DecodeCode::from_u16(0), None);
-        assert_eq!(DecodeCode::from_u16(59), None);
+        assert_eq!(DecodeCode::ALL.last().map(|c| c.get()), Some(97));
+        for unused in [0, 59, 79, 98] {
+            assert_eq!(DecodeCode::from_u16(unused), None);
+        }
     }
 
     #[test]

@@ -140,7 +140,8 @@ impl CostModel {
 
     /// Each entry's compute cost, row for row with the library's entry table
     /// ([`ENTRIES`]: Quant v1, CastTess v1, then the three Detess-family entries, which
-    /// share one kernel and one cost).
+    /// share one kernel and one cost, then Preproc v1, which no firmware implements yet and
+    /// so never runs).
     pub const fn entry_costs(&self) -> [EntryCost; ENTRIES.len()] {
         [
             self.quant,
@@ -148,6 +149,7 @@ impl CostModel {
             self.detess,
             self.detess,
             self.detess,
+            EntryCost::NONE,
         ]
     }
 

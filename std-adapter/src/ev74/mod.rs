@@ -23,6 +23,7 @@
 pub mod casttess;
 pub mod cost;
 pub mod detess;
+pub mod preproc;
 pub mod quant;
 pub mod run;
 pub mod runtime;
@@ -32,10 +33,10 @@ pub use cost::{Cost, CostModel, EntryCost, WorkerCost};
 pub use run::{SimError, SimOptions, SimRun, run_sim, run_sim_to_vec, run_sim_with};
 pub use simak_core::ev74::{
     BindError, CastTess, Detess, DetessCast, DetessDequant, DevicePlan, DeviceRegion, ENTRIES,
-    Entry, MAX_DESCRIPTOR_SIZE, MAX_SPAN, NativeEntry, Packet, Quant, Relocation, RepresentError,
-    Verdict, address_slot, bind, check_inference, decode, encode, encode_relocatable,
-    entry_by_route, entry_of, entry_or_first, relocate, route_index, slot_port, verdict,
-    verdict_of,
+    Entry, MAX_DESCRIPTOR_SIZE, MAX_SPAN, NativeEntry, Packet, Preproc, Quant, Relocation,
+    RepresentError, Verdict, address_slot, bind, check_inference, decode, encode,
+    encode_relocatable, entry_by_route, entry_of, entry_or_first, relocate, route_index, slot_port,
+    verdict, verdict_of,
 };
 pub use simak_core::wire::{DecodeCode, DecodeError, Field, FieldValue, Fields};
 pub use simak_ev74_fw as firmware;

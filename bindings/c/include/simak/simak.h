@@ -82,6 +82,11 @@
 #define SIMAK_EV74_DETESS_DESCRIPTOR_SIZE 224
 
 /*
+ Bytes of a Preproc v1 descriptor.
+ */
+#define SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE 368
+
+/*
  Input element type or output element type of a tensor (`simak_tensor::dtype`). The codes
  of the float types are the EV74 wire codes; the integer codes (5 to 8) are API codes
  only. Codes are never renumbered: new ones are appended.
@@ -930,6 +935,133 @@ typedef struct simak_ev74_detess_fields {
    */
   int32_t zero_point;
 } simak_ev74_detess_fields;
+
+/*
+ The fields of a Preproc v1 descriptor that passed the decoder's rules (SPEC §7, §13).
+ */
+typedef struct simak_ev74_preproc_fields {
+  /*
+   Output elements (0 when empty).
+   */
+  uint64_t elements;
+  /*
+   The frame's accessed span in bytes (0 when empty).
+   */
+  uint64_t input_span;
+  /*
+   The output's span in bytes: accessed (strided) or the `MlaTiled` capacity (tiled).
+   */
+  uint64_t output_span;
+  /*
+   Output extents `[H', W', C]` or `[N, H', W', C]`; slots from `rank` on are 0.
+   */
+  uint64_t extents[6];
+  /*
+   Output byte strides (strided outputs; 0 for extent-0/1 axes, unused slots and tiled
+   outputs).
+   */
+  uint64_t output_strides[6];
+  /*
+   Frame height and width in pixels.
+   */
+  uint64_t height;
+  /*
+   Frame width in pixels.
+   */
+  uint64_t width;
+  /*
+   Plane byte offsets from the frame's start (slots past the format's planes 0).
+   */
+  uint64_t plane_offsets[3];
+  /*
+   Plane row strides in bytes (slots past the format's planes 0).
+   */
+  uint64_t row_strides[3];
+  /*
+   Bytes from one frame to the next (0 for a single frame).
+   */
+  uint64_t frame_stride;
+  /*
+   Border top, bottom, left, right in pixels.
+   */
+  uint64_t border[4];
+  /*
+   Tiled outputs: output bytes per outer index (0 for strided outputs).
+   */
+  uint64_t bytes_per_outer;
+  /*
+   A `simak_preproc_format` code.
+   */
+  uint32_t format;
+  /*
+   A `simak_preproc_to` code: the output kind.
+   */
+  uint32_t to;
+  /*
+   The output's `simak_dtype` code.
+   */
+  uint32_t output_dtype;
+  /*
+   Rank, 3 or 4.
+   */
+  uint32_t rank;
+  /*
+   1 when the output channels are B, G, R.
+   */
+  uint32_t bgr;
+  /*
+   Tiled outputs: a `simak_channels` code (Compact or PadTo16); 0 for strided outputs.
+   */
+  uint32_t channels;
+  /*
+   Input bus address (0: unbound).
+   */
+  uint32_t input_address;
+  /*
+   Output bus address (0: unbound).
+   */
+  uint32_t output_address;
+  /*
+   The raw pad value per output channel (slots past C 0).
+   */
+  uint32_t pad_value[3];
+  /*
+   The divisor's binary32 bits.
+   */
+  uint32_t divisor_bits;
+  /*
+   The mean's binary32 bits per output channel (slots past C 0).
+   */
+  uint32_t mean_bits[3];
+  /*
+   The std's binary32 bits per output channel (slots past C 0).
+   */
+  uint32_t std_bits[3];
+  /*
+   INT8 outputs: the multiplier's binary32 bits (else 0).
+   */
+  uint32_t multiplier_bits;
+  /*
+   INT8 outputs: the zero point (else 0).
+   */
+  int32_t zero_point;
+  /*
+   INT8 outputs: a `simak_rounding` code (else 0).
+   */
+  uint32_t rounding;
+  /*
+   Tiled outputs: logical axis of D, H, W, C, -1 absent (0 for strided outputs).
+   */
+  int32_t axes[4];
+  /*
+   Tiled outputs: tile extents of D, H, W, C (0 for strided outputs).
+   */
+  uint32_t tile[4];
+  /*
+   Tiled outputs: tiles along D, H, W, C (0 for strided outputs).
+   */
+  uint32_t tile_counts[4];
+} simak_ev74_preproc_fields;
 
 #ifdef __cplusplus
 extern "C" {
@@ -2426,6 +2558,88 @@ uint32_t simak_ev74_detessdequant_decode(const uint8_t *bytes,
                                          size_t length,
                                          struct simak_ev74_detess_fields *fields,
                                          struct simak_error *error);
+
+/*
+ Checks the Preproc `plan` for the EV74 (the frame's span and the output's span at most
+ 2^32 - 1 bytes: 0x301, 0x302) and writes its relocatable Preproc v1 descriptor (368
+ bytes, both address slots 0) into `packet` of `capacity` bytes (at least 368; exactly
+ 368 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609) and nothing is
+ written. The descriptor holds the plan's frame geometry, normalization, border and
+ output; no firmware implements the entry yet (a submission fails closed, 0x102).
+
+ # Safety
+
+ `plan` is NULL or a live handle; `packet` NULL or writable for `capacity` bytes; `error`
+ NULL or writable.
+ */
+uint32_t simak_ev74_preproc_encode_relocatable(const struct simak_preproc_plan *plan,
+                                               uint8_t *packet,
+                                               size_t capacity,
+                                               struct simak_error *error);
+
+/*
+ Binds a relocatable Preproc packet (368 bytes at `encoded`, this plan's own encoding:
+ else 0x310) to the frame's region and the output's region (bus address, capacity in
+ bytes), into `bound` of `bound_capacity` bytes (at least 368), as
+ `simak_ev74_quant_bind` does. The frame binds at any byte and must hold its span
+ (0x311); the output must be aligned to its element size, or to 16 bytes when tiled
+ (50), and hold its span (0x312).
+
+ # Safety
+
+ `plan` is NULL or a live handle; `encoded` NULL or readable for 368 bytes; `bound` NULL
+ or writable for `bound_capacity` bytes (it may be `encoded`); `error` NULL or writable.
+ */
+uint32_t simak_ev74_preproc_bind(const struct simak_preproc_plan *plan,
+                                 const uint8_t *encoded,
+                                 uint32_t input_address,
+                                 uint64_t input_capacity,
+                                 uint32_t output_address,
+                                 uint64_t output_capacity,
+                                 uint8_t *bound,
+                                 size_t bound_capacity,
+                                 struct simak_error *error);
+
+/*
+ Applies DMA-BUF relocations to a relocatable Preproc packet as
+ `simak_ev74_quant_relocate` does, with the address rules of `simak_ev74_preproc_bind`.
+
+ # Safety
+
+ As `simak_ev74_quant_relocate`, with 368-byte packets (`bound_capacity` at least 368).
+ */
+uint32_t simak_ev74_preproc_relocate(const struct simak_preproc_plan *plan,
+                                     const uint8_t *encoded,
+                                     const struct simak_ev74_relocation *relocations,
+                                     size_t count,
+                                     uint8_t *bound,
+                                     size_t bound_capacity,
+                                     struct simak_error *error);
+
+/*
+ The Preproc v1 device decoder's checks on the caller's `length` bytes, as
+ `simak_ev74_quant_validate` (a packet of another entry fails on its magic word, 2).
+
+ # Safety
+
+ `bytes` is NULL or readable for `length` bytes; `error` NULL or writable.
+ */
+uint32_t simak_ev74_preproc_validate(const uint8_t *bytes,
+                                     size_t length,
+                                     struct simak_error *error);
+
+/*
+ Decodes a Preproc v1 descriptor into `fields` (every rule but the bound-address one),
+ as `simak_ev74_quant_decode`.
+
+ # Safety
+
+ As `simak_ev74_quant_decode`.
+ */
+uint32_t simak_ev74_preproc_decode(const uint8_t *bytes,
+                                   size_t length,
+                                   struct simak_ev74_preproc_fields *fields,
+                                   struct simak_error *error);
 
 #ifdef __cplusplus
 }  // extern "C"

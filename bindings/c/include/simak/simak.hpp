@@ -21,6 +21,7 @@
  *
  *     simak::ops::preproc   Format, To, Plane, Frame, Border, Request, Plan, check_inference
  *     simak::a65::preproc   prepare, execute, check_inference
+ *     simak::ev74::preproc  encode_relocatable, bind, validate, decode
  *
  * and a model's whole boundary from its manifest (SPEC §14: frames in, named tensors out):
  *
@@ -1209,7 +1210,7 @@ inline Status execute(const Prepared &prepared, const std::array<ConstHostBuffer
 namespace ev74 {
 
 /* A descriptor's bytes (224 for Quant v1 and the Detess-family entries, 216 for
- * CastTess v1). */
+ * CastTess v1, 368 for Preproc v1). */
 template <std::size_t N>
 struct Packet {
     std::array<std::uint8_t, N> bytes{};
@@ -1436,6 +1437,57 @@ inline std::variant<simak_ev74_detess_fields, Error> decode(const Packet &packet
 }
 
 }  // namespace detessdequant
+
+/* Preproc v1 (368 bytes, one descriptor per call: a frame or a batch). Every write takes
+ * its buffer's length. No firmware build implements the entry yet: a submission fails
+ * closed with the missing capability (0x102). */
+namespace preproc {
+
+using Packet = ev74::Packet<SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE>;
+
+inline std::variant<Packet, Error> encode_relocatable(const ops::preproc::Plan &plan) {
+    Packet packet;
+    simak_error error;
+    if (simak_ev74_preproc_encode_relocatable(plan.get(), packet.bytes.data(),
+                                              packet.bytes.size(), &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return packet;
+}
+
+/* The frame binds at any byte; the output at its element size, or 16 bytes when tiled. */
+inline std::variant<Packet, Error> bind(const ops::preproc::Plan &plan, const Packet &encoded,
+                                        DeviceRegion input, DeviceRegion output) {
+    Packet bound;
+    simak_error error;
+    if (simak_ev74_preproc_bind(plan.get(), encoded.bytes.data(), input.address, input.bytes,
+                                output.address, output.bytes, bound.bytes.data(),
+                                bound.bytes.size(), &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return bound;
+}
+
+inline Status validate(const Packet &packet) {
+    simak_error error;
+    if (simak_ev74_preproc_validate(packet.bytes.data(), packet.bytes.size(), &error) != 0) {
+        return simak::detail::error_of(error);
+    }
+    return Status();
+}
+
+/* The descriptor's fields after the decoder's rules (all but the bound-address one). */
+inline std::variant<simak_ev74_preproc_fields, Error> decode(const Packet &packet) {
+    simak_ev74_preproc_fields fields;
+    simak_error error;
+    if (simak_ev74_preproc_decode(packet.bytes.data(), packet.bytes.size(), &fields, &error) !=
+        0) {
+        return simak::detail::error_of(error);
+    }
+    return fields;
+}
+
+}  // namespace preproc
 
 }  // namespace ev74
 

@@ -401,6 +401,90 @@ static void preproc_errors(void) {
 #undef ADMIT
 }
 
+/* Reads the little-endian u64 at byte `at` of `p`. */
+static uint64_t le64(const unsigned char *p, size_t at) {
+    uint64_t v = 0;
+    int i;
+    for (i = 7; i >= 0; --i) v = (v << 8) | p[at + (size_t)i];
+    return v;
+}
+
+/* The EV74 Preproc v1 descriptor (docs/contract.md §7): a 4x6 NV12 frame with a border,
+ * BGR, per-channel mean and std, to INT8 [5, 8, 3]; the offsets and values are the
+ * contract's table, written out here. */
+static void ev74_descriptor(void) {
+    simak_preproc_frame frame = simak_preproc_frame_packed(SIMAK_PREPROC_NV12, 4, 6);
+    simak_preproc_params params = simak_preproc_params_default();
+    simak_preproc_output o;
+    simak_preproc_plan *plan = NULL;
+    simak_ev74_preproc_fields f;
+    simak_error err;
+    unsigned char packet[SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE + 8];
+    unsigned char bound[SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE];
+    uint32_t code;
+    memset(&o, 0, sizeof o);
+    o.kind = SIMAK_PREPROC_TO_I8;
+    o.params = simak_quant_params_default(0.0078125f);
+    o.params.zero_point = -3;
+    params.bgr = 1;
+    params.mean[0] = 0.5f;
+    params.mean[1] = 0.25f;
+    params.mean[2] = 0.125f;
+    params.mean_count = 3;
+    params.std[0] = 0.5f;
+    params.std[1] = 1.0f;
+    params.std[2] = 2.0f;
+    params.std_count = 3;
+    params.border_top = 1;
+    params.border_right = 2;
+    params.pad_value[0] = 114;
+    params.pad_value[1] = 115;
+    params.pad_value[2] = 116;
+    params.pad_count = 3;
+    code = simak_preproc_plan_new(&frame, &params, &o, &plan, &err);
+    CHECK_CODE(code, 0u, err);
+    memset(packet, 0xee, sizeof packet);
+    code = simak_ev74_preproc_encode_relocatable(plan, packet, SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE - 1,
+                                                 &err);
+    CHECK_CODE(code, 0x609u, err);
+    CHECK(packet[0] == 0xee, "nothing written into a short buffer");
+    code = simak_ev74_preproc_encode_relocatable(plan, packet, sizeof packet, &err);
+    CHECK_CODE(code, 0u, err);
+    CHECK(memcmp(packet, "SKPP", 4) == 0 && packet[6] == 0x70 && packet[7] == 0x01, "magic, size");
+    CHECK(packet[8] == 5 && packet[12] == 3 && packet[16] == 1, "INT8, rank 3, bgr");
+    CHECK(le64(packet, 40) == 120 && le64(packet, 48) == 36 && le64(packet, 56) == 120, "spans");
+    CHECK(le64(packet, 112) == 24 && le64(packet, 120) == 3 && le64(packet, 128) == 1, "strides");
+    CHECK(packet[164] == 6 && packet[212] == 2, "NV12, INT8 strided");
+    CHECK(le64(packet, 216) == 4 && le64(packet, 224) == 6 && le64(packet, 240) == 24, "frame");
+    CHECK(le64(packet, 288) == 1 && le64(packet, 312) == 2, "border");
+    CHECK(packet[320] == 114 && packet[322] == 116 && packet[323] == 0, "pad values");
+    CHECK(packet[356] == 0xfd && packet[360] == 1, "zero point, rounding");
+    CHECK(packet[SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE] == 0xee, "nothing past 368 bytes");
+    code = simak_ev74_preproc_decode(packet, SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE, &f, &err);
+    CHECK_CODE(code, 0u, err);
+    CHECK(f.format == SIMAK_PREPROC_NV12 && f.to == SIMAK_PREPROC_TO_I8 && f.bgr == 1, "fields");
+    CHECK(f.plane_offsets[1] == 24 && f.row_strides[0] == 6 && f.border[3] == 2, "frame fields");
+    CHECK(f.mean_bits[2] == 0x3e000000u && f.std_bits[2] == 0x40000000u, "normalization");
+    CHECK(f.multiplier_bits == 0x3c000000u && f.zero_point == -3 && f.rounding == 1, "quant");
+    /* The frame binds at any byte. */
+    code = simak_ev74_preproc_bind(plan, packet, 0x1003, 36, 0x2001, 120, bound, sizeof bound,
+                                   &err);
+    CHECK_CODE(code, 0u, err);
+    CHECK(le64(bound, 24) == 0x1003 && le64(bound, 32) == 0x2001, "bound addresses");
+    code = simak_ev74_preproc_validate(bound, sizeof bound, &err);
+    CHECK_CODE(code, 0u, err);
+    code = simak_ev74_preproc_validate(packet, SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE, &err);
+    CHECK_CODE(code, 38u, err);
+    code = simak_ev74_preproc_bind(plan, packet, 0x1000, 35, 0x2000, 120, bound, sizeof bound,
+                                   &err);
+    CHECK_CODE(code, 0x311u, err);
+    /* A 6-row frame under a 5-row output: the device's rule 89. */
+    packet[216] = 6;
+    code = simak_ev74_preproc_validate(packet, SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE, &err);
+    CHECK_CODE(code, 89u, err);
+    simak_preproc_plan_free(plan);
+}
+
 void preproc_tests(const char *data_dir, int *passed, int *failed) {
     passed_ = passed;
     failed_ = failed;
@@ -408,4 +492,5 @@ void preproc_tests(const char *data_dir, int *passed, int *failed) {
     rgb_to_i8();
     bgrx_to_tiled();
     preproc_errors();
+    ev74_descriptor();
 }

@@ -166,6 +166,60 @@ void errors(void) {
     check(out[16] == 0x77, "nothing past the capacity");
 }
 
+
+// The EV74 Preproc v1 descriptor through simak::ev74::preproc: encode, decode, bind and
+// validate; the values are the contract's table (docs/contract.md §7), written out here.
+void ev74_descriptor(void) {
+    ops::Request r;
+    r.frame = ops::Frame::packed(ops::Format::I420, 4, 6);
+    r.border = ops::Border{0, 2, 0, 0};
+    r.to = ops::To::CastTess;
+    r.layout.axes = {{-1, 0, 1, 2}};
+    r.layout.tile_shape = {{1, 3, 6, 3}};
+    auto checked = ops::check_inference(r);
+    if (auto *e = std::get_if<simak::Error>(&checked)) {
+        check(false, "i420 casttess: " + e->message());
+        return;
+    }
+    const ops::Plan &plan = std::get<ops::Plan>(checked);
+    auto encoded = simak::ev74::preproc::encode_relocatable(plan);
+    if (auto *e = std::get_if<simak::Error>(&encoded)) {
+        check(false, "encode: " + e->message());
+        return;
+    }
+    const auto &packet = std::get<simak::ev74::preproc::Packet>(encoded);
+    check(packet.bytes.size() == 368 && packet.bytes[0] == 'S' && packet.bytes[3] == 'P',
+          "368 bytes, SKPP");
+    auto fields = simak::ev74::preproc::decode(packet);
+    if (auto *e = std::get_if<simak::Error>(&fields)) {
+        check(false, "decode: " + e->message());
+        return;
+    }
+    const simak_ev74_preproc_fields &f = std::get<simak_ev74_preproc_fields>(fields);
+    // I420 4x6: Y 24 bytes, U and V 2 rows of 3 bytes each at 24 and 30: 36 bytes.
+    check(f.format == SIMAK_PREPROC_I420 && f.to == SIMAK_PREPROC_TO_CASTTESS, "format, kind");
+    check(f.plane_offsets[1] == 24 && f.plane_offsets[2] == 30 && f.row_strides[2] == 3,
+          "I420 planes");
+    check(f.input_span == 36 && f.extents[0] == 6 && f.extents[1] == 6 && f.extents[2] == 3,
+          "spans and extents");
+    // BF16 [6, 6, 3] in tiles of 3 rows: two tiles of 3*6*3*2 = 108 -> 112 bytes.
+    check(f.output_span == 224 && f.tile_counts[1] == 2 && f.axes[0] == -1, "tiles");
+    check(f.divisor_bits == 0x437f0000u && f.std_bits[0] == 0x3f800000u, "defaults");
+    auto bound = simak::ev74::preproc::bind(plan, packet, simak::DeviceRegion{0x1001, 36},
+                                            simak::DeviceRegion{0x2000, 224});
+    check(std::holds_alternative<simak::ev74::preproc::Packet>(bound), "bind at any frame byte");
+    if (auto *b = std::get_if<simak::ev74::preproc::Packet>(&bound)) {
+        check(simak::ev74::preproc::validate(*b).ok(), "the bound packet validates");
+    }
+    auto misaligned = simak::ev74::preproc::bind(plan, packet, simak::DeviceRegion{0x1000, 36},
+                                                 simak::DeviceRegion{0x2004, 224});
+    check(std::holds_alternative<simak::Error>(misaligned) &&
+              std::get<simak::Error>(misaligned).code() == 50,
+          "a tiled output binds at 16 bytes: 50");
+    simak::Status unbound = simak::ev74::preproc::validate(packet);
+    check(!unbound.ok() && unbound.code() == 38, "a relocatable packet is unbound: 38");
+}
+
 }  // namespace
 
 void preproc_tests(const std::string &dir, int &passed, int &failed) {
@@ -174,4 +228,5 @@ void preproc_tests(const std::string &dir, int &passed, int &failed) {
     yuv(dir);
     gray_i8_border();
     errors();
+    ev74_descriptor();
 }

@@ -317,6 +317,10 @@ def ev74_casttess_bind(
 def ev74_detess_bind(
     plan: DetessPlan, packet: bytes, input: Tuple[int, int], output: Tuple[int, int]
 ) -> bytes: ...
+def ev74_preproc_encode_relocatable(plan: PreprocPlan) -> bytes: ...
+def ev74_preproc_bind(
+    plan: PreprocPlan, packet: bytes, input: Tuple[int, int], output: Tuple[int, int]
+) -> bytes: ...
 def ev74_decode(packet: bytes, validate: bool = True) -> Dict[str, Union[int, bytes]]: ...
 def _quantize_with_fp_control(
     x: npt.ArrayLike, multiplier: _Multiplier, control: int, exact: bool = False
@@ -342,6 +346,8 @@ __all__ = [
     "ev74_quant_bind",
     "ev74_casttess_bind",
     "ev74_detess_bind",
+    "ev74_preproc_encode_relocatable",
+    "ev74_preproc_bind",
     "ev74_decode",
     "_quantize_with_fp_control",
     "QuantPlan",

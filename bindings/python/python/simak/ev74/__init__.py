@@ -7,6 +7,8 @@ their fields back.
   a :class:`simak.CastTessPlan`;
 - ``simak.ev74.detess.encode_relocatable(plan)``: the 224-byte Detess v1, DetessCast v1
   or DetessDequant v1 descriptor of one head's :class:`simak.DetessPlan`;
+- ``simak.ev74.preproc.encode_relocatable(plan)``: the 368-byte Preproc v1 descriptor of a
+  :class:`simak.PreprocPlan`;
 - :func:`decode`: a descriptor's fields as a dict, after the device's validation;
   :func:`fields` lists them without validating.
 """
@@ -14,7 +16,7 @@ their fields back.
 from typing import Dict, Union
 
 from .. import _native
-from . import casttess, detess, quant
+from . import casttess, detess, preproc, quant
 
 BytesLike = Union[bytes, bytearray, memoryview]
 
@@ -23,8 +25,9 @@ def decode(packet: BytesLike) -> Dict[str, Union[int, bytes]]:
     """Validates an EV74 descriptor as the device does and returns its fields.
 
     The entry is told by the magic word (``b"SKQT"`` Quant v1, ``b"SKCT"`` CastTess v1,
-    ``b"SKDT"``, ``b"SKDC"``, ``b"SKDQ"`` the Detess-family entries), else by the length
-    when one entry alone has it (216 bytes: CastTess v1), else the Quant v1 rules judge it. A relocatable packet (both address slots 0) is held
+    ``b"SKDT"``, ``b"SKDC"``, ``b"SKDQ"`` the Detess-family entries, ``b"SKPP"`` Preproc v1),
+    else by the length when one entry alone has it (216 bytes: CastTess v1; 368 bytes:
+    Preproc v1), else the Quant v1 rules judge it. A relocatable packet (both address slots 0) is held
     to every rule but the bound-address ones; a bound packet to all of them.
 
     Args:
@@ -37,7 +40,7 @@ def decode(packet: BytesLike) -> Dict[str, Union[int, bytes]]:
         ...): the magic as ``bytes``, every other field as ``int``.
 
     Raises:
-        SimakError: the first broken rule, with its descriptor code (1 to 58).
+        SimakError: the first broken rule, with its descriptor code (1 to 58, 80 to 97).
     """
     return _native.ev74_decode(bytes(packet), True)
 
@@ -51,4 +54,4 @@ def fields(packet: BytesLike) -> Dict[str, Union[int, bytes]]:
     return _native.ev74_decode(bytes(packet), False)
 
 
-__all__ = ["casttess", "decode", "detess", "fields", "quant"]
+__all__ = ["casttess", "decode", "detess", "fields", "preproc", "quant"]
