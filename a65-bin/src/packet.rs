@@ -33,9 +33,9 @@ pub enum PacketCommand {
     #[command(subcommand)]
     Encode(EncodeCommand),
     /// List every field of a descriptor file (Quant v1, CastTess v1, Detess v1,
-    /// DetessCast v1 or DetessDequant v1, told apart by the magic) with its offset, then the
-    /// device's verdict: valid (relocatable), valid (bound), or the rejection with its
-    /// numeric code (exit 2).
+    /// DetessCast v1, DetessDequant v1 or Preproc v1, told apart by the magic) with its
+    /// offset, then the device's verdict: valid (relocatable), valid (bound), or the
+    /// rejection with its numeric code (exit 2).
     Decode(DecodeArgs),
 }
 

@@ -752,3 +752,64 @@ fn packet_decode_lists_a_detess_dequant_descriptor() {
     assert_eq!(dec["verdict"]["code"], 57, "{dec}");
     assert_eq!(dec["verdict"]["code_name"], "DequantZeroPoint", "{dec}");
 }
+
+/// `simak packet decode` on a Preproc v1 descriptor (issue 29): the entry is told by its
+/// magic, the listing has the contract's offsets (`docs/contract.md` §7) and values, a
+/// relocatable packet is valid, and a corrupted one exits 2 with the rule's code.
+#[test]
+fn preproc_packets_decode_by_the_contract_offsets() {
+    use simak::ops::preproc::{Border, Format, Frame, Normalize, Output, Request};
+    let dir = tempfile::tempdir().unwrap();
+    let plan = simak::ops::preproc::check_inference(&Request {
+        frame: Frame::packed(Format::I420, 4, 6),
+        normalize: Normalize {
+            divisor: 1.0,
+            mean: &[0.5],
+            std: &[2.0],
+        },
+        bgr: true,
+        border: Border {
+            top: 0,
+            bottom: 0,
+            left: 3,
+            right: 1,
+        },
+        pad_value: &[9, 8, 7],
+        output: Output::F32 { strides: None },
+    })
+    .unwrap();
+    let device = simak::ev74::check_inference(&plan).unwrap();
+    let packet = simak::ev74::encode_relocatable(&device);
+    let p = dir.path().join("preproc.bin");
+    fs::write(&p, packet.as_bytes()).unwrap();
+    let dec = json_run(&["packet", "decode", path_str(&p), "--json"]);
+    assert_eq!(dec["entry"], "simaai_kernels_ev74_preproc_v1", "{dec}");
+    // I420 4×6: Y 24 bytes, U and V 2 rows of 3 bytes at 24 and 30; output [4, 10, 3].
+    for (name, offset, value) in [
+        ("byte_length", 6, 368),
+        ("dtype", 8, 3),
+        ("rank", 12, 3),
+        ("flags", 16, 1),
+        ("input_span", 48, 36),
+        ("output_span", 56, 4 * 10 * 3 * 4),
+        ("extents[1]", 72, 10),
+        ("pixel_format", 164, 7),
+        ("output_kind", 212, 1),
+        ("plane_offsets[2]", 248, 30),
+        ("row_strides[1]", 264, 3),
+        ("border_left", 304, 3),
+        ("pad_value", 320, 0x0007_0809),
+        ("divisor", 324, 0x3f80_0000),
+        ("std[1]", 344, 0x4000_0000),
+    ] {
+        assert_eq!(field(&dec, name), (offset, value), "{name}");
+    }
+    let mut bad = packet.as_bytes().to_vec();
+    bad[224] = 7; // an odd width under a 10-pixel output row
+    let b = dir.path().join("bad.bin");
+    fs::write(&b, &bad).unwrap();
+    let json = simak(&["packet", "decode", path_str(&b), "--json"]);
+    assert_eq!(json.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["verdict"]["code"], 89, "{v}");
+}

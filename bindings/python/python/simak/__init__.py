@@ -26,7 +26,7 @@ Operations (``docs/contract.md`` is the normative contract):
 - :func:`calibrate_absmax`: the absmax multiplier of a tensor, ``127 / max|x|`` over its
   finite elements (1.0 when there is none), as ``simak quant --calibrate absmax`` picks it;
 - :mod:`simak.ev74`: the EV74 descriptors (224-byte Quant v1, 216-byte CastTess v1,
-  224-byte Detess v1, DetessCast v1 and DetessDequant v1).
+  224-byte Detess v1, DetessCast v1 and DetessDequant v1, 368-byte Preproc v1).
 
 Inputs are read in place: NumPy arrays (C order, Fortran order or any strided view with
 nonnegative, non-overlapping strides) and anything ``np.asarray(x, copy=False)`` views
