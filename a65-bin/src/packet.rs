@@ -245,6 +245,26 @@ fn meaning(kind: Kind, field: &Field) -> String {
                 f32::from_bits(bits).to_string()
             }
         }
+        ("pixel_format", FieldValue::U32(code)) => simak::ev74::preproc::format_from_code(code)
+            .map_or_else(|| "invalid".to_owned(), |f| f.name().to_owned()),
+        ("output_kind", FieldValue::U32(code)) => {
+            match simak::ev74::preproc::OutputKind::from_code(code) {
+                Some(simak::ev74::preproc::OutputKind::F32) => "f32".to_owned(),
+                Some(simak::ev74::preproc::OutputKind::I8) => "i8".to_owned(),
+                Some(simak::ev74::preproc::OutputKind::QuantTess) => "quanttess".to_owned(),
+                Some(simak::ev74::preproc::OutputKind::CastTess) => "casttess".to_owned(),
+                None => "invalid".to_owned(),
+            }
+        }
+        (name, FieldValue::Hex32(bits))
+            if name == "divisor" || name.starts_with("mean[") || name.starts_with("std[") =>
+        {
+            if f32::from_bits(bits).is_finite() {
+                exact_decimal(bits)
+            } else {
+                f32::from_bits(bits).to_string()
+            }
+        }
         ("rounding", FieldValue::U32(code)) => Rounding::ALL
             .into_iter()
             .find(|r| r.code() == code)

@@ -798,7 +798,8 @@ fn preproc_packets_decode_by_the_contract_offsets() {
         ("plane_offsets[2]", 248, 30),
         ("row_strides[1]", 264, 3),
         ("border_left", 304, 3),
-        ("pad_value", 320, 0x0007_0809),
+        ("pad_value[0]", 320, 9),
+        ("pad_value[2]", 322, 7),
         ("divisor", 324, 0x3f80_0000),
         ("std[1]", 344, 0x4000_0000),
     ] {

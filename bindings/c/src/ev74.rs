@@ -650,7 +650,7 @@ pub unsafe extern "C" fn simak_ev74_quant_relocate(
 
 /// Runs the EV74 device decoder's checks on `length` bytes (SPEC §7: every rule in its
 /// fixed order, then both address slots bound for a nonempty packet) and returns the first
-/// broken rule's code (1..=51, docs/errors.md), or 0 when the device would accept the
+/// broken rule's code (1..=255, docs/errors.md), or 0 when the device would accept the
 /// packet.
 ///
 /// # Safety

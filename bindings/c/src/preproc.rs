@@ -141,8 +141,10 @@ pub struct simak_preproc_output {
     /// The Quant parameters (I8, QuantTess; ignored otherwise). `flags` must be 0 or
     /// `SIMAK_PLAN_EXACT` (Preproc is integer code either way).
     pub params: simak_quant_params,
-    /// The tiled layout (QuantTess, CastTess; ignored otherwise). The default roles are
-    /// axes {-1, 0, 1, 2}, or {-1, 1, 2, 3} for a batch.
+    /// The tiled layout (QuantTess, CastTess; ignored otherwise), taken as given: SPEC
+    /// §13's default roles (axes {-1, 0, 1, 2}, or {-1, 1, 2, 3} for a batch) come from
+    /// `simak_preproc_layout_default`, not from `simak_mla_tiled_default` (every role
+    /// absent).
     pub layout: simak_mla_tiled,
 }
 
@@ -206,6 +208,23 @@ pub extern "C" fn simak_preproc_frame_packed(
         out.frame_stride = frame.frame_stride;
     }
     out
+}
+
+/// The tiled layout with SPEC §13's default roles for Preproc's output `[H', W', C]` (axes
+/// {-1, 0, 1, 2}) or, when `batch` is nonzero, `[N, H', W', C]` ({-1, 1, 2, 3}); tiles 1
+/// and Compact channels, for the caller to set.
+#[unsafe(no_mangle)]
+pub extern "C" fn simak_preproc_layout_default(batch: u32) -> simak_mla_tiled {
+    let axes = if batch != 0 {
+        [-1, 1, 2, 3]
+    } else {
+        [-1, 0, 1, 2]
+    };
+    simak_mla_tiled {
+        axes,
+        tile: [1; 4],
+        pad_to_16: 0,
+    }
 }
 
 /// The `simak_preproc_format` code of a format (its index in [`Format::ALL`]).

@@ -1448,12 +1448,12 @@ impl PreprocPlan {
     fn __repr__(&self) -> String {
         let f = self.prepared.plan().frame();
         format!(
-            "PreprocPlan(height={}, width={}, format={:?}, to={:?}, batch={:?}, shape={:?}, implementation={:?})",
+            "PreprocPlan(height={}, width={}, format={:?}, to={:?}, batch={}, shape={:?}, implementation={:?})",
             f.height,
             f.width,
             self.settings.format.name(),
             self.settings.to.name(),
-            f.batch,
+            f.batch.map_or_else(|| "None".to_owned(), |n| n.to_string()),
             self.prepared.plan().output_extents(),
             self.prepared.implementation()
         )

@@ -453,6 +453,14 @@ impl fmt::Display for PreprocError {
             PreprocError::ChannelCount {
                 param,
                 given,
+                channels: 1,
+            } => write!(
+                f,
+                "{given} {param} values given; give 1 (the output has one channel)"
+            ),
+            PreprocError::ChannelCount {
+                param,
+                given,
                 channels,
             } => write!(
                 f,

@@ -6,7 +6,7 @@ use core::fmt;
 
 use zerocopy::little_endian::{U32, U64};
 
-/// Most fields a descriptor lists (Preproc v1 has 65).
+/// Most fields a descriptor lists (Preproc v1 has 68).
 pub const MAX_FIELDS: usize = 72;
 
 /// A descriptor's fields in wire order.

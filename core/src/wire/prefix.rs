@@ -784,7 +784,8 @@ pub(crate) fn check_addresses(
         // Both ends fit in 2^32 (checked above), so the sums cannot overflow.
         let in_end = in_slot.saturating_add(repr.input_span);
         let out_end = out_slot.saturating_add(repr.output_span);
-        if in_slot < out_end && out_slot < in_end {
+        // An empty range (Preproc's frame when the output is all border) overlaps nothing.
+        if in_slot < in_end && out_slot < out_end && in_slot < out_end && out_slot < in_end {
             return Err(DecodeError::PortsOverlap {
                 input: in_slot,
                 output: out_slot,

@@ -575,12 +575,23 @@ impl PreprocDescriptorV1 {
                 FieldValue::U64(v.get()),
             );
         }
-        fields::push(
-            &mut out,
-            field::PAD_VALUE,
-            "pad_value",
-            FieldValue::Hex32(u32::from_le_bytes(self.pad_value)),
-        );
+        for (k, (name, v)) in [
+            "pad_value[0]",
+            "pad_value[1]",
+            "pad_value[2]",
+            "pad_value[3]",
+        ]
+        .iter()
+        .zip(self.pad_value.iter())
+        .enumerate()
+        {
+            fields::push(
+                &mut out,
+                usize::from(at(field::PAD_VALUE, 1, k)),
+                name,
+                FieldValue::U32(u32::from(*v)),
+            );
+        }
         fields::push(
             &mut out,
             field::DIVISOR,
@@ -761,8 +772,8 @@ impl PreprocRepr {
     /// 2. unused extent and stride slots past the rank;
     /// 3. the tail's parameters: a tiled output's tile alignment and axis map (a strided
     ///    output's tiled fields zero); the Quant parameters of an INT8 output (else zero);
-    ///    channel slots past the output's channels and plane slots past the format's planes
-    ///    zero (and the `bgr` flag clear for GRAY8); a single frame's frame stride zero;
+    ///    channel slots past the output's channels zero, the `bgr` flag clear for GRAY8,
+    ///    plane slots past the format's planes zero; a single frame's frame stride zero;
     ///    the output strides: zero on extent-0/1 axes, zero everywhere for a tiled output;
     /// 4. the element count;
     /// 5. the output extents against the frame and border, then the host's admission of
@@ -1154,7 +1165,7 @@ impl RawDescriptor for PreprocDescriptorV1 {
 }
 
 /// Number of entries returned by [`PreprocDescriptorV1::fields`].
-pub const FIELD_COUNT: usize = 65;
+pub const FIELD_COUNT: usize = 68;
 
 /// The output strides in the prefix are the output's (unused axes 0).
 const _: () = assert!(MAX_RANK == 6);

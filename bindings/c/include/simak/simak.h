@@ -610,8 +610,10 @@ typedef struct simak_preproc_output {
    */
   struct simak_quant_params params;
   /*
-   The tiled layout (QuantTess, CastTess; ignored otherwise). The default roles are
-   axes {-1, 0, 1, 2}, or {-1, 1, 2, 3} for a batch.
+   The tiled layout (QuantTess, CastTess; ignored otherwise), taken as given: SPEC
+   §13's default roles (axes {-1, 0, 1, 2}, or {-1, 1, 2, 3} for a batch) come from
+   `simak_preproc_layout_default`, not from `simak_mla_tiled_default` (every role
+   absent).
    */
   struct simak_mla_tiled layout;
 } simak_preproc_output;
@@ -1761,6 +1763,13 @@ struct simak_preproc_frame simak_preproc_frame_packed(uint32_t format,
                                                       uint64_t width);
 
 /*
+ The tiled layout with SPEC §13's default roles for Preproc's output `[H', W', C]` (axes
+ {-1, 0, 1, 2}) or, when `batch` is nonzero, `[N, H', W', C]` ({-1, 1, 2, 3}); tiles 1
+ and Compact channels, for the caller to set.
+ */
+struct simak_mla_tiled simak_preproc_layout_default(uint32_t batch);
+
+/*
  Admits a Preproc request and prepares it for the A65 (SPEC §13, §6): the `frame`
  geometry, the `params` (normalization, channel order, border) and the `output`. On
  success `*plan` is a new handle (free it with `simak_preproc_plan_free`); on failure it
@@ -2196,7 +2205,7 @@ uint32_t simak_ev74_quant_relocate(const struct simak_quant_plan *plan,
 /*
  Runs the EV74 device decoder's checks on `length` bytes (SPEC §7: every rule in its
  fixed order, then both address slots bound for a nonempty packet) and returns the first
- broken rule's code (1..=51, docs/errors.md), or 0 when the device would accept the
+ broken rule's code (1..=255, docs/errors.md), or 0 when the device would accept the
  packet.
 
  # Safety

@@ -785,9 +785,10 @@ struct Border {
 
 /* A Preproc request (SPEC §13): n = ((p / divisor) - mean_c) / std_c in binary32 per output
  * channel; mean, std and pad_value hold one value or one per output channel (3, or 1 for
- * GRAY8). `params` applies to I8 and QuantTess, `layout` to the tiled outputs (default roles
- * {-1, 0, 1, 2}, or {-1, 1, 2, 3} for a batch), `strides` to the strided outputs (empty:
- * contiguous). */
+ * GRAY8). `params` applies to I8 and QuantTess, `layout` to the tiled outputs (taken as
+ * given: SPEC §13's default roles {-1, 0, 1, 2}, or {-1, 1, 2, 3} for a batch, come from
+ * default_layout below; a default-constructed MlaTiled has every role absent), `strides`
+ * to the strided outputs (empty: contiguous). */
 struct Request {
     Frame frame;
     float divisor = 255.0f;
@@ -801,6 +802,17 @@ struct Request {
     quant::Params params{0.0f};
     MlaTiled layout;
 };
+
+/* The tiled layout with SPEC §13's default roles: axes {-1, 0, 1, 2} for [H', W', C], or
+ * {-1, 1, 2, 3} for a batch [N, H', W', C]; the given tile and channel encoding. */
+inline MlaTiled default_layout(bool batch, std::array<std::uint32_t, 4> tile,
+                               Channels channels = Channels::Compact) {
+    MlaTiled layout;
+    layout.axes = batch ? std::array<int, 4>{{-1, 1, 2, 3}} : std::array<int, 4>{{-1, 0, 1, 2}};
+    layout.tile_shape = tile;
+    layout.channels = channels;
+    return layout;
+}
 
 /* A checked Preproc plan (shared, immutable). */
 class Plan {

@@ -483,6 +483,16 @@ static void ev74_descriptor(void) {
     code = simak_ev74_preproc_validate(packet, SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE, &err);
     CHECK_CODE(code, 89u, err);
     simak_preproc_plan_free(plan);
+    {
+        /* SPEC §13's default roles, for a frame and for a batch. */
+        simak_mla_tiled one = simak_preproc_layout_default(0);
+        simak_mla_tiled batch = simak_preproc_layout_default(2);
+        CHECK(one.axes[0] == -1 && one.axes[1] == 0 && one.axes[2] == 1 && one.axes[3] == 2 &&
+                  one.tile[3] == 1 && one.pad_to_16 == 0,
+              "default layout");
+        CHECK(batch.axes[0] == -1 && batch.axes[1] == 1 && batch.axes[3] == 3,
+              "default batch layout");
+    }
 }
 
 void preproc_tests(const char *data_dir, int *passed, int *failed) {

@@ -174,8 +174,10 @@ void ev74_descriptor(void) {
     r.frame = ops::Frame::packed(ops::Format::I420, 4, 6);
     r.border = ops::Border{0, 2, 0, 0};
     r.to = ops::To::CastTess;
-    r.layout.axes = {{-1, 0, 1, 2}};
-    r.layout.tile_shape = {{1, 3, 6, 3}};
+    r.layout = ops::default_layout(false, {{1, 3, 6, 3}});
+    check(r.layout.axes == std::array<int, 4>{{-1, 0, 1, 2}} &&
+              ops::default_layout(true, {{1, 1, 1, 1}}).axes == std::array<int, 4>{{-1, 1, 2, 3}},
+          "default roles");
     auto checked = ops::check_inference(r);
     if (auto *e = std::get_if<simak::Error>(&checked)) {
         check(false, "i420 casttess: " + e->message());

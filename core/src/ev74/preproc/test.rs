@@ -419,3 +419,33 @@ fn an_empty_frame_is_a_valid_no_op_packet() {
     // No addresses needed for a no-op.
     assert!(decode(packet.as_bytes()).is_ok());
 }
+
+#[test]
+fn an_output_of_border_only_reads_no_frame_byte() {
+    // An NV12 frame of height 0 with a one-row border: [1, 6, 3] FP32 of the pad value,
+    // 72 bytes; the frame's span is 0, so its (still required) address overlaps nothing.
+    let plan = device(&Request {
+        frame: Frame::packed(Format::NV12, 0, 4),
+        normalize: Normalize::DEFAULT,
+        bgr: false,
+        border: Border {
+            top: 1,
+            bottom: 0,
+            left: 1,
+            right: 1,
+        },
+        pad_value: &[7],
+        output: Output::F32 { strides: None },
+    });
+    assert!(!plan.is_empty());
+    assert_eq!((plan.input_span(), plan.output_span()), (0, 72));
+    let enc = encode_relocatable(&plan);
+    for input in [0x2000, 0x2001, 0x2010, 0x2047, 0x2048] {
+        let bound = bind(&plan, &enc, r(input, 0), r(0x2000, 72)).unwrap();
+        assert!(decode(bound.as_bytes()).is_ok(), "{input:#x}");
+    }
+    assert_eq!(
+        bind(&plan, &enc, r(0, 0), r(0x2000, 72)),
+        Err(BindError::Unbound { port: Port::Input })
+    );
+}
