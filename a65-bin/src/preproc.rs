@@ -16,6 +16,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 use simak::DType;
 use simak::a65;
+use simak::ev74;
 use simak::layout::MlaTiled;
 use simak::ops::preproc::{
     self as op, Border, Format, Frame, Normalize, Output, PlanOutput, Request,
@@ -23,12 +24,12 @@ use simak::ops::preproc::{
 use simak::ops::quant::Params;
 
 use crate::detess::coded;
-use crate::engine::AlignedBuf;
+use crate::engine::{AlignedBuf, Backend};
 use crate::error::{CliError, bad_file};
 use crate::output::{self, Target};
 use crate::params::{
-    AxesArg, ChannelsArg, RoundingArg, exact_decimal, parse_axes, parse_multiplier, parse_tile,
-    parse_zero_point,
+    AxesArg, BackendArg, ChannelsArg, RoundingArg, exact_decimal, parse_axes, parse_multiplier,
+    parse_tile, parse_zero_point,
 };
 use crate::read::{self, Expect};
 use crate::report::{self, Context, Done, rate_text, shape_text};
@@ -281,9 +282,16 @@ pub struct PreprocArgs {
     /// --to quanttess / casttess: channel mode [default: compact].
     #[arg(long, value_enum, value_name = "MODE")]
     channels: Option<ChannelsArg>,
-    /// A65 threads (the bytes do not depend on T). 1 to 256.
+    /// A65 threads (the bytes do not depend on T). 1 to 256; with --backend a65 only.
     #[arg(long, value_name = "T", default_value_t = 1, value_parser = crate::params::threads_parser())]
     threads: u64,
+    /// Execution backend: a65 (host cores) or ev74-sim (the EV74 firmware's Preproc entry
+    /// on the host simulator: the same bytes).
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = BackendArg::A65)]
+    backend: BackendArg,
+    /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4))]
+    workers: Option<u64>,
 }
 
 /// What kind of file the input is, by its extension.
@@ -622,6 +630,11 @@ pub struct PreprocSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     rounding: Option<&'static str>,
     threads: usize,
+    /// `a65` or `ev74-sim`.
+    backend: &'static str,
+    /// `--backend ev74-sim`: the simulated run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ev74: Option<SimCost>,
     route: String,
     elements: u64,
     execute_seconds: f64,
@@ -638,6 +651,12 @@ pub struct PreprocSummary {
 /// code), [`CliError::Internal`] otherwise.
 pub fn run(args: PreprocArgs, ctx: &Context) -> Result<Done<PreprocSummary>, CliError> {
     let input = args.input.as_path();
+    let backend = args.backend.with_workers(args.workers)?;
+    if args.threads > 1 && backend != Backend::A65 {
+        return Err(CliError::Input(
+            "--threads applies to --backend a65 only".to_owned(),
+        ));
+    }
     let checked = check_flags(&args)?;
     let (targets, side_out) = if args.to.tiled() {
         let side = sidecar_path(&args.output);
@@ -746,12 +765,30 @@ pub fn run(args: PreprocArgs, ctx: &Context) -> Result<Done<PreprocSummary>, Cli
     let prepared = a65::preproc::prepare(&plan);
     let bar = ctx.progress("preproc", 1, plan.elements());
     let start = Instant::now();
-    a65::execute_threaded(&prepared, threads, data, out.as_mut_slice()).map_err(|e| {
-        CliError::Internal(anyhow::anyhow!(
-            "{}: execute refused the buffers: {e}",
-            input.display()
-        ))
-    })?;
+    let mut ev74_cost = None;
+    match backend {
+        Backend::A65 => {
+            a65::execute_threaded(&prepared, threads, data, out.as_mut_slice()).map_err(|e| {
+                CliError::Internal(anyhow::anyhow!(
+                    "{}: execute refused the buffers: {e}",
+                    input.display()
+                ))
+            })?;
+        }
+        Backend::Ev74Sim { workers } => {
+            let mut options = ev74::SimOptions::new(workers);
+            options.track_writes = false;
+            let run = ev74::run_sim_with(&plan, data, out.as_mut_slice(), &options)
+                .map_err(|e| CliError::Internal(anyhow::anyhow!("preproc on the ev74-sim: {e}")))?;
+            ev74_cost = Some(SimCost {
+                workers,
+                simulated_cycles: run.cost.simulated_cycles,
+                dma_commands: run.cost.dma_commands,
+                bytes_read: run.cost.bytes_read,
+                bytes_written: run.cost.bytes_written,
+            });
+        }
+    }
     let seconds = start.elapsed().as_secs_f64();
     bar.inc(plan.elements());
     bar.finish_and_clear();
@@ -809,7 +846,12 @@ pub fn run(args: PreprocArgs, ctx: &Context) -> Result<Done<PreprocSummary>, Cli
         zero_point: checked.params.map(|p| p.zero_point),
         rounding: checked.params.map(|p| p.rounding.name()),
         threads,
-        route: prepared.implementation().to_owned(),
+        backend: backend.name(),
+        ev74: ev74_cost,
+        route: match backend {
+            Backend::A65 => prepared.implementation().to_owned(),
+            Backend::Ev74Sim { .. } => simak::ev74::preproc::ENTRY.to_owned(),
+        },
         elements: plan.elements(),
         execute_seconds: seconds,
         elements_per_second: (seconds > 0.0).then(|| plan.elements() as f64 / seconds),
@@ -860,6 +902,27 @@ impl report::Summary for PreprocSummary {
             rate_text(self.elements_per_second),
             self.route
         ));
+        if let Some(c) = &self.ev74 {
+            out.push_str(&format!(
+                "ev74-sim: {} worker{}, {} simulated cycles, {} DMA commands, {} bytes read (the descriptor's included), {} written\n",
+                c.workers,
+                if c.workers == 1 { "" } else { "s" },
+                c.simulated_cycles,
+                c.dma_commands,
+                c.bytes_read,
+                c.bytes_written
+            ));
+        }
         out
     }
+}
+
+/// The simulated EV74 run of `--backend ev74-sim` (`docs/cost-model.md`).
+#[derive(Debug, Clone, Copy, Serialize)]
+struct SimCost {
+    workers: usize,
+    simulated_cycles: u64,
+    dma_commands: u64,
+    bytes_read: u64,
+    bytes_written: u64,
 }

@@ -4,7 +4,7 @@
 //! to reinterpret a packet for another entry or to fall back to the A65.
 
 use simak_core::ev74::{
-    CastTess, Detess, DetessCast, DetessDequant, ENTRIES, Entry, NativeEntry, Quant,
+    CastTess, Detess, DetessCast, DetessDequant, ENTRIES, Entry, NativeEntry, Preproc, Quant,
 };
 
 /// Advertised-entry flag word: one bit per native entry of [`TABLE`].
@@ -25,6 +25,8 @@ bitflags::bitflags! {
         const DETESSCAST_V1 = 1 << 3;
         /// `simaai_kernels_ev74_detessdequant_v1`, route 0x33.
         const DETESSDEQUANT_V1 = 1 << 4;
+        /// Preproc v1 (route 0x34).
+        const PREPROC_V1 = 1 << 5;
     }
 }
 
@@ -68,12 +70,13 @@ impl Capability {
 /// dispatch arm. A row of the library's [`ENTRIES`] whose route is not here would be
 /// neither in [`TABLE`] nor advertised: a Runtime that needs it fails closed at its
 /// capability probe, and a command for it is an unknown route.
-pub const IMPLEMENTED: [u8; 5] = [
+pub const IMPLEMENTED: [u8; 6] = [
     Quant::ROUTE,
     CastTess::ROUTE,
     Detess::ROUTE,
     DetessCast::ROUTE,
     DetessDequant::ROUTE,
+    Preproc::ROUTE,
 ];
 
 /// Number of implemented entries.
@@ -137,6 +140,9 @@ pub const DETESSCAST_V1: Capability = Capability::of::<DetessCast>(Capabilities:
 pub const DETESSDEQUANT_V1: Capability =
     Capability::of::<DetessDequant>(Capabilities::DETESSDEQUANT_V1);
 
+/// The Preproc v1 native entry (route 52 = 0x34).
+pub const PREPROC_V1: Capability = Capability::of::<Preproc>(Capabilities::PREPROC_V1);
+
 /// The named bits are the table's.
 #[allow(clippy::indexing_slicing)]
 const _: () = assert!(
@@ -150,6 +156,8 @@ const _: () = assert!(
         && TABLE_ROWS[3].flag.bits() == DETESSCAST_V1.flag.bits()
         && TABLE_ROWS[4].route == DETESSDEQUANT_V1.route
         && TABLE_ROWS[4].flag.bits() == DETESSDEQUANT_V1.flag.bits()
+        && TABLE_ROWS[5].route == PREPROC_V1.route
+        && TABLE_ROWS[5].flag.bits() == PREPROC_V1.flag.bits()
         && ENTRIES.len() <= 32
 );
 

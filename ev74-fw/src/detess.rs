@@ -376,18 +376,18 @@ struct Ctx<'a> {
 /// A run of rows between global memory and local memory: `rows` rows of `row_bytes`,
 /// `pitch` bytes apart in global memory and `local_pitch` apart locally.
 #[derive(Debug, Clone, Copy)]
-struct Run {
-    global: u64,
-    rows: u64,
-    row_bytes: u64,
-    pitch: u64,
-    local: usize,
-    local_pitch: u64,
+pub(crate) struct Run {
+    pub(crate) global: u64,
+    pub(crate) rows: u64,
+    pub(crate) row_bytes: u64,
+    pub(crate) pitch: u64,
+    pub(crate) local: usize,
+    pub(crate) local_pitch: u64,
 }
 
 /// Whether a run moves by DMA: rows of at least [`DMA_MIN_ROW_BYTES`], or several short
 /// rows holding at least [`RECT_MIN_BYTES`] in all (a 2D rectangle).
-fn by_dma(run: &Run) -> bool {
+pub(crate) fn by_dma(run: &Run) -> bool {
     run.row_bytes >= DMA_MIN_ROW_BYTES
         || (run.rows > 1
             && run
@@ -621,7 +621,7 @@ impl Ctx<'_> {
         })
     }
 
-    /// Moves one input run into local memory: DMA ([`by_dma`]) or direct loads.
+    /// Moves one input run into local memory ([`fetch_run`]).
     fn fetch<W: DeviceMemory + Dma>(
         &self,
         worker: &mut W,
@@ -629,41 +629,7 @@ impl Ctx<'_> {
         events: &mut Events,
         tess: &mut TessStats,
     ) -> Result<(), FwError> {
-        if by_dma(&run) {
-            let transfer = Transfer {
-                direction: Direction::ToLocal,
-                global: bus(self.repr.prefix.input_address, run.global)?,
-                global_pitch: small(run.pitch)?,
-                local: small(run.local as u64)?,
-                local_pitch: small(run.local_pitch)?,
-                row_bytes: small(run.row_bytes)?,
-                rows: small(run.rows)?,
-            };
-            let event = worker.start(&transfer)?;
-            events.push(worker, event)?;
-            tess.source_dma = tess.source_dma.saturating_add(1);
-            return Ok(());
-        }
-        let n = usize::try_from(run.row_bytes).map_err(|_| FwError::Internal)?;
-        let mut buf = [0u8; DMA_MIN_ROW_BYTES as usize];
-        for r in 0..run.rows {
-            let row = buf.get_mut(..n).ok_or(FwError::Internal)?;
-            worker.read(
-                bus(
-                    self.repr.prefix.input_address,
-                    add(run.global, mul(r, run.pitch)?)?,
-                )?,
-                row,
-            )?;
-            let at = add(run.local, index(mul(r, run.local_pitch)?)?)?;
-            worker
-                .local()
-                .get_mut(at..add(at, n)?)
-                .ok_or(FwError::Internal)?
-                .copy_from_slice(row);
-            tess.source_direct_rows = tess.source_direct_rows.saturating_add(1);
-        }
-        Ok(())
+        fetch_run(worker, self.repr.prefix.input_address, run, events, tess)
     }
 
     /// The local input byte of plane `p` of channel `c` of the task's pixel `j`.
@@ -861,7 +827,7 @@ impl Ctx<'_> {
         mul(t.nb, t.nc)
     }
 
-    /// Writes one staged output run: DMA ([`by_dma`]) or direct stores.
+    /// Writes one staged output run ([`store_run`]).
     fn store<W: DeviceMemory + Dma>(
         &self,
         worker: &mut W,
@@ -869,45 +835,90 @@ impl Ctx<'_> {
         pending: &mut Events,
         tess: &mut TessStats,
     ) -> Result<(), FwError> {
-        if by_dma(&run) {
-            let transfer = Transfer {
-                direction: Direction::ToGlobal,
-                global: bus(self.repr.prefix.output_address, run.global)?,
-                global_pitch: small(run.pitch)?,
-                local: small(run.local as u64)?,
-                local_pitch: small(run.local_pitch)?,
-                row_bytes: small(run.row_bytes)?,
-                rows: small(run.rows)?,
-            };
-            let event = worker.start(&transfer)?;
-            pending.push(worker, event)?;
-            tess.output_dma = tess.output_dma.saturating_add(1);
-            return Ok(());
-        }
-        let n = index(run.row_bytes)?;
-        let mut buf = [0u8; DMA_MIN_ROW_BYTES as usize];
-        for r in 0..run.rows {
-            let at = add(run.local, index(mul(r, run.local_pitch)?)?)?;
-            let row = buf.get_mut(..n).ok_or(FwError::Internal)?;
-            row.copy_from_slice(
-                worker
-                    .local()
-                    .get(at..add(at, n)?)
-                    .ok_or(FwError::Internal)?,
-            );
-            worker.write(
-                bus(
-                    self.repr.prefix.output_address,
-                    add(run.global, mul(r, run.pitch)?)?,
-                )?,
-                row,
-            )?;
-            tess.output_direct = tess.output_direct.saturating_add(1);
-        }
-        Ok(())
+        store_run(worker, self.repr.prefix.output_address, run, pending, tess)
     }
 }
 
-fn index(x: u64) -> Result<usize, FwError> {
+/// Moves one input run at `base + run.global` into local memory: DMA ([`by_dma`]) or
+/// direct loads.
+pub(crate) fn fetch_run<W: DeviceMemory + Dma>(
+    worker: &mut W,
+    base: u32,
+    run: Run,
+    events: &mut Events,
+    tess: &mut TessStats,
+) -> Result<(), FwError> {
+    if by_dma(&run) {
+        let transfer = Transfer {
+            direction: Direction::ToLocal,
+            global: bus(base, run.global)?,
+            global_pitch: small(run.pitch)?,
+            local: small(run.local as u64)?,
+            local_pitch: small(run.local_pitch)?,
+            row_bytes: small(run.row_bytes)?,
+            rows: small(run.rows)?,
+        };
+        let event = worker.start(&transfer)?;
+        events.push(worker, event)?;
+        tess.source_dma = tess.source_dma.saturating_add(1);
+        return Ok(());
+    }
+    let n = usize::try_from(run.row_bytes).map_err(|_| FwError::Internal)?;
+    let mut buf = [0u8; DMA_MIN_ROW_BYTES as usize];
+    for r in 0..run.rows {
+        let row = buf.get_mut(..n).ok_or(FwError::Internal)?;
+        worker.read(bus(base, add(run.global, mul(r, run.pitch)?)?)?, row)?;
+        let at = add(run.local, index(mul(r, run.local_pitch)?)?)?;
+        worker
+            .local()
+            .get_mut(at..add(at, n)?)
+            .ok_or(FwError::Internal)?
+            .copy_from_slice(row);
+        tess.source_direct_rows = tess.source_direct_rows.saturating_add(1);
+    }
+    Ok(())
+}
+
+/// Writes one staged output run to `base + run.global`: DMA ([`by_dma`]) or direct stores.
+pub(crate) fn store_run<W: DeviceMemory + Dma>(
+    worker: &mut W,
+    base: u32,
+    run: Run,
+    pending: &mut Events,
+    tess: &mut TessStats,
+) -> Result<(), FwError> {
+    if by_dma(&run) {
+        let transfer = Transfer {
+            direction: Direction::ToGlobal,
+            global: bus(base, run.global)?,
+            global_pitch: small(run.pitch)?,
+            local: small(run.local as u64)?,
+            local_pitch: small(run.local_pitch)?,
+            row_bytes: small(run.row_bytes)?,
+            rows: small(run.rows)?,
+        };
+        let event = worker.start(&transfer)?;
+        pending.push(worker, event)?;
+        tess.output_dma = tess.output_dma.saturating_add(1);
+        return Ok(());
+    }
+    let n = index(run.row_bytes)?;
+    let mut buf = [0u8; DMA_MIN_ROW_BYTES as usize];
+    for r in 0..run.rows {
+        let at = add(run.local, index(mul(r, run.local_pitch)?)?)?;
+        let row = buf.get_mut(..n).ok_or(FwError::Internal)?;
+        row.copy_from_slice(
+            worker
+                .local()
+                .get(at..add(at, n)?)
+                .ok_or(FwError::Internal)?,
+        );
+        worker.write(bus(base, add(run.global, mul(r, run.pitch)?)?)?, row)?;
+        tess.output_direct = tess.output_direct.saturating_add(1);
+    }
+    Ok(())
+}
+
+pub(crate) fn index(x: u64) -> Result<usize, FwError> {
     usize::try_from(x).map_err(|_| FwError::Internal)
 }

@@ -16,7 +16,8 @@
 //!   [`FpUnit`] model and the exact fallback;
 //! - [`Firmware::dispatch`]: one command — route check, descriptor read and decode (every
 //!   rule checked before a numerical entry is chosen), then execution: Quant v1 (route
-//!   0x2F) or CastTess v1 (route 0x30).
+//!   0x2F), CastTess v1 (route 0x30), the Detess-family entries (0x31..=0x33) or Preproc
+//!   v1 (0x34).
 //!
 //! # Cargo features
 //!
@@ -55,6 +56,7 @@ mod casttess;
 pub mod detess;
 pub mod device;
 pub mod numerics;
+pub mod preproc;
 mod quant;
 pub mod tess;
 pub mod work;
@@ -63,14 +65,15 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use simak_core::ev74::{
-    self as codec, CastTess, Detess, DetessCast, DetessDequant, NativeEntry, Quant,
+    self as codec, CastTess, Detess, DetessCast, DetessDequant, NativeEntry, Preproc, Quant,
 };
 use simak_core::wire::detess::DetessRepr;
+use simak_core::wire::preproc::PreprocRepr;
 use simak_core::wire::{CastTessRepr, DecodeError, QuantRepr};
 
 pub use capability::{
     CAPABILITIES, CASTTESS_V1, Capabilities, Capability, DETESS_V1, DETESSCAST_V1,
-    DETESSDEQUANT_V1, QUANT_V1, capability,
+    DETESSDEQUANT_V1, PREPROC_V1, QUANT_V1, capability,
 };
 pub use casttess::{
     DMA_MIN_ROW_BYTES, EXACT_WIDTH_MAX_PITCH, EXACT_WIDTH_MAX_PIXELS, EXACT_WIDTH_MIN_BAND,
@@ -420,6 +423,7 @@ impl<U: FpUnit> Firmware<U> {
             Detess::ROUTE => self.run_command::<Detess, P>(platform, command),
             DetessCast::ROUTE => self.run_command::<DetessCast, P>(platform, command),
             DetessDequant::ROUTE => self.run_command::<DetessDequant, P>(platform, command),
+            Preproc::ROUTE => self.run_command::<Preproc, P>(platform, command),
             route => Err(FwError::UnknownRoute { route }),
         }
     }
@@ -471,12 +475,13 @@ const MAX_DESCRIPTOR: usize = codec::MAX_DESCRIPTOR_SIZE;
 // written.
 #[allow(clippy::indexing_slicing)]
 const _: () = assert!(
-    capability::IMPLEMENTED.len() == 5
+    capability::IMPLEMENTED.len() == 6
         && capability::IMPLEMENTED[0] == Quant::ROUTE
         && capability::IMPLEMENTED[1] == CastTess::ROUTE
         && capability::IMPLEMENTED[2] == Detess::ROUTE
         && capability::IMPLEMENTED[3] == DetessCast::ROUTE
         && capability::IMPLEMENTED[4] == DetessDequant::ROUTE
+        && capability::IMPLEMENTED[5] == Preproc::ROUTE
 );
 
 /// A native entry this firmware runs: the codec's [`NativeEntry`] plus its execution on the
@@ -527,6 +532,15 @@ macro_rules! detess_firmware_entry {
 
 detess_firmware_entry!(Detess, DetessCast, DetessDequant);
 
+impl FirmwareEntry for Preproc {
+    fn execute<P: Platform, U: FpUnit>(
+        platform: &mut P,
+        repr: &PreprocRepr,
+    ) -> Result<Report, FwError> {
+        preproc::execute(platform, repr)
+    }
+}
+
 impl FirmwareEntry for CastTess {
     fn execute<P: Platform, U: FpUnit>(
         platform: &mut P,
@@ -549,7 +563,7 @@ mod test {
         assert_eq!(CASTTESS_V1.name, "simaai_kernels_ev74_casttess_v1");
         assert_eq!(CASTTESS_V1.version, 1);
         let fw = Firmware::<Ieee>::full();
-        assert_eq!(fw.capabilities().count(), 5);
+        assert_eq!(fw.capabilities().count(), 6);
         let quant_only = Firmware::<Ieee>::new(Capabilities::QUANT_V1);
         assert_eq!(quant_only.capabilities().count(), 1);
         let none = Firmware::<Ieee>::new(Capabilities::empty());

@@ -235,6 +235,7 @@ fn refusals_exit_2_with_the_code_and_write_nothing() {
 
 #[test]
 fn ev74_sim_gives_the_a65_bytes_or_refuses_with_0x501() {
+    // The classifier's stages (Quant, DetessDequant) and YOLO's Preproc have EV74 entries.
     let dir = tempfile::tempdir().unwrap();
     let ofm = dir.path().join("ofm.bin");
     fs::write(&ofm, random(303, 20)).unwrap();
@@ -259,24 +260,56 @@ fn ev74_sim_gives_the_a65_bytes_or_refuses_with_0x501() {
         &dir.path().join("e.safetensors"),
     );
     assert_eq!(a65, ev74);
-    // The YOLO fixture's Preproc has no EV74 entry: refused, nothing written.
+    // The YOLO fixture's Preproc runs on the EV74 (Preproc v1): the A65's bytes.
     let frame = dir.path().join("frame.npy");
-    write_frame_npy(&frame, &[7u8; 480 * 640 * 3]);
-    let ifm = dir.path().join("ifm.bin");
+    write_frame_npy(&frame, &random(304, 480 * 640 * 3));
+    let yolo = mpk("yolo");
+    let preprocess = |backend: &[&str], name: &str| {
+        let ifm = dir.path().join(name);
+        let mut args = vec![
+            "model",
+            "preprocess",
+            path_str(&yolo),
+            "--input",
+            path_str(&frame),
+            "--output",
+            path_str(&ifm),
+        ];
+        args.extend_from_slice(backend);
+        assert_success(&simak(&args));
+        fs::read(&ifm).unwrap()
+    };
+    let a65 = preprocess(&[], "ifm_a65.bin");
+    let ev74 = preprocess(&["--backend", "ev74-sim", "--workers", "2"], "ifm_ev74.bin");
+    assert!(a65 == ev74, "yolo preprocess on the ev74-sim");
+    // A bare Dequant output stage has no EV74 entry: refused with 0x501, nothing written.
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(&classifier).unwrap()).unwrap();
+    let plugins = v["plugins"].as_array_mut().unwrap();
+    plugins.retain(|p| p["name"] != "detessdequant_0");
+    let dq = plugins
+        .iter_mut()
+        .find(|p| p["name"] == "dequant_0")
+        .unwrap();
+    dq["input_nodes"] = serde_json::json!([{"name": "ofm"}]);
+    dq["params"]["in_dtype"] = serde_json::json!("int8");
+    dq["params"]["output_shape"] = serde_json::json!([2, 1, 1, 10]);
+    let manifest = dir.path().join("dequant.mpk.json");
+    fs::write(&manifest, v.to_string()).unwrap();
+    let out_path = dir.path().join("dq.safetensors");
     let out = simak(&[
         "model",
-        "preprocess",
-        path_str(&mpk("yolo")),
+        "postprocess",
+        path_str(&manifest),
         "--input",
-        path_str(&frame),
+        path_str(&ofm),
         "--output",
-        path_str(&ifm),
+        path_str(&out_path),
         "--backend",
         "ev74-sim",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr_of(&out).contains("preproc_0") && stderr_of(&out).contains("code 0x501"));
-    assert!(!ifm.exists());
+    assert!(stderr_of(&out).contains("dequant_0") && stderr_of(&out).contains("code 0x501"));
+    assert!(!out_path.exists());
 }
 
 /// A big-endian float `.npy` gives the bytes of its little-endian twin (the CLI reads the

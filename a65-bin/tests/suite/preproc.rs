@@ -304,6 +304,27 @@ fn png_to_tiled_outputs() {
         fs::read(&cast3).unwrap() == expect,
         "casttess bytes, 3 threads"
     );
+    // The simulated EV74 (its Preproc entry, 3 workers): the same bytes.
+    let cast_ev74 = dir.path().join("cast_ev74.bin");
+    let mut args = common.to_vec();
+    args.extend([
+        "--to",
+        "casttess",
+        "--backend",
+        "ev74-sim",
+        "--workers",
+        "3",
+        "--output",
+        path_str(&cast_ev74),
+    ]);
+    let s = run_ok(&args);
+    assert_eq!(s["backend"], "ev74-sim");
+    assert_eq!(s["ev74"]["workers"], 3);
+    assert!(s["ev74"]["dma_commands"].as_u64().unwrap() > 0);
+    assert!(
+        fs::read(&cast_ev74).unwrap() == expect,
+        "casttess bytes, ev74-sim"
+    );
 
     let quant = dir.path().join("quant.bin");
     let mut args = common.to_vec();
@@ -324,6 +345,25 @@ fn png_to_tiled_outputs() {
         [q as u8, 0]
     });
     assert!(fs::read(&quant).unwrap() == expect, "quanttess bytes");
+    let quant_ev74 = dir.path().join("quant_ev74.bin");
+    let mut args = common.to_vec();
+    args.extend([
+        "--to",
+        "quanttess",
+        "--multiplier",
+        "40",
+        "--zero-point",
+        "5",
+        "--backend",
+        "ev74-sim",
+        "--output",
+        path_str(&quant_ev74),
+    ]);
+    run_ok(&args);
+    assert!(
+        fs::read(&quant_ev74).unwrap() == expect,
+        "quanttess bytes, ev74-sim"
+    );
 
     // The sidecars are those `simak untile` reads.
     let back = dir.path().join("quant.npy");

@@ -1331,7 +1331,7 @@ fn preproc_fields(r: &<Preproc as NativeEntry>::Repr) -> simak_ev74_preproc_fiel
 /// bytes, both address slots 0) into `packet` of `capacity` bytes (at least 368; exactly
 /// 368 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609) and nothing is
 /// written. The descriptor holds the plan's frame geometry, normalization, border and
-/// output; no firmware implements the entry yet (a submission fails closed, 0x102).
+/// output (the firmware's Preproc entry runs it).
 ///
 /// # Safety
 ///

@@ -729,13 +729,38 @@ impl Plan {
         x0: u64,
         out: &mut [[u8; 3]],
     ) {
+        let rows = InputRows {
+            frame: &self.frame,
+            input,
+        };
+        if self.pixel_row_from(yuv, &rows, n, y, x0, out).is_none() {
+            // A row that leaves `input` (not after `execute`'s span checks): pixel by pixel,
+            // bytes past the end reading as 0.
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = self.pixel(input, n, y, x0.saturating_add(k as u64));
+            }
+        }
+    }
+
+    /// [`pixel_row_by`](Plan::pixel_row_by) reading the frame's rows from `rows` (the
+    /// call's input, or a window of it in a device's local memory: the EV74 kernel).
+    /// `None`, with `out` partly written, when `rows` lacks a row piece the pixels need.
+    pub fn pixel_row_from(
+        &self,
+        yuv: &impl YuvRows,
+        rows: &impl FrameRows,
+        n: u64,
+        y: u64,
+        x0: u64,
+        out: &mut [[u8; 3]],
+    ) -> Option<()> {
         let b = &self.border;
         let (h, w) = (self.frame.height, self.frame.width);
         let len = out.len() as u64;
         let end = x0.saturating_add(len);
         if y < b.top || y - b.top >= h {
             out.fill(self.pad);
-            return;
+            return Some(());
         }
         // The covered columns inside the frame: [lo, hi) of the output row.
         let lo = x0.max(b.left).min(end);
@@ -745,25 +770,18 @@ impl Plan {
         head.fill(self.pad);
         tail.fill(self.pad);
         if inner.is_empty() {
-            return;
+            return Some(());
         }
         let (fy, fx) = (y - b.top, lo - b.left);
-        let base = n * self.frame.frame_stride;
         let format = self.frame.format;
         let count = inner.len() as u64;
-        // Plane `plane`'s bytes `from..from + bytes` of frame row `row`, if in `input`.
-        let slice = |plane: usize, row: u64, from: u64, bytes: u64| -> Option<&[u8]> {
-            let p = &self.frame.planes[plane];
-            let start = base + p.offset + row * p.row_stride + from;
-            let start = usize::try_from(start).ok()?;
-            input.get(start..start.checked_add(usize::try_from(bytes).ok()?)?)
-        };
-        let done = match format {
-            Format::GRAY8 => slice(0, fy, fx, count).map(|r| {
+        match format {
+            Format::GRAY8 => {
+                let r = rows.row(0, n, fy, fx, count)?;
                 for (o, &v) in inner.iter_mut().zip(r) {
                     *o = [v; 3];
                 }
-            }),
+            }
             Format::RGB8 | Format::RGBX8 | Format::BGR8 | Format::BGRX8 => {
                 let bpp = format.pixel_bytes();
                 // The bytes of output channels 0 and 2 within a pixel, the channel order
@@ -773,59 +791,68 @@ impl Plan {
                 } else {
                     (2, 0)
                 };
-                slice(0, fy, fx * bpp, count * bpp).map(|row| {
-                    if bpp == 3 && r == 0 {
-                        // The pixels as they are: one copy.
-                        inner.as_flattened_mut().copy_from_slice(row);
-                        return;
-                    }
+                let row = rows.row(0, n, fy, fx * bpp, count * bpp)?;
+                if bpp == 3 && r == 0 {
+                    // The pixels as they are: one copy.
+                    let bytes = row.get(..inner.len() * 3)?;
+                    inner.as_flattened_mut().copy_from_slice(bytes);
+                } else {
                     for (o, px) in inner.iter_mut().zip(row.chunks_exact(bpp as usize)) {
                         *o = [px[r], px[1], px[bl]];
                     }
-                })
+                }
             }
             Format::NV12 => {
                 // Chroma pairs (U, V) of columns fx / 2 ..= (fx + count − 1) / 2.
                 let (c0, c1) = (fx / 2, (fx + count - 1) / 2);
-                match (
-                    slice(0, fy, fx, count),
-                    slice(1, fy / 2, 2 * c0, 2 * (c1 - c0 + 1)),
-                ) {
-                    (Some(luma), Some(uv)) => {
-                        yuv.yuv_row(inner, luma, uv, &uv[1..], 2, fx % 2 == 1);
-                        Some(())
-                    }
-                    _ => None,
-                }
+                let luma = rows.row(0, n, fy, fx, count)?;
+                let uv = rows.row(1, n, fy / 2, 2 * c0, 2 * (c1 - c0 + 1))?;
+                yuv.yuv_row(inner, luma, uv, uv.get(1..)?, 2, fx % 2 == 1);
             }
             Format::I420 => {
                 let (c0, c1) = (fx / 2, (fx + count - 1) / 2);
-                match (
-                    slice(0, fy, fx, count),
-                    slice(1, fy / 2, c0, c1 - c0 + 1),
-                    slice(2, fy / 2, c0, c1 - c0 + 1),
-                ) {
-                    (Some(luma), Some(u), Some(v)) => {
-                        yuv.yuv_row(inner, luma, u, v, 1, fx % 2 == 1);
-                        Some(())
-                    }
-                    _ => None,
-                }
+                let luma = rows.row(0, n, fy, fx, count)?;
+                let u = rows.row(1, n, fy / 2, c0, c1 - c0 + 1)?;
+                let v = rows.row(2, n, fy / 2, c0, c1 - c0 + 1)?;
+                yuv.yuv_row(inner, luma, u, v, 1, fx % 2 == 1);
             }
-        };
-        if done.is_none() {
-            // A row that leaves `input` (not after `execute`'s span checks): pixel by pixel,
-            // bytes past the end reading as 0.
-            for (k, o) in inner.iter_mut().enumerate() {
-                *o = self.pixel(input, n, y, lo + k as u64);
-            }
-            return;
         }
         if self.bgr && format.is_yuv() {
             for o in inner.iter_mut() {
                 o.swap(0, 2);
             }
         }
+        Some(())
+    }
+}
+
+/// Where [`Plan::pixel_row_from`] reads a frame's rows.
+pub trait FrameRows {
+    /// Bytes `from..from + bytes` of frame row `row` of plane `plane` (0 = Y or the
+    /// interleaved plane; 1 = UV or U; 2 = V) of frame `n`; `None` when not held.
+    fn row(&self, plane: usize, n: u64, row: u64, from: u64, bytes: u64) -> Option<&[u8]>;
+}
+
+/// The call's input from its start: planes at their offsets, frames at the frame stride.
+#[derive(Debug, Clone, Copy)]
+pub struct InputRows<'a> {
+    /// The admitted frame ([`Plan::frame`]).
+    pub frame: &'a Frame,
+    /// The input buffer.
+    pub input: &'a [u8],
+}
+
+impl FrameRows for InputRows<'_> {
+    fn row(&self, plane: usize, n: u64, row: u64, from: u64, bytes: u64) -> Option<&[u8]> {
+        let p = self.frame.planes.get(plane)?;
+        let start = n
+            .checked_mul(self.frame.frame_stride)?
+            .checked_add(p.offset)?
+            .checked_add(row.checked_mul(p.row_stride)?)?
+            .checked_add(from)?;
+        let start = usize::try_from(start).ok()?;
+        self.input
+            .get(start..start.checked_add(usize::try_from(bytes).ok()?)?)
     }
 }
 

@@ -92,6 +92,10 @@ pub struct CostModel {
     /// DetessCast element), or dequantized on the exact integer path (fallback; INT16 and
     /// INT32).
     pub detess: EntryCost,
+    /// Preproc v1: an output value converted from a pixel run by the table lookup (fast),
+    /// or element by element for a tiled layout whose W role is not the frame's x axis or
+    /// whose C role is not its channel axis (fallback).
+    pub preproc: EntryCost,
 }
 
 impl CostModel {
@@ -118,6 +122,11 @@ impl CostModel {
             fallback_cycles_per_element: 8,
             transpose_cycles_per_element: 0,
         },
+        preproc: EntryCost {
+            fast_cycles_per_element: 1,
+            fallback_cycles_per_element: 4,
+            transpose_cycles_per_element: 0,
+        },
     };
 
     /// Engine cycles of a DMA command moving `bytes` bytes.
@@ -140,8 +149,7 @@ impl CostModel {
 
     /// Each entry's compute cost, row for row with the library's entry table
     /// ([`ENTRIES`]: Quant v1, CastTess v1, then the three Detess-family entries, which
-    /// share one kernel and one cost, then Preproc v1, which no firmware implements yet and
-    /// so never runs).
+    /// share one kernel and one cost, then Preproc v1).
     pub const fn entry_costs(&self) -> [EntryCost; ENTRIES.len()] {
         [
             self.quant,
@@ -149,7 +157,7 @@ impl CostModel {
             self.detess,
             self.detess,
             self.detess,
-            EntryCost::NONE,
+            self.preproc,
         ]
     }
 

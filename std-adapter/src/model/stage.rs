@@ -58,15 +58,16 @@ impl StageOp {
     }
 
     /// The backends that have the op: `a65` always, `ev74` where the op has an EV74 entry
-    /// (SPEC §9: Quant, CastTess and the three Detess ops today).
+    /// (SPEC §9: Quant, CastTess, the three Detess ops and Preproc today).
     pub const fn backends(self) -> &'static [&'static str] {
         match self {
             StageOp::Quant
             | StageOp::CastTess
             | StageOp::Detess
             | StageOp::DetessCast
-            | StageOp::DetessDequant => &["a65", "ev74"],
-            StageOp::Preproc | StageOp::QuantTess | StageOp::Dequant => &["a65"],
+            | StageOp::DetessDequant
+            | StageOp::Preproc => &["a65", "ev74"],
+            StageOp::QuantTess | StageOp::Dequant => &["a65"],
         }
     }
 }
@@ -282,6 +283,9 @@ impl InputKernel {
                 sim(p.plan(), input, ifm, workers)
             }
             (Backend::Ev74Sim { workers }, InputKernel::CastTess(p)) => {
+                sim(p.plan(), input, ifm, workers)
+            }
+            (Backend::Ev74Sim { workers }, InputKernel::Preproc(p)) => {
                 sim(p.plan(), input, ifm, workers)
             }
             (Backend::Ev74Sim { .. }, k) => Err(missing_entry(k.op())),

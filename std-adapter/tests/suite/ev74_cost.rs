@@ -116,6 +116,7 @@ fn a_single_block_costs_what_the_model_says() {
             },
             casttess: EntryCost::default(),
             detess: EntryCost::default(),
+            preproc: EntryCost::default(),
         },
     ] {
         let options = SimOptions {

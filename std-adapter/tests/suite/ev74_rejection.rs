@@ -261,8 +261,13 @@ fn command_level_rejections_write_nothing() {
     let p = s.packet;
     let fw = Firmware::full;
     assert_eq!(
+        dispatch(&p, |c| c.route = 0x35, fw()),
+        FwError::UnknownRoute { route: 0x35 }
+    );
+    // Route 0x34 is Preproc v1, 368 bytes: a 224-byte command is refused by its length.
+    assert_eq!(
         dispatch(&p, |c| c.route = 0x34, fw()),
-        FwError::UnknownRoute { route: 0x34 }
+        FwError::DescriptorLength { found: 224 }
     );
     // Route 0x31 is Detess v1, whose descriptor has Quant's size: the Quant packet is
     // judged by Detess's rules and refused by its magic word, never run as Detess.

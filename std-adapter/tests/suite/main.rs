@@ -27,6 +27,7 @@ mod ev74_exhaustive;
 mod ev74_faults;
 mod ev74_oom;
 mod ev74_partition;
+mod ev74_preproc;
 mod ev74_rejection;
 mod ev74_relocation;
 mod ev74_runtime;

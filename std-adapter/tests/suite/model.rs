@@ -477,8 +477,9 @@ fn input_range_sets_the_normalization() {
 }
 
 /// The EV74 backend (the simulator) gives the A65's bytes for every stage whose op has an
-/// EV74 entry, at 1 and 4 workers; a stage without one is refused with the Runtime's
-/// missing-capability error (0x501) naming its plugin, nothing written and no fallback.
+/// EV74 entry (YOLO's Preproc included), at 1 and 4 workers; a stage without one (a bare
+/// Dequant) is refused with the Runtime's missing-capability error (0x501) naming its
+/// plugin, nothing written and no fallback.
 #[test]
 fn ev74_gives_the_a65_bytes_or_refuses_the_stage() {
     use simak::model::Backend;
@@ -500,18 +501,36 @@ fn ev74_gives_the_a65_bytes_or_refuses_the_stage() {
             }
         }
     }
-    // YOLO: its Preproc has no EV74 entry; its DetessDequant heads do.
+    // YOLO: its Preproc (Preproc v1) and its DetessDequant heads run on the EV74.
     let m = model("yolo");
     let b = Backend::Ev74Sim { workers: 2 };
-    let e = m.check_backend(b).unwrap_err();
+    m.check_backend(b).unwrap();
+    let frame = bytes(&mut rng, 921_600);
+    let ev_in = m.preprocess_on(0, &frame, b).unwrap();
+    let a65_in = m.preprocess(0, &frame, 1).unwrap();
+    assert!(ev_in.as_slice() == a65_in.as_slice(), "yolo preprocess");
+    // A bare Dequant output stage has no EV74 entry: refused with 0x501 naming its plugin,
+    // nothing written, no fallback.
+    let mut v: Value = serde_json::from_str(&text("classifier.mpk.json")).unwrap();
+    let plugins = v["plugins"].as_array_mut().unwrap();
+    plugins.retain(|p| p["name"] != "detessdequant_0");
+    let dq = plugins
+        .iter_mut()
+        .find(|p| p["name"] == "dequant_0")
+        .unwrap();
+    dq["input_nodes"] = serde_json::json!([{"name": "ofm"}]);
+    dq["params"]["in_dtype"] = serde_json::json!("int8");
+    dq["params"]["output_shape"] = serde_json::json!([2, 1, 1, 10]);
+    let dequant = Model::from_mpk_json(&v.to_string()).unwrap();
+    let e = dequant.check_backend(b).unwrap_err();
     assert_eq!(e.code(), 0x501, "{e}");
-    assert_eq!(e.plugin.as_deref(), Some("preproc_0"));
-    let mut ifm = vec![0xabu8; 6_553_600];
-    let e = m
-        .prepare_input_on(0, &vec![0u8; 921_600], &mut ifm, b)
+    assert_eq!(e.plugin.as_deref(), Some("dequant_0"));
+    let mut out = vec![0xabu8; 80];
+    let e = dequant
+        .read_outputs_on(&[0u8; 20], &mut [out.as_mut_slice()], b)
         .unwrap_err();
     assert_eq!(e.code(), 0x501, "{e}");
-    assert!(ifm.iter().all(|&v| v == 0xab));
+    assert!(out.iter().all(|&v| v == 0xab));
     let ofm = aligned(&bytes(&mut rng, 2_150_400));
     let ev = m.postprocess_on(ofm.as_slice(), b).unwrap();
     let a = m.postprocess(ofm.as_slice(), 1).unwrap();

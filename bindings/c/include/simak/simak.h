@@ -2574,7 +2574,7 @@ uint32_t simak_ev74_detessdequant_decode(const uint8_t *bytes,
  bytes, both address slots 0) into `packet` of `capacity` bytes (at least 368; exactly
  368 are written). A shorter buffer is `SIMAK_ERROR_CAPACITY` (0x609) and nothing is
  written. The descriptor holds the plan's frame geometry, normalization, border and
- output; no firmware implements the entry yet (a submission fails closed, 0x102).
+ output (the firmware's Preproc entry runs it).
 
  # Safety
 

@@ -1451,8 +1451,7 @@ inline std::variant<simak_ev74_detess_fields, Error> decode(const Packet &packet
 }  // namespace detessdequant
 
 /* Preproc v1 (368 bytes, one descriptor per call: a frame or a batch). Every write takes
- * its buffer's length. No firmware build implements the entry yet: a submission fails
- * closed with the missing capability (0x102). */
+ * its buffer's length. */
 namespace preproc {
 
 using Packet = ev74::Packet<SIMAK_EV74_PREPROC_DESCRIPTOR_SIZE>;

@@ -3,8 +3,8 @@
 
 Encode one from a :class:`simak.PreprocPlan` (its frame geometry, normalization, border and
 output), bind it to device regions, and check or list it with :func:`simak.ev74.decode`
-and :func:`simak.ev74.fields`. No firmware build implements the entry yet: submitting it
-fails closed with the missing capability (0x102).
+and :func:`simak.ev74.fields`. The firmware's Preproc entry runs it (``simak preproc
+--backend ev74-sim`` on the host simulator).
 """
 
 from typing import Tuple
