@@ -210,14 +210,21 @@ fn data_movement_is_as_planned() {
         assert_eq!((report.tess.source_dma, report.tess.output_dma), (4, 4));
         assert_eq!(run.cost.dma_commands, 8);
         assert!(run.input_read_counts.iter().all(|&c| c == 1), "{workers}");
-        // Workers own whole rows: 4 tasks over the ring.
-        let busy = run
-            .cost
-            .workers
-            .iter()
-            .filter(|w| w.dma_commands > 0)
-            .count();
-        assert_eq!(busy, workers.min(4));
+        // Per worker, its balanced range of the 4 rows (worker 0 first): 18 bytes read,
+        // 72 written and 2 DMA commands a row.
+        let rows: &[u64] = match workers {
+            1 => &[4],
+            2 => &[2, 2],
+            3 => &[2, 1, 1],
+            _ => &[1, 1, 1, 1],
+        };
+        for (w, &t) in run.cost.workers.iter().zip(rows) {
+            assert_eq!(
+                (w.bytes_read, w.bytes_written, w.dma_commands),
+                (18 * t, 72 * t, 2 * t),
+                "{workers} workers"
+            );
+        }
     }
 
     // NV12 4×6 (Y 24 bytes, UV 12) to INT8 [4, 6, 3]: each row reads its 6 luma bytes (under
