@@ -117,7 +117,7 @@ pub struct DetessArgs {
     /// Output file: one .npy per head (repeat, in head order) or one .safetensors.
     #[arg(long, short = 'o', value_name = "PATH", required = true)]
     output: Vec<PathBuf>,
-    /// Threads per head (1 to 256; with --backend a65 only).
+    /// Threads per head (1 to 256; above 1 with --backend a65 only).
     #[arg(long, value_name = "N", value_parser = threads_parser(), default_value_t = 1)]
     threads: u64,
     /// Execution backend: a65 (host cores) or ev74-sim (the EV74 firmware's Detess,

@@ -66,7 +66,7 @@ pub struct PreprocessArgs {
     /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4))]
     pub workers: Option<u64>,
-    /// Threads, 1 to 256 (with --backend a65 only).
+    /// Threads, 1 to 256 (above 1 with --backend a65 only).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
 }
@@ -91,7 +91,7 @@ pub struct PostprocessArgs {
     /// EV74 worker ring size, 1 to 4 (with --backend ev74-sim only; 4 when not given).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4))]
     pub workers: Option<u64>,
-    /// Threads, 1 to 256 (with --backend a65 only).
+    /// Threads, 1 to 256 (above 1 with --backend a65 only).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
 }

@@ -220,7 +220,7 @@ pub fn parse_border(text: &str) -> Result<[u64; 4], String> {
     rows of exactly their bytes (OpenCV's single-array layout), one frame or several of the \
     same size (a batch), and uint8 .npy arrays in OpenCV's shapes (C order): (H, W, 3) or \
     (H, W, 4) for rgb/bgr/rgbx/bgrx, (H, W) or (H, W, 1) for gray, (H * 3 / 2, W) for nv12 \
-    and i420, with a leading N for a batch.\n\n\
+    and i420, with a leading N for a batch (three axes ending in 1 are one gray frame).\n\n\
     --mean, --std and --pad-value take one value or one per output channel (3, or 1 for \
     gray), in output channel order. --to i8 and quanttess need --multiplier (and take \
     --zero-point, --rounding as `simak quant`); --to quanttess and casttess need --tile \
@@ -282,7 +282,8 @@ pub struct PreprocArgs {
     /// --to quanttess / casttess: channel mode [default: compact].
     #[arg(long, value_enum, value_name = "MODE")]
     channels: Option<ChannelsArg>,
-    /// A65 threads (the bytes do not depend on T). 1 to 256; with --backend a65 only.
+    /// A65 threads (the bytes do not depend on T). 1 to 256; above 1 with --backend a65
+    /// only.
     #[arg(long, value_name = "T", default_value_t = 1, value_parser = crate::params::threads_parser())]
     threads: u64,
     /// Execution backend: a65 (host cores) or ev74-sim (the EV74 firmware's Preproc entry
@@ -535,6 +536,8 @@ fn read_npy_frame(path: &Path, format: Format) -> Result<Pixels, CliError> {
         (_, &[n, h, w, c]) if channels == Some(c) => (Some(n), h, w),
         (Format::GRAY8, &[h, w]) | (Format::GRAY8, &[h, w, 1]) => (None, h, w),
         (Format::GRAY8, &[n, h, w, 1]) => (Some(n), h, w),
+        // Three axes whose last is not 1: a batch of (H, W) frames, as in Python.
+        (Format::GRAY8, &[n, h, w]) => (Some(n), h, w),
         (Format::NV12 | Format::I420, &[r, w]) => (None, r, w),
         (Format::NV12 | Format::I420, &[n, r, w]) => (Some(n), r, w),
         _ => return Err(wrong()),

@@ -463,6 +463,34 @@ fn gray_npy_to_quanttess_pad16() {
         [q as u8, 0]
     });
     assert!(fs::read(&out).unwrap() == expect);
+
+    // Three axes: (N, H, W) is a batch of gray frames unless the last extent is 1 (then
+    // (H, W, 1), one frame), as in Python: n = p / 255 per pixel either way.
+    for (shape, want) in [
+        ([2u64, 3, 5], vec![2u64, 3, 5, 1]),
+        ([2, 3, 1], vec![2, 3, 1]),
+    ] {
+        let n: u64 = shape.iter().product();
+        let pixels: Vec<u8> = (0..n).map(|i| (i * 29 % 256) as u8).collect();
+        let input = dir.path().join("gray3.npy");
+        write_npy(&input, "|u1", &shape, npyz::Order::C, &pixels);
+        let out = dir.path().join("gray3.npy.out.npy");
+        run_ok(&[
+            "--input",
+            path_str(&input),
+            "--format",
+            "gray",
+            "--to",
+            "f32",
+            "--output",
+            path_str(&out),
+        ]);
+        let (got_shape, got) = npy_f32(&out);
+        assert_eq!(got_shape, want);
+        let expect: Vec<f32> = pixels.iter().map(|&p| norm(p, 255.0, 0.0, 1.0)).collect();
+        assert_eq!(got, expect, "{shape:?}");
+        fs::remove_file(&out).unwrap();
+    }
 }
 
 /// Bad inputs: exit 2, one line with the rule (and the library code where it has one),
