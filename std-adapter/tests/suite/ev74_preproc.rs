@@ -431,3 +431,81 @@ fn benchmark_workloads_against_the_cost_model() {
         );
     }
 }
+
+/// Through the Runtime (SPEC §9): an NV12 frame with a border to CastTess, submitted on the
+/// simulated transport, gives the A65's bytes and leaves the rest of the output buffer
+/// alone; a firmware that does not advertise Preproc v1 fails closed (never an A65
+/// fallback).
+#[test]
+fn the_runtime_runs_a_frame_and_fails_closed_without_the_entry() {
+    use crate::support::SubmitEncoded;
+    use simak::ev74::preproc as codec;
+    use simak::ev74::runtime::{Executor, ExecutorOptions, RuntimeError, SimConfig, SimTransport};
+    use simak_ev74_fw::Capabilities;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let plan = preproc::check_inference(&Request {
+        frame: Frame::packed(Format::NV12, 24, 40),
+        normalize: Normalize {
+            divisor: 255.0,
+            mean: &[0.485, 0.456, 0.406],
+            std: &[0.229, 0.224, 0.225],
+        },
+        bgr: false,
+        border: Border {
+            top: 4,
+            bottom: 4,
+            left: 0,
+            right: 0,
+        },
+        pad_value: &[114],
+        output: Output::CastTess {
+            layout: Output::default_layout(false, [1, 8, 16, 3], Channels::PadTo16),
+        },
+    })
+    .unwrap();
+    let frame = frame_bytes(plan.input_span() as usize, 9);
+    let span = plan.output_span() as usize;
+    let mut want = Aligned::new(span, MARK);
+    a65::execute(&a65::preproc::prepare(&plan), &frame, want.as_mut_slice()).unwrap();
+    let device = codec::check_inference(&plan).unwrap();
+    let packet = codec::encode_relocatable(&device);
+    let options = ExecutorOptions {
+        probe_casttess: false,
+    };
+    let executor =
+        Executor::connect_with(Arc::new(SimTransport::new(SimConfig::new(4))), options).unwrap();
+    let input = executor.allocate(frame.len() as u64).unwrap();
+    let output = executor.allocate(span as u64 + 16).unwrap();
+    input.write(0, &frame).unwrap();
+    output.write(0, &vec![MARK; span + 16]).unwrap();
+    let report = executor
+        .run_encoded(&device, &packet, &input, &output, Duration::from_secs(30))
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.launched, 4);
+    let mut got = vec![0u8; span + 16];
+    output.read(0, &mut got).unwrap();
+    assert!(
+        got[..span] == *want.as_slice(),
+        "the Runtime's bytes differ from the A65's"
+    );
+    assert!(got[span..].iter().all(|&b| b == MARK));
+
+    let mut config = SimConfig::new(2);
+    config.advertised = Capabilities::all().difference(Capabilities::PREPROC_V1);
+    let without = Executor::connect_with(Arc::new(SimTransport::new(config)), options).unwrap();
+    let input = without.allocate(frame.len() as u64).unwrap();
+    let output = without.allocate(span as u64).unwrap();
+    let err = without
+        .submit_encoded(&device, &packet, &input, &output)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::MissingCapability {
+            entry: "simaai_kernels_ev74_preproc_v1",
+            version: 1
+        }
+    );
+}
