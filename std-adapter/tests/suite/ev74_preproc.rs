@@ -12,11 +12,12 @@ use simak::a65;
 use simak::ev74::{SimOptions, SimRun, run_sim_with};
 use simak::layout::{Channels, MlaTiled};
 use simak::ops::preproc::{self, Border, Format, Frame, Normalize, Output, Plan, Request};
-use simak::ops::quant::{Params, Rounding};
+use simak::ops::quant::Params;
 use simak_tests::bytes::Aligned;
 use simak_tests::preproc::random_frame;
 use simak_tests::rng::Rng;
 
+use crate::preproc::{random_params, random_strides};
 use crate::tess_common::random_layout;
 
 /// A marker for untouched output bytes.
@@ -42,31 +43,6 @@ fn check(what: &str, plan: &Plan, input: &[u8], workers: usize) -> SimRun {
         );
     }
     run
-}
-
-/// Random strides over `extents` for `elem`-byte elements: a random axis order with gaps.
-fn random_strides(rng: &mut Rng, extents: &[u64], elem: u64) -> Vec<u64> {
-    let mut order: Vec<usize> = (0..extents.len()).collect();
-    rng.shuffle(&mut order);
-    let mut s = vec![0u64; extents.len()];
-    let mut acc = elem;
-    for &a in order.iter().rev() {
-        s[a] = acc;
-        acc = acc * extents[a].max(1) + elem * rng.below(3);
-    }
-    s
-}
-
-fn random_params(rng: &mut Rng) -> Params {
-    let rounding = *rng.pick(&[
-        Rounding::NearestEven,
-        Rounding::TowardZero,
-        Rounding::TowardPositive,
-        Rounding::TowardNegative,
-    ]);
-    Params::new(*rng.pick(&[1.0f32, 40.0, 127.0, 0.8]))
-        .with_zero_point(rng.range_i64(-20, 20) as i32)
-        .with_rounding(rounding)
 }
 
 /// Random frames of every format to every output, 1 to 4 workers.

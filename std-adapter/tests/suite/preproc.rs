@@ -711,7 +711,7 @@ fn yuv_frames_decode_as_opencv() {
 }
 
 /// Random strides over `extents` for `elem`-byte elements: a random axis order with gaps.
-fn random_strides(rng: &mut Rng, extents: &[u64], elem: u64) -> Vec<u64> {
+pub(crate) fn random_strides(rng: &mut Rng, extents: &[u64], elem: u64) -> Vec<u64> {
     let mut order: Vec<usize> = (0..extents.len()).collect();
     rng.shuffle(&mut order);
     let mut s = vec![0u64; extents.len()];
@@ -723,7 +723,7 @@ fn random_strides(rng: &mut Rng, extents: &[u64], elem: u64) -> Vec<u64> {
     s
 }
 
-fn random_params(rng: &mut Rng) -> Params {
+pub(crate) fn random_params(rng: &mut Rng) -> Params {
     let rounding = *rng.pick(&[
         Rounding::NearestEven,
         Rounding::TowardZero,
